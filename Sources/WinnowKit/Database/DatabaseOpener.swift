@@ -1,0 +1,71 @@
+import Foundation
+import GRDB
+
+/// How a command opens its database.
+public enum AccessMode: Sendable {
+    /// `plan`, `check`, `schema inspect`, `history`: a read-only connection.
+    case readOnly
+    /// `run` and `restore`; `create` allows a missing file to be created.
+    case readWrite(create: Bool)
+}
+
+/// Opens databases with winnow's connection settings and maps SQLite's failures to the
+/// contract's exit codes.
+public enum DatabaseOpener {
+    /// Busy timeout of every connection: how long a statement waits for another writer.
+    public static let busyTimeout: TimeInterval = 5
+
+    public static func open(path: String, mode: AccessMode) throws -> DatabaseQueue {
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        if isDirectory.boolValue { throw WinnowError.notFound("\(path): is a directory, not a database") }
+        switch mode {
+        case .readOnly, .readWrite(create: false):
+            guard exists else { throw WinnowError.notFound("\(path): no such database file") }
+        case .readWrite(create: true):
+            break
+        }
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(busyTimeout)
+        if case .readOnly = mode { config.readonly = true }
+        config.label = "winnow"
+        config.prepareDatabase { db in
+            try SQLFunctions.register(on: db)
+        }
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: config)
+            // Opening is lazy in SQLite: read the schema now so that a file that is not a
+            // database is reported here, before any work starts.
+            try queue.inDatabase { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_master") }
+            return queue
+        } catch {
+            throw map(error, path: path)
+        }
+    }
+
+    /// Maps an error thrown while working on `path` to a ``WinnowError``.
+    public static func map(_ error: Error, path: String) -> WinnowError {
+        if let error = error as? WinnowError { return error }
+        guard let dbError = error as? DatabaseError else { return .internal("\(path): \(error)") }
+        let message = dbError.message ?? "\(dbError.resultCode)"
+        switch dbError.resultCode {
+        case .SQLITE_NOTADB:
+            return .notFound("\(path): not a database (\(message))")
+        case .SQLITE_CANTOPEN:
+            return .notFound("\(path): cannot open the database (\(message))")
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return .locked("\(path): the database is locked by another connection (\(message)); retry later")
+        case .SQLITE_CORRUPT:
+            return .io("\(path): the database is corrupt (\(message))")
+        case .SQLITE_FULL:
+            return .io("\(path): database or disk is full (\(message))")
+        case .SQLITE_READONLY:
+            return .io("\(path): the database is read-only (\(message))")
+        case .SQLITE_CONSTRAINT:
+            return .refused("\(path): a constraint failed (\(message))")
+        default:
+            return .io("\(path): SQLite error \(dbError.resultCode.rawValue): \(message)")
+        }
+    }
+}

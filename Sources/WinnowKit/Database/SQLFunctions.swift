@@ -1,0 +1,191 @@
+import Crypto
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// The SQL functions winnow registers on every connection it opens.
+///
+/// They are written against SQLite's C API (no per-call Swift arrays of values) because they run
+/// once per row on the hot path of grouping and journaling:
+/// - `winnow_trim(x)`, `winnow_lower(x)`, `winnow_collapse_ws(x)`, `winnow_nfkc(x)`,
+///   `winnow_digits(x)`: the key normalisers. TEXT is transformed; other values pass unchanged.
+/// - `winnow_hash(nulls_equal, v1, ..., vn)`: lowercase hex SHA-256 of the ``ValueCodec``
+///   encoding of the tuple; NULL when a part is NULL and `nulls_equal` is 0.
+/// - `winnow_pack(v1, ..., vn)`: the ``ValueCodec`` encoding of the tuple, as a BLOB.
+enum SQLFunctions {
+    static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    /// SQL function name of each normaliser.
+    static func name(of normalizer: Normalizer) -> String {
+        switch normalizer {
+        case .trim: return "winnow_trim"
+        case .lowercase: return "winnow_lower"
+        case .collapseWhitespace: return "winnow_collapse_ws"
+        case .nfkc: return "winnow_nfkc"
+        case .digitsOnly: return "winnow_digits"
+        }
+    }
+
+    static func register(on db: Database) throws {
+        guard let connection = db.sqliteConnection else { return }
+        let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
+        func add(_ name: String, _ arity: Int32,
+                 _ body: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void) throws {
+            let code = sqlite3_create_function_v2(connection, name, arity, flags, nil, body, nil, nil, nil)
+            guard code == SQLITE_OK else { throw WinnowError.internal("cannot register SQL function \(name) (\(code))") }
+        }
+        try add("winnow_trim", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.trim) }
+        try add("winnow_lower", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.lowercase) }
+        try add("winnow_collapse_ws", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.collapseWhitespace) }
+        try add("winnow_nfkc", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.nfkc) }
+        try add("winnow_digits", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.digitsOnly) }
+        try add("winnow_hash", -1) { ctx, argc, argv in SQLFunctions.hashFunction(ctx, argc, argv) }
+        try add("winnow_pack", -1) { ctx, argc, argv in SQLFunctions.packFunction(ctx, argc, argv) }
+    }
+
+    static func textFunction(_ ctx: OpaquePointer?, _ argv: UnsafeMutablePointer<OpaquePointer?>?,
+                                     _ transform: (String) -> String) {
+        guard let value = argv?[0] else { return sqlite3_result_null(ctx) }
+        guard sqlite3_value_type(value) == SQLITE_TEXT, let text = sqlite3_value_text(value) else {
+            return sqlite3_result_value(ctx, value)
+        }
+        let count = Int(sqlite3_value_bytes(value))
+        let input = String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+        let output = transform(input)
+        let length = Int32(output.utf8.count)
+        output.withCString { sqlite3_result_text(ctx, $0, length, transient) }
+    }
+
+    /// Appends the ``ValueCodec`` encoding of one SQLite value.
+    private static func append(_ value: OpaquePointer?, to bytes: inout [UInt8]) {
+        switch sqlite3_value_type(value) {
+        case SQLITE_INTEGER:
+            bytes.append(ValueCodec.Tag.integer.rawValue)
+            ValueCodec.appendInteger(sqlite3_value_int64(value), to: &bytes)
+        case SQLITE_FLOAT:
+            bytes.append(ValueCodec.Tag.real.rawValue)
+            ValueCodec.appendInteger(Int64(bitPattern: sqlite3_value_double(value).bitPattern), to: &bytes)
+        case SQLITE_TEXT:
+            bytes.append(ValueCodec.Tag.text.rawValue)
+            let pointer = sqlite3_value_text(value)
+            let count = Int(sqlite3_value_bytes(value))
+            ValueCodec.appendVarint(count, to: &bytes)
+            if let pointer { bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: count)) }
+        case SQLITE_BLOB:
+            bytes.append(ValueCodec.Tag.blob.rawValue)
+            let count = Int(sqlite3_value_bytes(value))
+            ValueCodec.appendVarint(count, to: &bytes)
+            if count > 0, let pointer = sqlite3_value_blob(value) {
+                bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count))
+            }
+        default:
+            bytes.append(ValueCodec.Tag.null.rawValue)
+        }
+    }
+
+    static func packFunction(_ ctx: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64)
+        for i in 0..<Int(argc) { append(argv?[i], to: &bytes) }
+        bytes.withUnsafeBytes { buffer in
+            sqlite3_result_blob(ctx, buffer.baseAddress, Int32(buffer.count), transient)
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    static func hashFunction(_ ctx: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?) {
+        guard argc >= 2, let argv else {
+            return sqlite3_result_error(ctx, "winnow_hash(nulls_equal, value, ...) needs at least one value", -1)
+        }
+        let nullsEqual = sqlite3_value_int(argv[0]) != 0
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64)
+        for i in 1..<Int(argc) {
+            if !nullsEqual, sqlite3_value_type(argv[i]) == SQLITE_NULL { return sqlite3_result_null(ctx) }
+            append(argv[i], to: &bytes)
+        }
+        let digest = SHA256.hash(data: bytes)
+        var hex = [UInt8](repeating: 0, count: 64)
+        var k = 0
+        for byte in digest {
+            hex[k] = hexDigits[Int(byte >> 4)]
+            hex[k + 1] = hexDigits[Int(byte & 0x0F)]
+            k += 2
+        }
+        hex.withUnsafeBytes { buffer in
+            sqlite3_result_text(ctx, buffer.baseAddress?.assumingMemoryBound(to: CChar.self), 64, transient)
+        }
+    }
+}
+
+/// The key normalisers as pure Swift functions (the SQL functions call these).
+public enum Normalize {
+    public static func apply(_ normalizers: [Normalizer], to text: String) -> String {
+        normalizers.reduce(text) { value, normalizer in function(for: normalizer)(value) }
+    }
+
+    public static func function(for normalizer: Normalizer) -> (String) -> String {
+        switch normalizer {
+        case .trim: return trim
+        case .lowercase: return lowercase
+        case .collapseWhitespace: return collapseWhitespace
+        case .nfkc: return nfkc
+        case .digitsOnly: return digitsOnly
+        }
+    }
+
+    /// Removes leading and trailing Unicode white space (spaces, tabs, newlines, NBSP, ...).
+    public static func trim(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })!
+        if first == scalars.startIndex, scalars.index(after: last) == scalars.endIndex { return text }
+        return String(scalars[first...last])
+    }
+
+    /// Unicode lowercase mapping ("ÉMILE" becomes "émile"), with an ASCII fast path.
+    public static func lowercase(_ text: String) -> String {
+        var isASCII = true
+        var hasUpper = false
+        for byte in text.utf8 {
+            if byte >= 0x80 { isASCII = false; break }
+            if byte >= 0x41 && byte <= 0x5A { hasUpper = true }
+        }
+        if isASCII {
+            guard hasUpper else { return text }
+            return String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        }
+        return text.lowercased()
+    }
+
+    /// Replaces every run of white space with one space.
+    public static func collapseWhitespace(_ text: String) -> String {
+        var result = String.UnicodeScalarView()
+        var inSpace = false
+        for scalar in text.unicodeScalars {
+            if scalar.properties.isWhitespace {
+                if !inSpace { result.append(" ") }
+                inSpace = true
+            } else {
+                result.append(scalar)
+                inSpace = false
+            }
+        }
+        return String(result)
+    }
+
+    /// Unicode compatibility composition (NFKC): "ﬁ" becomes "fi", full-width "Ａ" becomes "A".
+    public static func nfkc(_ text: String) -> String {
+        text.precomposedStringWithCompatibilityMapping
+    }
+
+    /// Keeps only decimal digits (Unicode category Nd).
+    public static func digitsOnly(_ text: String) -> String {
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars where scalar.properties.numericType == .decimal {
+            result.append(scalar)
+        }
+        return String(result)
+    }
+}

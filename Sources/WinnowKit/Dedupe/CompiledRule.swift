@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+
+/// One term of a winner order.
+public enum OrderTerm: Sendable, Equatable {
+    /// `column ASC|DESC [NULLS LAST]`.
+    case column(String, descending: Bool, nullsLast: Bool)
+    /// Rows with more non-NULL values among these columns first (`most_complete`).
+    case completeness([String])
+
+    public func sql(alias: String?) -> String {
+        switch self {
+        case let .column(name, descending, nullsLast):
+            return "\(CompiledRule.column(name, alias)) \(descending ? "DESC" : "ASC")\(nullsLast ? " NULLS LAST" : "")"
+        case let .completeness(columns):
+            let parts = columns.map { "(\(CompiledRule.column($0, alias)) IS NOT NULL)" }
+            return "(\(parts.isEmpty ? "0" : parts.joined(separator: " + "))) DESC"
+        }
+    }
+
+    public var label: String {
+        switch self {
+        case let .column(name, descending, nullsLast):
+            return "\(name) \(descending ? "desc" : "asc")\(nullsLast ? " nulls last" : "")"
+        case .completeness:
+            return "most non-NULL columns"
+        }
+    }
+}
+
+/// A place elsewhere in the database that holds the key of a row of the rule's table.
+public struct ReferencePath: Sendable, Equatable {
+    /// The child table (may be the rule's own table, for a self-reference).
+    public var childTable: String
+    /// Child columns, parallel to `parentColumns`.
+    public var childColumns: [String]
+    /// Columns of the rule's table that the child columns hold.
+    public var parentColumns: [String]
+    /// SQL naming the child table's rowid.
+    public var childRowID: String
+    /// Stored columns of the child table, for journal images.
+    public var childStoredColumns: [String]
+    /// Unique keys of the child that include a child column: re-pointing must not break them.
+    public var uniqueKeys: [[String]]
+    /// true for a declared FOREIGN KEY, false for a `referenced_by:` entry.
+    public var declared: Bool
+
+    /// `child(col, ...)` for messages.
+    public var label: String { "\(childTable).\(childColumns.joined(separator: "+"))" }
+}
+
+/// A dedupe rule bound to the live schema: every identifier checked and every SQL fragment
+/// built, ready for the executor. Building one touches no database; see ``RuleCompiler``.
+public struct CompiledRule: Sendable {
+    public var rule: DedupeRule
+    /// Canonical table name.
+    public var table: String
+    /// SQL naming the rowid of the table (an alias column or `rowid`).
+    public var rowID: String
+    /// Stored columns in table order (journal images, restore).
+    public var storedColumns: [String]
+    /// Primary key columns (empty: the hidden rowid).
+    public var primaryKey: [String]
+    /// Canonical key column names.
+    public var keyColumns: [String]
+    public var mergeColumns: [(name: String, strategy: MergeStrategy)]
+    public var references: [ReferencePath]
+    /// Canonical hash column name.
+    public var hashColumn: String?
+    /// Winner order terms, before the content tie-break.
+    public var winnerTerms: [OrderTerm]
+    /// Tie-break columns: stored columns in table order, primary key left out.
+    var tieBreakColumns: [String]
+    /// Normalisers per canonical key column.
+    var normalizers: [String: [Normalizer]]
+
+    /// The quoted table name, qualified with `main`.
+    public var qualifiedTable: String { "main.\(table.quotedDatabaseIdentifier)" }
+
+    static func column(_ name: String, _ alias: String?) -> String {
+        alias.map { "\($0).\(name.quotedDatabaseIdentifier)" } ?? name.quotedDatabaseIdentifier
+    }
+
+    /// The normalised value of each key column, over the table aliased as `alias` (nil: unqualified).
+    public func keyExpressions(alias: String? = nil) -> [String] {
+        keyColumns.map { name in
+            normalizers[name, default: []].reduce(Self.column(name, alias)) { "\(SQLFunctions.name(of: $1))(\($0))" }
+        }
+    }
+
+    /// The hash of the normalised key tuple.
+    public func hashExpression(alias: String? = nil) -> String {
+        "winnow_hash(\(rule.nulls == .equal ? 1 : 0), \(keyExpressions(alias: alias).joined(separator: ", ")))"
+    }
+
+    /// What rows are grouped by: the normalised key columns, or their hash.
+    public func groupExpressions(alias: String? = nil) -> [String] {
+        rule.hash ? [hashExpression(alias: alias)] : keyExpressions(alias: alias)
+    }
+
+    /// Rows that can take part in a duplicate group (`nulls: distinct` leaves out NULL key parts).
+    public func candidateFilter(alias: String? = nil) -> String {
+        guard rule.nulls == .distinct else { return "1" }
+        return keyExpressions(alias: alias).map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+    }
+
+    /// SQL that is true when rows `a` and `b` still share a key.
+    public func sameKey(_ a: String, _ b: String) -> String {
+        let op = rule.nulls == .equal ? "IS" : "="
+        return zip(groupExpressions(alias: a), groupExpressions(alias: b)).map { "\($0) \(op) \($1)" }.joined(separator: " AND ")
+    }
+
+    /// The full winner order: the rule's terms, then content (NULLs first, binary collation),
+    /// then the primary key, then the rowid. A total order on distinct content.
+    public func orderBy(alias: String? = nil) -> String {
+        var terms = winnerTerms.map { $0.sql(alias: alias) }
+        terms += tieBreakColumns.map { "\(Self.column($0, alias)) COLLATE BINARY ASC" }
+        terms += primaryKey.map { "\(Self.column($0, alias)) ASC" }
+        let rowid = alias.map { "\($0).\(rowID)" } ?? rowID
+        if !primaryKey.contains(where: { $0.quotedDatabaseIdentifier == rowID }) { terms.append("\(rowid) ASC") }
+        return terms.joined(separator: ", ")
+    }
+
+    /// Human description of the winner order, for plans.
+    public var winnerDescription: String {
+        var parts = winnerTerms.map(\.label)
+        parts.append("content")
+        parts.append(primaryKey.isEmpty ? "rowid" : primaryKey.joined(separator: ", "))
+        return parts.joined(separator: ", ")
+    }
+}

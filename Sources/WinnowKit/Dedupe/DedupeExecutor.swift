@@ -1,0 +1,314 @@
+import Foundation
+import GRDB
+
+/// What discovery found for one rule.
+public struct Discovery: Sendable, Equatable {
+    public var groups: Int
+    public var losers: Int
+    public var tableRows: Int
+}
+
+/// Progress of a run, reported as it happens.
+public enum RunEvent: Sendable {
+    case ruleStarted(rule: Int, table: String, discovery: Discovery)
+    case batch(BatchReport)
+    case ruleFinished(rule: Int, table: String, counts: Counts)
+}
+
+/// One committed batch (or, in a dry run, one batch that would be).
+public struct BatchReport: Sendable, Codable, Equatable {
+    public var rule: Int
+    public var table: String
+    public var batch: Int
+    public var counts: Counts
+    public var seconds: Double
+    /// Losers done so far in this rule, and in all (for progress bars).
+    public var done: Int
+    public var total: Int
+}
+
+/// Runs one compiled rule against one connection: discovery into a temporary table, guards,
+/// then batches. The same code serves `run` and `plan`; only the ``BatchWriter`` differs.
+struct DedupeExecutor {
+    let db: Database
+    let rule: CompiledRule
+    let writer: BatchWriter
+    let settings: BatchSettings
+    /// How many groups to keep as samples (plan output); 0 for none.
+    var sampleLimit = 0
+    var onEvent: (RunEvent) -> Void = { _ in }
+
+    static func prepareTemporaryTables(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TEMP TABLE IF NOT EXISTS winnow_losers (
+                winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (winner, rn)
+            ) WITHOUT ROWID;
+            CREATE TEMP TABLE IF NOT EXISTS winnow_batch (rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL);
+            """)
+    }
+
+    /// The window query that ranks every candidate row inside its key group.
+    var discoverySQL: String {
+        """
+        INSERT INTO temp.winnow_losers (winner, rn, rid)
+        SELECT winnow_w, winnow_n, winnow_r FROM (
+            SELECT \(rule.rowID) AS winnow_r,
+                   row_number() OVER winnow_window AS winnow_n,
+                   first_value(\(rule.rowID)) OVER winnow_window AS winnow_w
+            FROM \(rule.qualifiedTable)
+            WHERE \(rule.candidateFilter())
+            WINDOW winnow_window AS (PARTITION BY \(rule.groupExpressions().joined(separator: ", ")) ORDER BY \(rule.orderBy()))
+        ) WHERE winnow_n > 1
+        """
+    }
+
+    /// Fills `temp.winnow_losers` with every loser and its winner.
+    func discover() throws -> Discovery {
+        try Self.prepareTemporaryTables(db)
+        try db.execute(sql: "DELETE FROM temp.winnow_losers")
+        try db.execute(sql: discoverySQL)
+        let row = try Row.fetchOne(db, sql: "SELECT count(*), count(DISTINCT winner) FROM temp.winnow_losers")!
+        let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
+        return Discovery(groups: row[1], losers: row[0], tableRows: rows)
+    }
+
+    /// `max_delete_percent` and `references: restrict`, checked before anything is written.
+    func checkGuards(_ discovery: Discovery) throws {
+        if let limit = rule.rule.maxDeletePercent, discovery.tableRows > 0 {
+            let share = Double(discovery.losers) * 100 / Double(discovery.tableRows)
+            if share > limit {
+                throw WinnowError.refused("""
+                    \(rule.rule.keyPath) (\(rule.table)): would delete \(discovery.losers) of \(discovery.tableRows) rows \
+                    (\(String(format: "%.1f", share))%), more than max_delete_percent \(limit.formatted6)%; nothing was changed
+                    """)
+            }
+        }
+        if rule.rule.references == .restrict {
+            for path in rule.references {
+                let join = zip(path.childColumns, path.parentColumns)
+                    .map { "c.\($0.quotedDatabaseIdentifier) = p.\($1.quotedDatabaseIdentifier)" }.joined(separator: " AND ")
+                let row = try Row.fetchOne(db, sql: """
+                    SELECT count(*), min(p.\(rule.rowID)) FROM temp.winnow_losers AS l
+                    JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = l.rid
+                    JOIN main.\(path.childTable.quotedDatabaseIdentifier) AS c ON \(join)
+                    """)!
+                let count: Int = row[0]
+                if count > 0 {
+                    throw WinnowError.refused("""
+                        \(rule.rule.keyPath) (\(rule.table)): references: restrict, and \(count) row(s) of \(path.label) \
+                        point at rows that would be deleted (first: rowid \(row[1] as Int64)); nothing was changed
+                        """)
+                }
+            }
+        }
+    }
+
+    /// Keeps `hash_column` equal to the key hash for every row, in batches of rowid ranges.
+    func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts {
+        var counts = Counts()
+        guard rule.hashColumn != nil else { return counts }
+        var sizer = BatchSizer(configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        var after = Int64.min
+        while true {
+            guard let upTo = try Int64.fetchOne(db, sql: """
+                SELECT max(r) FROM (SELECT \(rule.rowID) AS r FROM \(rule.qualifiedTable) WHERE \(rule.rowID) > ? ORDER BY \(rule.rowID) LIMIT ?)
+                """, arguments: [after, sizer.current]) else { break }
+            let started = Date()
+            let filled = try writer.transaction(db) { () -> Int in
+                let filled = try writer.fillHashes(rule: rule, after: after, upTo: upTo, batch: batchNumber, db: db)
+                if filled > 0 {
+                    var next = totals
+                    next.hashed += filled
+                    next.batches += 1
+                    try writer.recordProgress(next, db: db)
+                }
+                return filled
+            }
+            sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
+            if filled > 0 {
+                counts.hashed += filled
+                counts.batches += 1
+                totals.hashed += filled
+                totals.batches += 1
+                batchNumber += 1
+                try pause()
+            }
+            after = upTo
+        }
+        return counts
+    }
+
+    private func pause() throws {
+        if settings.pauseMilliseconds > 0 { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
+    }
+
+    /// Resolves every group found by ``discover()``, batch by batch.
+    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
+        var counts = Counts()
+        var sizer = BatchSizer(configured: settings.size, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        var lastWinner = Int64.min
+        var done = 0
+        while true {
+            guard let upTo = try Int64.fetchOne(db, sql: """
+                SELECT max(winner) FROM (SELECT DISTINCT winner FROM temp.winnow_losers WHERE winner > ? ORDER BY winner LIMIT ?)
+                """, arguments: [lastWinner, sizer.current]) else { break }
+            let started = Date()
+            let number = batchNumber
+            let work = try writer.transaction(db) { () -> BatchWork in
+                let work = try read(batch: number, after: lastWinner, upTo: upTo, wantSamples: samples.count < sampleLimit)
+                try writer.apply(work, rule: rule, db: db)
+                try writer.recordProgress(totals + work.counts, db: db)
+                return work
+            }
+            let seconds = Date().timeIntervalSince(started)
+            sizer.record(size: work.groups, seconds: seconds)
+            let batchCounts = work.counts
+            counts = counts + batchCounts
+            totals = totals + batchCounts
+            samples += work.samples.prefix(max(0, sampleLimit - samples.count))
+            done += work.losers.count + work.skipped
+            onEvent(.batch(BatchReport(rule: rule.rule.index, table: rule.table, batch: number, counts: batchCounts,
+                                       seconds: seconds, done: done, total: discovery.losers)))
+            batchNumber += 1
+            lastWinner = upTo
+            try pause()
+        }
+        return counts
+    }
+
+    /// The groups of `(after, upTo]` as they are now: losers that still share their winner's key.
+    func read(batch number: Int, after: Int64, upTo: Int64, wantSamples: Bool) throws -> BatchWork {
+        var work = BatchWork(number: number)
+        try db.execute(sql: "DELETE FROM temp.winnow_batch")
+        try db.execute(sql: """
+            INSERT INTO temp.winnow_batch (rid, winner, rn)
+            SELECT l.rid, l.winner, l.rn FROM temp.winnow_losers AS l
+            JOIN \(rule.qualifiedTable) AS a ON a.\(rule.rowID) = l.rid
+            JOIN \(rule.qualifiedTable) AS b ON b.\(rule.rowID) = l.winner
+            WHERE l.winner > ? AND l.winner <= ? AND \(rule.sameKey("a", "b"))
+            """, arguments: [after, upTo])
+        let planned = try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.winnow_losers WHERE winner > ? AND winner <= ?",
+                                       arguments: [after, upTo]) ?? 0
+        var groups: [(winner: Int64, losers: [Int64])] = []
+        try Row.fetchCursor(db, sql: "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn").forEach { row in
+            let rid: Int64 = row[0]
+            let winner: Int64 = row[1]
+            if groups.last?.winner == winner { groups[groups.count - 1].losers.append(rid) } else { groups.append((winner, [rid])) }
+            work.losers.append(rid)
+        }
+        work.groups = groups.count
+        work.skipped = planned - work.losers.count
+        guard !groups.isEmpty else { return work }
+
+        if !rule.mergeColumns.isEmpty { work.merges = try readMerges() }
+        for (index, path) in rule.references.enumerated() { try readReferences(path, index: index, into: &work) }
+        if wantSamples { work.samples = try readSamples(groups, limit: sampleLimit) }
+        return work
+    }
+
+    /// Every row of the batch's groups, winner first (rn 0), then losers in winner order.
+    private var groupRowsSQL: String {
+        "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
+    }
+
+    private func readMerges() throws -> [BatchWork.Merge] {
+        let columns = rule.mergeColumns.map(\.name)
+        let strategies = rule.mergeColumns.map(\.strategy)
+        let selected = columns.map { "t.\($0.quotedDatabaseIdentifier)" }.joined(separator: ", ")
+        var merges: [BatchWork.Merge] = []
+        var current: Int64?
+        var rows: [[DatabaseValue]] = []
+        func flush() {
+            guard let winner = current else { return }
+            let changes = MergeResolver.changes(strategies: strategies, rows: rows)
+            if !changes.isEmpty {
+                merges.append(.init(winner: winner, columns: changes.map { columns[$0.index] }, values: changes.map(\.value)))
+            }
+        }
+        try Row.fetchCursor(db, sql: """
+            SELECT g.winner, \(selected) FROM \(groupRowsSQL) AS g
+            JOIN \(rule.qualifiedTable) AS t ON t.\(rule.rowID) = g.rid ORDER BY g.winner, g.rn
+            """).forEach { row in
+            let winner: Int64 = row[0]
+            if winner != current {
+                flush()
+                current = winner
+                rows = []
+            }
+            rows.append((1...columns.count).map { row[$0] as DatabaseValue })
+        }
+        flush()
+        return merges
+    }
+
+    /// Decides, for every child row that points at a loser, whether it is re-pointed or (when
+    /// re-pointing would break a unique key of the child) deleted as a duplicate itself.
+    private func readReferences(_ path: ReferencePath, index: Int, into work: inout BatchWork) throws {
+        let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
+        let join = zip(path.childColumns, path.parentColumns)
+            .map { "c.\($0.quotedDatabaseIdentifier) = p.\($1.quotedDatabaseIdentifier)" }.joined(separator: " AND ")
+        let parentValues = path.parentColumns.map { "p.\($0.quotedDatabaseIdentifier)" }.joined(separator: ", ")
+        var winnerKeys: [Int64: [DatabaseValue]] = [:]
+        try Row.fetchCursor(db, sql: """
+            SELECT g.winner, \(parentValues) FROM (SELECT DISTINCT winner FROM temp.winnow_batch) AS g
+            JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = g.winner
+            """).forEach { row in
+            winnerKeys[row[0]] = (1...path.parentColumns.count).map { row[$0] as DatabaseValue }
+        }
+        let selectedKeys = keyColumns.map { "c.\($0.quotedDatabaseIdentifier)" }
+        let sql = """
+            SELECT c.\(path.childRowID), g.winner, g.rn\(selectedKeys.isEmpty ? "" : ", " + selectedKeys.joined(separator: ", "))
+            FROM \(groupRowsSQL) AS g
+            JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = g.rid
+            JOIN main.\(path.childTable.quotedDatabaseIdentifier) AS c ON \(join)
+            ORDER BY g.winner, g.rn, c.\(path.childRowID)
+            """
+        var occupied = Set<[DatabaseValue]>()
+        var currentWinner: Int64?
+        try Row.fetchCursor(db, sql: sql).forEach { row in
+            let childRowID: Int64 = row[0]
+            let winner: Int64 = row[1]
+            let rank: Int = row[2]
+            if winner != currentWinner {
+                occupied.removeAll()
+                currentWinner = winner
+            }
+            guard let target = winnerKeys[winner] else { return }
+            var values: [String: DatabaseValue] = [:]
+            for (offset, name) in keyColumns.enumerated() { values[name] = row[3 + offset] }
+            if rank > 0 {
+                if rule.rule.references == .restrict {
+                    throw WinnowError.refused("""
+                        \(rule.rule.keyPath) (\(rule.table)): references: restrict, and \(path.label) rowid \(childRowID) \
+                        points at a row that would be deleted
+                        """)
+                }
+                for (column, value) in zip(path.childColumns, target) { values[column] = value }
+            }
+            // The child row's unique-key tuples after re-pointing (tagged by key, so keys never mix).
+            let tuples: [[DatabaseValue]] = path.uniqueKeys.enumerated().compactMap { keyIndex, key in
+                let tuple = key.map { values[$0] ?? .null }
+                return tuple.contains(where: \.isNull) ? nil : [keyIndex.databaseValue] + tuple
+            }
+            if rank == 0 || !tuples.contains(where: occupied.contains) {
+                occupied.formUnion(tuples)
+                if rank > 0 { work.repoints.append(.init(path: index, childRowID: childRowID, values: target)) }
+            } else {
+                work.childDeletes.append(.init(path: index, childRowID: childRowID))
+            }
+        }
+    }
+
+    private func readSamples(_ groups: [(winner: Int64, losers: [Int64])], limit: Int) throws -> [GroupSample] {
+        let chosen = groups.prefix(limit)
+        var keys: [Int64: [String]] = [:]
+        let selected = rule.keyColumns.map { "quote(\($0.quotedDatabaseIdentifier))" }.joined(separator: ", ")
+        for group in chosen {
+            if let row = try Row.fetchOne(db, sql: "SELECT \(selected) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?",
+                                          arguments: [group.winner]) {
+                keys[group.winner] = (0..<rule.keyColumns.count).map { row[$0] as String? ?? "NULL" }
+            }
+        }
+        return chosen.map { GroupSample(key: keys[$0.winner] ?? [], winner: $0.winner, losers: $0.losers) }
+    }
+}

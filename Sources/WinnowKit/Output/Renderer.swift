@@ -1,0 +1,202 @@
+import Foundation
+
+/// Output formats of the command line.
+public enum OutputFormat: String, Sendable, CaseIterable {
+    case text, json, junit
+}
+
+/// Renders events and summaries as text for people, JSON lines for machines, and JUnit XML for CI.
+/// Pure functions of their input, so their output is golden-tested.
+public enum Renderer {
+    // MARK: JSON lines
+
+    static func jsonLine(_ object: [String: Any]) -> String {
+        let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    static func countsObject(_ c: Counts) -> [String: Any] {
+        ["groups": c.groups, "deleted": c.deleted, "updated": c.updated, "repointed": c.repointed,
+         "children_deleted": c.childrenDeleted, "hashed": c.hashed, "skipped": c.skipped, "batches": c.batches]
+    }
+
+    static func rounded(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
+
+    /// `{"event":"batch", ...}`: one committed batch.
+    public static func json(_ report: BatchReport) -> String {
+        var object = countsObject(report.counts)
+        object["event"] = "batch"
+        object["rule"] = report.rule
+        object["table"] = report.table
+        object["batch"] = report.batch
+        object["seconds"] = rounded(report.seconds)
+        return jsonLine(object)
+    }
+
+    /// `{"event":"summary", ...}`: the final object of `run`, `plan`, `check` and `restore`.
+    public static func json(_ summary: RunSummary, includeTimes: Bool = true) -> String {
+        var object = countsObject(summary.counts)
+        object["event"] = "summary"
+        object["command"] = summary.command
+        object["run_id"] = summary.runID.map { $0 as Any } ?? NSNull()
+        object["status"] = summary.status
+        object["job"] = summary.job ?? NSNull()
+        object["database"] = summary.database
+        object["dry_run"] = summary.dryRun
+        object["migration_steps"] = summary.migrationSteps
+        object["seconds"] = includeTimes ? rounded(summary.seconds) : 0
+        if let message = summary.message { object["message"] = message }
+        if let reinserted = summary.reinserted { object["reinserted"] = reinserted }
+        if let reverted = summary.reverted { object["reverted"] = reverted }
+        object["rules"] = summary.rules.map { rule -> [String: Any] in
+            var r = countsObject(rule.counts)
+            r["index"] = rule.index
+            r["table"] = rule.table
+            r["key"] = rule.key
+            r["winner"] = rule.winner
+            r["references"] = rule.references
+            r["table_rows"] = rule.discovery.tableRows
+            if !rule.samples.isEmpty {
+                r["sample_groups"] = rule.samples.map { ["key": $0.key, "winner": $0.winner, "losers": $0.losers] as [String: Any] }
+            }
+            return r
+        }
+        return jsonLine(object)
+    }
+
+    /// `{"event":"error", ...}`: printed by the command line before a non-zero exit in JSON mode.
+    public static func jsonError(_ error: WinnowError) -> String {
+        jsonLine(["event": "error", "status": "error", "exit_code": Int(error.exitCode), "message": error.description])
+    }
+
+    /// One object per run, for `history --format json`.
+    public static func json(_ entry: HistoryEntry) -> String {
+        var object = countsObject(entry.counts)
+        object["event"] = "run"
+        object["run_id"] = entry.runID
+        object["command"] = entry.command
+        object["job"] = entry.job ?? NSNull()
+        object["started_at"] = entry.startedAt
+        object["finished_at"] = entry.finishedAt ?? NSNull()
+        object["status"] = entry.status
+        object["archive"] = entry.archive
+        object["migration_steps"] = entry.migrationSteps
+        object["seconds"] = rounded(entry.seconds)
+        object["restores_run"] = entry.restoresRun.map { $0 as Any } ?? NSNull()
+        object["restored_by"] = entry.restoredBy.map { $0 as Any } ?? NSNull()
+        object["message"] = entry.message ?? NSNull()
+        return jsonLine(object)
+    }
+
+    // MARK: Text
+
+    static func plural(_ n: Int, _ word: String, _ plural: String? = nil) -> String {
+        "\(n) \(n == 1 ? word : (plural ?? word + "s"))"
+    }
+
+    static func countsLine(_ c: Counts, wouldBe: Bool) -> String {
+        let verb = wouldBe ? "to " : ""
+        var parts = [plural(c.groups, "duplicate group"),
+                     "\(c.deleted) rows \(verb)\(wouldBe ? "delete" : "deleted")",
+                     "\(c.updated) \(wouldBe ? "to update" : "updated")",
+                     "\(c.repointed) references \(wouldBe ? "to re-point" : "re-pointed")"]
+        if c.childrenDeleted > 0 { parts.append("\(c.childrenDeleted) duplicate child rows \(wouldBe ? "to delete" : "deleted")") }
+        if c.hashed > 0 { parts.append("\(c.hashed) key hashes \(wouldBe ? "to store" : "stored")") }
+        if c.skipped > 0 { parts.append("\(c.skipped) skipped (changed meanwhile)") }
+        return parts.joined(separator: ", ")
+    }
+
+    /// The text summary of `run`, `plan` and `check`.
+    public static func text(_ summary: RunSummary, includeTimes: Bool = true) -> String {
+        var lines: [String] = []
+        let wouldBe = summary.dryRun
+        switch summary.command {
+        case "plan": lines.append("Plan for \(summary.job ?? "?") on \(summary.database) (nothing is written)")
+        case "check": lines.append("Check of \(summary.job ?? "?") on \(summary.database)")
+        case "restore": lines.append("Restore on \(summary.database)")
+        default: lines.append("Run \(summary.runID.map(String.init) ?? "?") of \(summary.job ?? "?") on \(summary.database)")
+        }
+        for rule in summary.rules {
+            lines.append("dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + "))")
+            lines.append("  winner: \(rule.winner)")
+            if !rule.references.isEmpty { lines.append("  references: \(rule.references.joined(separator: ", "))") }
+            lines.append("  " + countsLine(rule.counts, wouldBe: wouldBe))
+            for sample in rule.samples {
+                let losers = sample.losers.map { "rowid \($0)" }.joined(separator: ", ")
+                lines.append("  group \(sample.key.joined(separator: ", ")): keep rowid \(sample.winner); delete \(losers)")
+            }
+            if rule.samples.count < rule.counts.groups, !rule.samples.isEmpty {
+                lines.append("  ... \(rule.counts.groups - rule.samples.count) more groups (--verbose lists all)")
+            }
+        }
+        if summary.rules.isEmpty, summary.command != "restore" { lines.append("no dedupe rules") }
+        switch summary.command {
+        case "check":
+            lines.append(summary.counts.groups > 0
+                         ? "FAIL: \(plural(summary.counts.groups, "duplicate group")) (\(summary.counts.deleted) extra rows) left under the job's rules"
+                         : "OK: no duplicates under the job's rules")
+        case "restore":
+            lines.append("restored: \(summary.reinserted ?? 0) rows re-inserted, \(summary.reverted ?? 0) rows reverted")
+        default:
+            let time = includeTimes ? String(format: " in %.2f s", summary.seconds) : ""
+            lines.append("\(summary.status): \(countsLine(summary.counts, wouldBe: wouldBe)) in \(plural(summary.counts.batches, "batch", "batches"))\(time)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `winnow history` as a table, newest first.
+    public static func text(_ entries: [HistoryEntry]) -> String {
+        guard !entries.isEmpty else { return "no runs recorded" }
+        var lines = ["run  command  status       started                       groups  deleted  updated  repointed  job"]
+        for e in entries {
+            let restore = e.restoresRun.map { " (restores run \($0))" } ?? ""
+            let restoredBy = e.restoredBy.map { " (restored by run \($0))" } ?? ""
+            lines.append([
+                String(e.runID).padding(toLength: 4, withPad: " ", startingAt: 0),
+                e.command.padding(toLength: 7, withPad: " ", startingAt: 0),
+                e.status.padding(toLength: 12, withPad: " ", startingAt: 0),
+                e.startedAt.padding(toLength: 29, withPad: " ", startingAt: 0),
+                String(e.counts.groups).padding(toLength: 6, withPad: " ", startingAt: 0),
+                String(e.counts.deleted).padding(toLength: 7, withPad: " ", startingAt: 0),
+                String(e.counts.updated).padding(toLength: 7, withPad: " ", startingAt: 0),
+                String(e.counts.repointed).padding(toLength: 9, withPad: " ", startingAt: 0),
+                (e.job ?? "-") + restore + restoredBy,
+            ].joined(separator: "  "))
+            if let message = e.message, e.status != "completed" { lines.append("      \(message)") }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    // MARK: JUnit
+
+    static func xmlEscape(_ s: String) -> String {
+        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+
+    /// `check --format junit`: one test case per rule, failed when it leaves duplicates.
+    public static func junit(_ summaries: [RunSummary], includeTimes: Bool = true) -> String {
+        var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>"]
+        let cases = summaries.flatMap { s in s.rules.map { (s, $0) } }
+        let failures = cases.filter { $0.1.counts.groups > 0 }.count
+        lines.append("<testsuites name=\"winnow check\" tests=\"\(cases.count)\" failures=\"\(failures)\">")
+        for summary in summaries {
+            let suiteFailures = summary.rules.filter { $0.counts.groups > 0 }.count
+            let time = includeTimes ? String(format: "%.3f", summary.seconds) : "0"
+            lines.append("  <testsuite name=\"\(xmlEscape(summary.job ?? "job"))\" tests=\"\(summary.rules.count)\" failures=\"\(suiteFailures)\" time=\"\(time)\">")
+            for rule in summary.rules {
+                let name = xmlEscape("dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + "))")
+                if rule.counts.groups > 0 {
+                    lines.append("    <testcase classname=\"winnow.check\" name=\"\(name)\">")
+                    lines.append("      <failure message=\"\(xmlEscape(plural(rule.counts.groups, "duplicate group"))) left\">\(xmlEscape(countsLine(rule.counts, wouldBe: true)))</failure>")
+                    lines.append("    </testcase>")
+                } else {
+                    lines.append("    <testcase classname=\"winnow.check\" name=\"\(name)\"/>")
+                }
+            }
+            lines.append("  </testsuite>")
+        }
+        lines.append("</testsuites>")
+        return lines.joined(separator: "\n")
+    }
+}
