@@ -25,6 +25,10 @@ struct CommonOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Print more detail (plan: every duplicate group).")
     var verbose = false
+
+    func validate() throws {
+        if format == .junit { throw ValidationError("--format junit is only for check; use text or json") }
+    }
 }
 
 extension OutputFormat: ExpressibleByArgument {}

@@ -5,6 +5,8 @@ import GRDB
 /// the journal and the run's counters); ``DryRunWriter`` writes nothing: it is what makes `plan`
 /// and `run --dry-run` the same executor as `run`.
 protocol BatchWriter {
+    /// Prepares what the rule's batches need (journal shapes), in its own committed transaction.
+    func prepare(_ rule: CompiledRule, db: Database) throws
     /// Runs `body` as one unit of work: a write transaction, or a plain read for a dry run.
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T
     /// Applies one batch of a rule. Called inside ``transaction(_:_:)``.
@@ -17,6 +19,7 @@ protocol BatchWriter {
 
 /// Writes nothing.
 struct DryRunWriter: BatchWriter {
+    func prepare(_ rule: CompiledRule, db: Database) throws {}
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T { try body() }
     func apply(_ work: BatchWork, rule: CompiledRule, db: Database) throws {}
     func fillHashes(rule: CompiledRule, after: Int64, upTo: Int64, batch: Int, db: Database) throws -> Int {
@@ -30,8 +33,32 @@ struct DryRunWriter: BatchWriter {
 }
 
 /// Writes batches, journaling every deleted row and before-image when the rule archives.
-struct SQLiteBatchWriter: BatchWriter {
+final class SQLiteBatchWriter: BatchWriter {
     let runID: Int64
+    /// Journal shape ids by table and column list, created and committed by ``prepare(_:db:)``
+    /// before any batch, so a rolled-back batch can never leave a cached id without its row.
+    private var shapes: [String: Int64] = [:]
+
+    init(runID: Int64) {
+        self.runID = runID
+    }
+
+    private static func shapeKey(_ table: String, _ columns: [String]) -> String {
+        ([table] + columns).joined(separator: "\u{1F}")
+    }
+
+    func prepare(_ rule: CompiledRule, db: Database) throws {
+        guard rule.rule.archive else { return }
+        var needed = [(rule.table, rule.storedColumns)]
+        if let column = rule.hashColumn { needed.append((rule.table, [column])) }
+        needed += rule.references.map { ($0.childTable, $0.childStoredColumns) }
+        try db.inTransaction(.immediate) {
+            for (table, columns) in needed {
+                shapes[Self.shapeKey(table, columns)] = try Bookkeeping.shapeID(db, table: table, columns: columns)
+            }
+            return .commit
+        }
+    }
 
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
         var result: T?
@@ -52,7 +79,9 @@ struct SQLiteBatchWriter: BatchWriter {
 
     private func journal(_ db: Database, op: String, batch: Int, table: String, rowID: String,
                          columns: [String], whereSQL: String, arguments: StatementArguments) throws {
-        let shape = try Bookkeeping.shapeID(db, table: table, columns: columns)
+        guard let shape = shapes[Self.shapeKey(table, columns)] else {
+            throw WinnowError.internal("journal shape of \(table) was not prepared")
+        }
         let packed = columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
         let statement = try db.cachedStatement(sql: """
             INSERT INTO winnow_journal (run_id, batch, op, shape_id, rid, image)

@@ -84,8 +84,8 @@ public enum JobRunner {
                     try executor.checkGuards(discovery)
                     onEvent(.ruleStarted(rule: rule.rule.index, table: rule.table, discovery: discovery))
                     var samples: [GroupSample] = []
-                    var counts = try executor.fillHashes(batchNumber: &batchNumber, totals: &totals)
-                    counts = counts + (try executor.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples))
+                    var counts = try executor.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+                    counts = counts + (try executor.fillHashes(batchNumber: &batchNumber, totals: &totals))
                     onEvent(.ruleFinished(rule: rule.rule.index, table: rule.table, counts: counts))
                     summaries.append(ruleSummary(rule, discovery, counts, samples))
                 }
@@ -228,9 +228,11 @@ public enum JobRunner {
                 try executor.checkGuards(discovery)
             }
             onEvent(.ruleStarted(rule: rule.rule.index, table: rule.table, discovery: discovery))
-            var counts = try executor.fillHashes(batchNumber: &batchNumber, totals: &totals)
+            try writer.prepare(rule, db: db)
             var samples: [GroupSample] = []
-            counts = counts + (try executor.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples))
+            // Duplicates first, then the stored hashes of the rows that remain.
+            var counts = try executor.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+            counts = counts + (try executor.fillHashes(batchNumber: &batchNumber, totals: &totals))
             onEvent(.ruleFinished(rule: rule.rule.index, table: rule.table, counts: counts))
             summaries.append(ruleSummary(rule, discovery, counts, samples))
         }
