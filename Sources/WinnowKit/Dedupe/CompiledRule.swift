@@ -121,6 +121,12 @@ public struct CompiledRule: Sendable {
         return terms.joined(separator: ", ")
     }
 
+    /// The rule's own winner terms only (may be empty): what discovery sorts by. Rows tied on it
+    /// are ordered by ``orderBy(alias:)`` later, within their group.
+    public func winnerOrderBy(alias: String? = nil) -> String? {
+        winnerTerms.isEmpty ? nil : winnerTerms.map { $0.sql(alias: alias) }.joined(separator: ", ")
+    }
+
     /// Human description of the winner order, for plans.
     public var winnerDescription: String {
         var parts = winnerTerms.map(\.label)

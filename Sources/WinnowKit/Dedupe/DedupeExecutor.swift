@@ -41,23 +41,31 @@ struct DedupeExecutor {
     static func prepareTemporaryTables(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TEMP TABLE IF NOT EXISTS winnow_losers (
-                winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (winner, rn)
+                winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
+                PRIMARY KEY (winner, rn)
             ) WITHOUT ROWID;
-            CREATE TEMP TABLE IF NOT EXISTS winnow_batch (rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL);
+            CREATE TEMP TABLE IF NOT EXISTS winnow_batch (
+                rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL, tied INTEGER NOT NULL
+            );
             """)
     }
 
-    /// The window query that ranks every candidate row inside its key group.
+    /// The window query that groups the candidate rows by key and ranks them by the rule's own
+    /// winner terms. Sorting by the full order (every content column) would make the sort carry
+    /// whole rows; instead a loser that ties the first row on the winner terms is flagged
+    /// `tied`, and such groups get their winner from the full order when their batch is read.
     var discoverySQL: String {
-        """
-        INSERT INTO temp.winnow_losers (winner, rn, rid)
-        SELECT winnow_w, winnow_n, winnow_r FROM (
+        let order = rule.winnerOrderBy().map { " ORDER BY \($0)" } ?? ""
+        return """
+        INSERT INTO temp.winnow_losers (winner, rn, rid, tied)
+        SELECT winnow_w, winnow_n, winnow_r, winnow_k = 1 FROM (
             SELECT \(rule.rowID) AS winnow_r,
                    row_number() OVER winnow_window AS winnow_n,
-                   first_value(\(rule.rowID)) OVER winnow_window AS winnow_w
+                   first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
+                   rank() OVER winnow_window AS winnow_k
             FROM \(rule.qualifiedTable)
             WHERE \(rule.candidateFilter())
-            WINDOW winnow_window AS (PARTITION BY \(rule.groupExpressions().joined(separator: ", ")) ORDER BY \(rule.orderBy()))
+            WINDOW winnow_window AS (PARTITION BY \(rule.groupExpressions().joined(separator: ", "))\(order))
         ) WHERE winnow_n > 1
         """
     }
@@ -181,12 +189,13 @@ struct DedupeExecutor {
         var work = BatchWork(number: number)
         try db.execute(sql: "DELETE FROM temp.winnow_batch")
         try db.execute(sql: """
-            INSERT INTO temp.winnow_batch (rid, winner, rn)
-            SELECT l.rid, l.winner, l.rn FROM temp.winnow_losers AS l
+            INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
+            SELECT l.rid, l.winner, l.rn, l.tied FROM temp.winnow_losers AS l
             JOIN \(rule.qualifiedTable) AS a ON a.\(rule.rowID) = l.rid
             JOIN \(rule.qualifiedTable) AS b ON b.\(rule.rowID) = l.winner
             WHERE l.winner > ? AND l.winner <= ? AND \(rule.sameKey("a", "b"))
             """, arguments: [after, upTo])
+        try settleWinners()
         let planned = try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.winnow_losers WHERE winner > ? AND winner <= ?",
                                        arguments: [after, upTo]) ?? 0
         var groups: [(winner: Int64, losers: [Int64])] = []
@@ -204,6 +213,34 @@ struct DedupeExecutor {
         for (index, path) in rule.references.enumerated() { try readReferences(path, index: index, into: &work) }
         if wantSamples { work.samples = try readSamples(groups, limit: sampleLimit) }
         return work
+    }
+
+    /// Makes the batch follow the full winner order: in groups whose first place was tied on the
+    /// rule's winner terms, the first row by content becomes the winner; then every group's
+    /// losers are numbered (`rn`) in full order, which merges and re-pointing follow.
+    private func settleWinners() throws {
+        let members = "(SELECT winner, winner AS rid FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid FROM temp.winnow_batch)"
+        let swaps = try Row.fetchAll(db, sql: """
+            SELECT cand, rid FROM (
+                SELECT g.winner AS cand, g.rid AS rid,
+                       row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
+                FROM \(members) AS g
+                JOIN \(rule.qualifiedTable) AS t ON t.\(rule.rowID) = g.rid
+                WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
+            ) WHERE pos = 1 AND rid <> cand
+            """)
+        for swap in swaps {
+            let candidate: Int64 = swap[0]
+            let actual: Int64 = swap[1]
+            try db.execute(sql: "UPDATE temp.winnow_batch SET rid = ? WHERE rid = ?", arguments: [candidate, actual])
+            try db.execute(sql: "UPDATE temp.winnow_batch SET winner = ? WHERE winner = ?", arguments: [actual, candidate])
+        }
+        try db.execute(sql: """
+            UPDATE temp.winnow_batch SET rn = x.pos FROM (
+                SELECT b.rid AS rid, row_number() OVER (PARTITION BY b.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
+                FROM temp.winnow_batch AS b JOIN \(rule.qualifiedTable) AS t ON t.\(rule.rowID) = b.rid
+            ) AS x WHERE x.rid = winnow_batch.rid
+            """)
     }
 
     /// Every row of the batch's groups, winner first (rn 0), then losers in winner order.
