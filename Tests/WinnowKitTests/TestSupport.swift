@@ -38,8 +38,8 @@ enum TestSupport {
         return try queue.read { db in
             var dump: [String: [[DatabaseValue]]] = [:]
             for name in try SchemaInspector.tableNames(db) {
-                let select = includeRowIDs ? "SELECT rowid, * FROM \(name.quotedDatabaseIdentifier) ORDER BY rowid"
-                                           : "SELECT * FROM \(name.quotedDatabaseIdentifier)"
+                let select = includeRowIDs ? "SELECT rowid, * FROM \(name.sqlIdentifier) ORDER BY rowid"
+                                           : "SELECT * FROM \(name.sqlIdentifier)"
                 var rows = try Row.fetchAll(db, sql: select).map { Array($0.databaseValues) }
                 if !includeRowIDs { rows.sort { "\($0)" < "\($1)" } }
                 dump[name] = rows

@@ -63,7 +63,7 @@ public struct LiveTable: Sendable {
     /// of `rowid`, `_rowid_`, `oid` that no column shadows; nil for WITHOUT ROWID tables.
     public var rowIDExpression: String? {
         guard hasRowID else { return nil }
-        if let alias = rowIDAlias { return alias.quotedDatabaseIdentifier }
+        if let alias = rowIDAlias { return alias.sqlIdentifier }
         return ["rowid", "_rowid_", "oid"].first { name in column(named: name) == nil }
     }
 

@@ -62,7 +62,7 @@ public enum ValueCodec {
         var values: [DatabaseValue] = []
         var i = 0
         func need(_ n: Int) throws {
-            guard n >= 0, i + n <= bytes.count else { throw WinnowError.io("journal image is truncated or corrupt") }
+            guard n >= 0, n <= bytes.count - i else { throw WinnowError.io("journal image is truncated or corrupt") }
         }
         func integer() throws -> UInt64 {
             try need(8)

@@ -18,15 +18,23 @@ protocol BatchWriter {
 }
 
 /// Writes nothing.
+/// Writes nothing to the database. It remembers, in a temporary table, the rows a run would
+/// have deleted, so that later counts (stored hashes) leave them out as a run would.
 struct DryRunWriter: BatchWriter {
-    func prepare(_ rule: CompiledRule, db: Database) throws {}
+    func prepare(_ rule: CompiledRule, db: Database) throws {
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS winnow_dry_deleted (rid INTEGER PRIMARY KEY)")
+        try db.execute(sql: "DELETE FROM temp.winnow_dry_deleted")
+    }
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T { try body() }
-    func apply(_ work: BatchWork, rule: CompiledRule, db: Database) throws {}
+    func apply(_ work: BatchWork, rule: CompiledRule, db: Database) throws {
+        try db.execute(sql: "INSERT OR IGNORE INTO temp.winnow_dry_deleted (rid) SELECT rid FROM temp.winnow_batch")
+    }
     func fillHashes(rule: CompiledRule, after: Int64, upTo: Int64, batch: Int, db: Database) throws -> Int {
         guard let column = rule.hashColumn else { return 0 }
         return try Int.fetchOne(db, sql: """
             SELECT count(*) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) > ? AND \(rule.rowID) <= ?
-            AND \(column.quotedDatabaseIdentifier) IS NOT \(rule.hashExpression())
+            AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())
+            AND \(rule.rowID) NOT IN (SELECT rid FROM temp.winnow_dry_deleted)
             """, arguments: [after, upTo]) ?? 0
     }
     func recordProgress(_ totals: Counts, db: Database) throws {}
@@ -82,10 +90,10 @@ final class SQLiteBatchWriter: BatchWriter {
         guard let shape = shapes[Self.shapeKey(table, columns)] else {
             throw WinnowError.internal("journal shape of \(table) was not prepared")
         }
-        let packed = columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+        let packed = columns.map(\.sqlIdentifier).joined(separator: ", ")
         let statement = try db.cachedStatement(sql: """
             INSERT INTO winnow_journal (run_id, batch, op, shape_id, rid, image)
-            SELECT ?, ?, ?, ?, \(rowID), winnow_pack(\(packed)) FROM main.\(table.quotedDatabaseIdentifier) WHERE \(whereSQL)
+            SELECT ?, ?, ?, ?, \(rowID), winnow_pack(\(packed)) FROM main.\(table.sqlIdentifier) WHERE \(whereSQL)
             """)
         try statement.execute(arguments: [runID, batch, op, shape] + arguments)
     }
@@ -100,7 +108,7 @@ final class SQLiteBatchWriter: BatchWriter {
                 try journal(db, op: "delete", batch: work.number, table: path.childTable, rowID: path.childRowID,
                             columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [delete.childRowID])
             }
-            try db.cachedStatement(sql: "DELETE FROM main.\(path.childTable.quotedDatabaseIdentifier) WHERE \(path.childRowID) = ?")
+            try db.cachedStatement(sql: "DELETE FROM main.\(path.childTable.sqlIdentifier) WHERE \(path.childRowID) = ?")
                 .execute(arguments: [delete.childRowID])
         }
         // 2. Re-point references from losers to winners, before any loser is deleted, so that
@@ -111,8 +119,8 @@ final class SQLiteBatchWriter: BatchWriter {
                 try journal(db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
                             columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [repoint.childRowID])
             }
-            let sets = path.childColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
-            try db.cachedStatement(sql: "UPDATE main.\(path.childTable.quotedDatabaseIdentifier) SET \(sets) WHERE \(path.childRowID) = ?")
+            let sets = path.childColumns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")
+            try db.cachedStatement(sql: "UPDATE main.\(path.childTable.sqlIdentifier) SET \(sets) WHERE \(path.childRowID) = ?")
                 .execute(arguments: StatementArguments(repoint.values + [repoint.childRowID.databaseValue]))
         }
         // 3. Survivorship.
@@ -121,7 +129,7 @@ final class SQLiteBatchWriter: BatchWriter {
                 try journal(db, op: "update", batch: work.number, table: rule.table, rowID: rule.rowID,
                             columns: rule.storedColumns, whereSQL: "\(rule.rowID) = ?", arguments: [merge.winner])
             }
-            let sets = merge.columns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
+            let sets = merge.columns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")
             try db.cachedStatement(sql: "UPDATE \(rule.qualifiedTable) SET \(sets) WHERE \(rule.rowID) = ?")
                 .execute(arguments: StatementArguments(merge.values + [merge.winner.databaseValue]))
         }
@@ -138,12 +146,12 @@ final class SQLiteBatchWriter: BatchWriter {
 
     func fillHashes(rule: CompiledRule, after: Int64, upTo: Int64, batch: Int, db: Database) throws -> Int {
         guard let column = rule.hashColumn else { return 0 }
-        let stale = "\(rule.rowID) > ? AND \(rule.rowID) <= ? AND \(column.quotedDatabaseIdentifier) IS NOT \(rule.hashExpression())"
+        let stale = "\(rule.rowID) > ? AND \(rule.rowID) <= ? AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())"
         if rule.rule.archive {
             try journal(db, op: "update", batch: batch, table: rule.table, rowID: rule.rowID, columns: [column],
                         whereSQL: stale, arguments: [after, upTo])
         }
-        try db.execute(sql: "UPDATE \(rule.qualifiedTable) SET \(column.quotedDatabaseIdentifier) = \(rule.hashExpression()) WHERE \(stale)",
+        try db.execute(sql: "UPDATE \(rule.qualifiedTable) SET \(column.sqlIdentifier) = \(rule.hashExpression()) WHERE \(stale)",
                        arguments: [after, upTo])
         return db.changesCount
     }

@@ -75,10 +75,10 @@ public struct CompiledRule: Sendable {
     var normalizers: [String: [Normalizer]]
 
     /// The quoted table name, qualified with `main`.
-    public var qualifiedTable: String { "main.\(table.quotedDatabaseIdentifier)" }
+    public var qualifiedTable: String { "main.\(table.sqlIdentifier)" }
 
     static func column(_ name: String, _ alias: String?) -> String {
-        alias.map { "\($0).\(name.quotedDatabaseIdentifier)" } ?? name.quotedDatabaseIdentifier
+        alias.map { "\($0).\(name.sqlIdentifier)" } ?? name.sqlIdentifier
     }
 
     /// The normalised value of each key column, over the table aliased as `alias` (nil: unqualified).
@@ -117,7 +117,7 @@ public struct CompiledRule: Sendable {
         terms += tieBreakColumns.map { "\(Self.column($0, alias)) COLLATE BINARY ASC" }
         terms += primaryKey.map { "\(Self.column($0, alias)) ASC" }
         let rowid = alias.map { "\($0).\(rowID)" } ?? rowID
-        if !primaryKey.contains(where: { $0.quotedDatabaseIdentifier == rowID }) { terms.append("\(rowid) ASC") }
+        if !primaryKey.contains(where: { $0.sqlIdentifier == rowID }) { terms.append("\(rowid) ASC") }
         return terms.joined(separator: ", ")
     }
 

@@ -94,11 +94,11 @@ struct DedupeExecutor {
         if rule.rule.references == .restrict {
             for path in rule.references {
                 let join = zip(path.childColumns, path.parentColumns)
-                    .map { "c.\($0.quotedDatabaseIdentifier) = p.\($1.quotedDatabaseIdentifier)" }.joined(separator: " AND ")
+                    .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
                 let row = try Row.fetchOne(db, sql: """
                     SELECT count(*), min(p.\(rule.rowID)) FROM temp.winnow_losers AS l
                     JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = l.rid
-                    JOIN main.\(path.childTable.quotedDatabaseIdentifier) AS c ON \(join)
+                    JOIN main.\(path.childTable.sqlIdentifier) AS c ON \(join)
                     """)!
                 let count: Int = row[0]
                 if count > 0 {
@@ -251,7 +251,7 @@ struct DedupeExecutor {
     private func readMerges() throws -> [BatchWork.Merge] {
         let columns = rule.mergeColumns.map(\.name)
         let strategies = rule.mergeColumns.map(\.strategy)
-        let selected = columns.map { "t.\($0.quotedDatabaseIdentifier)" }.joined(separator: ", ")
+        let selected = columns.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")
         var merges: [BatchWork.Merge] = []
         var current: Int64?
         var rows: [[DatabaseValue]] = []
@@ -283,8 +283,8 @@ struct DedupeExecutor {
     private func readReferences(_ path: ReferencePath, index: Int, into work: inout BatchWork) throws {
         let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
         let join = zip(path.childColumns, path.parentColumns)
-            .map { "c.\($0.quotedDatabaseIdentifier) = p.\($1.quotedDatabaseIdentifier)" }.joined(separator: " AND ")
-        let parentValues = path.parentColumns.map { "p.\($0.quotedDatabaseIdentifier)" }.joined(separator: ", ")
+            .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
+        let parentValues = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
         var winnerKeys: [Int64: [DatabaseValue]] = [:]
         try Row.fetchCursor(db, sql: """
             SELECT g.winner, \(parentValues) FROM (SELECT DISTINCT winner FROM temp.winnow_batch) AS g
@@ -292,12 +292,12 @@ struct DedupeExecutor {
             """).forEach { row in
             winnerKeys[row[0]] = (1...path.parentColumns.count).map { row[$0] as DatabaseValue }
         }
-        let selectedKeys = keyColumns.map { "c.\($0.quotedDatabaseIdentifier)" }
+        let selectedKeys = keyColumns.map { "c.\($0.sqlIdentifier)" }
         let sql = """
             SELECT c.\(path.childRowID), g.winner, g.rn\(selectedKeys.isEmpty ? "" : ", " + selectedKeys.joined(separator: ", "))
             FROM \(groupRowsSQL) AS g
             JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = g.rid
-            JOIN main.\(path.childTable.quotedDatabaseIdentifier) AS c ON \(join)
+            JOIN main.\(path.childTable.sqlIdentifier) AS c ON \(join)
             ORDER BY g.winner, g.rn, c.\(path.childRowID)
             """
         var occupied = Set<[DatabaseValue]>()
@@ -339,7 +339,7 @@ struct DedupeExecutor {
     private func readSamples(_ groups: [(winner: Int64, losers: [Int64])], limit: Int) throws -> [GroupSample] {
         let chosen = groups.prefix(limit)
         var keys: [Int64: [String]] = [:]
-        let selected = rule.keyColumns.map { "quote(\($0.quotedDatabaseIdentifier))" }.joined(separator: ", ")
+        let selected = rule.keyColumns.map { "quote(\($0.sqlIdentifier))" }.joined(separator: ", ")
         for group in chosen {
             if let row = try Row.fetchOne(db, sql: "SELECT \(selected) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?",
                                           arguments: [group.winner]) {

@@ -18,8 +18,8 @@ public enum SQLiteOrder {
         if ra != rb { return ra < rb ? -1 : 1 }
         switch (a.storage, b.storage) {
         case let (.int64(x), .int64(y)): return x == y ? 0 : (x < y ? -1 : 1)
-        case let (.int64(x), .double(y)): return compareNumbers(Double(x), y, exactLeft: x)
-        case let (.double(x), .int64(y)): return -compareNumbers(Double(y), x, exactLeft: y)
+        case let (.int64(x), .double(y)): return compare(x, y)
+        case let (.double(x), .int64(y)): return -compare(y, x)
         case let (.double(x), .double(y)): return x == y ? 0 : (x < y ? -1 : 1)
         case let (.string(x), .string(y)): return lexicographic(Array(x.utf8), Array(y.utf8))
         case let (.blob(x), .blob(y)): return lexicographic(Array(x), Array(y))
@@ -27,8 +27,15 @@ public enum SQLiteOrder {
         }
     }
 
-    private static func compareNumbers(_ x: Double, _ y: Double, exactLeft: Int64) -> Int {
-        x == y ? 0 : (x < y ? -1 : 1)
+    /// An integer against a real, exactly (as SQLite does): no rounding of large integers.
+    static func compare(_ x: Int64, _ y: Double) -> Int {
+        if y.isNaN { return 1 }
+        if y >= 9_223_372_036_854_775_808.0 { return -1 }   // 2^63: above every Int64
+        if y < -9_223_372_036_854_775_808.0 { return 1 }
+        let whole = y.rounded(.down)
+        let integer = Int64(whole)
+        if x != integer { return x < integer ? -1 : 1 }
+        return whole == y ? 0 : -1                          // y has a fraction above x
     }
 
     private static func lexicographic(_ x: [UInt8], _ y: [UInt8]) -> Int {
@@ -84,7 +91,8 @@ public enum MergeResolver {
                 parts.append(text)
             }
             if parts.isEmpty { return values.first ?? .null }
-            if parts.count == 1, let first = values.first, !first.isNull { return first }
+            // One value only: keep it as stored (an integer stays an integer).
+            if parts.count == 1, let only = present.first(where: { text($0) == parts[0] }) { return only }
             return parts.joined(separator: concatSeparator).databaseValue
         }
     }

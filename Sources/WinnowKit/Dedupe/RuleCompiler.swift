@@ -34,8 +34,9 @@ public enum RuleCompiler {
         }
 
         let keyColumns = try rule.key.map { try column($0, "key").name }
-        guard Set(keyColumns.map { $0.lowercased() }).count == keyColumns.count else {
-            throw fail(rule.key.first?.location, "key", "a column is named twice (column names are case-insensitive)")
+        for (index, name) in keyColumns.enumerated() where keyColumns[..<index].contains(name) {
+            throw fail(rule.key[index].location, "key",
+                       "column '\(rule.key[index].value)' is '\(name)' again (column names are case-insensitive)")
         }
         var normalizers: [String: [Normalizer]] = [:]
         for (written, canonical) in zip(rule.key.map(\.value), keyColumns) {

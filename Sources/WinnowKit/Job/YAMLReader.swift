@@ -49,8 +49,30 @@ struct YAMLReader {
             }
             return node
         } catch let error as YamlError {
+            if case let .duplicatedKeysInMapping(duplicates, context) = error, let key = duplicates.first,
+               let repeat_ = Self.secondOccurrence(of: key, in: text, mappingLine: context.mark.line, column: context.mark.column) {
+                throw WinnowError.invalidFile(location(line: repeat_, column: context.mark.column),
+                                              "duplicated key '\(key)' in a mapping (first written on line \(context.mark.line))")
+            }
             throw translate(error)
         }
+    }
+
+    /// The line of the second `key:` at the mapping's column, from the mapping's first line on
+    /// (Yams reports a duplicated key at the mapping's start). nil when not found.
+    static func secondOccurrence(of key: String, in text: String, mappingLine: Int, column: Int) -> Int? {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        var seen = 0
+        for index in max(0, mappingLine - 1)..<lines.count {
+            let chars = Array(lines[index])
+            guard chars.count >= column else { continue }
+            let rest = String(chars[(column - 1)...])
+            for form in ["\(key):", "\"\(key)\":", "'\(key)':"] where rest.hasPrefix(form) {
+                seen += 1
+                if seen == 2 { return index + 1 }
+            }
+        }
+        return nil
     }
 
     private func translate(_ error: YamlError) -> WinnowError {

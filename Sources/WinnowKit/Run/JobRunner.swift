@@ -78,9 +78,11 @@ public enum JobRunner {
                 var summaries: [RuleSummary] = []
                 var batchNumber = 1
                 for rule in rules {
-                    let executor = DedupeExecutor(db: db, rule: rule, writer: DryRunWriter(), settings: settings(job, options),
+                    let writer = DryRunWriter()
+                    let executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: settings(job, options),
                                                   sampleLimit: options.sampleLimit ?? Int.max, onEvent: onEvent)
                     let discovery = try executor.discover()
+                    try writer.prepare(rule, db: db)
                     try executor.checkGuards(discovery)
                     onEvent(.ruleStarted(rule: rule.rule.index, table: rule.table, discovery: discovery))
                     var samples: [GroupSample] = []

@@ -116,9 +116,9 @@ public enum Restorer {
                     let image: Data = entry[4]
                     let values = try ValueCodec.decode([UInt8](image))
                     guard values.count == shape.columns.count else { throw WinnowError.io("journal entry \(entry[0] as Int64) is corrupt") }
-                    let table = "main.\(shape.table.quotedDatabaseIdentifier)"
+                    let table = "main.\(shape.table.sqlIdentifier)"
                     if op == "delete" {
-                        var names = shape.columns.map(\.quotedDatabaseIdentifier)
+                        var names = shape.columns.map(\.sqlIdentifier)
                         var arguments = values
                         if !shape.rowIDInColumns {
                             names.insert(shape.rowID, at: 0)
@@ -132,7 +132,7 @@ public enum Restorer {
                             .execute(arguments: StatementArguments(arguments))
                         reinserted += 1
                     } else {
-                        let sets = shape.columns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
+                        let sets = shape.columns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")
                         try db.cachedStatement(sql: "UPDATE \(table) SET \(sets) WHERE \(shape.rowID) = ?")
                             .execute(arguments: StatementArguments(values + [rid.databaseValue]))
                         guard db.changesCount == 1 else {
