@@ -97,11 +97,11 @@ public enum Renderer {
     static func countsLine(_ c: Counts, wouldBe: Bool) -> String {
         let verb = wouldBe ? "to " : ""
         var parts = [plural(c.groups, "duplicate group"),
-                     "\(c.deleted) rows \(verb)\(wouldBe ? "delete" : "deleted")",
+                     "\(plural(c.deleted, "row")) \(verb)\(wouldBe ? "delete" : "deleted")",
                      "\(c.updated) \(wouldBe ? "to update" : "updated")",
-                     "\(c.repointed) references \(wouldBe ? "to re-point" : "re-pointed")"]
-        if c.childrenDeleted > 0 { parts.append("\(c.childrenDeleted) duplicate child rows \(wouldBe ? "to delete" : "deleted")") }
-        if c.hashed > 0 { parts.append("\(c.hashed) key hashes \(wouldBe ? "to store" : "stored")") }
+                     "\(plural(c.repointed, "reference")) \(wouldBe ? "to re-point" : "re-pointed")"]
+        if c.childrenDeleted > 0 { parts.append("\(plural(c.childrenDeleted, "duplicate child row")) \(wouldBe ? "to delete" : "deleted")") }
+        if c.hashed > 0 { parts.append("\(plural(c.hashed, "key hash", "key hashes")) \(wouldBe ? "to store" : "stored")") }
         if c.skipped > 0 { parts.append("\(c.skipped) skipped (changed meanwhile)") }
         return parts.joined(separator: ", ")
     }
@@ -147,22 +147,18 @@ public enum Renderer {
     /// `winnow history` as a table, newest first.
     public static func text(_ entries: [HistoryEntry]) -> String {
         guard !entries.isEmpty else { return "no runs recorded" }
-        var lines = ["run  command  status       started                       groups  deleted  updated  repointed  job"]
+        let widths = [5, 8, 12, 25, 7, 8, 8, 10]
+        func row(_ cells: [String]) -> String {
+            zip(cells, widths).map { $0.padding(toLength: max($1, $0.count + 1), withPad: " ", startingAt: 0) }.joined()
+                + (cells.count > widths.count ? cells[widths.count] : "")
+        }
+        var lines = [row(["run", "command", "status", "started", "groups", "deleted", "updated", "repointed", "job"])]
         for e in entries {
             let restore = e.restoresRun.map { " (restores run \($0))" } ?? ""
             let restoredBy = e.restoredBy.map { " (restored by run \($0))" } ?? ""
-            lines.append([
-                String(e.runID).padding(toLength: 4, withPad: " ", startingAt: 0),
-                e.command.padding(toLength: 7, withPad: " ", startingAt: 0),
-                e.status.padding(toLength: 12, withPad: " ", startingAt: 0),
-                e.startedAt.padding(toLength: 29, withPad: " ", startingAt: 0),
-                String(e.counts.groups).padding(toLength: 6, withPad: " ", startingAt: 0),
-                String(e.counts.deleted).padding(toLength: 7, withPad: " ", startingAt: 0),
-                String(e.counts.updated).padding(toLength: 7, withPad: " ", startingAt: 0),
-                String(e.counts.repointed).padding(toLength: 9, withPad: " ", startingAt: 0),
-                (e.job ?? "-") + restore + restoredBy,
-            ].joined(separator: "  "))
-            if let message = e.message, e.status != "completed" { lines.append("      \(message)") }
+            lines.append(row([String(e.runID), e.command, e.status, e.startedAt, String(e.counts.groups), String(e.counts.deleted),
+                              String(e.counts.updated), String(e.counts.repointed), (e.job ?? "-") + restore + restoredBy]))
+            if let message = e.message, e.status != "completed" { lines.append("     \(message)") }
         }
         return lines.joined(separator: "\n")
     }
