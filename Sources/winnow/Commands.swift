@@ -11,13 +11,9 @@ struct Validate: ParsableCommand {
     func run() throws {
         try Console.guarded(options) {
             for file in files {
-                let job = try JobLoader.load(path: file)
+                let result = try Validator.validate(path: file)
                 if !options.quiet {
-                    if options.format == .json {
-                        Console.out(#"{"event":"valid","file":"\#(file)","rules":\#(job.dedupe.count)}"#)
-                    } else {
-                        Console.out("\(file): ok (\(job.dedupe.count) dedupe rule\(job.dedupe.count == 1 ? "" : "s"))")
-                    }
+                    Console.out(options.format == .json ? Renderer.jsonValid(file: file, result) : "\(file): ok (\(result.summary))")
                 }
             }
             return 0
@@ -43,9 +39,15 @@ func runOptions(_ common: CommonOptions, _ job: JobOptions, dryRun: Bool = false
 func eventPrinter(_ options: CommonOptions) -> (RunEvent) -> Void {
     Progress.shared.enabled = options.format == .text && !options.quiet && Console.stderrIsTerminal
     return { event in
-        guard case let .batch(report) = event else { return }
-        if options.format == .json, !options.quiet { Console.out(Renderer.json(report)) }
-        Progress.shared.update(report)
+        switch event {
+        case let .batch(report):
+            if options.format == .json, !options.quiet { Console.out(Renderer.json(report)) }
+            Progress.shared.update(report)
+        case let .migrationStep(index, step, seconds):
+            if options.format == .json, !options.quiet { Console.out(Renderer.json(migrationStep: step, index: index, seconds: seconds)) }
+        default:
+            break
+        }
     }
 }
 
@@ -123,7 +125,7 @@ struct Check: ParsableCommand {
                 }
             }
             if format == .junit, !quiet { Console.out(Renderer.junit(summaries)) }
-            return summaries.contains { $0.counts.groups > 0 } ? ExitStatus.findings : ExitStatus.ok
+            return summaries.contains { $0.counts.groups > 0 || !$0.drift.isEmpty } ? ExitStatus.findings : ExitStatus.ok
         }
     }
 }

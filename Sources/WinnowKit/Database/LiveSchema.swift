@@ -38,6 +38,8 @@ public struct LiveIndex: Sendable, Equatable {
 /// What winnow needs to know about one live table.
 public struct LiveTable: Sendable {
     public var name: String
+    /// The table's `CREATE TABLE` statement as stored in `sqlite_master`.
+    public var sql: String = ""
     public var columns: [LiveColumn]
     public var hasRowID: Bool
     public var isVirtual: Bool
@@ -131,7 +133,7 @@ public enum SchemaInspector {
             if origin == "pk", !xinfo.contains(where: { ($0[0] as Int) == -1 }) { hasRowID = false }
             indexes.append(LiveIndex(name: indexName, columns: keyColumns, unique: row[1], partial: row[3], origin: origin))
         }
-        return LiveTable(name: canonical, columns: columns, hasRowID: hasRowID, isVirtual: isVirtual,
+        return LiveTable(name: canonical, sql: sql, columns: columns, hasRowID: hasRowID, isVirtual: isVirtual,
                          foreignKeys: fkOrder.compactMap { foreignKeys[$0] }, indexes: indexes.reversed())
     }
 

@@ -13,6 +13,7 @@ public enum RunEvent: Sendable {
     case ruleStarted(rule: Int, table: String, discovery: Discovery)
     case batch(BatchReport)
     case ruleFinished(rule: Int, table: String, counts: Counts)
+    case migrationStep(index: Int, step: PlannedStep, seconds: Double)
 }
 
 /// One committed batch (or, in a dry run, one batch that would be).

@@ -48,6 +48,11 @@ public enum Renderer {
         if let message = summary.message { object["message"] = message }
         if let reinserted = summary.reinserted { object["reinserted"] = reinserted }
         if let reverted = summary.reverted { object["reverted"] = reverted }
+        if !summary.migration.isEmpty {
+            object["migration"] = summary.migration.map { ["summary": $0.summary, "sql": $0.sql, "rebuild": $0.rebuildsTable] as [String: Any] }
+        }
+        if !summary.drift.isEmpty { object["drift"] = summary.drift }
+        if !summary.notes.isEmpty { object["notes"] = summary.notes }
         object["rules"] = summary.rules.map { rule -> [String: Any] in
             var r = countsObject(rule.counts)
             r["index"] = rule.index
@@ -62,6 +67,24 @@ public enum Renderer {
             return r
         }
         return jsonLine(object)
+    }
+
+    /// `{"event":"valid", ...}`: one file accepted by `validate`.
+    public static func jsonValid(file: String, _ result: Validator.Result) -> String {
+        switch result {
+        case let .job(job, schema):
+            var object: [String: Any] = ["event": "valid", "file": file, "kind": "job", "rules": job.dedupe.count]
+            if let schema { object["schema_version"] = schema.version }
+            return jsonLine(object)
+        case let .schema(model):
+            return jsonLine(["event": "valid", "file": file, "kind": "schema", "version": model.version, "tables": model.tables.count])
+        }
+    }
+
+    /// `{"event":"migration", ...}`: one applied migration step.
+    public static func json(migrationStep step: PlannedStep, index: Int, seconds: Double) -> String {
+        jsonLine(["event": "migration", "step": index, "summary": step.summary, "sql": step.sql, "rebuild": step.rebuildsTable,
+                  "seconds": rounded(seconds)])
     }
 
     /// `{"event":"error", ...}`: printed by the command line before a non-zero exit in JSON mode.
@@ -116,6 +139,17 @@ public enum Renderer {
         case "restore": lines.append("Restore on \(summary.database)")
         default: lines.append("Run \(summary.runID.map(String.init) ?? "?") of \(summary.job ?? "?") on \(summary.database)")
         }
+        if !summary.migration.isEmpty {
+            lines.append("migration: \(plural(summary.migration.count, "step"))\(summary.dryRun ? "" : " applied")")
+            for (index, step) in summary.migration.enumerated() {
+                lines.append("  \(index + 1). \(step.summary)\(step.rebuildsTable ? " [rebuilds the table]" : "")")
+                if summary.command == "plan" {
+                    for sql in step.sql { lines.append(sql.split(separator: "\n").map { "       \($0)" }.joined(separator: "\n")) }
+                }
+            }
+        }
+        for difference in summary.drift { lines.append("drift: \(difference)") }
+        for note in summary.notes { lines.append("note: \(note)") }
         for rule in summary.rules {
             lines.append("dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + "))")
             lines.append("  winner: \(rule.winner)")
@@ -129,8 +163,11 @@ public enum Renderer {
                 lines.append("  ... \(rule.counts.groups - rule.samples.count) more groups (--verbose lists all)")
             }
         }
-        if summary.rules.isEmpty, summary.command != "restore" { lines.append("no dedupe rules") }
+        if summary.rules.isEmpty, summary.command != "restore", summary.migration.isEmpty { lines.append("no dedupe rules") }
         switch summary.command {
+        case "check" where !summary.drift.isEmpty:
+            lines.append("FAIL: \(plural(summary.drift.count, "schema difference")) from the target schema"
+                         + (summary.counts.groups > 0 ? ", and \(plural(summary.counts.groups, "duplicate group"))" : ""))
         case "check":
             lines.append(summary.counts.groups > 0
                          ? "FAIL: \(plural(summary.counts.groups, "duplicate group")) (\(summary.counts.deleted) extra rows) left under the job's rules"
@@ -189,6 +226,11 @@ public enum Renderer {
                 } else {
                     lines.append("    <testcase classname=\"winnow.check\" name=\"\(name)\"/>")
                 }
+            }
+            if !summary.drift.isEmpty {
+                lines.append("    <testcase classname=\"winnow.check\" name=\"schema\">")
+                lines.append("      <failure message=\"\(xmlEscape(plural(summary.drift.count, "schema difference")))\">\(xmlEscape(summary.drift.joined(separator: "\n")))</failure>")
+                lines.append("    </testcase>")
             }
             lines.append("  </testsuite>")
         }

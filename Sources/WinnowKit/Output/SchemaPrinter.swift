@@ -2,64 +2,81 @@ import Foundation
 import GRDB
 import Yams
 
-/// `winnow schema inspect`: the live schema written in the schema-file format (CONTRACT
-/// section 3), leaving out `winnow_*` and `sqlite_*` tables.
+/// `winnow schema inspect`: a model written in the schema-file format (CONTRACT section 3).
+/// Loading what it prints gives back an equal model, so a database checked against its own
+/// inspected schema shows no drift.
 public enum SchemaPrinter {
     public static func inspect(database path: String) throws -> String {
         let queue = try DatabaseOpener.open(path: path, mode: .readOnly)
         do {
-            let schema = try queue.inDatabase { db in try SchemaInspector.inspect(db) }
-            return try render(schema)
+            let model = try queue.inDatabase { db -> SchemaModel in
+                let live = try SchemaInspector.inspect(db)
+                return SchemaModel(live: live, version: try SchemaVersions.recorded(db)?.version ?? 1)
+            }
+            return try render(model)
         } catch {
             throw DatabaseOpener.map(error, path: path)
         }
     }
 
-    static func scalar(_ text: String) -> Node { Node(text) }
-
     static func flow(_ pairs: [(String, Node)]) -> Node {
         .mapping(Node.Mapping(pairs.map { (Node($0.0), $0.1) }, .implicit, .flow))
     }
 
-    /// A column default as the schema file writes it: a string literal unquoted, anything else as its SQL text.
-    static func defaultNode(_ sql: String) -> Node {
-        if sql.count >= 2, sql.hasPrefix("'"), sql.hasSuffix("'") {
-            return Node(String(sql.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'"), Tag(.str), .doubleQuoted)
-        }
-        if Int64(sql) != nil { return Node(sql, Tag(.int)) }
-        if Double(sql) != nil { return Node(sql, Tag(.float)) }
-        return Node(sql, Tag(.str), .doubleQuoted)
+    /// A string node, plain when it reads back as the same string, else double-quoted.
+    static func plain(_ text: String) -> Node {
+        let simple = !text.isEmpty && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "_" }
+            && !(text.first?.isNumber ?? true)
+        if simple, Resolver.default.resolveTag(of: Node(text)) == .str { return Node(text, Tag(.str)) }
+        return Node(text, Tag(.str), .doubleQuoted)
     }
 
-    public static func render(_ schema: LiveSchema) throws -> String {
+    static func defaultNode(_ value: DefaultValue) -> Node {
+        switch value {
+        case .null: return Node("null", Tag(.null))
+        case let .integer(v): return Node(String(v), Tag(.int))
+        case let .real(v): return Node(v == v.rounded() && abs(v) < 1e15 ? String(format: "%.1f", v) : "\(v)", Tag(.float))
+        case let .text(s): return Node(s, Tag(.str), .doubleQuoted)
+        case let .expression(e): return flow([("sql", Node(e, Tag(.str), .doubleQuoted))])
+        }
+    }
+
+    static func namesNode(_ names: [String]) -> Node {
+        names.count == 1 ? plain(names[0]) : .sequence(Node.Sequence(names.map(plain), .implicit, .flow))
+    }
+
+    /// The model as schema-file YAML.
+    public static func render(_ model: SchemaModel) throws -> String {
         var tables: [(Node, Node)] = []
-        for table in schema.tables where !table.isVirtual {
-            let columns: [Node] = table.storedColumns.map { column in
-                var pairs: [(String, Node)] = [("name", Node(column.name)), ("type", Node(column.type.lowercased(), Tag(.str)))]
-                if column.primaryKeyIndex > 0 { pairs.append(("primary_key", Node("true", Tag(.bool)))) }
-                if column.notNull && column.primaryKeyIndex == 0 { pairs.append(("nullable", Node("false", Tag(.bool)))) }
-                if let dflt = column.defaultSQL, dflt.uppercased() != "NULL" { pairs.append(("default", defaultNode(dflt))) }
-                if let fk = table.foreignKeys.first(where: { $0.childColumns == [column.name] }) {
-                    var ref: [(String, Node)] = [("table", Node(fk.parentTable))]
-                    if let parent = fk.parentColumns?.first { ref.append(("column", Node(parent))) }
-                    pairs.append(("references", flow(ref)))
+        for table in model.tables {
+            let columns: [Node] = table.columns.map { column in
+                var pairs: [(String, Node)] = [("name", plain(column.name)), ("type", plain(column.type))]
+                if column.primaryKey { pairs.append(("primary_key", Node("true", Tag(.bool)))) }
+                if !column.nullable { pairs.append(("nullable", Node("false", Tag(.bool)))) }
+                if let value = column.defaultValue { pairs.append(("default", defaultNode(value))) }
+                if !column.renamedFrom.isEmpty { pairs.append(("renamed_from", namesNode(column.renamedFrom))) }
+                if let ref = column.references {
+                    var r: [(String, Node)] = [("table", plain(ref.table))]
+                    if let target = ref.column { r.append(("column", plain(target))) }
+                    pairs.append(("references", flow(r)))
                 }
                 return flow(pairs)
             }
-            var entry: [(Node, Node)] = [(Node("columns"), .sequence(Node.Sequence(columns)))]
-            let indexes: [Node] = table.indexes.filter { $0.origin == "c" && !$0.partial && !$0.columns.contains(nil) }.map { index in
-                flow([("name", Node(index.name)),
-                      ("columns", .sequence(Node.Sequence(index.columns.compactMap { $0 }.map { Node($0) }, .implicit, .flow))),
+            var entry: [(Node, Node)] = []
+            if !table.renamedFrom.isEmpty { entry.append((Node("renamed_from"), namesNode(table.renamedFrom))) }
+            entry.append((Node("columns"), .sequence(Node.Sequence(columns))))
+            let indexes: [Node] = table.indexes.map { index in
+                flow([("name", plain(index.name)),
+                      ("columns", .sequence(Node.Sequence(index.columns.map(plain), .implicit, .flow))),
                       ("unique", Node(index.unique ? "true" : "false", Tag(.bool)))])
             }
             if !indexes.isEmpty { entry.append((Node("indexes"), .sequence(Node.Sequence(indexes)))) }
-            tables.append((Node(table.name), .mapping(Node.Mapping(entry))))
+            tables.append((plain(table.name), .mapping(Node.Mapping(entry))))
         }
         let root: Node = .mapping(Node.Mapping([
-            (Node("version"), Node("1", Tag(.int))),
+            (Node("version"), Node(String(model.version), Tag(.int))),
             (Node("tables"), .mapping(Node.Mapping(tables))),
         ]))
-        return try Yams.serialize(node: root, width: -1, allowUnicode: true, sortKeys: false)
-            .trimmingCharacters(in: .newlines)
+        return try Yams.serialize(node: root, width: -1, allowUnicode: true, sortKeys: false).trimmingCharacters(in: .newlines)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Options of `run`, `plan` and `check` that come from the command line.
 public struct RunOptions: Sendable {
@@ -38,13 +39,38 @@ public enum JobRunner {
         return settings
     }
 
-    static func refuseSchemaSection(_ job: Job) throws {
-        if let schema = job.schema {
-            throw WinnowError.invalidFile(schema.location, "schema: target schemas and migrations are not supported by this version of winnow")
+    /// The job's target schema, if it names one.
+    static func target(_ job: Job) throws -> SchemaModel? {
+        guard let schema = job.schema else { return nil }
+        guard FileManager.default.fileExists(atPath: schema.value) else {
+            throw WinnowError.notFound("\(schema.location.map { "\($0): " } ?? "")schema: \(schema.value): no such file")
         }
-        if let seed = job.seed {
-            throw WinnowError.invalidFile(seed.name.location, "seed: seeding is not supported by this version of winnow")
+        return try SchemaLoader.load(path: schema.value)
+    }
+
+    /// Views and triggers of the database (a column they use cannot simply be dropped).
+    static func dependents(_ db: Database) throws -> [(name: String, sql: String)] {
+        try Row.fetchAll(db, sql: """
+            SELECT name, sql FROM main.sqlite_master WHERE type IN ('view', 'trigger') AND sql IS NOT NULL
+            AND lower(substr(name, 1, 7)) <> 'winnow_'
+            """).map { ($0[0] as String, $0[1] as String) }
+    }
+
+    /// The steps that bring the database to `target`, or a refusal (exit 65).
+    static func migrationPlan(_ db: Database, job: Job, target: SchemaModel) throws -> MigrationPlan {
+        let live = try SchemaInspector.inspect(db)
+        let planner = MigrationPlanner(live: live, liveVersion: try SchemaVersions.recorded(db)?.version, target: target,
+                                       allowDataLoss: job.allowDataLoss, dedupedTables: Set(job.dedupe.map(\.entity.value)),
+                                       sqliteVersion: sqlite3_libversion_number(), dependents: try dependents(db))
+        do {
+            return try planner.plan()
+        } catch let WinnowError.refused(message) {
+            throw WinnowError.refused("\(job.schema?.value ?? "schema"): \(message)")
         }
+    }
+
+    static func plannedSteps(_ plan: MigrationPlan, _ db: Database) throws -> [PlannedStep] {
+        try ShadowSchema.rehearse(plan, from: db)
     }
 
     static func compile(_ job: Job, _ db: Database) throws -> [CompiledRule] {
@@ -67,13 +93,31 @@ public enum JobRunner {
     /// What `run` would do, on a read-only connection: the same executor with a writer that
     /// writes nothing. Rules are evaluated against the database as it is now.
     public static func plan(_ job: Job, options: RunOptions = .init(), onEvent: @escaping (RunEvent) -> Void = { _ in }) throws -> RunSummary {
-        try refuseSchemaSection(job)
         let path = try databasePath(job, options)
+        let target = try target(job)
         let started = Date()
         let queue = try DatabaseOpener.open(path: path, mode: .readOnly)
         do {
             return try queue.inDatabase { db in
-                let rules = try compile(job, db)
+                var notes: [String] = []
+                var migration: [PlannedStep] = []
+                if let target {
+                    migration = try plannedSteps(try migrationPlan(db, job: job, target: target), db)
+                    if migration.isEmpty { notes.append("schema: the database already matches version \(target.version)") }
+                }
+                if let seed = job.seed {
+                    notes.append(try SchemaVersions.isSeeded(db, name: seed.name.value)
+                                 ? "seed '\(seed.name.value)' was applied before; it is not applied again"
+                                 : "seed '\(seed.name.value)' would copy \(seed.tables.map(\.value).joined(separator: ", ")) from \(seed.from.value)")
+                }
+                let rules: [CompiledRule]
+                do {
+                    rules = try compile(job, db)
+                } catch let error as WinnowError where !migration.isEmpty {
+                    // The rules name what the migration creates: they can be counted only after it.
+                    notes.append("dedupe rules are evaluated after the migration (\(error.description))")
+                    rules = []
+                }
                 var totals = Counts()
                 var summaries: [RuleSummary] = []
                 var batchNumber = 1
@@ -91,8 +135,11 @@ public enum JobRunner {
                     onEvent(.ruleFinished(rule: rule.rule.index, table: rule.table, counts: counts))
                     summaries.append(ruleSummary(rule, discovery, counts, samples))
                 }
-                return RunSummary(command: "plan", status: "planned", job: job.file, database: path, dryRun: true, counts: totals,
-                                  seconds: Date().timeIntervalSince(started), rules: summaries)
+                var summary = RunSummary(command: "plan", status: "planned", job: job.file, database: path, dryRun: true, counts: totals,
+                                         migrationSteps: migration.count, seconds: Date().timeIntervalSince(started), rules: summaries)
+                summary.migration = migration
+                summary.notes = notes
+                return summary
             }
         } catch {
             throw DatabaseOpener.map(error, path: path)
@@ -104,13 +151,29 @@ public enum JobRunner {
     /// Duplicates left under the job's rules. Uses grouped counts (an index on the key avoids a
     /// sort); when duplicates exist, the would-be counts of a dry run are filled in too.
     public static func check(_ job: Job, options: RunOptions = .init()) throws -> RunSummary {
-        try refuseSchemaSection(job)
         let path = try databasePath(job, options)
+        let target = try target(job)
         let started = Date()
         let queue = try DatabaseOpener.open(path: path, mode: .readOnly)
         do {
+            var drift: [String] = []
+            var notes: [String] = []
             let found = try queue.inDatabase { db -> [RuleSummary] in
-                try compile(job, db).map { rule in
+                if let target {
+                    let live = SchemaModel(live: try SchemaInspector.inspect(db), version: try SchemaVersions.recorded(db)?.version ?? 0)
+                    drift = live.drift(to: target).map(\.description)
+                    if let recorded = try SchemaVersions.recorded(db), recorded.version != target.version {
+                        drift.append("model version is \(recorded.version), the schema file is version \(target.version)")
+                    }
+                }
+                let rules: [CompiledRule]
+                do {
+                    rules = try compile(job, db)
+                } catch let error as WinnowError where !drift.isEmpty {
+                    notes.append("dedupe rules not checked: \(error.description)")
+                    return []
+                }
+                return try rules.map { rule in
                     let row = try Row.fetchOne(db, sql: """
                         SELECT count(*), coalesce(sum(n - 1), 0) FROM (
                             SELECT count(*) AS n FROM \(rule.qualifiedTable) WHERE \(rule.candidateFilter())
@@ -124,15 +187,19 @@ public enum JobRunner {
                 }
             }
             var summaries = found
-            if found.contains(where: { $0.counts.groups > 0 }) {
+            if found.contains(where: { $0.counts.groups > 0 }), drift.isEmpty {
                 var dry = options
                 dry.sampleLimit = 0
                 let planned = try plan(job, options: dry)
                 summaries = planned.rules
             }
             let totals = summaries.reduce(Counts()) { $0 + $1.counts }
-            return RunSummary(command: "check", status: totals.groups > 0 ? "duplicates" : "clean", job: job.file, database: path,
-                              dryRun: true, counts: totals, seconds: Date().timeIntervalSince(started), rules: summaries)
+            let status = !drift.isEmpty ? "drift" : (totals.groups > 0 ? "duplicates" : "clean")
+            var summary = RunSummary(command: "check", status: status, job: job.file, database: path,
+                                     dryRun: true, counts: totals, seconds: Date().timeIntervalSince(started), rules: summaries)
+            summary.drift = drift
+            summary.notes = notes
+            return summary
         } catch {
             throw DatabaseOpener.map(error, path: path)
         }
@@ -144,10 +211,11 @@ public enum JobRunner {
     /// `winnow_runs` and (with `archive: true`) every change in `winnow_journal`.
     public static func run(_ job: Job, options: RunOptions = .init(), onEvent: @escaping (RunEvent) -> Void = { _ in }) throws -> RunSummary {
         if options.dryRun { return try plan(job, options: options, onEvent: onEvent) }
-        try refuseSchemaSection(job)
         let path = try databasePath(job, options)
+        let target = try target(job)
         let started = Date()
-        let queue = try DatabaseOpener.open(path: path, mode: .readWrite(create: false))
+        // A job with a schema may start from no database at all: it is created, then migrated.
+        let queue = try DatabaseOpener.open(path: path, mode: .readWrite(create: target != nil))
         let me = ProcessIdentity.current
         do {
             return try queue.inDatabase { db in
@@ -155,12 +223,18 @@ public enum JobRunner {
                     try begin(db, job: job, archive: job.dedupe.contains(where: \.archive), me: me)
                 }
                 var totals = Counts()
+                var applied: [PlannedStep] = []
                 do {
-                    let summaries = try execute(job, options: options, db: db, runID: runID, totals: &totals, onEvent: onEvent)
+                    var notes: [String] = []
+                    let summaries = try execute(job, target: target, options: options, db: db, runID: runID, totals: &totals,
+                                                applied: &applied, notes: &notes, onEvent: onEvent)
                     let seconds = Date().timeIntervalSince(started)
                     try finish(db, runID: runID, status: "completed", totals: totals, seconds: seconds, message: nil, me: me)
-                    return RunSummary(command: "run", runID: runID, status: "completed", job: job.file, database: path,
-                                      counts: totals, seconds: seconds, rules: summaries)
+                    var summary = RunSummary(command: "run", runID: runID, status: "completed", job: job.file, database: path,
+                                             counts: totals, migrationSteps: applied.count, seconds: seconds, rules: summaries)
+                    summary.migration = applied
+                    summary.notes = notes
+                    return summary
                 } catch {
                     let mapped = DatabaseOpener.map(error, path: path)
                     let status = mapped.exitCode == 65 ? "refused" : "failed"
@@ -203,8 +277,51 @@ public enum JobRunner {
         }
     }
 
-    static func execute(_ job: Job, options: RunOptions, db: Database, runID: Int64, totals: inout Counts,
+    static func execute(_ job: Job, target: SchemaModel?, options: RunOptions, db: Database, runID: Int64, totals: inout Counts,
+                        applied: inout [PlannedStep], notes: inout [String],
                         onEvent: @escaping (RunEvent) -> Void) throws -> [RuleSummary] {
+        // 1. Migrate (unique indexes of deduplicated tables wait for their rules).
+        var deferred: [MigrationStep] = []
+        let settings = settings(job, options)
+        func apply(_ step: MigrationStep) throws {
+            let started = Date()
+            var current: String?
+            if case let .rebuild(r) = step { current = try SchemaInspector.table(db, named: r.table)?.sql }
+            try MigrationExecutor(db: db, settings: settings).apply(step)
+            let planned = PlannedStep(summary: step.summary, sql: MigrationSQL.statements(step, currentSQL: current), rebuildsTable: step.rebuildsTable)
+            applied.append(planned)
+            try db.execute(sql: "UPDATE winnow_runs SET migration_steps = ? WHERE id = ?", arguments: [applied.count, runID])
+            onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))
+        }
+        if let target {
+            let plan = try migrationPlan(db, job: job, target: target)
+            _ = try ShadowSchema.rehearse(plan, from: db)   // a step that would fail is refused before any write
+            for step in plan.steps {
+                if case let .createIndex(_, _, afterDedupe) = step, afterDedupe { deferred.append(step); continue }
+                try apply(step)
+            }
+        }
+        // 2. Seed once.
+        if let seed = job.seed {
+            let outcome = try Seeder(db: db, spec: seed, runID: runID).run()
+            notes.append(outcome.seeded ? "seed '\(seed.name.value)': \(outcome.rows) rows copied"
+                                        : "seed '\(seed.name.value)' was applied before; not applied again")
+        }
+        // 3. Deduplicate.
+        let summaries = try dedupe(job, options: options, db: db, runID: runID, totals: &totals, onEvent: onEvent)
+        // 4. The unique indexes that keep the duplicates out, then the version.
+        for step in deferred { try apply(step) }
+        if let target {
+            try db.inTransaction(.immediate) {
+                try SchemaVersions.record(db, version: target.version, checksum: try SchemaVersions.checksum(of: target), runID: runID)
+                return .commit
+            }
+        }
+        return summaries
+    }
+
+    static func dedupe(_ job: Job, options: RunOptions, db: Database, runID: Int64, totals: inout Counts,
+                       onEvent: @escaping (RunEvent) -> Void) throws -> [RuleSummary] {
         let rules = try compile(job, db)
         let writer = SQLiteBatchWriter(runID: runID)
         let settings = settings(job, options)

@@ -1,5 +1,12 @@
 import Foundation
 
+/// One migration step as `plan` and `run` report it.
+public struct PlannedStep: Sendable, Equatable {
+    public var summary: String
+    public var sql: [String]
+    public var rebuildsTable: Bool
+}
+
 /// What one rule found and did.
 public struct RuleSummary: Sendable, Equatable {
     public var index: Int
@@ -28,6 +35,12 @@ public struct RunSummary: Sendable, Equatable {
     public var seconds: Double
     public var rules: [RuleSummary]
     public var message: String?
+    /// Migration steps (planned, or applied by `run`), with their SQL.
+    public var migration: [PlannedStep] = []
+    /// `check`: differences between the live schema and the job's target schema.
+    public var drift: [String] = []
+    /// Remarks worth a line (a seed already applied, a rule evaluated after migration, ...).
+    public var notes: [String] = []
     /// `restore` only: rows put back, and rows returned to their before-image.
     public var reinserted: Int?
     public var reverted: Int?

@@ -1,0 +1,258 @@
+import Foundation
+
+/// A token of SQLite's SQL, enough to edit `CREATE TABLE` statements without losing anything.
+struct SQLToken: Equatable {
+    enum Kind: Equatable {
+        case space, comment, string, identifier, quotedIdentifier, number, punctuation, other
+    }
+
+    var kind: Kind
+    var text: String
+
+    /// The identifier this token names (quotes removed), for identifier tokens.
+    var identifierValue: String? {
+        switch kind {
+        case .identifier: return text
+        case .quotedIdentifier:
+            let inner = String(text.dropFirst().dropLast())
+            switch text.first {
+            case "\"": return inner.replacingOccurrences(of: "\"\"", with: "\"")
+            case "`": return inner.replacingOccurrences(of: "``", with: "`")
+            default: return inner
+            }
+        case .string:
+            // SQLite accepts 'name' where an identifier is expected in some places.
+            return String(text.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'")
+        default: return nil
+        }
+    }
+
+    var isTrivia: Bool { kind == .space || kind == .comment }
+
+    func isKeyword(_ word: String) -> Bool { kind == .identifier && text.caseInsensitiveCompare(word) == .orderedSame }
+}
+
+enum SQLTokenizer {
+    static func tokenize(_ sql: String) -> [SQLToken] {
+        let chars = Array(sql)
+        var tokens: [SQLToken] = []
+        var i = 0
+        func take(_ kind: SQLToken.Kind, _ end: Int) {
+            tokens.append(SQLToken(kind: kind, text: String(chars[i..<min(end, chars.count)])))
+            i = min(end, chars.count)
+        }
+        while i < chars.count {
+            let c = chars[i]
+            if c.isWhitespace {
+                var j = i
+                while j < chars.count, chars[j].isWhitespace { j += 1 }
+                take(.space, j)
+            } else if c == "-", i + 1 < chars.count, chars[i + 1] == "-" {
+                var j = i
+                while j < chars.count, chars[j] != "\n" { j += 1 }
+                take(.comment, j)
+            } else if c == "/", i + 1 < chars.count, chars[i + 1] == "*" {
+                var j = i + 2
+                while j + 1 < chars.count, !(chars[j] == "*" && chars[j + 1] == "/") { j += 1 }
+                take(.comment, j + 2)
+            } else if c == "'" || c == "\"" || c == "`" {
+                var j = i + 1
+                while j < chars.count {
+                    if chars[j] == c {
+                        if j + 1 < chars.count, chars[j + 1] == c { j += 2; continue }
+                        break
+                    }
+                    j += 1
+                }
+                take(c == "'" ? .string : .quotedIdentifier, j + 1)
+            } else if c == "[" {
+                var j = i + 1
+                while j < chars.count, chars[j] != "]" { j += 1 }
+                take(.quotedIdentifier, j + 1)
+            } else if c.isLetter || c == "_" || (c.unicodeScalars.first.map { $0.value > 127 } ?? false) {
+                var j = i
+                while j < chars.count, chars[j].isLetter || chars[j].isNumber || chars[j] == "_" || chars[j] == "$"
+                    || (chars[j].unicodeScalars.first.map { $0.value > 127 } ?? false) { j += 1 }
+                take(.identifier, j)
+            } else if c.isNumber || (c == "." && i + 1 < chars.count && chars[i + 1].isNumber) {
+                var j = i
+                while j < chars.count, chars[j].isNumber || chars[j] == "." || chars[j].isLetter
+                    || ((chars[j] == "+" || chars[j] == "-") && j > i && (chars[j - 1] == "e" || chars[j - 1] == "E")) { j += 1 }
+                take(.number, j)
+            } else if "(),;.".contains(c) {
+                take(.punctuation, i + 1)
+            } else {
+                take(.other, i + 1)
+            }
+        }
+        return tokens
+    }
+
+    static func render(_ tokens: [SQLToken]) -> String { tokens.map(\.text).joined() }
+}
+
+/// A `CREATE TABLE` statement split into its column definitions and table constraints, so a
+/// rebuild can change exactly what a migration asks (nullability, default, a dropped or added
+/// column, the table name) and keep everything else as it was written.
+struct CreateTableSQL: Equatable {
+    struct Column: Equatable {
+        var name: String
+        /// The definition's tokens, name included, trivia trimmed.
+        var tokens: [SQLToken]
+    }
+
+    /// Tokens up to and including the table name.
+    var head: [SQLToken]
+    var columns: [Column]
+    /// Table constraints (PRIMARY KEY (...), UNIQUE (...), CHECK (...), FOREIGN KEY ...), as written.
+    var constraints: [[SQLToken]]
+    /// Tokens after the closing parenthesis (`WITHOUT ROWID`, `STRICT`).
+    var tail: [SQLToken]
+
+    static let constraintStarts = ["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN"]
+
+    enum ParseError: Error { case unsupported(String) }
+
+    static func parse(_ sql: String) throws -> CreateTableSQL {
+        let tokens = SQLTokenizer.tokenize(sql)
+        guard let open = tokens.firstIndex(where: { $0.kind == .punctuation && $0.text == "(" }) else {
+            throw ParseError.unsupported("no column list (CREATE TABLE ... AS SELECT is not supported)")
+        }
+        var depth = 0
+        var parts: [[SQLToken]] = [[]]
+        var close: Int?
+        for index in (open + 1)..<tokens.count {
+            let token = tokens[index]
+            if token.kind == .punctuation, token.text == "(" { depth += 1 }
+            if token.kind == .punctuation, token.text == ")" {
+                if depth == 0 { close = index; break }
+                depth -= 1
+            }
+            if depth == 0, token.kind == .punctuation, token.text == "," { parts.append([]); continue }
+            parts[parts.count - 1].append(token)
+        }
+        guard let close else { throw ParseError.unsupported("unbalanced parentheses") }
+        var result = CreateTableSQL(head: trim(Array(tokens[..<open])), columns: [], constraints: [], tail: Array(tokens[(close + 1)...]))
+        for part in parts.map(trim) where !part.isEmpty {
+            if let first = part.first, constraintStarts.contains(where: first.isKeyword) {
+                result.constraints.append(part)
+            } else if let name = part.first?.identifierValue {
+                result.columns.append(Column(name: name, tokens: part))
+            } else {
+                throw ParseError.unsupported("cannot read column definition '\(SQLTokenizer.render(part))'")
+            }
+        }
+        return result
+    }
+
+    static func trim(_ tokens: [SQLToken]) -> [SQLToken] {
+        var slice = tokens[...]
+        while let first = slice.first, first.isTrivia { slice = slice.dropFirst() }
+        while let last = slice.last, last.isTrivia { slice = slice.dropLast() }
+        return Array(slice)
+    }
+
+    func render(name: String) -> String {
+        // Replace the last identifier of the head (the table name, possibly schema-qualified).
+        var head = self.head
+        if let nameIndex = head.lastIndex(where: { $0.kind == .identifier || $0.kind == .quotedIdentifier || $0.kind == .string }) {
+            head[nameIndex] = SQLToken(kind: .quotedIdentifier, text: name.sqlIdentifier)
+            // Drop a schema qualifier ("main".) so the statement runs in the main schema.
+            if nameIndex >= 2, head[nameIndex - 1].text == "." { head.removeSubrange((nameIndex - 2)..<nameIndex) }
+        }
+        let items = columns.map { SQLTokenizer.render($0.tokens) } + constraints.map(SQLTokenizer.render)
+        return SQLTokenizer.render(head) + " (\n    " + items.joined(separator: ",\n    ") + "\n)" + SQLTokenizer.render(tail)
+    }
+
+    func index(of column: String) -> Int? {
+        columns.firstIndex { $0.name.caseInsensitiveCompare(column) == .orderedSame }
+    }
+
+    /// Whether a table constraint names this column (then it cannot simply be dropped).
+    func constraintsMention(_ column: String) -> Bool {
+        constraints.contains { $0.contains { $0.identifierValue?.caseInsensitiveCompare(column) == .orderedSame && $0.kind != .string } }
+    }
+
+    mutating func dropColumn(_ column: String) {
+        if let i = index(of: column) { columns.remove(at: i) }
+    }
+
+    mutating func addColumn(_ definition: String) {
+        let tokens = SQLTokenizer.tokenize(definition)
+        columns.append(Column(name: tokens.first?.identifierValue ?? definition, tokens: tokens))
+    }
+
+    /// Rewrites one column's NOT NULL and DEFAULT clauses; every other clause stays as written.
+    mutating func setConstraints(of column: String, nullable: Bool, defaultValue: DefaultValue?) {
+        guard let i = index(of: column) else { return }
+        let clauses = Self.clauses(columns[i].tokens)
+        var kept = clauses.prefix.isEmpty ? [] : clauses.prefix
+        for clause in clauses.clauses {
+            let words = clause.filter { !$0.isTrivia }
+            // A CONSTRAINT name applies to the clause that follows it.
+            let kind = words.first?.isKeyword("CONSTRAINT") == true && words.count > 2 ? words[2] : words.first
+            if kind?.isKeyword("NOT") == true || kind?.isKeyword("NULL") == true || kind?.isKeyword("DEFAULT") == true { continue }
+            kept += [SQLToken(kind: .space, text: " ")] + Self.trim(clause)
+        }
+        if !nullable { kept += SQLTokenizer.tokenize(" NOT NULL") }
+        if let value = defaultValue, value != .null {
+            let sql = value.isLiteral ? value.sql : "(\(value.sql.hasPrefix("(") ? String(value.sql.dropFirst().dropLast()) : value.sql))"
+            kept += SQLTokenizer.tokenize(" DEFAULT \(sql)")
+        }
+        columns[i].tokens = Self.trim(kept)
+    }
+
+    /// Splits a column definition into its name-and-type prefix and its constraint clauses.
+    static func clauses(_ tokens: [SQLToken]) -> (prefix: [SQLToken], clauses: [[SQLToken]]) {
+        var prefix: [SQLToken] = []
+        var clauses: [[SQLToken]] = []
+        var depth = 0
+        var previousWord: SQLToken?
+        var afterConstraintName = 0
+        let starts = ["PRIMARY", "UNIQUE", "CHECK", "COLLATE", "REFERENCES", "GENERATED", "AS"]
+        for (index, token) in tokens.enumerated() {
+            if token.kind == .punctuation, token.text == "(" { depth += 1 }
+            if token.kind == .punctuation, token.text == ")" { depth -= 1 }
+            var starts_ = false
+            if depth == 0, index > 0, token.kind == .identifier, afterConstraintName == 0 {
+                let next = tokens[(index + 1)...].first { !$0.isTrivia }
+                let afterSet = previousWord?.isKeyword("SET") == true
+                if token.isKeyword("CONSTRAINT") {
+                    starts_ = true
+                    afterConstraintName = 2
+                } else if starts.contains(where: token.isKeyword) {
+                    starts_ = true
+                } else if token.isKeyword("NOT"), next?.isKeyword("NULL") == true {
+                    starts_ = true
+                } else if token.isKeyword("NULL"), previousWord?.isKeyword("NOT") != true, !afterSet {
+                    starts_ = true
+                } else if token.isKeyword("DEFAULT"), !afterSet {
+                    starts_ = true
+                }
+            }
+            if !token.isTrivia {
+                if afterConstraintName > 0 { afterConstraintName -= 1 }
+                previousWord = token
+            }
+            if starts_ && !(clauses.last.map { c in c.filter { !$0.isTrivia }.count == 2 && c.first { !$0.isTrivia }?.isKeyword("CONSTRAINT") == true } ?? false) {
+                clauses.append([token])
+            } else if clauses.isEmpty {
+                prefix.append(token)
+            } else {
+                clauses[clauses.count - 1].append(token)
+            }
+        }
+        return (trim(prefix), clauses)
+    }
+}
+
+extension DefaultValue {
+    /// A literal (written bare after DEFAULT); other defaults need parentheses.
+    var isLiteral: Bool {
+        switch self {
+        case .expression(let e):
+            return ["CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP", "TRUE", "FALSE"].contains(e.uppercased()) || e.hasPrefix("(")
+        default: return true
+        }
+    }
+}

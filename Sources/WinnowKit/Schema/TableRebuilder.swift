@@ -1,0 +1,231 @@
+import Foundation
+import GRDB
+
+/// Rebuilds one table online, by SQLite's generalised ALTER TABLE procedure, while other
+/// connections keep writing to it:
+///
+/// 1. `PRAGMA foreign_keys=OFF` (outside any transaction: inside one it is ignored, and a DROP
+///    of the old table would then fire ON DELETE CASCADE on its children). Checked, not assumed.
+/// 2. One transaction creates the new table, its indexes (under temporary names, so that they
+///    grow batch by batch instead of in one long build), a log table and triggers on the old
+///    table that log the rowid of every row another connection inserts, updates or deletes.
+/// 3. Rows are copied in rowid ranges, one short `BEGIN IMMEDIATE` transaction each, sized to
+///    `max_transaction_ms`; logged rows are re-copied (deleted and copied again) in batches.
+/// 4. Cut-over, one short transaction: the last logged rows, then DROP of the old table, RENAME
+///    of the new one, the indexes renamed to their real names, triggers and views recreated.
+/// 5. `foreign_keys` back on, and `PRAGMA foreign_key_check` of the table must be clean.
+struct TableRebuilder {
+    let db: Database
+    let rebuild: TableRebuild
+    let settings: BatchSettings
+
+    static func temporaryName(_ table: String) -> String { "winnow_rebuild_\(table)" }
+    static let logTable = "winnow_rebuild_log"
+
+    /// Rows copied, and concurrent changes replayed.
+    struct Outcome {
+        var copied = 0
+        var replayed = 0
+        var batches = 0
+    }
+
+    func run() throws -> Outcome {
+        guard !db.isInsideTransaction else { throw WinnowError.internal("a table rebuild must start outside a transaction") }
+        let foreignKeys = try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") ?? false
+        try db.execute(sql: "PRAGMA foreign_keys = OFF")
+        guard try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == false else {
+            throw WinnowError.io("cannot switch foreign keys off before rebuilding \(rebuild.table); nothing was changed")
+        }
+        defer { if foreignKeys { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
+        var outcome = Outcome()
+        guard let table = try SchemaInspector.table(db, named: rebuild.table) else {
+            throw WinnowError.refused("cannot rebuild \(rebuild.table): no such table")
+        }
+        guard table.hasRowID, let rowID = table.rowIDExpression else {
+            throw WinnowError.refused("cannot rebuild \(table.name): WITHOUT ROWID tables are not rebuilt online")
+        }
+        let newName = Self.temporaryName(table.name)
+        let createSQL = try MigrationSQL.rebuiltTable(rebuild, currentSQL: table.sql, newName: newName)
+        let newColumns = try CreateTableSQL.parse(createSQL).columns.map(\.name)
+        // What each new column is filled from: the old column, with a NOT NULL default filling NULLs.
+        let changed = Dictionary(rebuild.changed.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        var targets: [String] = []
+        var sources: [String] = []
+        for name in newColumns {
+            guard let old = table.column(named: name), old.isStored else { continue }
+            targets.append(name.sqlIdentifier)
+            if let target = changed[name.lowercased()], !target.nullable, let value = target.defaultValue, value != .null {
+                sources.append("coalesce(\(old.name.sqlIdentifier), \(value.isLiteral ? value.sql : "(\(value.sql))"))")
+            } else {
+                sources.append(old.name.sqlIdentifier)
+            }
+        }
+        let keepsRowID = table.rowIDAlias == nil
+        let insertColumns = (keepsRowID ? ["rowid"] : []) + targets
+        let selectColumns = (keepsRowID ? [rowID] : []) + sources
+        let copySQL = "INSERT INTO \(newName.sqlIdentifier) (\(insertColumns.joined(separator: ", "))) SELECT \(selectColumns.joined(separator: ", ")) FROM main.\(table.name.sqlIdentifier)"
+        let newRowID = table.rowIDAlias.map(\.sqlIdentifier) ?? "rowid"
+
+        // The table's own indexes, triggers and the views that use it, to be kept.
+        let indexes = try Row.fetchAll(db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+                                       arguments: [table.name]).map { (name: $0[0] as String, sql: $0[1] as String) }
+        let indexNames = Dictionary(uniqueKeysWithValues: indexes.enumerated().map { ($1.name, "winnow_rebuild_ix\($0)_\(table.name)") })
+
+        // 2. New table, its indexes, the change log and the capture triggers.
+        try db.inTransaction(.immediate) {
+            try db.execute(sql: "DROP TABLE IF EXISTS main.\(newName.sqlIdentifier)")
+            try db.execute(sql: createSQL)
+            for index in indexes {
+                try db.execute(sql: try Self.retarget(indexSQL: index.sql, name: indexNames[index.name]!, table: newName))
+            }
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS main.\(Self.logTable) (rid INTEGER PRIMARY KEY)")
+            try db.execute(sql: "DELETE FROM main.\(Self.logTable)")
+            let oldRowID = table.rowIDAlias.map(\.sqlIdentifier) ?? "rowid"
+            let t = table.name.sqlIdentifier
+            try db.execute(sql: """
+                CREATE TRIGGER main.winnow_capture_insert AFTER INSERT ON \(t) BEGIN
+                    INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
+                CREATE TRIGGER main.winnow_capture_update AFTER UPDATE ON \(t) BEGIN
+                    INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID));
+                    INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
+                CREATE TRIGGER main.winnow_capture_delete AFTER DELETE ON \(t) BEGIN
+                    INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID)); END;
+                """)
+            return .commit
+        }
+
+        // 3. Copy in rowid ranges.
+        var sizer = BatchSizer(configured: max(1000, settings.size * 10), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        var after = Int64.min
+        while true {
+            let started = Date()
+            var done = false
+            try db.inTransaction(.immediate) {
+                guard let upTo = try Int64.fetchOne(db, sql: """
+                    SELECT max(r) FROM (SELECT \(rowID) AS r FROM main.\(table.name.sqlIdentifier) WHERE \(rowID) > ? ORDER BY \(rowID) LIMIT ?)
+                    """, arguments: [after, sizer.current]) else {
+                    done = true
+                    return .commit
+                }
+                try db.execute(sql: "\(copySQL) WHERE \(rowID) > ? AND \(rowID) <= ?", arguments: [after, upTo])
+                outcome.copied += db.changesCount
+                after = upTo
+                return .commit
+            }
+            if done { break }
+            outcome.batches += 1
+            sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
+            try pause()
+        }
+
+        // Re-copy rows that changed meanwhile, in batches, until few are left.
+        func replay(limit: Int) throws -> Int {
+            let ids = try Int64.fetchAll(db, sql: "SELECT rid FROM main.\(Self.logTable) ORDER BY rid LIMIT ?", arguments: [limit])
+            guard !ids.isEmpty else { return 0 }
+            let list = ids.map(String.init).joined(separator: ",")
+            try db.execute(sql: "DELETE FROM main.\(newName.sqlIdentifier) WHERE \(newRowID) IN (\(list))")
+            try db.execute(sql: "\(copySQL) WHERE \(rowID) IN (\(list))")
+            try db.execute(sql: "DELETE FROM main.\(Self.logTable) WHERE rid IN (\(list))")
+            return ids.count
+        }
+        let chunk = max(100, sizer.current)
+        while try (Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(Self.logTable)") ?? 0) > chunk {
+            try db.inTransaction(.immediate) {
+                outcome.replayed += try replay(limit: chunk)
+                return .commit
+            }
+            outcome.batches += 1
+            try pause()
+        }
+
+        // 4. Cut-over.
+        try db.inTransaction(.immediate) {
+            while true {
+                let n = try replay(limit: chunk)
+                outcome.replayed += n
+                if n == 0 { break }
+            }
+            try db.execute(sql: "DROP TRIGGER main.winnow_capture_insert; DROP TRIGGER main.winnow_capture_update; DROP TRIGGER main.winnow_capture_delete")
+            let triggers = try String.fetchAll(db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND sql IS NOT NULL",
+                                               arguments: [table.name])
+            let views = try Row.fetchAll(db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'view'")
+                .filter { MigrationPlanner.mentions($0[1], table.name) }
+                .map { (name: $0[0] as String, sql: $0[1] as String) }
+            for view in views { try db.execute(sql: "DROP VIEW main.\(view.name.sqlIdentifier)") }
+            try db.execute(sql: "DROP TABLE main.\(table.name.sqlIdentifier)")
+            // Legacy rename: references to the table's name elsewhere (foreign keys of children,
+            // triggers of other tables) already say the final name and must stay as written.
+            try db.execute(sql: "PRAGMA legacy_alter_table = ON")
+            defer { try? db.execute(sql: "PRAGMA legacy_alter_table = OFF") }
+            try db.execute(sql: "ALTER TABLE main.\(newName.sqlIdentifier) RENAME TO \(table.name.sqlIdentifier)")
+            try renameIndexes(indexes.map { ($0.name, indexNames[$0.name]!) })
+            for sql in triggers { try db.execute(sql: sql) }
+            for view in views { try db.execute(sql: view.sql) }
+            try db.execute(sql: "DROP TABLE main.\(Self.logTable)")
+            return .commit
+        }
+        outcome.batches += 1
+
+        // 5. Foreign keys back on; the rebuilt table must satisfy them.
+        if foreignKeys {
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+            let violations = try Row.fetchAll(db, sql: "SELECT * FROM pragma_foreign_key_check(?)", arguments: [table.name])
+            if !violations.isEmpty {
+                throw WinnowError.io("\(table.name) has \(violations.count) foreign key violation(s) after its rebuild")
+            }
+        }
+        return outcome
+    }
+
+    private func pause() throws {
+        if settings.pauseMilliseconds > 0 { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
+    }
+
+    /// Gives the indexes built under temporary names their real names. SQLite has no RENAME
+    /// INDEX; the index's entry in `sqlite_master` is renamed in place (as SQLite's documented
+    /// procedure for schema changes does), inside the cut-over transaction.
+    private func renameIndexes(_ pairs: [(final: String, temporary: String)]) throws {
+        guard !pairs.isEmpty else { return }
+        let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
+        try db.execute(sql: "PRAGMA writable_schema = ON")
+        defer { try? db.execute(sql: "PRAGMA writable_schema = OFF") }
+        for (final, temporary) in pairs {
+            guard let sql = try String.fetchOne(db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'index' AND name = ?", arguments: [temporary]) else {
+                throw WinnowError.internal("index \(temporary) vanished during a rebuild")
+            }
+            let renamed = try Self.retarget(indexSQL: sql, name: final, table: nil)
+            try db.execute(sql: "UPDATE main.sqlite_master SET name = ?, sql = ? WHERE type = 'index' AND name = ?",
+                           arguments: [final, renamed, temporary])
+        }
+        try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
+    }
+
+    /// An index's CREATE statement with another index name and (optionally) table name.
+    static func retarget(indexSQL: String, name: String, table: String?) throws -> String {
+        var tokens = SQLTokenizer.tokenize(indexSQL)
+        func nextWord(after index: Int) -> Int? {
+            tokens[(index + 1)...].firstIndex { !$0.isTrivia }
+        }
+        guard let indexKeyword = tokens.firstIndex(where: { $0.isKeyword("INDEX") }) else {
+            throw WinnowError.internal("cannot read index statement \(indexSQL)")
+        }
+        var nameAt = nextWord(after: indexKeyword)
+        if let at = nameAt, tokens[at].isKeyword("IF") {      // IF NOT EXISTS
+            nameAt = nextWord(after: nextWord(after: nextWord(after: at)!)!)
+        }
+        guard var at = nameAt else { throw WinnowError.internal("cannot read index statement \(indexSQL)") }
+        // A schema-qualified name: main.ix
+        if let dot = nextWord(after: at), tokens[dot].text == ".", let real = nextWord(after: dot) {
+            tokens.removeSubrange(at...dot)
+            at = real - (dot - at + 1)
+        }
+        tokens[at] = SQLToken(kind: .quotedIdentifier, text: name.sqlIdentifier)
+        if let table {
+            guard let on = tokens[(at + 1)...].firstIndex(where: { $0.isKeyword("ON") }), let tableAt = nextWord(after: on) else {
+                throw WinnowError.internal("cannot read index statement \(indexSQL)")
+            }
+            tokens[tableAt] = SQLToken(kind: .quotedIdentifier, text: table.sqlIdentifier)
+        }
+        return SQLTokenizer.render(tokens)
+    }
+}
