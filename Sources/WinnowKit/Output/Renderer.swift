@@ -163,7 +163,9 @@ public enum Renderer {
                 lines.append("  ... \(rule.counts.groups - rule.samples.count) more groups (--verbose lists all)")
             }
         }
-        if summary.rules.isEmpty, summary.command != "restore", summary.migration.isEmpty { lines.append("no dedupe rules") }
+        if summary.rules.isEmpty, summary.command != "restore", summary.migration.isEmpty, summary.notes.isEmpty, summary.drift.isEmpty {
+            lines.append("no dedupe rules")
+        }
         switch summary.command {
         case "check" where !summary.drift.isEmpty:
             lines.append("FAIL: \(plural(summary.drift.count, "schema difference")) from the target schema"

@@ -293,6 +293,7 @@ public enum JobRunner {
             try db.execute(sql: "UPDATE winnow_runs SET migration_steps = ? WHERE id = ?", arguments: [applied.count, runID])
             onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))
         }
+        try TableRebuilder.cleanUpInterrupted(db)
         if let target {
             let plan = try migrationPlan(db, job: job, target: target)
             _ = try ShadowSchema.rehearse(plan, from: db)   // a step that would fail is refused before any write

@@ -21,6 +21,26 @@ struct TableRebuilder {
 
     static func temporaryName(_ table: String) -> String { "winnow_rebuild_\(table)" }
     static let logTable = "winnow_rebuild_log"
+    static let captureTriggers = ["winnow_capture_insert", "winnow_capture_update", "winnow_capture_delete"]
+
+    /// Removes what a rebuild killed before its cut-over left behind: the capture triggers on
+    /// the user's table (they would keep logging the application's writes), the half-built new
+    /// table and the log. The old table was never touched, so nothing else needs undoing. Runs
+    /// while the run lock is held, so no rebuild can be in progress.
+    static func cleanUpInterrupted(_ db: Database) throws {
+        let leftovers = try String.fetchAll(db, sql: """
+            SELECT name FROM main.sqlite_master WHERE (type = 'table' AND (name = ? OR name LIKE 'winnow\\_rebuild\\_%' ESCAPE '\\'))
+            OR (type = 'trigger' AND name IN ('winnow_capture_insert', 'winnow_capture_update', 'winnow_capture_delete'))
+            """, arguments: [logTable])
+        guard !leftovers.isEmpty else { return }
+        try db.inTransaction(.immediate) {
+            for trigger in captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
+            for name in leftovers where name.hasPrefix("winnow_rebuild") {
+                try db.execute(sql: "DROP TABLE IF EXISTS main.\(name.sqlIdentifier)")
+            }
+            return .commit
+        }
+    }
 
     /// Rows copied, and concurrent changes replayed.
     struct Outcome {
@@ -73,6 +93,7 @@ struct TableRebuilder {
 
         // 2. New table, its indexes, the change log and the capture triggers.
         try db.inTransaction(.immediate) {
+            for trigger in Self.captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
             try db.execute(sql: "DROP TABLE IF EXISTS main.\(newName.sqlIdentifier)")
             try db.execute(sql: createSQL)
             for index in indexes {
