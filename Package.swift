@@ -36,7 +36,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WinnowKitTests",
-            dependencies: ["WinnowKit", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["WinnowKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams")],
             resources: [.copy("Golden")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
