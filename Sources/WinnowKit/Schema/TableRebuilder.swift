@@ -173,6 +173,9 @@ struct TableRebuilder {
                 .filter { MigrationPlanner.mentions($0[1], table.name) }
                 .map { (name: $0[0] as String, sql: $0[1] as String) }
             for view in views { try db.execute(sql: "DROP VIEW main.\(view.name.sqlIdentifier)") }
+            // AUTOINCREMENT never reuses a rowid: keep the old table's counter, not the copy's.
+            let sequence = try db.tableExists("sqlite_sequence")
+                ? try Int64.fetchOne(db, sql: "SELECT seq FROM main.sqlite_sequence WHERE name = ?", arguments: [table.name]) : nil
             try db.execute(sql: "DROP TABLE main.\(table.name.sqlIdentifier)")
             // Legacy rename: references to the table's name elsewhere (foreign keys of children,
             // triggers of other tables) already say the final name and must stay as written.
@@ -180,6 +183,12 @@ struct TableRebuilder {
             defer { try? db.execute(sql: "PRAGMA legacy_alter_table = OFF") }
             try db.execute(sql: "ALTER TABLE main.\(newName.sqlIdentifier) RENAME TO \(table.name.sqlIdentifier)")
             try renameIndexes(indexes.map { ($0.name, indexNames[$0.name]!) })
+            if let sequence {
+                try db.execute(sql: "UPDATE main.sqlite_sequence SET seq = ? WHERE name = ? AND seq < ?", arguments: [sequence, table.name, sequence])
+                if db.changesCount == 0, try Int64.fetchOne(db, sql: "SELECT seq FROM main.sqlite_sequence WHERE name = ?", arguments: [table.name]) == nil {
+                    try db.execute(sql: "INSERT INTO main.sqlite_sequence (name, seq) VALUES (?, ?)", arguments: [table.name, sequence])
+                }
+            }
             for sql in triggers { try db.execute(sql: sql) }
             for view in views { try db.execute(sql: view.sql) }
             try db.execute(sql: "DROP TABLE main.\(Self.logTable)")
