@@ -11,6 +11,8 @@ public struct LiveColumn: Sendable, Equatable {
     public var primaryKeyIndex: Int
     /// 0 for ordinary columns; 2 and 3 for generated columns (which cannot be written).
     public var hidden: Int
+    /// The declared collation (`COLLATE NOCASE`), read from the table's DDL; nil for BINARY.
+    public var collation: String? = nil
 
     public var isStored: Bool { hidden == 0 }
 }
@@ -45,6 +47,8 @@ public struct LiveTable: Sendable {
     public var isVirtual: Bool
     public var foreignKeys: [LiveForeignKey]
     public var indexes: [LiveIndex]
+    /// Whether every column's collation could be read from the DDL.
+    public var collationsKnown = true
 
     /// Columns that hold stored data (generated columns left out), in table order.
     public var storedColumns: [LiveColumn] { columns.filter(\.isStored) }
@@ -100,10 +104,24 @@ public enum SchemaInspector {
         let sql = try String.fetchOne(db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'table' AND name = ?",
                                       arguments: [canonical]) ?? ""
         let isVirtual = sql.range(of: "CREATE VIRTUAL TABLE", options: [.caseInsensitive, .anchored]) != nil
-        let columns = try Row.fetchAll(db, sql: """
+        var columns = try Row.fetchAll(db, sql: """
             SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?, 'main') ORDER BY cid
             """, arguments: [canonical]).map { row in
             LiveColumn(name: row[0], type: row[1] ?? "", notNull: row[2], defaultSQL: row[3], primaryKeyIndex: row[4], hidden: row[5])
+        }
+        var collationsKnown = isVirtual
+        if !isVirtual, let parsed = try? CreateTableSQL.parse(sql) {
+            collationsKnown = true
+            for definition in parsed.columns {
+                guard let i = columns.firstIndex(where: { $0.name.caseInsensitiveCompare(definition.name) == .orderedSame }) else { continue }
+                for clause in CreateTableSQL.clauses(definition.tokens).clauses {
+                    let words = clause.filter { !$0.isTrivia }
+                    if let at = words.firstIndex(where: { $0.isKeyword("COLLATE") }), at + 1 < words.count,
+                       let name = words[at + 1].identifierValue, name.uppercased() != "BINARY" {
+                        columns[i].collation = name
+                    }
+                }
+            }
         }
         var foreignKeys: [Int: LiveForeignKey] = [:]
         var fkOrder: [Int] = []
@@ -134,7 +152,8 @@ public enum SchemaInspector {
             indexes.append(LiveIndex(name: indexName, columns: keyColumns, unique: row[1], partial: row[3], origin: origin))
         }
         return LiveTable(name: canonical, sql: sql, columns: columns, hasRowID: hasRowID, isVirtual: isVirtual,
-                         foreignKeys: fkOrder.compactMap { foreignKeys[$0] }, indexes: indexes.reversed())
+                         foreignKeys: fkOrder.compactMap { foreignKeys[$0] }, indexes: indexes.reversed(),
+                         collationsKnown: collationsKnown)
     }
 
     /// Every user table, keyed by lowercased name.

@@ -73,6 +73,8 @@ public struct CompiledRule: Sendable {
     var tieBreakColumns: [String]
     /// Normalisers per canonical key column.
     var normalizers: [String: [Normalizer]]
+    /// Declared collations of the winner columns (ties follow them); nil when unknown.
+    var winnerCollations: [String: String]? = [:]
 
     /// The quoted table name, qualified with `main`.
     public var qualifiedTable: String { "main.\(table.sqlIdentifier)" }
@@ -125,6 +127,24 @@ public struct CompiledRule: Sendable {
     /// are ordered by ``orderBy(alias:)`` later, within their group.
     public func winnerOrderBy(alias: String? = nil) -> String? {
         winnerTerms.isEmpty ? nil : winnerTerms.map { $0.sql(alias: alias) }.joined(separator: ", ")
+    }
+
+    /// SQL, inside a window named `window` sorted by ``winnerOrderBy(alias:)``, that is true when
+    /// the current row ties the group's first row on every winner term (under each column's
+    /// collation, as ORDER BY compares). It may say "tied" too often, never too rarely.
+    public func tiedWithFirst(window: String) -> String {
+        guard let collations = winnerCollations else { return "1" }
+        let parts = winnerTerms.map { term -> String in
+            switch term {
+            case let .column(name, _, _):
+                let collation = collations[name].map { " COLLATE \($0.sqlIdentifier)" } ?? ""
+                return "(first_value(\(name.sqlIdentifier)) OVER \(window) IS \(name.sqlIdentifier)\(collation))"
+            case .completeness:
+                let expression = term.sql(alias: nil).replacingOccurrences(of: " DESC", with: "")
+                return "(first_value(\(expression)) OVER \(window) IS \(expression))"
+            }
+        }
+        return parts.isEmpty ? "1" : parts.joined(separator: " AND ")
     }
 
     /// Human description of the winner order, for plans.

@@ -59,14 +59,15 @@ struct DedupeExecutor {
         let order = rule.winnerOrderBy().map { " ORDER BY \($0)" } ?? ""
         return """
         INSERT INTO temp.winnow_losers (winner, rn, rid, tied)
-        SELECT winnow_w, winnow_n, winnow_r, winnow_k = 1 FROM (
+        SELECT winnow_w, winnow_n, winnow_r, winnow_k FROM (
             SELECT \(rule.rowID) AS winnow_r,
                    row_number() OVER winnow_window AS winnow_n,
                    first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
-                   rank() OVER winnow_window AS winnow_k
+                   \(rule.tiedWithFirst(window: "winnow_window")) AS winnow_k
             FROM \(rule.qualifiedTable)
             WHERE \(rule.candidateFilter())
-            WINDOW winnow_window AS (PARTITION BY \(rule.groupExpressions().joined(separator: ", "))\(order))
+            WINDOW winnow_window AS (PARTITION BY \(rule.groupExpressions().joined(separator: ", "))\(order)
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
         ) WHERE winnow_n > 1
         """
     }
@@ -236,6 +237,8 @@ struct DedupeExecutor {
             try db.execute(sql: "UPDATE temp.winnow_batch SET rid = ? WHERE rid = ?", arguments: [candidate, actual])
             try db.execute(sql: "UPDATE temp.winnow_batch SET winner = ? WHERE winner = ?", arguments: [actual, candidate])
         }
+        // Only merges and re-pointing look at the order of the losers.
+        guard !rule.mergeColumns.isEmpty || !rule.references.isEmpty else { return }
         try db.execute(sql: """
             UPDATE temp.winnow_batch SET rn = x.pos FROM (
                 SELECT b.rid AS rid, row_number() OVER (PARTITION BY b.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos

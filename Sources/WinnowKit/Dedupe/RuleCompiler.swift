@@ -78,11 +78,17 @@ public enum RuleCompiler {
 
         let references = try referencePaths(rule, table: table, schema: schema)
 
-        return CompiledRule(rule: rule, table: table.name, rowID: rowID,
+        var collations: [String: String]? = table.collationsKnown ? [:] : nil
+        for term in winnerTerms {
+            if case let .column(name, _, _) = term, let collation = table.column(named: name)?.collation { collations?[name] = collation }
+        }
+        var compiled = CompiledRule(rule: rule, table: table.name, rowID: rowID,
                             storedColumns: table.storedColumns.map(\.name), primaryKey: table.primaryKey,
                             keyColumns: keyColumns, mergeColumns: mergeColumns, references: references,
                             hashColumn: hashColumn, winnerTerms: winnerTerms, tieBreakColumns: nonKeyStored,
                             normalizers: normalizers)
+        compiled.winnerCollations = collations
+        return compiled
     }
 
     /// Declared foreign keys into the table, then `referenced_by:` entries not already declared.
