@@ -170,7 +170,17 @@ struct CreateTableSQL: Equatable {
 
     /// Whether a table constraint names this column (then it cannot simply be dropped).
     func constraintsMention(_ column: String) -> Bool {
-        constraints.contains { $0.contains { $0.identifierValue?.caseInsensitiveCompare(column) == .orderedSame && $0.kind != .string } }
+        // Column names stand inside parentheses (PRIMARY KEY (a, b), CHECK (a > 0)); a word
+        // outside them is a keyword (KEY, UNIQUE) or a constraint name.
+        constraints.contains { tokens in
+            var depth = 0
+            for token in tokens {
+                if token.kind == .punctuation, token.text == "(" { depth += 1 }
+                if token.kind == .punctuation, token.text == ")" { depth -= 1 }
+                if depth > 0, token.kind != .string, token.identifierValue?.caseInsensitiveCompare(column) == .orderedSame { return true }
+            }
+            return false
+        }
     }
 
     mutating func dropColumn(_ column: String) {

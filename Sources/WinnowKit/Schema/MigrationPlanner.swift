@@ -62,8 +62,11 @@ public struct MigrationPlanner: Sendable {
             }
             guard let liveTable = source else {
                 creates.append(.createTable(table))
+                // The seed may fill a new table with duplicates the job removes: its unique
+                // indexes wait for the dedupe rules too.
+                let deduped = dedupedTables.contains(table.name.lowercased())
                 for index in table.indexes {
-                    indexCreates.append(.createIndex(table: table.name, index: index, afterDedupe: false))
+                    indexCreates.append(.createIndex(table: table.name, index: index, afterDedupe: index.unique && deduped))
                 }
                 continue
             }

@@ -44,6 +44,7 @@ public enum SchemaLoader {
         }
         let model = SchemaModel(version: version, tables: tables)
         try checkReferences(model, reader: reader)
+        try checkIndexNames(root, model, reader: reader)
         return model
     }
 
@@ -74,8 +75,9 @@ public enum SchemaLoader {
                     throw WinnowError.invalidFile(column.location, "\(imap.child("columns")): table '\(name)' has no column '\(column.value)'")
                 }
                 let unique = try imap.optional("unique").map { try reader.bool($0, imap.child("unique")) } ?? false
-                table.indexes.append(IndexModel(name: indexName.value,
-                                                columns: columns.map { table.column(named: $0.value)!.name }, unique: unique))
+                var index = IndexModel(name: indexName.value, columns: columns.map { table.column(named: $0.value)!.name }, unique: unique)
+                index.location = indexName.location
+                table.indexes.append(index)
             }
         }
         return table
@@ -95,8 +97,9 @@ public enum SchemaLoader {
         if let node = map.optional("references") {
             let rmap = try reader.mapping(node, map.child("references"), allowed: ["table", "column"], what: "a reference")
             let table = try reader.string(try rmap.required("table", what: "the referenced table"), rmap.child("table"), what: "a table name")
-            let target = try rmap.optional("column").map { try reader.string($0, rmap.child("column"), what: "a column name").value }
-            column.references = ColumnReferenceModel(table: table.value, column: target)
+            let target = try rmap.optional("column").map { try reader.string($0, rmap.child("column"), what: "a column name") }
+            column.references = ColumnReferenceModel(table: table.value, column: target?.value,
+                                                     tableLocation: table.location, columnLocation: target?.location)
         }
         return column
     }
@@ -126,15 +129,30 @@ public enum SchemaLoader {
         }
     }
 
+    /// Index names are global to a database in SQLite: one name, one index.
+    static func checkIndexNames(_ root: Node, _ model: SchemaModel, reader: YAMLReader) throws {
+        var seen: [String: String] = [:]
+        for table in model.tables {
+            for (position, index) in table.indexes.enumerated() {
+                if let other = seen[index.name.lowercased()] {
+                    throw WinnowError.invalidFile(index.location ?? table.location,
+                                                  "tables.\(table.name).indexes[\(position)].name: index name '\(index.name)' is already used on table '\(other)' (index names are global to a database)")
+                }
+                seen[index.name.lowercased()] = table.name
+            }
+        }
+    }
+
     static func checkReferences(_ model: SchemaModel, reader: YAMLReader) throws {
         for table in model.tables {
             for column in table.columns {
                 guard let ref = column.references else { continue }
+                let path = "tables.\(table.name).columns.\(column.name).references"
                 guard let target = model.table(named: ref.table) else {
-                    throw WinnowError.invalidFile(column.location, "tables.\(table.name).columns: '\(column.name)' references table '\(ref.table)', which the schema does not define")
+                    throw WinnowError.invalidFile(ref.tableLocation ?? column.location, "\(path).table: '\(column.name)' references table '\(ref.table)', which the schema does not define")
                 }
                 if let targetColumn = ref.column, target.column(named: targetColumn) == nil {
-                    throw WinnowError.invalidFile(column.location, "tables.\(table.name).columns: '\(column.name)' references '\(ref.table).\(targetColumn)', which does not exist")
+                    throw WinnowError.invalidFile(ref.columnLocation ?? column.location, "\(path).column: '\(column.name)' references '\(ref.table).\(targetColumn)', which does not exist")
                 }
             }
         }

@@ -118,7 +118,8 @@ extension DefaultValue {
         let y = b == .null ? nil : b
         switch (x, y) {
         case (nil, nil): return true
-        case let (.expression(e1)?, .expression(e2)?): return e1.caseInsensitiveCompare(e2) == .orderedSame
+        case let (.expression(e1)?, .expression(e2)?):
+            return unwrapped(e1).caseInsensitiveCompare(unwrapped(e2)) == .orderedSame
         case let (.real(r)?, .integer(i)?), let (.integer(i)?, .real(r)?): return Double(i) == r
         default: return x == y
         }

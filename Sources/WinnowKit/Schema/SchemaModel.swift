@@ -66,18 +66,37 @@ public enum DefaultValue: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Whether SQLite can add a column with this default by ALTER TABLE (constant defaults only).
+    /// Whether SQLite can add a column with this default by ALTER TABLE: literals only (SQLite
+    /// refuses CURRENT_* and any expression there).
     public var isConstant: Bool {
-        if case let .expression(e) = self {
-            let upper = e.uppercased()
-            return !["CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP"].contains(upper) && !e.hasPrefix("(")
-        }
+        if case let .expression(e) = self { return ["TRUE", "FALSE"].contains(e.uppercased()) }
         return true
+    }
+
+    /// The text without balanced outer parentheses: `(strftime('%s','now'))` is how a schema may
+    /// write what SQLite reports as `strftime('%s','now')`.
+    static func unwrapped(_ sql: String) -> String {
+        var text = sql.trimmingCharacters(in: .whitespaces)
+        while text.hasPrefix("("), text.hasSuffix(")") {
+            var depth = 0
+            var closesAtEnd = true
+            let tokens = SQLTokenizer.tokenize(text)
+            for (index, token) in tokens.enumerated() where token.kind == .punctuation {
+                if token.text == "(" { depth += 1 }
+                if token.text == ")" {
+                    depth -= 1
+                    if depth == 0 && index != tokens.count - 1 { closesAtEnd = false }
+                }
+            }
+            guard closesAtEnd else { break }
+            text = String(text.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces)
+        }
+        return text
     }
 
     /// Reads SQLite's `dflt_value` text.
     public static func parse(sql: String) -> DefaultValue {
-        let trimmed = sql.trimmingCharacters(in: .whitespaces)
+        let trimmed = unwrapped(sql)
         if trimmed.uppercased() == "NULL" { return .null }
         if trimmed.count >= 2, trimmed.hasPrefix("'"), trimmed.hasSuffix("'") {
             let inner = trimmed.dropFirst().dropLast()
@@ -138,10 +157,19 @@ public struct ColumnModel: Sendable, Equatable {
 public struct ColumnReferenceModel: Sendable, Equatable {
     public var table: String
     public var column: String?
+    /// Where the file wrote `table:` and `column:` (not part of equality).
+    public var tableLocation: SourceLocation?
+    public var columnLocation: SourceLocation?
 
-    public init(table: String, column: String?) {
+    public init(table: String, column: String?, tableLocation: SourceLocation? = nil, columnLocation: SourceLocation? = nil) {
         self.table = table
         self.column = column
+        self.tableLocation = tableLocation
+        self.columnLocation = columnLocation
+    }
+
+    public static func == (lhs: ColumnReferenceModel, rhs: ColumnReferenceModel) -> Bool {
+        lhs.table == rhs.table && lhs.column == rhs.column
     }
 }
 
@@ -150,10 +178,16 @@ public struct IndexModel: Sendable, Equatable {
     public var name: String
     public var columns: [String]
     public var unique: Bool
+    /// Where the file wrote the index's name (not part of equality).
+    public var location: SourceLocation?
 
     public init(name: String, columns: [String], unique: Bool) {
         self.name = name
         self.columns = columns
         self.unique = unique
+    }
+
+    public static func == (lhs: IndexModel, rhs: IndexModel) -> Bool {
+        lhs.name == rhs.name && lhs.columns == rhs.columns && lhs.unique == rhs.unique
     }
 }
