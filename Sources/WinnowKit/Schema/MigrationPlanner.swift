@@ -47,6 +47,14 @@ public struct MigrationPlanner: Sendable {
         var tableDrops: [MigrationStep] = []
         let liveModel = SchemaModel(live: live, version: liveVersion ?? 0)
         var matchedLive = Set<String>()
+        // Tables this plan renames (old name → new): a child's foreign key to the old name is
+        // carried to the new one by SQLite's RENAME, so it is not a foreign key change.
+        var renamedTables: [String: String] = [:]
+        for table in target.tables where liveModel.table(named: table.name) == nil {
+            if let old = table.renamedFrom.first(where: { liveModel.table(named: $0) != nil && target.table(named: $0) == nil }) {
+                renamedTables[liveModel.table(named: old)!.name.lowercased()] = table.name
+            }
+        }
 
         for table in target.tables {
             // Which live table is this one: same name, else the newest earlier name that exists.
@@ -72,7 +80,7 @@ public struct MigrationPlanner: Sendable {
             }
             matchedLive.insert(liveTable.name.lowercased())
             let raw = live.table(named: liveTable.name)!
-            diffTable(liveTable, raw: raw, table, refusals: &refusals, columnSteps: &columnSteps, indexDrops: &indexDrops,
+            diffTable(liveTable, raw: raw, table, renamedTables: renamedTables, refusals: &refusals, columnSteps: &columnSteps, indexDrops: &indexDrops,
                       columnDrops: &columnDrops, indexCreates: &indexCreates)
         }
         for table in liveModel.tables where !matchedLive.contains(table.name.lowercased()) {
@@ -90,7 +98,8 @@ public struct MigrationPlanner: Sendable {
                              steps: renames + creates + indexDrops + columnSteps + columnDrops + indexCreates + tableDrops)
     }
 
-    func diffTable(_ liveTable: TableModel, raw: LiveTable, _ table: TableModel, refusals: inout [MigrationRefusal],
+    func diffTable(_ liveTable: TableModel, raw: LiveTable, _ table: TableModel, renamedTables: [String: String],
+                   refusals: inout [MigrationRefusal],
                    columnSteps: inout [MigrationStep], indexDrops: inout [MigrationStep], columnDrops: inout [MigrationStep],
                    indexCreates: inout [MigrationStep]) {
         let name = table.name
@@ -140,7 +149,9 @@ public struct MigrationPlanner: Sendable {
                 refuse(column.name, "changing the primary key is not a lightweight change (\(both))", column.location)
                 continue
             }
-            if !ColumnReferenceModel.same(liveColumn.references, column.references) {
+            var liveReference = liveColumn.references
+            if let old = liveReference?.table.lowercased(), let new = renamedTables[old] { liveReference?.table = new }
+            if !ColumnReferenceModel.same(liveReference, column.references) {
                 refuse(column.name, "changing a foreign key is not a lightweight change (\(both))", column.location)
                 continue
             }
