@@ -44,6 +44,29 @@ public enum DatabaseOpener {
         }
     }
 
+    /// Settings of a connection that is about to write in batches next to other writers:
+    ///
+    /// - `journal_mode=WAL` where the database allows it (a file database not already in WAL,
+    ///   memory or off mode): readers never block writers, so winnow's long reads (finding the
+    ///   duplicate groups) do not stall the application's commits, and each batch commit is
+    ///   cheap. The mode is a property of the file and stays. If it cannot be switched (another
+    ///   connection holds a lock), winnow keeps the rollback journal.
+    /// - `synchronous=NORMAL` in WAL mode: a commit survives a crash of any process; only a power
+    ///   loss can roll back the last batches, never corrupt the file (a new run redoes them).
+    /// - the busy timeout (``busyTimeout``) set at open.
+    ///
+    /// Called after the run lock is taken, outside any transaction.
+    public static func prepareForBatchWrites(_ db: Database) {
+        guard !db.isInsideTransaction else { return }
+        let mode = (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() ?? ""
+        if ["delete", "truncate", "persist"].contains(mode) {
+            _ = try? String.fetchOne(db, sql: "PRAGMA main.journal_mode = WAL")
+        }
+        if (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() == "wal" {
+            try? db.execute(sql: "PRAGMA main.synchronous = NORMAL")
+        }
+    }
+
     /// Maps an error thrown while working on `path` to a ``WinnowError``.
     public static func map(_ error: Error, path: String) -> WinnowError {
         if let error = error as? WinnowError { return error }
@@ -62,6 +85,8 @@ public enum DatabaseOpener {
             return .io("\(path): database or disk is full (\(message))")
         case .SQLITE_READONLY:
             return .io("\(path): the database is read-only (\(message))")
+        case .SQLITE_IOERR:
+            return .io("\(path): disk I/O error (\(message)); is the disk full or the file size limited? Committed batches are kept; the batch in flight was rolled back")
         case .SQLITE_CONSTRAINT:
             return .refused("\(path): a constraint failed (\(message))")
         default:

@@ -60,19 +60,19 @@ final class SQLiteBatchWriter: BatchWriter {
         var needed = [(rule.table, rule.storedColumns)]
         if let column = rule.hashColumn { needed.append((rule.table, [column])) }
         needed += rule.references.map { ($0.childTable, $0.childStoredColumns) }
-        try db.inTransaction(.immediate) {
+        try db.writeTransaction {
             for (table, columns) in needed {
                 shapes[Self.shapeKey(table, columns)] = try Bookkeeping.shapeID(db, table: table, columns: columns)
             }
-            return .commit
+            return
         }
     }
 
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
         var result: T?
-        try db.inTransaction(.immediate) {
+        try db.writeTransaction {
             result = try body()
-            return .commit
+            return
         }
         return result!
     }

@@ -48,6 +48,8 @@ struct DedupeExecutor {
             CREATE TEMP TABLE IF NOT EXISTS winnow_batch (
                 rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL, tied INTEGER NOT NULL
             );
+            CREATE INDEX IF NOT EXISTS temp.winnow_batch_winner ON winnow_batch (winner);
+            CREATE TEMP TABLE IF NOT EXISTS winnow_swaps (cand INTEGER PRIMARY KEY, actual INTEGER NOT NULL UNIQUE);
             """)
     }
 
@@ -222,7 +224,9 @@ struct DedupeExecutor {
     /// losers are numbered (`rn`) in full order, which merges and re-pointing follow.
     private func settleWinners() throws {
         let members = "(SELECT winner, winner AS rid FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid FROM temp.winnow_batch)"
-        let swaps = try Row.fetchAll(db, sql: """
+        try db.execute(sql: "DELETE FROM temp.winnow_swaps")
+        try db.execute(sql: """
+            INSERT INTO temp.winnow_swaps (cand, actual)
             SELECT cand, rid FROM (
                 SELECT g.winner AS cand, g.rid AS rid,
                        row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
@@ -231,11 +235,10 @@ struct DedupeExecutor {
                 WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
             ) WHERE pos = 1 AND rid <> cand
             """)
-        for swap in swaps {
-            let candidate: Int64 = swap[0]
-            let actual: Int64 = swap[1]
-            try db.execute(sql: "UPDATE temp.winnow_batch SET rid = ? WHERE rid = ?", arguments: [candidate, actual])
-            try db.execute(sql: "UPDATE temp.winnow_batch SET winner = ? WHERE winner = ?", arguments: [actual, candidate])
+        if db.changesCount > 0 {
+            // The actual winner leaves the losers and the candidate takes its place.
+            try db.execute(sql: "UPDATE temp.winnow_batch SET rid = s.cand FROM temp.winnow_swaps AS s WHERE winnow_batch.rid = s.actual")
+            try db.execute(sql: "UPDATE temp.winnow_batch SET winner = s.actual FROM temp.winnow_swaps AS s WHERE winnow_batch.winner = s.cand")
         }
         // Only merges and re-pointing look at the order of the losers.
         guard !rule.mergeColumns.isEmpty || !rule.references.isEmpty else { return }

@@ -222,6 +222,7 @@ public enum JobRunner {
                 let runID = try RunLock.withRetry(wait: options.wait) {
                     try begin(db, job: job, archive: job.dedupe.contains(where: \.archive), me: me)
                 }
+                DatabaseOpener.prepareForBatchWrites(db)
                 var totals = Counts()
                 var applied: [PlannedStep] = []
                 do {
@@ -251,7 +252,7 @@ public enum JobRunner {
     /// Installs the bookkeeping tables, takes the lock and records the run, in one transaction.
     static func begin(_ db: Database, job: Job, archive: Bool, me: ProcessIdentity) throws -> Int64 {
         var runID: Int64 = 0
-        try db.inTransaction(.immediate) {
+        try db.writeTransaction {
             try Bookkeeping.install(db)
             try RunLock.take(db, runID: nil, me: me)
             // Whatever was still marked running lost its lock: it was interrupted.
@@ -260,7 +261,7 @@ public enum JobRunner {
                            arguments: [job.file, Bookkeeping.timestamp(), archive])
             runID = db.lastInsertedRowID
             try db.execute(sql: "UPDATE winnow_lock SET run_id = ? WHERE id = 1", arguments: [runID])
-            return .commit
+            return
         }
         return runID
     }
@@ -268,12 +269,12 @@ public enum JobRunner {
     static func finish(_ db: Database, runID: Int64, status: String, totals: Counts, seconds: Double, message: String?,
                        me: ProcessIdentity) throws {
         if db.isInsideTransaction { try db.rollback() }
-        try db.inTransaction(.immediate) {
+        try db.writeTransaction {
             try SQLiteBatchWriter(runID: runID).recordProgress(totals, db: db)
             try db.execute(sql: "UPDATE winnow_runs SET status = ?, finished_at = ?, seconds = ?, message = ? WHERE id = ?",
                            arguments: [status, Bookkeeping.timestamp(), seconds, message, runID])
             try RunLock.release(db, me: me)
-            return .commit
+            return
         }
     }
 
@@ -287,13 +288,12 @@ public enum JobRunner {
             let started = Date()
             var current: String?
             if case let .rebuild(r) = step { current = try SchemaInspector.table(db, named: r.table)?.sql }
-            try MigrationExecutor(db: db, settings: settings).apply(step)
+            if let remark = try MigrationExecutor(db: db, settings: settings).apply(step) { notes.append(remark) }
             let planned = PlannedStep(summary: step.summary, sql: MigrationSQL.statements(step, currentSQL: current), rebuildsTable: step.rebuildsTable)
             applied.append(planned)
             try db.execute(sql: "UPDATE winnow_runs SET migration_steps = ? WHERE id = ?", arguments: [applied.count, runID])
             onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))
         }
-        try TableRebuilder.cleanUpInterrupted(db)
         if let target {
             let plan = try migrationPlan(db, job: job, target: target)
             _ = try ShadowSchema.rehearse(plan, from: db)   // a step that would fail is refused before any write
@@ -302,6 +302,8 @@ public enum JobRunner {
                 try apply(step)
             }
         }
+        // An interrupted rebuild that this run did not resume (the target changed) is undone.
+        try TableRebuilder.cleanUpInterrupted(db)
         // 2. Seed once.
         if let seed = job.seed {
             let outcome = try Seeder(db: db, spec: seed, runID: runID).run()
@@ -313,9 +315,9 @@ public enum JobRunner {
         // 4. The unique indexes that keep the duplicates out, then the version.
         for step in deferred { try apply(step) }
         if let target {
-            try db.inTransaction(.immediate) {
+            try db.writeTransaction {
                 try SchemaVersions.record(db, version: target.version, checksum: try SchemaVersions.checksum(of: target), runID: runID)
-                return .commit
+                return
             }
         }
         return summaries

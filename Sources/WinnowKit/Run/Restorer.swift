@@ -15,7 +15,7 @@ public enum Restorer {
                 }
                 var restoreID: Int64 = 0
                 try RunLock.withRetry(wait: wait) {
-                    try db.inTransaction(.immediate) {
+                    try db.writeTransaction {
                         try RunLock.take(db, runID: nil, me: me)
                         try db.execute(sql: "UPDATE winnow_runs SET status = 'interrupted' WHERE status = 'running'")
                         try db.execute(sql: """
@@ -23,18 +23,19 @@ public enum Restorer {
                             """, arguments: [Bookkeeping.timestamp(), runID])
                         restoreID = db.lastInsertedRowID
                         try db.execute(sql: "UPDATE winnow_lock SET run_id = ? WHERE id = 1", arguments: [restoreID])
-                        return .commit
+                        return
                     }
                 }
+                DatabaseOpener.prepareForBatchWrites(db)
                 do {
                     let (reinserted, reverted) = try undo(db, runID: runID, restoreID: restoreID)
                     let seconds = Date().timeIntervalSince(started)
-                    try db.inTransaction(.immediate) {
+                    try db.writeTransaction {
                         try db.execute(sql: "UPDATE winnow_runs SET status = 'completed', finished_at = ?, seconds = ?, message = ? WHERE id = ?",
                                        arguments: [Bookkeeping.timestamp(), seconds,
                                                    "restored run \(runID): \(reinserted) rows re-inserted, \(reverted) rows reverted", restoreID])
                         try RunLock.release(db, me: me)
-                        return .commit
+                        return
                     }
                     var summary = RunSummary(command: "restore", runID: restoreID, status: "restored", job: nil, database: path,
                                              seconds: seconds, message: "run \(runID) restored")
@@ -44,12 +45,12 @@ public enum Restorer {
                 } catch {
                     let mapped = DatabaseOpener.map(error, path: path)
                     if db.isInsideTransaction { try? db.rollback() }
-                    try? db.inTransaction(.immediate) {
+                    try? db.writeTransaction {
                         try db.execute(sql: "UPDATE winnow_runs SET status = ?, finished_at = ?, message = ? WHERE id = ?",
                                        arguments: [mapped.exitCode == 65 || mapped.exitCode == 64 ? "refused" : "failed",
                                                    Bookkeeping.timestamp(), mapped.description, restoreID])
                         try RunLock.release(db, me: me)
-                        return .commit
+                        return
                     }
                     throw mapped
                 }
@@ -101,7 +102,7 @@ public enum Restorer {
         }
         var reinserted = 0
         var reverted = 0
-        try db.inTransaction(.immediate) {
+        try db.writeTransaction {
             var before = Int64.max
             while true {
                 let page = try Row.fetchAll(db, sql: """
@@ -143,7 +144,7 @@ public enum Restorer {
                 }
             }
             try db.execute(sql: "UPDATE winnow_runs SET restored_by = ? WHERE id = ?", arguments: [restoreID, runID])
-            return .commit
+            return
         }
         return (reinserted, reverted)
     }

@@ -6,12 +6,17 @@ struct MigrationExecutor {
     let db: Database
     let settings: BatchSettings
 
-    func apply(_ step: MigrationStep) throws {
+    /// Applies one step; returns a remark worth reporting, if any.
+    @discardableResult
+    func apply(_ step: MigrationStep) throws -> String? {
         switch step {
         case let .backfill(table, column, value):
             try backfill(table: table, column: column, value: value)
         case let .rebuild(rebuild):
-            _ = try TableRebuilder(db: db, rebuild: rebuild, settings: settings).run()
+            let outcome = try TableRebuilder(db: db, rebuild: rebuild, settings: settings).run()
+            if outcome.resumed {
+                return "the rebuild of \(rebuild.table) resumed where an interrupted run left it"
+            }
         case .dropTable:
             // DROP TABLE deletes the rows first; with foreign keys on that would cascade.
             let foreignKeys = try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") ?? false
@@ -21,13 +26,14 @@ struct MigrationExecutor {
         default:
             try transaction(step)
         }
+        return nil
     }
 
     private func transaction(_ step: MigrationStep) throws {
         do {
-            try db.inTransaction(.immediate) {
+            try db.writeTransaction {
                 for sql in MigrationSQL.statements(step) { try db.execute(sql: sql) }
-                return .commit
+                return
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             if case let .createIndex(table, index, _) = step {
@@ -37,22 +43,33 @@ struct MigrationExecutor {
         }
     }
 
-    /// Fills NULLs with the default in batches of rows, one transaction each.
+    /// Fills NULLs with the default in batches of rowid ranges, one transaction each (a range
+    /// scan per batch: the cost is one pass over the table, whatever the number of NULLs).
     private func backfill(table: String, column: String, value: DefaultValue) throws {
         let literal = value.isLiteral ? value.sql : "(\(value.sql))"
-        var sizer = BatchSizer(configured: max(1000, settings.size * 10), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        guard let live = try SchemaInspector.table(db, named: table), let rowID = live.rowIDExpression else {
+            throw WinnowError.refused("cannot fill NULLs of \(table).\(column): no such rowid table")
+        }
+        let t = "main.\(live.name.sqlIdentifier)"
+        var sizer = BatchSizer(configured: max(1000, settings.size * 20), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        var after = Int64.min
         while true {
             let started = Date()
-            var changed = 0
-            try db.inTransaction(.immediate) {
+            var finished = false
+            try db.writeTransaction {
+                guard let upTo = try Int64.fetchOne(db, sql: """
+                    SELECT max(r) FROM (SELECT \(rowID) AS r FROM \(t) WHERE \(rowID) > ? ORDER BY \(rowID) LIMIT ?)
+                    """, arguments: [after, sizer.current]) else {
+                    finished = true
+                    return
+                }
                 try db.execute(sql: """
-                    UPDATE main.\(table.sqlIdentifier) SET \(column.sqlIdentifier) = \(literal)
-                    WHERE rowid IN (SELECT rowid FROM main.\(table.sqlIdentifier) WHERE \(column.sqlIdentifier) IS NULL LIMIT ?)
-                    """, arguments: [sizer.current])
-                changed = db.changesCount
-                return .commit
+                    UPDATE \(t) SET \(column.sqlIdentifier) = \(literal)
+                    WHERE \(rowID) > ? AND \(rowID) <= ? AND \(column.sqlIdentifier) IS NULL
+                    """, arguments: [after, upTo])
+                after = upTo
             }
-            if changed == 0 { break }
+            if finished { break }
             sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
             if settings.pauseMilliseconds > 0 { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
         }

@@ -62,7 +62,7 @@ struct Seeder {
         }
         var keyMaps: [String: [Int64: Int64]] = [:]
         var rows = 0
-        try db.inTransaction(.immediate) {
+        try db.writeTransaction {
             for (source, target) in ordered {
                 let columns = target.storedColumns.map(\.name).filter { source.column(named: $0)?.isStored == true }
                 let alias = target.rowIDAlias
@@ -100,7 +100,7 @@ struct Seeder {
             try SchemaVersions.install(db)
             try db.execute(sql: "INSERT INTO winnow_seeds (name, seeded_at, run_id, rows) VALUES (?, ?, ?, ?)",
                            arguments: [spec.name.value, Bookkeeping.timestamp(), runID, rows])
-            return .commit
+            return
         }
         return Outcome(seeded: true, rows: rows)
     }

@@ -33,12 +33,12 @@ struct TableRebuilder {
             OR (type = 'trigger' AND name IN ('winnow_capture_insert', 'winnow_capture_update', 'winnow_capture_delete'))
             """, arguments: [logTable])
         guard !leftovers.isEmpty else { return }
-        try db.inTransaction(.immediate) {
+        try db.writeTransaction {
             for trigger in captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
             for name in leftovers where name.hasPrefix("winnow_rebuild") {
                 try db.execute(sql: "DROP TABLE IF EXISTS main.\(name.sqlIdentifier)")
             }
-            return .commit
+            return
         }
     }
 
@@ -47,6 +47,19 @@ struct TableRebuilder {
         var copied = 0
         var replayed = 0
         var batches = 0
+        var resumed = false
+    }
+
+    /// Whether the leftovers of an interrupted rebuild are exactly this rebuild's, still capturing.
+    static func isResumable(_ db: Database, table: String, newName: String, createSQL: String) throws -> Bool {
+        guard let existing = try String.fetchOne(db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'table' AND name = ?",
+                                                 arguments: [newName]), existing == createSQL,
+              try db.tableExists(logTable) else { return false }
+        let triggers = try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name IN
+            ('winnow_capture_insert', 'winnow_capture_update', 'winnow_capture_delete')
+            """, arguments: [table]) ?? 0
+        return triggers == captureTriggers.count
     }
 
     func run() throws -> Outcome {
@@ -91,8 +104,18 @@ struct TableRebuilder {
                                        arguments: [table.name]).map { (name: $0[0] as String, sql: $0[1] as String) }
         let indexNames = Dictionary(uniqueKeysWithValues: indexes.enumerated().map { ($1.name, "winnow_rebuild_ix\($0)_\(table.name)") })
 
+        // A rebuild of this same change killed before its cut-over left the new table, the log
+        // and the capture triggers: every write since its copy began is in the log, so the copy
+        // goes on from the highest rowid it reached instead of starting again.
+        let resumable = try Self.isResumable(db, table: table.name, newName: newName, createSQL: createSQL)
+        var after = Int64.min
+        if resumable {
+            after = try Int64.fetchOne(db, sql: "SELECT max(\(newRowID)) FROM main.\(newName.sqlIdentifier)") ?? Int64.min
+            outcome.resumed = true
+        }
+
         // 2. New table, its indexes, the change log and the capture triggers.
-        try db.inTransaction(.immediate) {
+        if !resumable { try db.writeTransaction {
             for trigger in Self.captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
             try db.execute(sql: "DROP TABLE IF EXISTS main.\(newName.sqlIdentifier)")
             try db.execute(sql: createSQL)
@@ -112,26 +135,25 @@ struct TableRebuilder {
                 CREATE TRIGGER main.winnow_capture_delete AFTER DELETE ON \(t) BEGIN
                     INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID)); END;
                 """)
-            return .commit
-        }
+            return
+        } }
 
         // 3. Copy in rowid ranges.
         var sizer = BatchSizer(configured: max(1000, settings.size * 10), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
-        var after = Int64.min
         while true {
             let started = Date()
             var done = false
-            try db.inTransaction(.immediate) {
+            try db.writeTransaction {
                 guard let upTo = try Int64.fetchOne(db, sql: """
                     SELECT max(r) FROM (SELECT \(rowID) AS r FROM main.\(table.name.sqlIdentifier) WHERE \(rowID) > ? ORDER BY \(rowID) LIMIT ?)
                     """, arguments: [after, sizer.current]) else {
                     done = true
-                    return .commit
+                    return
                 }
                 try db.execute(sql: "\(copySQL) WHERE \(rowID) > ? AND \(rowID) <= ?", arguments: [after, upTo])
                 outcome.copied += db.changesCount
                 after = upTo
-                return .commit
+                return
             }
             if done { break }
             outcome.batches += 1
@@ -151,16 +173,16 @@ struct TableRebuilder {
         }
         let chunk = max(100, sizer.current)
         while try (Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(Self.logTable)") ?? 0) > chunk {
-            try db.inTransaction(.immediate) {
+            try db.writeTransaction {
                 outcome.replayed += try replay(limit: chunk)
-                return .commit
+                return
             }
             outcome.batches += 1
             try pause()
         }
 
         // 4. Cut-over.
-        try db.inTransaction(.immediate) {
+        try db.writeTransaction {
             while true {
                 let n = try replay(limit: chunk)
                 outcome.replayed += n
@@ -192,7 +214,7 @@ struct TableRebuilder {
             for sql in triggers { try db.execute(sql: sql) }
             for view in views { try db.execute(sql: view.sql) }
             try db.execute(sql: "DROP TABLE main.\(Self.logTable)")
-            return .commit
+            return
         }
         outcome.batches += 1
 
