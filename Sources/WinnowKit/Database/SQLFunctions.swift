@@ -34,23 +34,41 @@ enum SQLFunctions {
             let code = sqlite3_create_function_v2(connection, name, arity, flags, nil, body, nil, nil, nil)
             guard code == SQLITE_OK else { throw WinnowError.internal("cannot register SQL function \(name) (\(code))") }
         }
-        try add("winnow_trim", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.trim) }
-        try add("winnow_lower", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.lowercase) }
-        try add("winnow_collapse_ws", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.collapseWhitespace) }
-        try add("winnow_nfkc", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.nfkc) }
-        try add("winnow_digits", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, Normalize.digitsOnly) }
+        try add("winnow_trim", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, ASCII.trim, Normalize.trim) }
+        try add("winnow_lower", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, ASCII.lowercase, Normalize.lowercase) }
+        try add("winnow_collapse_ws", 1) { ctx, _, argv in
+            SQLFunctions.textFunction(ctx, argv, ASCII.collapseWhitespace, Normalize.collapseWhitespace)
+        }
+        try add("winnow_nfkc", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, ASCII.unchanged, Normalize.nfkc) }
+        try add("winnow_digits", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, ASCII.digitsOnly, Normalize.digitsOnly) }
         try add("winnow_hash", -1) { ctx, argc, argv in SQLFunctions.hashFunction(ctx, argc, argv) }
         try add("winnow_pack", -1) { ctx, argc, argv in SQLFunctions.packFunction(ctx, argc, argv) }
     }
 
     static func textFunction(_ ctx: OpaquePointer?, _ argv: UnsafeMutablePointer<OpaquePointer?>?,
-                                     _ transform: (String) -> String) {
+                             _ ascii: (UnsafeBufferPointer<UInt8>) -> ASCII.Result, _ transform: (String) -> String) {
         guard let value = argv?[0] else { return sqlite3_result_null(ctx) }
         guard sqlite3_value_type(value) == SQLITE_TEXT, let text = sqlite3_value_text(value) else {
             return sqlite3_result_value(ctx, value)
         }
         let count = Int(sqlite3_value_bytes(value))
-        let input = String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+        let bytes = UnsafeBufferPointer(start: text, count: count)
+        // Pure ASCII (most keys): work on the bytes, no String is made.
+        if !bytes.contains(where: { $0 >= 0x80 }) {
+            switch ascii(bytes) {
+            case .unchanged:
+                return sqlite3_result_value(ctx, value)
+            case let .slice(range):
+                return sqlite3_result_text(ctx, UnsafeRawPointer(text + range.lowerBound).assumingMemoryBound(to: CChar.self),
+                                           Int32(range.count), transient)
+            case let .bytes(output):
+                return output.withUnsafeBufferPointer { buffer in
+                    sqlite3_result_text(ctx, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                                        Int32(buffer.count), transient)
+                }
+            }
+        }
+        let input = String(decoding: bytes, as: UTF8.self)
         let output = transform(input)
         let length = Int32(output.utf8.count)
         output.withCString { sqlite3_result_text(ctx, $0, length, transient) }
@@ -126,6 +144,57 @@ enum SQLFunctions {
         hex.withUnsafeBytes { buffer in
             sqlite3_result_text(ctx, buffer.baseAddress?.assumingMemoryBound(to: CChar.self), 64, transient)
         }
+    }
+}
+
+/// The normalisers on pure-ASCII bytes, for the SQL functions' fast path. Each gives exactly
+/// what its Unicode counterpart in ``Normalize`` gives for ASCII input (ASCII white space is
+/// tab, line feed, vertical tab, form feed, carriage return and space; ASCII is NFKC-stable).
+enum ASCII {
+    enum Result {
+        case unchanged
+        case slice(Range<Int>)
+        case bytes([UInt8])
+    }
+
+    static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (byte >= 0x09 && byte <= 0x0D) }
+
+    static func unchanged(_ bytes: UnsafeBufferPointer<UInt8>) -> Result { .unchanged }
+
+    static func trim(_ bytes: UnsafeBufferPointer<UInt8>) -> Result {
+        var start = 0
+        var end = bytes.count
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        return start == 0 && end == bytes.count ? .unchanged : .slice(start..<end)
+    }
+
+    static func lowercase(_ bytes: UnsafeBufferPointer<UInt8>) -> Result {
+        guard bytes.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return .unchanged }
+        return .bytes(bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 })
+    }
+
+    static func collapseWhitespace(_ bytes: UnsafeBufferPointer<UInt8>) -> Result {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var inSpace = false
+        var changed = false
+        for byte in bytes {
+            if isSpace(byte) {
+                if !inSpace { output.append(0x20) }
+                changed = changed || inSpace || byte != 0x20
+                inSpace = true
+            } else {
+                output.append(byte)
+                inSpace = false
+            }
+        }
+        return changed ? .bytes(output) : .unchanged
+    }
+
+    static func digitsOnly(_ bytes: UnsafeBufferPointer<UInt8>) -> Result {
+        guard bytes.contains(where: { $0 < 0x30 || $0 > 0x39 }) else { return .unchanged }
+        return .bytes(bytes.filter { $0 >= 0x30 && $0 <= 0x39 })
     }
 }
 

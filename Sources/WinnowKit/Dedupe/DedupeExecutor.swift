@@ -59,6 +59,21 @@ struct DedupeExecutor {
     /// `tied`, and such groups get their winner from the full order when their batch is read.
     var discoverySQL: String {
         let order = rule.winnerOrderBy().map { " ORDER BY \($0)" } ?? ""
+        // Only keys that occur more than once (one grouped count, no per-row window state):
+        // the window then works on the duplicate groups alone. It pays where the key is plain
+        // columns (cheap to read twice); normalised or hashed keys would be computed twice for
+        // every row, which costs more than the window saves (measured). A NULL key part cannot
+        // pass IN, so it also needs nulls: distinct.
+        var duplicatesOnly = ""
+        let plainKey = !rule.rule.hash && rule.keyColumns.allSatisfy { rule.normalizers[$0, default: []].isEmpty }
+        if plainKey && rule.rule.nulls == .distinct {
+            let groups = rule.groupExpressions()
+            let tuple = groups.count == 1 ? groups[0] : "(\(groups.joined(separator: ", ")))"
+            duplicatesOnly = """
+                 AND \(tuple) IN (SELECT \(groups.joined(separator: ", ")) FROM \(rule.qualifiedTable)
+                    WHERE \(rule.candidateFilter()) GROUP BY \(groups.joined(separator: ", ")) HAVING count(*) > 1)
+                """
+        }
         return """
         INSERT INTO temp.winnow_losers (winner, rn, rid, tied)
         SELECT winnow_w, winnow_n, winnow_r, winnow_k FROM (
@@ -67,7 +82,7 @@ struct DedupeExecutor {
                    first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
                    \(rule.tiedWithFirst(window: "winnow_window")) AS winnow_k
             FROM \(rule.qualifiedTable)
-            WHERE \(rule.candidateFilter())
+            WHERE \(rule.candidateFilter())\(duplicatesOnly)
             WINDOW winnow_window AS (PARTITION BY \(rule.groupExpressions().joined(separator: ", "))\(order)
                                      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
         ) WHERE winnow_n > 1
