@@ -5,14 +5,17 @@ import GRDB
 /// the journal and the run's counters); ``DryRunWriter`` writes nothing: it is what makes `plan`
 /// and `run --dry-run` the same executor as `run`.
 protocol BatchWriter {
+    /// Whether to sleep `pause_ms` between batches (to let other writers in): only when writing.
+    var pausesBetweenBatches: Bool { get }
     /// Prepares what the rule's batches need (journal shapes), in its own committed transaction.
     func prepare(_ rule: CompiledRule, db: Database) throws
     /// Runs `body` as one unit of work: a write transaction, or a plain read for a dry run.
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T
     /// Applies one batch of a rule. Called inside ``transaction(_:_:)``.
     func apply(_ work: BatchWork, rule: CompiledRule, db: Database) throws
-    /// Stores key hashes of rows in `(after, upTo]` whose hash column is stale; returns the count.
-    func fillHashes(rule: CompiledRule, after: Int64, upTo: Int64, batch: Int, db: Database) throws -> Int
+    /// Stores key hashes of the rows `selection` (SQL over the rule's table, with `arguments`)
+    /// picks whose hash column is stale; returns the count.
+    func fillHashes(rule: CompiledRule, selection: String, arguments: StatementArguments, batch: Int, db: Database) throws -> Int
     /// Records the run's running totals in the same transaction as the batch.
     func recordProgress(_ totals: Counts, db: Database) throws
 }
@@ -21,6 +24,7 @@ protocol BatchWriter {
 /// Writes nothing to the database. It remembers, in a temporary table, the rows a run would
 /// have deleted, so that later counts (stored hashes) leave them out as a run would.
 struct DryRunWriter: BatchWriter {
+    var pausesBetweenBatches: Bool { false }
     func prepare(_ rule: CompiledRule, db: Database) throws {
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS winnow_dry_deleted (rid INTEGER PRIMARY KEY)")
         try db.execute(sql: "DELETE FROM temp.winnow_dry_deleted")
@@ -29,13 +33,13 @@ struct DryRunWriter: BatchWriter {
     func apply(_ work: BatchWork, rule: CompiledRule, db: Database) throws {
         try db.execute(sql: "INSERT OR IGNORE INTO temp.winnow_dry_deleted (rid) SELECT rid FROM temp.winnow_batch")
     }
-    func fillHashes(rule: CompiledRule, after: Int64, upTo: Int64, batch: Int, db: Database) throws -> Int {
+    func fillHashes(rule: CompiledRule, selection: String, arguments: StatementArguments, batch: Int, db: Database) throws -> Int {
         guard let column = rule.hashColumn else { return 0 }
         return try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) > ? AND \(rule.rowID) <= ?
+            SELECT count(*) FROM \(rule.qualifiedTable) WHERE \(selection)
             AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())
             AND \(rule.rowID) NOT IN (SELECT rid FROM temp.winnow_dry_deleted)
-            """, arguments: [after, upTo]) ?? 0
+            """, arguments: arguments) ?? 0
     }
     func recordProgress(_ totals: Counts, db: Database) throws {}
 }
@@ -43,6 +47,7 @@ struct DryRunWriter: BatchWriter {
 /// Writes batches, journaling every deleted row and before-image when the rule archives.
 final class SQLiteBatchWriter: BatchWriter {
     let runID: Int64
+    var pausesBetweenBatches: Bool { true }
     /// Journal shape ids by table and column list, created and committed by ``prepare(_:db:)``
     /// before any batch, so a rolled-back batch can never leave a cached id without its row.
     private var shapes: [String: Int64] = [:]
@@ -144,15 +149,15 @@ final class SQLiteBatchWriter: BatchWriter {
         }
     }
 
-    func fillHashes(rule: CompiledRule, after: Int64, upTo: Int64, batch: Int, db: Database) throws -> Int {
+    func fillHashes(rule: CompiledRule, selection: String, arguments: StatementArguments, batch: Int, db: Database) throws -> Int {
         guard let column = rule.hashColumn else { return 0 }
-        let stale = "\(rule.rowID) > ? AND \(rule.rowID) <= ? AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())"
+        let stale = "\(selection) AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())"
         if rule.rule.archive {
             try journal(db, op: "update", batch: batch, table: rule.table, rowID: rule.rowID, columns: [column],
-                        whereSQL: stale, arguments: [after, upTo])
+                        whereSQL: stale, arguments: arguments)
         }
         try db.execute(sql: "UPDATE \(rule.qualifiedTable) SET \(column.sqlIdentifier) = \(rule.hashExpression()) WHERE \(stale)",
-                       arguments: [after, upTo])
+                       arguments: arguments)
         return db.changesCount
     }
 }

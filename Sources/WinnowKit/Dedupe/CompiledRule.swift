@@ -75,6 +75,9 @@ public struct CompiledRule: Sendable {
     var normalizers: [String: [Normalizer]]
     /// Declared collations of the winner columns (ties follow them); nil when unknown.
     var winnerCollations: [String: String]? = [:]
+    /// For `incremental: true`: the indexed expressions a changed row's key is looked up by
+    /// (the key columns, or the hash column).
+    public var lookupColumns: [String] = []
 
     /// The quoted table name, qualified with `main`.
     public var qualifiedTable: String { "main.\(table.sqlIdentifier)" }

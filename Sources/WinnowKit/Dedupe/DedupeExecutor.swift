@@ -37,6 +37,10 @@ struct DedupeExecutor {
     let settings: BatchSettings
     /// How many groups to keep as samples (plan output); 0 for none.
     var sampleLimit = 0
+    /// For an incremental run: SQL that limits the rule to rows sharing a key with a changed row.
+    var scope: String?
+    /// For an incremental run: the last change id it covers (hashes are stored for those rows only).
+    var changesUpTo: Int64?
     var onEvent: (RunEvent) -> Void = { _ in }
 
     static func prepareTemporaryTables(_ db: Database) throws {
@@ -66,7 +70,7 @@ struct DedupeExecutor {
         // pass IN, so it also needs nulls: distinct.
         var duplicatesOnly = ""
         let plainKey = !rule.rule.hash && rule.keyColumns.allSatisfy { rule.normalizers[$0, default: []].isEmpty }
-        if plainKey && rule.rule.nulls == .distinct {
+        if let scope { duplicatesOnly = " AND \(scope)" } else if plainKey && rule.rule.nulls == .distinct {
             let groups = rule.groupExpressions()
             let tuple = groups.count == 1 ? groups[0] : "(\(groups.joined(separator: ", ")))"
             duplicatesOnly = """
@@ -134,15 +138,35 @@ struct DedupeExecutor {
     func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts {
         var counts = Counts()
         guard rule.hashColumn != nil else { return counts }
+        if let upTo = changesUpTo {
+            // Incremental: only the rows changed since the last run can have a stale hash.
+            let changed = "\(rule.rowID) IN (SELECT rid FROM main.winnow_changes WHERE tbl = \(ChangeTracking.literal(rule.table)) AND id <= ?)"
+            let filled = try writer.transaction(db) { () -> Int in
+                let filled = try writer.fillHashes(rule: rule, selection: changed, arguments: [upTo], batch: batchNumber, db: db)
+                var next = totals
+                next.hashed += filled
+                next.batches += 1
+                try writer.recordProgress(next, db: db)
+                return filled
+            }
+            counts.hashed = filled
+            counts.batches = 1
+            totals.hashed += filled
+            totals.batches += 1
+            batchNumber += 1
+            return counts
+        }
         var sizer = BatchSizer(configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
         var after = Int64.min
         while true {
             guard let upTo = try Int64.fetchOne(db, sql: """
                 SELECT max(r) FROM (SELECT \(rule.rowID) AS r FROM \(rule.qualifiedTable) WHERE \(rule.rowID) > ? ORDER BY \(rule.rowID) LIMIT ?)
                 """, arguments: [after, sizer.current]) else { break }
+            if counts.batches > 0 { try pause() }
             let started = Date()
             let filled = try writer.transaction(db) { () -> Int in
-                let filled = try writer.fillHashes(rule: rule, after: after, upTo: upTo, batch: batchNumber, db: db)
+                let filled = try writer.fillHashes(rule: rule, selection: "\(rule.rowID) > ? AND \(rule.rowID) <= ?",
+                                                   arguments: [after, upTo], batch: batchNumber, db: db)
                 if filled > 0 {
                     var next = totals
                     next.hashed += filled
@@ -158,7 +182,6 @@ struct DedupeExecutor {
                 totals.hashed += filled
                 totals.batches += 1
                 batchNumber += 1
-                try pause()
             }
             after = upTo
         }
@@ -166,7 +189,7 @@ struct DedupeExecutor {
     }
 
     private func pause() throws {
-        if settings.pauseMilliseconds > 0 { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
+        if settings.pauseMilliseconds > 0, writer.pausesBetweenBatches { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
     }
 
     /// Resolves every group found by ``discover()``, batch by batch.
@@ -179,6 +202,7 @@ struct DedupeExecutor {
             guard let upTo = try Int64.fetchOne(db, sql: """
                 SELECT max(winner) FROM (SELECT DISTINCT winner FROM temp.winnow_losers WHERE winner > ? ORDER BY winner LIMIT ?)
                 """, arguments: [lastWinner, sizer.current]) else { break }
+            if done > 0 { try pause() }   // between batches only, never after the last
             let started = Date()
             let number = batchNumber
             let work = try writer.transaction(db) { () -> BatchWork in
@@ -198,7 +222,6 @@ struct DedupeExecutor {
                                        seconds: seconds, done: done, total: discovery.losers)))
             batchNumber += 1
             lastWinner = upTo
-            try pause()
         }
         return counts
     }

@@ -88,7 +88,34 @@ public enum RuleCompiler {
                             hashColumn: hashColumn, winnerTerms: winnerTerms, tieBreakColumns: nonKeyStored,
                             normalizers: normalizers)
         compiled.winnerCollations = collations
+        if rule.incremental {
+            compiled.lookupColumns = try lookupColumns(rule, table: table, keyColumns: keyColumns, hashColumn: hashColumn,
+                                                       normalizers: normalizers)
+        }
         return compiled
+    }
+
+    /// What an incremental run looks a changed row's key up by: plain key columns that lead an
+    /// index, or a hash column that leads one. Anything else would mean a full scan per run.
+    static func lookupColumns(_ rule: DedupeRule, table: LiveTable, keyColumns: [String], hashColumn: String?,
+                              normalizers: [String: [Normalizer]]) throws -> [String] {
+        func leadsAnIndex(_ columns: [String]) -> Bool {
+            let wanted = Set(columns.map { $0.lowercased() })
+            return table.indexes.contains { index in
+                let lead = index.columns.prefix(columns.count).compactMap { $0?.lowercased() }
+                return lead.count == columns.count && Set(lead) == wanted && !index.partial
+            }
+        }
+        if rule.hash {
+            if let hashColumn, leadsAnIndex([hashColumn]) { return [hashColumn] }
+            throw WinnowError.invalidFile(rule.location, "\(rule.keyPath).incremental: a hashed key is looked up by its hash_column; give the rule a hash_column and create an index on it")
+        }
+        let plain = keyColumns.allSatisfy { normalizers[$0, default: []].isEmpty }
+        if plain, leadsAnIndex(keyColumns) { return keyColumns }
+        if !plain {
+            throw WinnowError.invalidFile(rule.location, "\(rule.keyPath).incremental: a normalised key cannot be looked up through an index; use hash: true with an indexed hash_column")
+        }
+        throw WinnowError.invalidFile(rule.location, "\(rule.keyPath).incremental: needs an index on (\(keyColumns.joined(separator: ", "))) of \(table.name) to look keys up")
     }
 
     /// Declared foreign keys into the table, then `referenced_by:` entries not already declared.

@@ -22,6 +22,8 @@ public struct DedupeRule: Sendable {
     public var referencedBy: [ColumnReference]
     public var archive: Bool
     public var maxDeletePercent: Double?
+    /// Look up only the keys of rows inserted or changed since the last run (needs an index).
+    public var incremental = false
 
     public init(index: Int = 0, location: SourceLocation? = nil, entity: Located<String>,
                 key: [Located<String>], hash: Bool = false, hashColumn: Located<String>? = nil,

@@ -7,7 +7,7 @@ import Yams
 public enum JobLoader {
     static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "batch"]
     static let ruleKeys = ["entity", "key", "hash", "hash_column", "normalize", "nulls", "winner", "merge",
-                           "references", "referenced_by", "archive", "max_delete_percent"]
+                           "references", "referenced_by", "archive", "max_delete_percent", "incremental"]
     static let supportedVersions = 1...1
 
     /// Loads and checks a job file. Relative paths inside it are resolved against its folder.
@@ -135,6 +135,7 @@ public enum JobLoader {
             }
         }
         if let node = map.optional("archive") { rule.archive = try reader.bool(node, map.child("archive")) }
+        if let node = map.optional("incremental") { rule.incremental = try reader.bool(node, map.child("incremental")) }
         if let node = map.optional("max_delete_percent") {
             rule.maxDeletePercent = try reader.number(node, map.child("max_delete_percent"), range: 0...100)
         }

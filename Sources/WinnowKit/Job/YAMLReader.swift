@@ -41,8 +41,29 @@ struct YAMLReader {
         node.mark.map { location(line: $0.line, column: $0.column) }
     }
 
+    /// Anchored nodes used as mapping keys or merged (`<<: *x`) make the composer hash or copy
+    /// whole aliased trees: an alias "bomb" there takes exponential time. Job and schema keys are
+    /// plain names, so a file that defines anchors may use aliases only as values.
+    func rejectAliasKeys(_ text: String) throws {
+        guard text.range(of: #"&[^\s,\[\]{}]"#, options: .regularExpression) != nil else { return }
+        let patterns: [(String, String)] = [
+            (#"(^|[\s,{\[])\*[^\s,\[\]{}]+\s*:(\s|$)"#, "an alias used as a key"),
+            (#"<<\s*:"#, "a merge key (<<)"),
+            (#"(^|\n)\s*\?(\s|$)"#, "a complex key (?)"),
+            (#"[\]}]\s*:(\s|$)"#, "a list or mapping used as a key"),
+        ]
+        for (pattern, what) in patterns {
+            if let range = text.range(of: pattern, options: .regularExpression) {
+                let line = text[..<range.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+                throw WinnowError.invalidFile(location(line: line, column: 1),
+                                              "\(what) is not supported in a file that defines anchors; keys are plain names")
+            }
+        }
+    }
+
     /// Parses YAML text into a node tree, mapping libyaml's errors to located ones.
     func compose(_ text: String) throws -> Node {
+        try rejectAliasKeys(text)
         do {
             guard let node = try Yams.compose(yaml: text) else {
                 throw WinnowError.invalidFile(location(line: 1, column: 1), "the file is empty; expected a mapping")
@@ -61,9 +82,12 @@ struct YAMLReader {
     /// The line of the second `key:` at the mapping's column, from the mapping's first line on
     /// (Yams reports a duplicated key at the mapping's start). nil when not found.
     static func secondOccurrence(of key: String, in text: String, mappingLine: Int, column: Int) -> Int? {
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        // Lines as YAML counts them: CR LF, CR and LF all end one.
+        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
+            .split(separator: "\n", omittingEmptySubsequences: false)
+        guard mappingLine >= 1, mappingLine <= lines.count, column >= 1 else { return nil }
         var seen = 0
-        for index in max(0, mappingLine - 1)..<lines.count {
+        for index in (mappingLine - 1)..<lines.count {
             let chars = Array(lines[index])
             guard chars.count >= column else { continue }
             let rest = String(chars[(column - 1)...])

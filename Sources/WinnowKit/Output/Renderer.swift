@@ -61,6 +61,7 @@ public enum Renderer {
             r["winner"] = rule.winner
             r["references"] = rule.references
             r["table_rows"] = rule.discovery.tableRows
+            if let incremental = rule.incremental { r["incremental"] = incremental }
             if !rule.samples.isEmpty {
                 r["sample_groups"] = rule.samples.map { ["key": $0.key, "winner": $0.winner, "losers": $0.losers] as [String: Any] }
             }
@@ -153,6 +154,10 @@ public enum Renderer {
         for rule in summary.rules {
             lines.append("dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + "))")
             lines.append("  winner: \(rule.winner)")
+            if let incremental = rule.incremental {
+                lines.append(incremental ? "  incremental: only keys of rows added or changed since the last run"
+                                         : "  incremental: full pass (change tracking starts now)")
+            }
             if !rule.references.isEmpty { lines.append("  references: \(rule.references.joined(separator: ", "))") }
             lines.append("  " + countsLine(rule.counts, wouldBe: wouldBe))
             for sample in rule.samples {

@@ -123,8 +123,13 @@ public enum JobRunner {
                 var batchNumber = 1
                 for rule in rules {
                     let writer = DryRunWriter()
-                    let executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: settings(job, options),
+                    var executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: settings(job, options),
                                                   sampleLimit: options.sampleLimit ?? Int.max, onEvent: onEvent)
+                    let state = try incrementalStates([rule], db: db, install: false)[rule.rule.index]
+                    if let state, state.tracking {
+                        executor.scope = ChangeTracking.scope(rule, upTo: state.upTo)
+                        executor.changesUpTo = state.upTo
+                    }
                     let discovery = try executor.discover()
                     try writer.prepare(rule, db: db)
                     try executor.checkGuards(discovery)
@@ -133,7 +138,9 @@ public enum JobRunner {
                     var counts = try executor.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples)
                     counts = counts + (try executor.fillHashes(batchNumber: &batchNumber, totals: &totals))
                     onEvent(.ruleFinished(rule: rule.rule.index, table: rule.table, counts: counts))
-                    summaries.append(ruleSummary(rule, discovery, counts, samples))
+                    var ruleSummary = ruleSummary(rule, discovery, counts, samples)
+                    ruleSummary.incremental = state?.tracking
+                    summaries.append(ruleSummary)
                 }
                 var summary = RunSummary(command: "plan", status: "planned", job: job.file, database: path, dryRun: true, counts: totals,
                                          migrationSteps: migration.count, seconds: Date().timeIntervalSince(started), rules: summaries)
@@ -281,6 +288,11 @@ public enum JobRunner {
     static func execute(_ job: Job, target: SchemaModel?, options: RunOptions, db: Database, runID: Int64, totals: inout Counts,
                         applied: inout [PlannedStep], notes: inout [String],
                         onEvent: @escaping (RunEvent) -> Void) throws -> [RuleSummary] {
+        // A seed that will be applied must exist before anything changes (refused: exit 66).
+        if let seed = job.seed, !FileManager.default.fileExists(atPath: seed.from.value),
+           try !SchemaVersions.isSeeded(db, name: seed.name.value) {
+            throw WinnowError.notFound("\(seed.from.location.map { "\($0): " } ?? "")seed.from: \(seed.from.value): no such seed database; nothing was changed")
+        }
         // 1. Migrate (unique indexes of deduplicated tables wait for their rules).
         var deferred: [MigrationStep] = []
         let settings = settings(job, options)
@@ -294,9 +306,19 @@ public enum JobRunner {
             try db.execute(sql: "UPDATE winnow_runs SET migration_steps = ? WHERE id = ?", arguments: [applied.count, runID])
             onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))
         }
+        // Everything the job can be refused for without looking at rows is checked before the
+        // first write: the migration (rehearsed on a copy of the schema) and every rule against
+        // the schema the migration leaves.
+        var plan: MigrationPlan?
+        let resulting: LiveSchema
         if let target {
-            let plan = try migrationPlan(db, job: job, target: target)
-            _ = try ShadowSchema.rehearse(plan, from: db)   // a step that would fail is refused before any write
+            plan = try migrationPlan(db, job: job, target: target)
+            resulting = try ShadowSchema.rehearseWithResult(plan!, from: db).result
+        } else {
+            resulting = try SchemaInspector.inspect(db)
+        }
+        for rule in job.dedupe { _ = try RuleCompiler.compile(rule, schema: resulting) }
+        if let plan {
             for step in plan.steps {
                 if case let .createIndex(_, _, afterDedupe) = step, afterDedupe { deferred.append(step); continue }
                 try apply(step)
@@ -323,13 +345,44 @@ public enum JobRunner {
         return summaries
     }
 
+    /// How an incremental rule runs now: limited to the changes up to `upTo`, or in full.
+    struct IncrementalState {
+        var tracking: Bool
+        var upTo: Int64
+    }
+
+    /// Tables whose tracking a job's rules want, and the state of each incremental rule. A run
+    /// installs the triggers for a rule that is not tracked yet (its run is then a full one) and
+    /// removes them from a table whose rules no longer say incremental.
+    static func incrementalStates(_ rules: [CompiledRule], db: Database, install: Bool) throws -> [Int: IncrementalState] {
+        var states: [Int: IncrementalState] = [:]
+        let wanted = Set(rules.filter(\.rule.incremental).map { $0.table.lowercased() })
+        for rule in rules {
+            if rule.rule.incremental {
+                let tracking = try ChangeTracking.isTracking(db, rule: rule)
+                if !tracking && install { try ChangeTracking.start(db, rule: rule) }
+                states[rule.rule.index] = IncrementalState(tracking: tracking, upTo: try ChangeTracking.lastChange(db, table: rule.table))
+            } else if install, !wanted.contains(rule.table.lowercased()), try ChangeTracking.isInstalled(db, table: rule.table) {
+                try db.writeTransaction { try ChangeTracking.stop(db, table: rule.table) }
+            }
+        }
+        return states
+    }
+
     static func dedupe(_ job: Job, options: RunOptions, db: Database, runID: Int64, totals: inout Counts,
                        onEvent: @escaping (RunEvent) -> Void) throws -> [RuleSummary] {
         let rules = try compile(job, db)
         let writer = SQLiteBatchWriter(runID: runID)
         let settings = settings(job, options)
+        // Tracking starts before any discovery, so no change can fall between a full pass and the log.
+        let incremental = try incrementalStates(rules, db: db, install: true)
         func executor(_ rule: CompiledRule) -> DedupeExecutor {
-            DedupeExecutor(db: db, rule: rule, writer: writer, settings: settings, onEvent: onEvent)
+            var executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: settings, onEvent: onEvent)
+            if let state = incremental[rule.rule.index], state.tracking {
+                executor.scope = ChangeTracking.scope(rule, upTo: state.upTo)
+                executor.changesUpTo = state.upTo
+            }
+            return executor
         }
         // Every guard of every rule is checked before the first write, so a refused job changes nothing.
         var discoveries: [Discovery] = []
@@ -355,8 +408,17 @@ public enum JobRunner {
             // Duplicates first, then the stored hashes of the rows that remain.
             var counts = try executor.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples)
             counts = counts + (try executor.fillHashes(batchNumber: &batchNumber, totals: &totals))
+            if let state = incremental[rule.rule.index] {
+                // The changes this rule covered are done; later ones wait for the next run.
+                try db.writeTransaction {
+                    try ChangeTracking.forget(db, table: rule.table, upTo: state.upTo)
+                    try ChangeTracking.completed(db, table: rule.table, runID: runID)
+                }
+            }
             onEvent(.ruleFinished(rule: rule.rule.index, table: rule.table, counts: counts))
-            summaries.append(ruleSummary(rule, discovery, counts, samples))
+            var summary = ruleSummary(rule, discovery, counts, samples)
+            summary.incremental = incremental[rule.rule.index]?.tracking
+            summaries.append(summary)
         }
         return summaries
     }

@@ -18,6 +18,9 @@ public struct RuleSummary: Sendable, Equatable {
     public var counts: Counts
     /// Groups shown by `plan` (the first few).
     public var samples: [GroupSample]
+    /// For an `incremental: true` rule: whether this pass looked only at changed rows (false:
+    /// a full pass, the first one after tracking started).
+    public var incremental: Bool? = nil
 }
 
 /// The final report of `run`, `plan`, `check` and `restore`: the `"event":"summary"` object of

@@ -54,6 +54,10 @@ struct MigrationExecutor {
         var sizer = BatchSizer(configured: max(1000, settings.size * 20), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
         var after = Int64.min
         while true {
+            // Pause between batches only (never after the last one).
+            if after != Int64.min, settings.pauseMilliseconds > 0 {
+                Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000)
+            }
             let started = Date()
             var finished = false
             try db.writeTransaction {
@@ -71,7 +75,6 @@ struct MigrationExecutor {
             }
             if finished { break }
             sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
-            if settings.pauseMilliseconds > 0 { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
         }
     }
 }

@@ -7,7 +7,12 @@ import GRDB
 /// touched, so a migration that would fail is refused with nothing changed.
 enum ShadowSchema {
     static func rehearse(_ plan: MigrationPlan, from live: Database) throws -> [PlannedStep] {
-        guard !plan.steps.isEmpty else { return [] }
+        try rehearseWithResult(plan, from: live).steps
+    }
+
+    /// The planned steps and the schema they leave (what the job's rules will meet).
+    static func rehearseWithResult(_ plan: MigrationPlan, from live: Database) throws -> (steps: [PlannedStep], result: LiveSchema) {
+        guard !plan.steps.isEmpty else { return ([], try SchemaInspector.inspect(live)) }
         let objects = try Row.fetchAll(live, sql: """
             SELECT type, name, sql FROM main.sqlite_master
             WHERE sql IS NOT NULL AND lower(substr(name, 1, 7)) NOT IN ('sqlite_', 'winnow_')
@@ -38,7 +43,7 @@ enum ShadowSchema {
                     throw WinnowError.refused("migration step \(index + 1) (\(step.summary)) cannot be applied: \(reason)")
                 }
             }
-            return steps
+            return (steps, try SchemaInspector.inspect(db))
         }
     }
 }

@@ -158,7 +158,7 @@ struct TableRebuilder {
             if done { break }
             outcome.batches += 1
             sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
-            try pause()
+            try pause()   // the next step (replay, cut-over) is a write too: let others in first
         }
 
         // Re-copy rows that changed meanwhile, in batches, until few are left.
