@@ -21,6 +21,9 @@ public enum RuleCompiler {
         }
         guard !table.isVirtual else { throw fail(rule.entity.location, "entity", "'\(table.name)' is a virtual table; only ordinary tables can be deduplicated") }
         guard let rowID = table.rowIDExpression else {
+            if table.hasRowID {
+                throw fail(rule.entity.location, "entity", "'\(table.name)' has columns named rowid, _rowid_ and oid and no INTEGER PRIMARY KEY, so its rowid cannot be named; winnow cannot deduplicate it")
+            }
             throw fail(rule.entity.location, "entity", "'\(table.name)' is a WITHOUT ROWID table; winnow deduplicates rowid tables only")
         }
         func column(_ name: Located<String>, _ key: String, stored: Bool = false) throws -> LiveColumn {

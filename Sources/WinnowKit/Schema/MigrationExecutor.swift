@@ -32,7 +32,9 @@ struct MigrationExecutor {
     private func transaction(_ step: MigrationStep) throws {
         do {
             try db.writeTransaction {
-                for sql in MigrationSQL.statements(step) { try db.execute(sql: sql) }
+                // One statement each: makeStatement refuses trailing statements, so nothing written
+                // in a schema file can smuggle in a second one.
+                for sql in MigrationSQL.statements(step) { try db.makeStatement(sql: sql).execute() }
                 return
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {

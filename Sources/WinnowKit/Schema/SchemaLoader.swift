@@ -87,7 +87,14 @@ public enum SchemaLoader {
         let map = try reader.mapping(node, path, allowed: columnKeys, what: "a column")
         let name = try reader.string(try map.required("name", what: "the column name"), map.child("name"), what: "a column name")
         var column = ColumnModel(name: name.value, type: "", location: name.location)
-        if let node = map.optional("type") { column.type = try reader.text(node, map.child("type")).lowercased() }
+        if let node = map.optional("type") {
+            column.type = try reader.text(node, map.child("type")).lowercased()
+            // A type is pasted into DDL: only SQLite's type-name grammar (words, optional (n) or (n, m)).
+            let grammar = #"^[a-z_][a-z0-9_]*( +[a-z_][a-z0-9_]*)*( *\( *[+-]?[0-9]+(\.[0-9]+)? *(, *[+-]?[0-9]+(\.[0-9]+)? *)?\))?( +[a-z_][a-z0-9_]*)*$"#
+            if !column.type.isEmpty, column.type.range(of: grammar, options: .regularExpression) == nil {
+                throw reader.error(node, map.child("type"), "'\(column.type)' is not a type name (words, optionally followed by (n) or (n, m))")
+            }
+        }
         if let node = map.optional("nullable") { column.nullable = try reader.bool(node, map.child("nullable")) }
         if let node = map.optional("primary_key") { column.primaryKey = try reader.bool(node, map.child("primary_key")) }
         if let node = map.optional("renamed_from") { column.renamedFrom = try names(node, reader, map.child("renamed_from")) }
@@ -123,6 +130,10 @@ public enum SchemaLoader {
         case .mapping:
             let map = try reader.mapping(node, path, allowed: ["sql"], what: "an SQL default")
             let sql = try reader.string(try map.required("sql", what: "the default's SQL expression"), map.child("sql"), what: "an SQL expression")
+            // One expression: no statement separator or comment outside string literals.
+            if SQLTokenizer.tokenize(sql.value).contains(where: { $0.kind == .comment || ($0.kind == .punctuation && $0.text == ";") }) {
+                throw reader.error(node, map.child("sql"), "a default is one SQL expression; ';' and comments are not allowed")
+            }
             return DefaultValue.parse(sql: sql.value)
         default:
             throw reader.error(node, path, "expected a value or {sql: EXPRESSION}, found \(YAMLReader.describe(node))")
