@@ -3,7 +3,7 @@ import Foundation
 import WinnowKit
 
 struct Validate: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Parse and check job files; no database is opened.")
+    static let configuration = CommandConfiguration(commandName: "validate", abstract: "Parse and check job and schema files; no database is opened.")
 
     @OptionGroup var options: CommonOptions
     @Argument(help: "Job files.") var files: [String]
