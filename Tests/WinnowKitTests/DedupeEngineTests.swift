@@ -949,8 +949,8 @@ final class DedupeEngineTests: XCTestCase {
         let path = try db("CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT); INSERT INTO t VALUES (1, 'a'), (2, 'a');")
         let before = try ScenarioKit.userState(path)
         ScenarioKit.expectExit(65) { try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: nope\n", db: path) }
-        ScenarioKit.expectExit(65) { try ScenarioKit.plan("version: 1\ndedupe:\n  - entity: nope\n    key: k\n", db: path) }
-        ScenarioKit.expectExit(65) { try ScenarioKit.check("version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - zz: asc\n", db: path) }
+        ScenarioKit.expectExit(65) { _ = try ScenarioKit.plan("version: 1\ndedupe:\n  - entity: nope\n    key: k\n", db: path) }
+        ScenarioKit.expectExit(65) { _ = try ScenarioKit.check("version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - zz: asc\n", db: path) }
         XCTAssertEqual(try ScenarioKit.userState(path), before)
     }
 }

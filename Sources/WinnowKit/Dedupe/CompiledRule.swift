@@ -79,8 +79,17 @@ public struct CompiledRule: Sendable {
     /// (the key columns, or the hash column).
     public var lookupColumns: [String] = []
 
-    /// The quoted table name, qualified with `main`.
-    public var qualifiedTable: String { "main.\(table.sqlIdentifier)" }
+    /// Where a table's rows are read from instead of the table itself, by lowercased name: a
+    /// `SELECT` giving the rows as a pending migration will leave them (guards checked before it runs).
+    public var sources: [String: String] = [:]
+
+    /// The quoted table name, qualified with `main` (or the rule's source for it, in parentheses).
+    public var qualifiedTable: String { qualified(table) }
+
+    /// Any table of the database, as the rule reads it.
+    public func qualified(_ name: String) -> String {
+        sources[name.lowercased()].map { "(\($0))" } ?? "main.\(name.sqlIdentifier)"
+    }
 
     static func column(_ name: String, _ alias: String?) -> String {
         alias.map { "\($0).\(name.sqlIdentifier)" } ?? name.sqlIdentifier

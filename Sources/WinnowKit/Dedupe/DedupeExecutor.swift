@@ -121,7 +121,7 @@ struct DedupeExecutor {
                 let row = try Row.fetchOne(db, sql: """
                     SELECT count(*), min(p.\(rule.rowID)) FROM temp.winnow_losers AS l
                     JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = l.rid
-                    JOIN main.\(path.childTable.sqlIdentifier) AS c ON \(join)
+                    JOIN \(rule.qualified(path.childTable)) AS c ON \(join)
                     """)!
                 let count: Int = row[0]
                 if count > 0 {
@@ -342,7 +342,7 @@ struct DedupeExecutor {
             SELECT c.\(path.childRowID), g.winner, g.rn\(selectedKeys.isEmpty ? "" : ", " + selectedKeys.joined(separator: ", "))
             FROM \(groupRowsSQL) AS g
             JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = g.rid
-            JOIN main.\(path.childTable.sqlIdentifier) AS c ON \(join)
+            JOIN \(rule.qualified(path.childTable)) AS c ON \(join)
             ORDER BY g.winner, g.rn, c.\(path.childRowID)
             """
         var occupied = Set<[DatabaseValue]>()

@@ -69,10 +69,6 @@ public enum JobRunner {
         }
     }
 
-    static func plannedSteps(_ plan: MigrationPlan, _ db: Database) throws -> [PlannedStep] {
-        try ShadowSchema.rehearse(plan, from: db)
-    }
-
     static func compile(_ job: Job, _ db: Database) throws -> [CompiledRule] {
         let schema = try SchemaInspector.inspect(db)
         return try job.dedupe.map { try RuleCompiler.compile($0, schema: schema) }
@@ -101,11 +97,22 @@ public enum JobRunner {
             return try queue.inDatabase { db in
                 var notes: [String] = []
                 var migration: [PlannedStep] = []
+                // What `run` refuses before its first write, `plan` refuses too.
+                var resulting = try SchemaInspector.inspect(db)
                 if let target {
-                    migration = try plannedSteps(try migrationPlan(db, job: job, target: target), db)
+                    let migrationPlan = try migrationPlan(db, job: job, target: target)
+                    let rehearsed = try ShadowSchema.rehearseWithResult(migrationPlan, from: db)
+                    migration = rehearsed.steps
+                    resulting = rehearsed.result
                     if migration.isEmpty { notes.append("schema: the database already matches version \(target.version)") }
+                    if !migrationPlan.steps.isEmpty {
+                        for rule in job.dedupe { _ = try RuleCompiler.compile(rule, schema: resulting) }
+                        try checkGuardsBeforeMigrating(job, plan: migrationPlan, live: try SchemaInspector.inspect(db),
+                                                       resulting: resulting, db: db, settings: settings(job, options))
+                    }
                 }
                 if let seed = job.seed {
+                    try Seeder(db: db, spec: seed, runID: nil).check(against: resulting)
                     notes.append(try SchemaVersions.isSeeded(db, name: seed.name.value)
                                  ? "seed '\(seed.name.value)' was applied before; it is not applied again"
                                  : "seed '\(seed.name.value)' would copy \(seed.tables.map(\.value).joined(separator: ", ")) from \(seed.from.value)")
@@ -318,6 +325,12 @@ public enum JobRunner {
             resulting = try SchemaInspector.inspect(db)
         }
         for rule in job.dedupe { _ = try RuleCompiler.compile(rule, schema: resulting) }
+        if let seed = job.seed { try Seeder(db: db, spec: seed, runID: runID).check(against: resulting) }
+        // Guards that depend on the rows, too, on the rows as the migration will leave them.
+        if let plan, !plan.steps.isEmpty {
+            try checkGuardsBeforeMigrating(job, plan: plan, live: try SchemaInspector.inspect(db), resulting: resulting,
+                                           db: db, settings: settings)
+        }
         if let plan {
             for step in plan.steps {
                 if case let .createIndex(_, _, afterDedupe) = step, afterDedupe { deferred.append(step); continue }
@@ -343,6 +356,65 @@ public enum JobRunner {
             }
         }
         return summaries
+    }
+
+    /// Refuses (exit 65, nothing changed) a job whose data guards would refuse after its migration:
+    /// `max_delete_percent` and `references: restrict` of every rule, and every unique index the
+    /// migration creates over keys that would still be duplicated once the table's rules ran.
+    /// Evaluated on ``MigrationPreview``'s `SELECT`s over the tables as they are now, so no
+    /// migration step has to run first. Rules of one table are found independently (their losers
+    /// are united for the index check); rows a seed would add are not in the preview, and the
+    /// same guards run again on the migrated tables before the first deletion.
+    static func checkGuardsBeforeMigrating(_ job: Job, plan: MigrationPlan, live: LiveSchema, resulting: LiveSchema,
+                                           db: Database, settings: BatchSettings) throws {
+        let uniqueIndexes = plan.steps.compactMap { step -> (table: String, index: IndexModel)? in
+            if case let .createIndex(table, index, _) = step, index.unique { return (table, index) }
+            return nil
+        }
+        let indexed = Set(uniqueIndexes.map { $0.table.lowercased() })
+        let guarded = job.dedupe.filter {
+            $0.maxDeletePercent != nil || $0.references == .restrict || indexed.contains($0.entity.value.lowercased())
+        }
+        guard !guarded.isEmpty || !uniqueIndexes.isEmpty else { return }
+        let preview = MigrationPreview(live: live, steps: plan.steps)
+        var sources: [String: String] = [:]
+        for table in resulting.tables {
+            if let rowID = table.rowIDExpression, let sql = preview.select(table.name, rowID: rowID) { sources[table.name.lowercased()] = sql }
+        }
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS winnow_preflight (tbl TEXT NOT NULL, rid INTEGER NOT NULL)")
+        defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_preflight") }
+        try db.execute(sql: "DELETE FROM temp.winnow_preflight")
+        for rule in guarded {
+            var compiled = try RuleCompiler.compile(rule, schema: resulting)
+            guard preview.hasRows(compiled.table) else { continue }
+            compiled.sources = sources
+            let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: settings)
+            try executor.checkGuards(try executor.discover())
+            try db.execute(sql: "INSERT INTO temp.winnow_preflight (tbl, rid) SELECT ?, rid FROM temp.winnow_losers",
+                           arguments: [compiled.table.lowercased()])
+        }
+        for (table, index) in uniqueIndexes {
+            guard preview.hasRows(table), let target = resulting.table(named: table), let rowID = target.rowIDExpression,
+                  let source = sources[target.name.lowercased()], !index.columns.isEmpty else { continue }
+            let columns = index.columns.map(\.sqlIdentifier)
+            let row = try Row.fetchOne(db, sql: """
+                SELECT count(*), coalesce(sum(n), 0) FROM (
+                    SELECT count(*) AS n FROM (\(source))
+                    WHERE \(columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND "))
+                      AND \(rowID) NOT IN (SELECT rid FROM temp.winnow_preflight WHERE tbl = ?)
+                    GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1)
+                """, arguments: [target.name.lowercased()])!
+            let groups: Int = row[0]
+            guard groups == 0 else {
+                let rows: Int = row[1]
+                let after = job.dedupe.contains { $0.entity.value.caseInsensitiveCompare(table) == .orderedSame }
+                    ? " that the job's dedupe rules leave" : ""
+                throw WinnowError.refused("""
+                    \(job.schema?.value ?? "schema"): cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): \
+                    \(rows) rows in \(groups) group(s) share a key\(after); add a dedupe rule for that key; nothing was changed
+                    """)
+            }
+        }
     }
 
     /// How an incremental rule runs now: limited to the changes up to `upTo`, or in full.

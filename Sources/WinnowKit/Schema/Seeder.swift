@@ -17,6 +17,18 @@ struct Seeder {
 
     func run() throws -> Outcome {
         guard try !SchemaVersions.isSeeded(db, name: spec.name.value) else { return Outcome(seeded: false, rows: 0) }
+        return try withSeed { seed in try copy(from: seed) }
+    }
+
+    /// What ``run()`` would refuse, checked before anything is written: the seed file opens as
+    /// a database and every table named is in it and in `schema` (the schema the migration
+    /// leaves). Nothing to check when the seed was applied before.
+    func check(against schema: LiveSchema) throws {
+        guard try !SchemaVersions.isSeeded(db, name: spec.name.value) else { return }
+        try withSeed { seed in _ = try pairs(seed: try SchemaInspector.inspect(seed), target: schema) }
+    }
+
+    private func withSeed<T>(_ body: (Database) throws -> T) throws -> T {
         let path = spec.from.value
         guard FileManager.default.fileExists(atPath: path) else {
             throw WinnowError.notFound("\(path): seed database not found (seed.from)")
@@ -27,25 +39,27 @@ struct Seeder {
         do { source = try DatabaseQueue(path: path, configuration: config) } catch { throw DatabaseOpener.map(error, path: path) }
         defer { try? source.close() }
         do {
-            return try source.read { seed in try copy(from: seed) }
+            return try source.read { seed in try body(seed) }
         } catch {
             throw DatabaseOpener.map(error, path: path)
         }
     }
 
-    private func copy(from seed: Database) throws -> Outcome {
-        let seedSchema = try SchemaInspector.inspect(seed)
-        let targetSchema = try SchemaInspector.inspect(db)
-        var pairs: [(source: LiveTable, target: LiveTable)] = []
-        for name in spec.tables {
+    /// Each seeded table in the seed database and in the target schema.
+    private func pairs(seed seedSchema: LiveSchema, target targetSchema: LiveSchema) throws -> [(source: LiveTable, target: LiveTable)] {
+        try spec.tables.map { name in
             guard let source = seedSchema.table(named: name.value) else {
                 throw WinnowError.invalidFile(name.location, "seed.tables: the seed database has no table '\(name.value)'")
             }
             guard let target = targetSchema.table(named: name.value) else {
                 throw WinnowError.invalidFile(name.location, "seed.tables: the database has no table '\(name.value)'")
             }
-            pairs.append((source, target))
+            return (source, target)
         }
+    }
+
+    private func copy(from seed: Database) throws -> Outcome {
+        let pairs = try pairs(seed: try SchemaInspector.inspect(seed), target: try SchemaInspector.inspect(db))
         // Parents before children, so children can follow their parents' new keys.
         let seeded = Set(pairs.map { $0.target.name.lowercased() })
         var ordered: [(source: LiveTable, target: LiveTable)] = []

@@ -120,7 +120,7 @@ final class FuzzTests: XCTestCase {
         while next < cases.count {
             workers += 1
             let progress = dir.appendingPathComponent("progress-\(workers).txt")
-            FileManager.default.createFile(atPath: progress.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: progress.path, contents: nil)
             var env = environment
             env["WINNOW_FUZZ_WORKER"] = progress.path
             env["WINNOW_FUZZ_SEED"] = String(seed)
@@ -662,7 +662,7 @@ enum FuzzCorpus {
                 winner:
                   - created_at: asc
                 merge: {name: longest, phone: fill_null}
-                max_delete_percent: 0.5
+                max_delete_percent: 50
                 archive: false
 
             """, database: "crm.sqlite", plannable: true),
@@ -1094,7 +1094,12 @@ struct FuzzHarness {
 
     func schemaJob(for schemaPath: String) throws -> String {
         let jobPath = schemaPath.replacingOccurrences(of: "/schemas/", with: "/jobs/") + ".job.yaml"
-        let text = "version: 1\nschema: \(("../schemas/" + URL(fileURLWithPath: schemaPath).lastPathComponent).debugDescription)\n"
+        var text = "version: 1\nschema: \(("../schemas/" + URL(fileURLWithPath: schemaPath).lastPathComponent).debugDescription)\n"
+        // A CRM model with contacts makes e-mail unique: like jobs/crm-migrate.yaml, the job
+        // deduplicates them first (else `run`, and so `plan`, refuses the unique index).
+        if let schema = try? String(contentsOfFile: schemaPath, encoding: .utf8), schema.contains("\n  contacts:") {
+            text += "dedupe:\n  - entity: contacts\n    key: email\n    normalize: [trim, lowercase]\n"
+        }
         try text.write(toFile: jobPath, atomically: false, encoding: .utf8)
         return jobPath
     }
@@ -1127,7 +1132,8 @@ struct FuzzHarness {
         guard !description.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return "\(step): exit \(error.exitCode) with an empty message" }
         if case let .invalidFile(location, message) = error {
             guard let location else { return "\(step): exit 65 for a file error without FILE:LINE:COLUMN: \(description)" }
-            guard let bytes = files[location.file] else {
+            // A location in another file the job names (its schema) is fine when it is inside that file.
+            guard let bytes = files[location.file] ?? FileManager.default.contents(atPath: location.file) else {
                 return "\(step): the error points at \(location.file), which is not one of the files read (\(files.keys.sorted().joined(separator: ", "))): \(description)"
             }
             guard description.hasPrefix("\(location.file):\(location.line):\(location.column): ") else {
@@ -1348,8 +1354,8 @@ enum FuzzProcess {
         let fm = FileManager.default
         let base = fm.temporaryDirectory.appendingPathComponent("winnow-fuzz-out-\(UUID().uuidString)")
         let outURL = base.appendingPathExtension("out"), errURL = base.appendingPathExtension("err")
-        fm.createFile(atPath: outURL.path, contents: nil)
-        fm.createFile(atPath: errURL.path, contents: nil)
+        _ = fm.createFile(atPath: outURL.path, contents: nil)
+        _ = fm.createFile(atPath: errURL.path, contents: nil)
         defer {
             try? fm.removeItem(at: outURL)
             try? fm.removeItem(at: errURL)
