@@ -54,6 +54,7 @@ struct DedupeExecutor {
             );
             CREATE INDEX IF NOT EXISTS temp.winnow_batch_winner ON winnow_batch (winner);
             CREATE TEMP TABLE IF NOT EXISTS winnow_swaps (cand INTEGER PRIMARY KEY, actual INTEGER NOT NULL UNIQUE);
+            CREATE TEMP TABLE IF NOT EXISTS winnow_groups (first INTEGER PRIMARY KEY, winner INTEGER NOT NULL);
             """)
     }
 
@@ -196,17 +197,22 @@ struct DedupeExecutor {
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
         var counts = Counts()
         var sizer = BatchSizer(configured: settings.size, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
-        var lastWinner = Int64.min
+        // Groups are taken in the order of their first loser's rowid, so each batch deletes from
+        // a narrow stretch of the table and each page is rewritten about once; in winner order
+        // every batch touched pages all over the table (measured: several times the pages written).
+        try db.execute(sql: "DELETE FROM temp.winnow_groups")
+        try db.execute(sql: "INSERT INTO temp.winnow_groups (first, winner) SELECT min(rid), winner FROM temp.winnow_losers GROUP BY winner")
+        var lastFirst = Int64.min
         var done = 0
         while true {
             guard let upTo = try Int64.fetchOne(db, sql: """
-                SELECT max(winner) FROM (SELECT DISTINCT winner FROM temp.winnow_losers WHERE winner > ? ORDER BY winner LIMIT ?)
-                """, arguments: [lastWinner, sizer.current]) else { break }
+                SELECT max(first) FROM (SELECT first FROM temp.winnow_groups WHERE first > ? ORDER BY first LIMIT ?)
+                """, arguments: [lastFirst, sizer.current]) else { break }
             if done > 0 { try pause() }   // between batches only, never after the last
             let started = Date()
             let number = batchNumber
             let work = try writer.transaction(db) { () -> BatchWork in
-                let work = try read(batch: number, after: lastWinner, upTo: upTo, wantSamples: samples.count < sampleLimit)
+                let work = try read(batch: number, after: lastFirst, upTo: upTo, wantSamples: samples.count < sampleLimit)
                 try writer.apply(work, rule: rule, db: db)
                 try writer.recordProgress(totals + work.counts, db: db)
                 return work
@@ -221,24 +227,27 @@ struct DedupeExecutor {
             onEvent(.batch(BatchReport(rule: rule.rule.index, table: rule.table, batch: number, counts: batchCounts,
                                        seconds: seconds, done: done, total: discovery.losers)))
             batchNumber += 1
-            lastWinner = upTo
+            lastFirst = upTo
         }
         return counts
     }
 
-    /// The groups of `(after, upTo]` as they are now: losers that still share their winner's key.
+    /// The groups whose first loser's rowid is in `(after, upTo]` as they are now: losers that
+    /// still share their winner's key.
     func read(batch number: Int, after: Int64, upTo: Int64, wantSamples: Bool) throws -> BatchWork {
         var work = BatchWork(number: number)
+        let chosen = "(SELECT winner FROM temp.winnow_groups WHERE first > ? AND first <= ?)"
         try db.execute(sql: "DELETE FROM temp.winnow_batch")
         try db.execute(sql: """
             INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
-            SELECT l.rid, l.winner, l.rn, l.tied FROM temp.winnow_losers AS l
+            SELECT l.rid, l.winner, l.rn, l.tied FROM \(chosen) AS g
+            JOIN temp.winnow_losers AS l ON l.winner = g.winner
             JOIN \(rule.qualifiedTable) AS a ON a.\(rule.rowID) = l.rid
             JOIN \(rule.qualifiedTable) AS b ON b.\(rule.rowID) = l.winner
-            WHERE l.winner > ? AND l.winner <= ? AND \(rule.sameKey("a", "b"))
+            WHERE \(rule.sameKey("a", "b"))
             """, arguments: [after, upTo])
         try settleWinners()
-        let planned = try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.winnow_losers WHERE winner > ? AND winner <= ?",
+        let planned = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(chosen) AS g JOIN temp.winnow_losers AS l ON l.winner = g.winner",
                                        arguments: [after, upTo]) ?? 0
         var groups: [(winner: Int64, losers: [Int64])] = []
         try Row.fetchCursor(db, sql: "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn").forEach { row in
