@@ -850,6 +850,25 @@ final class DedupeEngineTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(DISTINCT batch) FROM winnow_journal"), n)
     }
 
+    /// Losers are taken as found only while no other connection has committed since the
+    /// discovery; after another writer's commit every batch looks its losers up again: a loser
+    /// whose key changed, and the losers of a winner that is gone, are skipped, not deleted.
+    func testAnotherWritersCommitMidRunMakesLaterBatchesRevalidate() throws {
+        let n = 7
+        let path = try makeGroups(n)
+        var wrote = false
+        let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path, batchSize: 1) { event in
+            guard case .batch = event, !wrote else { return }
+            wrote = true
+            try? ScenarioKit.execute(path, "UPDATE t SET k = 'moved' WHERE id = 5; DELETE FROM t WHERE id = 7")
+        }
+        XCTAssertTrue(wrote)
+        XCTAssertEqual(summary.counts.skipped, 3)
+        XCTAssertEqual(summary.counts.deleted, 2 * n - 3)
+        let left = try ScenarioKit.column(path, "SELECT id FROM t WHERE id IN (4, 5, 8, 9) ORDER BY id", as: Int.self)
+        XCTAssertEqual(left, [4, 5, 8, 9])
+    }
+
     func testBatchSizeFromJobFile() throws {
         let path = try makeGroups(5)
         let summary = try ScenarioKit.run("""

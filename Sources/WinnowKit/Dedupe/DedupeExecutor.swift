@@ -6,6 +6,20 @@ public struct Discovery: Sendable, Equatable {
     public var groups: Int
     public var losers: Int
     public var tableRows: Int
+    /// `PRAGMA data_version` read before the discovery: while it is unchanged, no other
+    /// connection has committed since, and the losers found need no re-validation.
+    var dataVersion: Int64? = nil
+
+    public init(groups: Int, losers: Int, tableRows: Int) {
+        self.groups = groups
+        self.losers = losers
+        self.tableRows = tableRows
+    }
+
+    /// What was found; the data version is bookkeeping of the connection that found it.
+    public static func == (a: Discovery, b: Discovery) -> Bool {
+        (a.groups, a.losers, a.tableRows) == (b.groups, b.losers, b.tableRows)
+    }
 }
 
 /// Progress of a run, reported as it happens.
@@ -98,10 +112,13 @@ struct DedupeExecutor {
     func discover() throws -> Discovery {
         try Self.prepareTemporaryTables(db)
         try db.execute(sql: "DELETE FROM temp.winnow_losers")
+        let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         try db.execute(sql: discoverySQL)
         let row = try Row.fetchOne(db, sql: "SELECT count(*), count(DISTINCT winner) FROM temp.winnow_losers")!
         let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
-        return Discovery(groups: row[1], losers: row[0], tableRows: rows)
+        var discovery = Discovery(groups: row[1], losers: row[0], tableRows: rows)
+        discovery.dataVersion = version
+        return discovery
     }
 
     /// `max_delete_percent` and `references: restrict`, checked before anything is written.
@@ -212,7 +229,8 @@ struct DedupeExecutor {
             let started = Date()
             let number = batchNumber
             let work = try writer.transaction(db) { () -> BatchWork in
-                let work = try read(batch: number, after: lastFirst, upTo: upTo, wantSamples: samples.count < sampleLimit)
+                let work = try read(batch: number, after: lastFirst, upTo: upTo, unchangedSince: discovery.dataVersion,
+                                    wantSamples: samples.count < sampleLimit)
                 try writer.apply(work, rule: rule, db: db)
                 try writer.recordProgress(totals + work.counts, db: db)
                 return work
@@ -233,22 +251,29 @@ struct DedupeExecutor {
     }
 
     /// The groups whose first loser's rowid is in `(after, upTo]` as they are now: losers that
-    /// still share their winner's key.
-    func read(batch number: Int, after: Int64, upTo: Int64, wantSamples: Bool) throws -> BatchWork {
+    /// still share their winner's key. When no other connection has committed since the
+    /// discovery (`PRAGMA data_version` still `unchangedSince`, read inside the batch's
+    /// transaction), the losers are as found and are taken without looking them up again.
+    func read(batch number: Int, after: Int64, upTo: Int64, unchangedSince version: Int64? = nil,
+              wantSamples: Bool) throws -> BatchWork {
         var work = BatchWork(number: number)
         let chosen = "(SELECT winner FROM temp.winnow_groups WHERE first > ? AND first <= ?)"
+        let unchanged = try version != nil && Int64.fetchOne(db, sql: "PRAGMA main.data_version") == version
         try db.execute(sql: "DELETE FROM temp.winnow_batch")
         try db.execute(sql: """
             INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
             SELECT l.rid, l.winner, l.rn, l.tied FROM \(chosen) AS g
             JOIN temp.winnow_losers AS l ON l.winner = g.winner
+            """ + (unchanged ? "" : """
+
             JOIN \(rule.qualifiedTable) AS a ON a.\(rule.rowID) = l.rid
             JOIN \(rule.qualifiedTable) AS b ON b.\(rule.rowID) = l.winner
             WHERE \(rule.sameKey("a", "b"))
-            """, arguments: [after, upTo])
+            """), arguments: [after, upTo])
+        let planned = unchanged ? db.changesCount : try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM \(chosen) AS g JOIN temp.winnow_losers AS l ON l.winner = g.winner
+            """, arguments: [after, upTo]) ?? 0
         try settleWinners()
-        let planned = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(chosen) AS g JOIN temp.winnow_losers AS l ON l.winner = g.winner",
-                                       arguments: [after, upTo]) ?? 0
         var groups: [(winner: Int64, losers: [Int64])] = []
         try Row.fetchCursor(db, sql: "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn").forEach { row in
             let rid: Int64 = row[0]
