@@ -144,14 +144,15 @@ struct TableRebuilder {
             let started = Date()
             var done = false
             try db.writeTransaction {
-                guard let upTo = try Int64.fetchOne(db, sql: """
-                    SELECT max(r) FROM (SELECT \(rowID) AS r FROM main.\(table.name.sqlIdentifier) WHERE \(rowID) > ? ORDER BY \(rowID) LIMIT ?)
-                    """, arguments: [after, sizer.current]) else {
+                // One pass over the range: copy the next rows in rowid order, then the copy's
+                // highest rowid (the same rowids: kept explicitly or by the alias column).
+                try db.execute(sql: "\(copySQL) WHERE \(rowID) > ? ORDER BY \(rowID) LIMIT ?", arguments: [after, sizer.current])
+                let copied = db.changesCount
+                guard copied > 0, let upTo = try Int64.fetchOne(db, sql: "SELECT max(\(newRowID)) FROM main.\(newName.sqlIdentifier)") else {
                     done = true
                     return
                 }
-                try db.execute(sql: "\(copySQL) WHERE \(rowID) > ? AND \(rowID) <= ?", arguments: [after, upTo])
-                outcome.copied += db.changesCount
+                outcome.copied += copied
                 after = upTo
                 return
             }
