@@ -520,7 +520,7 @@ final class LockAndExitCodeTests: XCTestCase {
                 """)
         }
         let db = try makeData("db.sqlite")
-        try makeData("reference.sqlite")
+        _ = try makeData("reference.sqlite")
         try write("job.yaml", """
             version: 1
             batch: {size: 20}
@@ -590,7 +590,7 @@ final class LockAndExitCodeTests: XCTestCase {
                 """)
         }
         let db = try makeData("db.sqlite")
-        try makeData("reference.sqlite")
+        _ = try makeData("reference.sqlite")
         try write("job.yaml", """
             version: 1
             batch: {size: 20}
