@@ -510,7 +510,6 @@ final class CreateTableSQLTests: XCTestCase {
                 .renameTable(from: name, to: "renamed \"t\""),
                 .renameColumn(table: "renamed \"t\"", from: "old \"c\"", to: "new \"c\""),
                 .addColumn(table: "renamed \"t\"", column: added),
-                .backfill(table: "renamed \"t\"", column: "new \"c\"", value: .text("it's")),
                 .createIndex(table: "renamed \"t\"", index: index, afterDedupe: false),
             ]
             for step in steps {
@@ -529,13 +528,18 @@ final class CreateTableSQLTests: XCTestCase {
         }
     }
 
-    func testBackfillFillsOnlyNulls() throws {
+    /// A column made NOT NULL: the rebuild's copy fills only the NULLs with the default.
+    func testNotNullRebuildFillsOnlyNulls() throws {
         let queue = try DatabaseQueue()
-        try queue.write { db in
+        try queue.inDatabase { db in
             try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
-            try db.execute(sql: "INSERT INTO t (v) VALUES ('keep'), (NULL), (NULL)")
-            for sql in MigrationSQL.statements(.backfill(table: "t", column: "v", value: .text("it's"))) { try db.execute(sql: sql) }
-            XCTAssertEqual(try String.fetchAll(db, sql: "SELECT v FROM t ORDER BY id"), ["keep", "it's", "it's"])
+            try db.execute(sql: "INSERT INTO t (v) VALUES ('keep'), (NULL), (NULL), ('')")
+            let v = ColumnModel(name: "v", type: "text", nullable: false, defaultValue: .text("it's"))
+            let rebuild = TableRebuild(table: "t", changed: [v], added: [], dropped: [], reasons: [])
+            XCTAssertTrue(MigrationSQL.statements(.rebuild(rebuild)).joined().contains("coalesce(\"v\", 'it''s')"))
+            _ = try TableRebuilder(db: db, rebuild: rebuild, settings: BatchSettings()).run()
+            XCTAssertEqual(try String.fetchAll(db, sql: "SELECT v FROM t ORDER BY id"), ["keep", "it's", "it's", ""])
+            XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT \"notnull\" FROM pragma_table_info('t') WHERE name = 'v'"), 1)
         }
     }
 

@@ -175,7 +175,8 @@ final class MigrationPreviewTests: XCTestCase {
             .renameTable(from: "people", to: "contacts"),
             .renameColumn(table: "contacts", from: "mail", to: "email"),
             .addColumn(table: "contacts", column: ColumnModel(name: "n", type: "integer", defaultValue: .integer(7))),
-            .backfill(table: "contacts", column: "email", value: .text("it's")),
+            .rebuild(TableRebuild(table: "contacts", changed: [ColumnModel(name: "email", type: "text", nullable: false, defaultValue: .text("it's"))],
+                                  added: [], dropped: [], reasons: [])),
             .dropColumn(table: "contacts", column: "old"),
         ])
         XCTAssertNil(preview.select("people", rowID: "rowid"))

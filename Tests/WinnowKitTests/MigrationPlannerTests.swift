@@ -382,28 +382,25 @@ final class MigrationPlannerTests: XCTestCase {
         XCTAssertEqual(rebuild.dropped, [])
     }
 
-    func testMakeColumnNotNullWithDefaultBackfillsThenRebuilds() throws {
+    func testMakeColumnNotNullWithDefaultRebuildsFillingNulls() throws {
         let phone = c("phone", "text", nullable: false, .text("unknown"))
         let result = try steps([liveContacts()], [targetContacts(columns: replacing("phone", with: phone))])
-        XCTAssertEqual(result.count, 2, "\(result.map(\.summary))")
-        XCTAssertEqual(result.first, .backfill(table: "contacts", column: "phone", value: .text("unknown")),
-                       "NULLs are filled before the column becomes NOT NULL")
+        XCTAssertEqual(result.count, 1, "one rebuild whose copy fills the NULLs: \(result.map(\.summary))")
         guard case let .rebuild(rebuild)? = result.last else { return XCTFail("expected a rebuild last: \(result)") }
         XCTAssertEqual(rebuild.changed.map(\.name), ["phone"])
         XCTAssertEqual(rebuild.changed.first?.nullable, false)
         XCTAssertEqual(rebuild.changed.first?.defaultValue, .text("unknown"))
     }
 
-    func testMakeRenamedColumnNotNullBackfillsUnderItsNewName() throws {
+    func testMakeRenamedColumnNotNullRebuildsUnderItsNewName() throws {
         let live = table("contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone_number TEXT, created_at INTEGER)",
                          [col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone_number", "TEXT"),
                           col("created_at", "INTEGER")])
         let phone = c("phone", "text", nullable: false, .text(""), renamedFrom: ["phone_number"])
         let result = try steps([live], [targetContacts(columns: replacing("phone", with: phone))])
-        XCTAssertEqual(result.count, 3, "\(result.map(\.summary))")
+        XCTAssertEqual(result.count, 2, "\(result.map(\.summary))")
         XCTAssertEqual(result[0], .renameColumn(table: "contacts", from: "phone_number", to: "phone"))
-        XCTAssertEqual(result[1], .backfill(table: "contacts", column: "phone", value: .text("")))
-        guard case let .rebuild(rebuild) = result[2] else { return XCTFail("expected a rebuild last: \(result)") }
+        guard case let .rebuild(rebuild) = result[1] else { return XCTFail("expected a rebuild last: \(result)") }
         XCTAssertEqual(rebuild.changed.map(\.name), ["phone"], "the rebuild runs after the rename")
     }
 
@@ -424,8 +421,7 @@ final class MigrationPlannerTests: XCTestCase {
         let phone = c("phone", "text", .text("n/a"))
         let result = try steps([liveContacts()], [targetContacts(columns: replacing("phone", with: phone))])
         XCTAssertEqual(rebuilds(result).first?.changed, [phone])
-        XCTAssertFalse(result.contains { if case .backfill = $0 { return true } else { return false } },
-                       "a nullable column keeps its NULLs")
+        XCTAssertEqual(rebuilds(result).first?.changed.first?.nullable, true, "a nullable column keeps its NULLs")
     }
 
     func testNullDefaultIsNoDefault() throws {
@@ -557,7 +553,7 @@ final class MigrationPlannerTests: XCTestCase {
             case .renameTable: return 0
             case .createTable: return 1
             case .dropIndex: return 2
-            case .renameColumn, .addColumn, .backfill, .rebuild: return 3
+            case .renameColumn, .addColumn, .rebuild: return 3
             case .dropColumn: return 4
             case .createIndex: return 5
             case .dropTable: return 6

@@ -10,8 +10,6 @@ struct MigrationExecutor {
     @discardableResult
     func apply(_ step: MigrationStep) throws -> String? {
         switch step {
-        case let .backfill(table, column, value):
-            try backfill(table: table, column: column, value: value)
         case let .rebuild(rebuild):
             let outcome = try TableRebuilder(db: db, rebuild: rebuild, settings: settings).run()
             if outcome.resumed {
@@ -42,41 +40,6 @@ struct MigrationExecutor {
                 throw WinnowError.refused("cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): the table holds duplicates of that key; add a dedupe rule for it (\(error.message ?? ""))")
             }
             throw WinnowError.refused("\(step.summary): \(error.message ?? "constraint failed")")
-        }
-    }
-
-    /// Fills NULLs with the default in batches of rowid ranges, one transaction each (a range
-    /// scan per batch: the cost is one pass over the table, whatever the number of NULLs).
-    private func backfill(table: String, column: String, value: DefaultValue) throws {
-        let literal = value.isLiteral ? value.sql : "(\(value.sql))"
-        guard let live = try SchemaInspector.table(db, named: table), let rowID = live.rowIDExpression else {
-            throw WinnowError.refused("cannot fill NULLs of \(table).\(column): no such rowid table")
-        }
-        let t = "main.\(live.name.sqlIdentifier)"
-        var sizer = BatchSizer(configured: max(1000, settings.size * 20), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
-        var after = Int64.min
-        while true {
-            // Pause between batches only (never after the last one).
-            if after != Int64.min, settings.pauseMilliseconds > 0 {
-                Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000)
-            }
-            let started = Date()
-            var finished = false
-            try db.writeTransaction {
-                guard let upTo = try Int64.fetchOne(db, sql: """
-                    SELECT max(r) FROM (SELECT \(rowID) AS r FROM \(t) WHERE \(rowID) > ? ORDER BY \(rowID) LIMIT ?)
-                    """, arguments: [after, sizer.current]) else {
-                    finished = true
-                    return
-                }
-                try db.execute(sql: """
-                    UPDATE \(t) SET \(column.sqlIdentifier) = \(literal)
-                    WHERE \(rowID) > ? AND \(rowID) <= ? AND \(column.sqlIdentifier) IS NULL
-                    """, arguments: [after, upTo])
-                after = upTo
-            }
-            if finished { break }
-            sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
         }
     }
 }

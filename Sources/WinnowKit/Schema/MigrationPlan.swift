@@ -20,8 +20,6 @@ public enum MigrationStep: Sendable, Equatable {
     case renameTable(from: String, to: String)
     case renameColumn(table: String, from: String, to: String)
     case addColumn(table: String, column: ColumnModel)
-    /// Fills NULLs with the default, in batches, before a column becomes NOT NULL.
-    case backfill(table: String, column: String, value: DefaultValue)
     case rebuild(TableRebuild)
     case dropIndex(table: String, name: String)
     case dropColumn(table: String, column: String)
@@ -41,7 +39,7 @@ public enum MigrationStep: Sendable, Equatable {
         switch self {
         case let .createTable(t): return t.name
         case let .renameTable(_, to): return to
-        case let .renameColumn(t, _, _), let .addColumn(t, _), let .backfill(t, _, _), let .dropIndex(t, _),
+        case let .renameColumn(t, _, _), let .addColumn(t, _), let .dropIndex(t, _),
              let .dropColumn(t, _), let .createIndex(t, _, _):
             return t
         case let .rebuild(r): return r.table
@@ -55,7 +53,6 @@ public enum MigrationStep: Sendable, Equatable {
         case let .renameTable(from, to): return "rename table \(from) to \(to)"
         case let .renameColumn(t, from, to): return "rename column \(t).\(from) to \(to)"
         case let .addColumn(t, c): return "add column \(t).\(c.name) (\(c.definition))"
-        case let .backfill(t, c, v): return "fill NULLs of \(t).\(c) with \(v.sql)"
         case let .rebuild(r): return "rebuild table \(r.table): \(r.reasons.joined(separator: "; "))"
         case let .dropIndex(t, name): return "drop index \(name) on \(t)"
         case let .dropColumn(t, c): return "drop column \(t).\(c)"

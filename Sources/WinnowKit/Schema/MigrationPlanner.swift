@@ -160,7 +160,7 @@ public struct MigrationPlanner: Sendable {
                 if column.nullable {
                     reasons.append("make \(column.name) nullable")
                 } else if let value = column.defaultValue, value != .null {
-                    columnSteps.append(.backfill(table: name, column: column.name, value: value))
+                    // The rebuild's batched copy fills the NULLs (coalesce): one pass, not two.
                     reasons.append("make \(column.name) NOT NULL (NULLs become \(value.sql))")
                 } else {
                     refuse(column.name, "making a column NOT NULL needs a default to fill its NULLs (\(both))", column.location)

@@ -2,7 +2,7 @@ import Foundation
 
 /// The rows of each table as a migration will leave them, written as a `SELECT` over the tables
 /// as they are now. Lightweight steps change values in few ways (a rename moves a column, an
-/// added column holds its default, a backfill turns NULLs into the default, a dropped column is
+/// added column holds its default, a column made NOT NULL has its NULLs turned into its default, a dropped column is
 /// gone), so a data-dependent guard (`max_delete_percent`, `references: restrict`, a unique
 /// index over duplicates) can be evaluated before the first step runs. Pure: built from the
 /// live schema and the typed steps, no database handle.
@@ -61,15 +61,15 @@ public struct MigrationPreview: Sendable {
             }
         case let .addColumn(table, column):
             edit(table) { $0.columns.append(Column(name: column.name, expression: defaultSQL(column.defaultValue))) }
-        case let .backfill(table, column, value):
-            edit(table) { source in
-                guard let i = source.columns.firstIndex(where: { $0.name.caseInsensitiveCompare(column) == .orderedSame }) else { return }
-                // coalesce() drops the column's collation: keep it, so grouping compares as the column does.
-                let column = source.columns[i]
-                source.columns[i].expression = "coalesce(\(column.expression), \(defaultSQL(value)))\(column.collation.map { " COLLATE \($0.sqlIdentifier)" } ?? "")"
-            }
         case let .rebuild(rebuild):
             edit(rebuild.table) { source in
+                // A column made NOT NULL gets its default where it was NULL (the copy's coalesce).
+                for changed in rebuild.changed where !changed.nullable && changed.defaultValue != nil && changed.defaultValue != .null {
+                    guard let i = source.columns.firstIndex(where: { $0.name.caseInsensitiveCompare(changed.name) == .orderedSame }) else { continue }
+                    // coalesce() drops the column's collation: keep it, so grouping compares as the column does.
+                    let column = source.columns[i]
+                    source.columns[i].expression = "coalesce(\(column.expression), \(defaultSQL(changed.defaultValue)))\(column.collation.map { " COLLATE \($0.sqlIdentifier)" } ?? "")"
+                }
                 source.columns.removeAll { column in rebuild.dropped.contains { $0.caseInsensitiveCompare(column.name) == .orderedSame } }
                 for column in rebuild.added { source.columns.append(Column(name: column.name, expression: defaultSQL(column.defaultValue))) }
             }

@@ -38,14 +38,16 @@ public enum MigrationSQL {
             return ["ALTER TABLE \(t.sqlIdentifier) RENAME COLUMN \(from.sqlIdentifier) TO \(to.sqlIdentifier)"]
         case let .addColumn(t, c):
             return ["ALTER TABLE \(t.sqlIdentifier) ADD COLUMN \(columnDefinition(c, inlinePrimaryKey: false))"]
-        case let .backfill(t, c, v):
-            return ["UPDATE \(t.sqlIdentifier) SET \(c.sqlIdentifier) = \(v.isLiteral ? v.sql : "(\(v.sql))") WHERE \(c.sqlIdentifier) IS NULL -- in batches"]
         case let .rebuild(r):
             var result: [String] = []
             if let currentSQL, let sql = try? rebuiltTable(r, currentSQL: currentSQL, newName: TableRebuilder.temporaryName(r.table)) {
                 result.append(sql)
             }
-            result += ["-- copy rows in batches while triggers capture concurrent writes, replay them",
+            let fills = r.changed.compactMap { c -> String? in
+                guard !c.nullable, let v = c.defaultValue, v != .null else { return nil }
+                return "coalesce(\(c.name.sqlIdentifier), \(v.isLiteral ? v.sql : "(\(v.sql))"))"
+            }
+            result += ["-- copy rows in batches\(fills.isEmpty ? "" : " (NULLs filled: \(fills.joined(separator: ", ")))") while triggers capture concurrent writes, replay them",
                        "-- cut-over: DROP TABLE \(r.table.sqlIdentifier); ALTER TABLE \(TableRebuilder.temporaryName(r.table).sqlIdentifier) RENAME TO \(r.table.sqlIdentifier); indexes, triggers and views kept"]
             return result
         case let .dropIndex(_, name): return ["DROP INDEX \(name.sqlIdentifier)"]
