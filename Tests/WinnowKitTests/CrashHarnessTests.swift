@@ -92,9 +92,9 @@ final class CrashHarnessTests: XCTestCase {
         INSERT INTO contact_tags (contact_id, tag_id, since) SELECT id, 11 + (id % 17), id % 50 FROM contacts WHERE id % 3 = 0;
         """
 
-    /// The target schema: contacts.name becomes NOT NULL DEFAULT '' (a batched backfill, then an
-    /// online rebuild), contacts.source is added (ALTER TABLE ADD COLUMN), and a unique index on
-    /// the e-mail address is created after deduplication.
+    /// The target schema: contacts.name becomes NOT NULL DEFAULT '' (an online rebuild whose
+    /// batched copy fills the NULLs), contacts.source is added (ALTER TABLE ADD COLUMN), and a
+    /// unique index on the e-mail address is created after deduplication.
     static let schemaYAML = """
         version: 2
         tables:
@@ -531,7 +531,7 @@ final class CrashHarnessTests: XCTestCase {
                     inspection.copyComplete = copied >= rows
                     inspection.detail += "; rebuild of contacts: \(copied) of \(rows) rows copied\(copied >= rows ? " (replay or cut-over)" : "")"
                 } else if hasSource == 0 {
-                    inspection.detail += "; before ADD COLUMN (backfill)"
+                    inspection.detail += "; before ADD COLUMN"
                 } else {
                     inspection.detail += "; after ADD COLUMN, before the rebuild"
                 }
@@ -898,7 +898,7 @@ final class CrashHarnessTests: XCTestCase {
             // (checked for every third scenario and every chain of kills, to fit the CI budget).
             if index % 3 == 0 || killedRuns.count > 1 || soak {
                 let queue = try connection(db)
-                let journalProblems = try queue.inDatabase { problemsOfRows($0, fixture: fixture, reference: reference) }
+                let journalProblems = queue.inDatabase { problemsOfRows($0, fixture: fixture, reference: reference) }
                 try queue.close()
                 for text in journalProblems { fail("after completion: \(text)") }
             }

@@ -247,7 +247,7 @@ final class OnlineRebuildTests: XCTestCase {
     enum Change {
         /// `v` gets another default ('a' → 'b').
         case changeDefault
-        /// `note` becomes NOT NULL with default '' (a batched backfill, then the rebuild).
+        /// `note` becomes NOT NULL with default '' (the rebuild's batched copy fills the NULLs).
         case notNullWithDefault
     }
 

@@ -687,6 +687,33 @@ final class SchemaLoaderTests: XCTestCase {
         assertInvalid(yaml, at: "sqlite_stat1", path: "tables", mentions: ["sqlite_stat1", "reserved"])
     }
 
+    /// Indexes share SQLite's one namespace with tables, winnow's bookkeeping tables included.
+    func testReservedIndexName() {
+        let yaml = """
+            version: 1
+            tables:
+              t:
+                columns: [{name: a}]
+                indexes:
+                  - {name: Winnow_Runs, columns: [a]}
+            """
+        assertInvalid(yaml, at: "Winnow_Runs", path: "tables.t.indexes[0].name", mentions: ["Winnow_Runs", "reserved"])
+    }
+
+    func testIndexNamedLikeATable() {
+        let yaml = """
+            version: 1
+            tables:
+              t:
+                columns: [{name: a}]
+                indexes:
+                  - {name: u, columns: [a]}
+              u:
+                columns: [{name: b}]
+            """
+        assertInvalid(yaml, at: "u,", path: "tables.t.indexes[0].name", mentions: ["'u'", "name of a table"])
+    }
+
     func testEmptyFileIsInvalid() {
         XCTAssertThrowsError(try decode("")) { error in
             XCTAssertEqual((error as? WinnowError)?.exitCode, 65, "\(error)")

@@ -68,6 +68,9 @@ public enum SchemaLoader {
             for (item, itemPath) in try reader.list(node, map.child("indexes")) {
                 let imap = try reader.mapping(item, itemPath, allowed: indexKeys, what: "an index")
                 let indexName = try reader.string(try imap.required("name", what: "the index name"), imap.child("name"), what: "an index name")
+                if SchemaInspector.isWinnowTable(indexName.value) || indexName.value.lowercased().hasPrefix("sqlite_") {
+                    throw WinnowError.invalidFile(indexName.location, "\(imap.child("name")): '\(indexName.value)': names starting with winnow_ or sqlite_ are reserved")
+                }
                 let columns = try reader.list(try imap.required("columns", what: "the indexed columns"), imap.child("columns"),
                                               allowScalar: true, allowEmpty: false)
                     .map { try reader.string($0.0, $0.1, what: "a column name") }
@@ -140,11 +143,16 @@ public enum SchemaLoader {
         }
     }
 
-    /// Index names are global to a database in SQLite: one name, one index.
+    /// Index names are global to a database in SQLite, and shared with tables: one name, one object.
     static func checkIndexNames(_ root: Node, _ model: SchemaModel, reader: YAMLReader) throws {
         var seen: [String: String] = [:]
+        let tables = Set(model.tables.map { $0.name.lowercased() })
         for table in model.tables {
             for (position, index) in table.indexes.enumerated() {
+                if tables.contains(index.name.lowercased()) {
+                    throw WinnowError.invalidFile(index.location ?? table.location,
+                                                  "tables.\(table.name).indexes[\(position)].name: '\(index.name)' is the name of a table (tables and indexes share one namespace)")
+                }
                 if let other = seen[index.name.lowercased()] {
                     throw WinnowError.invalidFile(index.location ?? table.location,
                                                   "tables.\(table.name).indexes[\(position)].name: index name '\(index.name)' is already used on table '\(other)' (index names are global to a database)")
