@@ -319,19 +319,8 @@ final class CrashHarnessTests: XCTestCase {
 
     static func format(_ seconds: Double) -> String { String(format: "%.3f", seconds) }
 
-    /// splitmix64, seeded: the same seed gives the same kills.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-        mutating func uniform(_ low: Double, _ high: Double) -> Double { low + (max(high, low) - low) * unit() }
-    }
+    /// Seeded: the same seed gives the same kills.
+    typealias SplitMix = SplitMix64
 
     /// Where a kill landed, told from the database it left.
     enum Phase: String, CaseIterable {

@@ -760,26 +760,14 @@ enum FuzzCorpus {
 
 // MARK: - Mutations
 
-/// SplitMix64: deterministic for a (seed, stream, case) triple on every platform.
-struct FuzzRandom {
-    private var state: UInt64
+/// Deterministic for a (seed, stream, case) triple on every platform.
+typealias FuzzRandom = SplitMix64
 
-    init(seed: UInt64, stream: UInt64 = 0, index: Int = 0) {
-        state = seed ^ (stream &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(truncatingIfNeeded: index) &* 0xD1B5_4A32_D192_ED03)
+extension SplitMix64 {
+    init(seed: UInt64, stream: UInt64, index: Int) {
+        self.init(state: seed ^ (stream &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(truncatingIfNeeded: index) &* 0xD1B5_4A32_D192_ED03))
         _ = next()
     }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func below(_ n: Int) -> Int { n <= 1 ? 0 : Int(next() % UInt64(n)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
 }
 
 enum FuzzMutator {

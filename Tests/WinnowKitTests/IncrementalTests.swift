@@ -11,19 +11,9 @@ final class IncrementalTests: XCTestCase {
     override func setUpWithError() throws { dir = try TestSupport.scratchDirectory("Incremental") }
     override func tearDownWithError() throws { if let dir { try? FileManager.default.removeItem(at: dir) } }
 
-    struct Generator {
-        var state: UInt64
-        mutating func next(_ bound: Int) -> Int {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int((z ^ (z >> 31)) % UInt64(bound))
-        }
-    }
 
     func makeDatabase(_ name: String, seed: UInt64) throws -> String {
-        var g = Generator(state: seed)
+        var g = SplitMix64(state: seed)
         let path = dir.appendingPathComponent(name).path
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
@@ -34,9 +24,9 @@ final class IncrementalTests: XCTestCase {
                 CREATE TABLE orders (id INTEGER PRIMARY KEY, person INTEGER REFERENCES people(id));
                 """)
             for i in 0..<600 {
-                let email = g.next(10) == 0 ? nil : "p\(g.next(400))@x"
+                let email = g.below(10) == 0 ? nil : "p\(g.below(400))@x"
                 try db.execute(sql: "INSERT INTO people (email, last, created) VALUES (?, ?, ?)",
-                               arguments: [email, ["a", "B", " b"][g.next(3)], g.next(50)])
+                               arguments: [email, ["a", "B", " b"][g.below(3)], g.below(50)])
                 if i % 3 == 0 { try db.execute(sql: "INSERT INTO orders (person) VALUES (?)", arguments: [i + 1]) }
             }
         }
@@ -46,21 +36,21 @@ final class IncrementalTests: XCTestCase {
 
     /// Inserts, key updates (into and out of groups), non-key updates and deletes, seeded.
     func change(_ path: String, seed: UInt64) throws {
-        var g = Generator(state: seed)
+        var g = SplitMix64(state: seed)
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
             let ids = try Int64.fetchAll(db, sql: "SELECT id FROM people")
             for _ in 0..<60 {
-                switch g.next(5) {
+                switch g.below(5) {
                 case 0, 1:
                     try db.execute(sql: "INSERT INTO people (email, last, created) VALUES (?, ?, ?)",
-                                   arguments: ["p\(g.next(400))@x", ["a", "B", " b"][g.next(3)], g.next(50)])
+                                   arguments: ["p\(g.below(400))@x", ["a", "B", " b"][g.below(3)], g.below(50)])
                 case 2:
-                    try db.execute(sql: "UPDATE people SET email = ? WHERE id = ?", arguments: ["p\(g.next(400))@x", ids[g.next(ids.count)]])
+                    try db.execute(sql: "UPDATE people SET email = ? WHERE id = ?", arguments: ["p\(g.below(400))@x", ids[g.below(ids.count)]])
                 case 3:
-                    try db.execute(sql: "UPDATE people SET created = ? WHERE id = ?", arguments: [g.next(50), ids[g.next(ids.count)]])
+                    try db.execute(sql: "UPDATE people SET created = ? WHERE id = ?", arguments: [g.below(50), ids[g.below(ids.count)]])
                 default:
-                    let id = ids[g.next(ids.count)]
+                    let id = ids[g.below(ids.count)]
                     try db.execute(sql: "DELETE FROM orders WHERE person = ?; DELETE FROM people WHERE id = ?", arguments: [id, id])
                 }
             }

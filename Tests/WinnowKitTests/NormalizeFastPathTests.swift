@@ -31,7 +31,7 @@ final class NormalizeFastPathTests: XCTestCase {
     }
 
     func testRandomASCIIStringsAgree() throws {
-        var generator = SplitMix(seed: 0x5EED)
+        var generator = SplitMix64(state: 0x5EED)
         let alphabet: [UInt8] = Array(1...127)
         for _ in 0..<2000 {
             let length = Int(generator.next() % 12)
@@ -50,16 +50,4 @@ final class NormalizeFastPathTests: XCTestCase {
         XCTAssertEqual(row?[2] as String?, "123")
     }
 
-    /// A small seeded generator, so a failure replays.
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 }

@@ -102,17 +102,8 @@ final class OnlineRebuildTests: XCTestCase {
 
     // MARK: - Another connection that keeps writing
 
-    /// splitmix64: a seeded generator, so every run makes the same choices.
-    struct SeededRandom: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// Seeded, so every run makes the same choices.
+    typealias SeededRandom = SplitMix64
 
     /// Inserts, updates and deletes rows of `items` on its own connection and thread, one
     /// IMMEDIATE transaction each, and keeps the expected content: `model` with every committed

@@ -91,3 +91,29 @@ enum TestSupport {
 
     final class Marker {}
 }
+
+/// SplitMix64: the one seeded generator of the tests, so every failing case replays from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+
+    init(state: UInt64) { self.state = state }
+
+    /// The tests' usual seeding: the first value already mixed.
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A whole number in `0..<n` (0 when `n` is 0 or 1).
+    mutating func below(_ n: Int) -> Int { n <= 1 ? 0 : Int(next() % UInt64(n)) }
+    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
+    /// A uniform number in `[0, 1)`.
+    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    mutating func uniform(_ low: Double, _ high: Double) -> Double { low + (max(high, low) - low) * unit() }
+}

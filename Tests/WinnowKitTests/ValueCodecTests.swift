@@ -10,18 +10,6 @@ final class ValueCodecTests: XCTestCase {
 
     // MARK: Helpers
 
-    /// SplitMix64: a tiny seeded generator, so a failing case replays from its seed.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// Same storage class and same bytes (a Double by its bit pattern, text by its UTF-8).
     static func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
@@ -41,7 +29,7 @@ final class ValueCodecTests: XCTestCase {
         XCTAssertTrue(same, "\(message) decoded \(actual), expected \(expected)", file: file, line: line)
     }
 
-    private func randomString(_ rng: inout SeededGenerator) -> String {
+    private func randomString(_ rng: inout SplitMix64) -> String {
         let length = Int.random(in: 0...40, using: &rng)
         var scalars = String.UnicodeScalarView()
         for _ in 0..<length {
@@ -60,7 +48,7 @@ final class ValueCodecTests: XCTestCase {
         return String(scalars)
     }
 
-    private func randomValue(_ rng: inout SeededGenerator) -> DatabaseValue {
+    private func randomValue(_ rng: inout SplitMix64) -> DatabaseValue {
         switch Int.random(in: 0..<5, using: &rng) {
         case 0:
             return .null
@@ -83,7 +71,7 @@ final class ValueCodecTests: XCTestCase {
         }
     }
 
-    private func randomTuple(_ rng: inout SeededGenerator) -> [DatabaseValue] {
+    private func randomTuple(_ rng: inout SplitMix64) -> [DatabaseValue] {
         (0..<Int.random(in: 0...8, using: &rng)).map { _ in randomValue(&rng) }
     }
 
@@ -144,7 +132,7 @@ final class ValueCodecTests: XCTestCase {
 
     func testRandomTuplesRoundTrip() throws {
         for seed in UInt64(1)...UInt64(400) {
-            var rng = SeededGenerator(seed: seed)
+            var rng = SplitMix64(state: seed)
             let tuple = randomTuple(&rng)
             let bytes = ValueCodec.encode(tuple)
             assertIdentical(try ValueCodec.decode(bytes), tuple, "seed \(seed):")
@@ -155,7 +143,7 @@ final class ValueCodecTests: XCTestCase {
         // Different tuples never share an encoding (what makes the key hash separator-safe).
         var seen: [[UInt8]: [DatabaseValue]] = [:]
         for seed in UInt64(1000)...UInt64(1600) {
-            var rng = SeededGenerator(seed: seed)
+            var rng = SplitMix64(state: seed)
             let tuple = randomTuple(&rng)
             let bytes = ValueCodec.encode(tuple)
             if let other = seen[bytes] {
@@ -168,7 +156,7 @@ final class ValueCodecTests: XCTestCase {
 
     func testConcatenatedEncodingsDecodeToConcatenatedTuples() throws {
         for seed in UInt64(2000)...UInt64(2200) {
-            var rng = SeededGenerator(seed: seed)
+            var rng = SplitMix64(state: seed)
             let a = randomTuple(&rng)
             let b = randomTuple(&rng)
             assertIdentical(try ValueCodec.decode(ValueCodec.encode(a) + ValueCodec.encode(b)), a + b, "seed \(seed):")
@@ -179,7 +167,7 @@ final class ValueCodecTests: XCTestCase {
 
     func testEveryTruncationEitherThrowsOrStopsAtAValueBoundary() throws {
         for seed in UInt64(3000)...UInt64(3150) {
-            var rng = SeededGenerator(seed: seed)
+            var rng = SplitMix64(state: seed)
             let tuple = randomTuple(&rng)
             let bytes = ValueCodec.encode(tuple)
             // Offsets where a whole number of values ends.
@@ -273,7 +261,7 @@ final class ValueCodecTests: XCTestCase {
     }
 
     func testRandomGarbageNeverCrashes() {
-        var rng = SeededGenerator(seed: 42)
+        var rng = SplitMix64(state: 42)
         for _ in 0..<2000 {
             let count = Int.random(in: 0...24, using: &rng)
             let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
