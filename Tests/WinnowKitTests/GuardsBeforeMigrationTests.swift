@@ -138,6 +138,24 @@ final class GuardsBeforeMigrationTests: XCTestCase {
         }
     }
 
+    /// `plan` of a migrating job counts the rows as the migration will leave them (renamed
+    /// table, NULL nicks filled with "?"): the same counts as the run, and not a byte changed.
+    func testPlanCountsWhatTheRunDoesAfterTheMigration() throws {
+        let db = try makePeople()
+        try writeSchema()
+        let job = try ScenarioKit.job("version: 1\nschema: schema.yaml\ndedupe:\n  - entity: contacts\n    key: nick\n", dir: dir)
+        let bytes = try TestSupport.fileBytes(db)
+        let plan = try JobRunner.plan(job, options: RunOptions(database: db, sampleLimit: nil))
+        XCTAssertEqual(try TestSupport.fileBytes(db), bytes, "plan changed the file")
+        XCTAssertEqual(plan.counts.groups, 1)
+        XCTAssertEqual(plan.counts.deleted, 2)
+        XCTAssertEqual(plan.rules.first?.samples.first?.key, ["'?'"])
+        let run = try JobRunner.run(job, options: RunOptions(database: db))
+        XCTAssertEqual(run.counts.groups, plan.counts.groups)
+        XCTAssertEqual(run.counts.deleted, plan.counts.deleted)
+        XCTAssertEqual(try ScenarioKit.column(db, "SELECT id FROM contacts ORDER BY id", as: Int.self), [1, 2, 4])
+    }
+
     /// A guard that passes on the preview lets the migration and the dedupe run.
     func testGuardThatPassesRuns() throws {
         let db = try makePeople()

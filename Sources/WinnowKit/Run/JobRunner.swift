@@ -98,7 +98,10 @@ public enum JobRunner {
                 var notes: [String] = []
                 var migration: [PlannedStep] = []
                 // What `run` refuses before its first write, `plan` refuses too.
-                var resulting = try SchemaInspector.inspect(db)
+                let live = try SchemaInspector.inspect(db)
+                var resulting = live
+                // With a migration, rules are evaluated on the rows as it will leave them.
+                var sources: [String: String] = [:]
                 if let target {
                     let migrationPlan = try migrationPlan(db, job: job, target: target)
                     let rehearsed = try ShadowSchema.rehearseWithResult(migrationPlan, from: db)
@@ -107,8 +110,10 @@ public enum JobRunner {
                     if migration.isEmpty { notes.append("schema: the database already matches version \(target.version)") }
                     if !migrationPlan.steps.isEmpty {
                         for rule in job.dedupe { _ = try RuleCompiler.compile(rule, schema: resulting) }
-                        try checkGuardsBeforeMigrating(job, plan: migrationPlan, live: try SchemaInspector.inspect(db),
+                        try checkGuardsBeforeMigrating(job, plan: migrationPlan, live: live,
                                                        resulting: resulting, db: db, settings: settings(job, options))
+                        sources = previewSources(MigrationPreview(live: live, steps: migrationPlan.steps), resulting: resulting)
+                        notes.append("dedupe counts are of the rows as the migration will leave them")
                     }
                 }
                 if let seed = job.seed {
@@ -117,13 +122,10 @@ public enum JobRunner {
                                  ? "seed '\(seed.name.value)' was applied before; it is not applied again"
                                  : "seed '\(seed.name.value)' would copy \(seed.tables.map(\.value).joined(separator: ", ")) from \(seed.from.value)")
                 }
-                let rules: [CompiledRule]
-                do {
-                    rules = try compile(job, db)
-                } catch let error as WinnowError where !migration.isEmpty {
-                    // The rules name what the migration creates: they can be counted only after it.
-                    notes.append("dedupe rules are evaluated after the migration (\(error.description))")
-                    rules = []
+                let rules = try job.dedupe.map { rule -> CompiledRule in
+                    var compiled = try RuleCompiler.compile(rule, schema: resulting)
+                    compiled.sources = sources
+                    return compiled
                 }
                 var totals = Counts()
                 var summaries: [RuleSummary] = []
@@ -364,6 +366,16 @@ public enum JobRunner {
         return summaries
     }
 
+    /// Each table of the migrated schema as a `SELECT` over the current tables, for rules that
+    /// read the rows before the migration runs (by lowercased name).
+    static func previewSources(_ preview: MigrationPreview, resulting: LiveSchema) -> [String: String] {
+        var sources: [String: String] = [:]
+        for table in resulting.tables {
+            if let rowID = table.rowIDExpression, let sql = preview.select(table.name, rowID: rowID) { sources[table.name.lowercased()] = sql }
+        }
+        return sources
+    }
+
     /// Refuses (exit 65, nothing changed) a job whose data guards would refuse after its migration:
     /// `max_delete_percent` and `references: restrict` of every rule, and every unique index the
     /// migration creates over keys that would still be duplicated once the table's rules ran.
@@ -383,10 +395,7 @@ public enum JobRunner {
         }
         guard !guarded.isEmpty || !uniqueIndexes.isEmpty else { return }
         let preview = MigrationPreview(live: live, steps: plan.steps)
-        var sources: [String: String] = [:]
-        for table in resulting.tables {
-            if let rowID = table.rowIDExpression, let sql = preview.select(table.name, rowID: rowID) { sources[table.name.lowercased()] = sql }
-        }
+        let sources = previewSources(preview, resulting: resulting)
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS winnow_preflight (tbl TEXT NOT NULL, rid INTEGER NOT NULL)")
         defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_preflight") }
         try db.execute(sql: "DELETE FROM temp.winnow_preflight")
