@@ -504,6 +504,13 @@ final class LockAndExitCodeTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(db).schema, state.schema, "the migration was applied although the job was refused (66)")
         XCTAssertEqual(try ScenarioKit.userState(db), state)
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM winnow_lock"), 0, "a refused run leaves no lock")
+
+        // A seed file that is not a database: 66 as well, before the migration's first step.
+        try FileManager.default.createDirectory(atPath: path("seeds"), withIntermediateDirectories: true)
+        try write("seeds/missing.sqlite", String(repeating: "not a database ", count: 400))
+        let garbage = try winnow(["run", "job.yaml"], expect: 66)
+        XCTAssertTrue(garbage.stderr.contains("missing.sqlite"), garbage.stderr)
+        XCTAssertEqual(try ScenarioKit.userState(db), state, "a job with an unreadable seed changed the database")
     }
 
     // MARK: - 74

@@ -57,8 +57,7 @@ public enum JobRunner {
     }
 
     /// The steps that bring the database to `target`, or a refusal (exit 65).
-    static func migrationPlan(_ db: Database, job: Job, target: SchemaModel) throws -> MigrationPlan {
-        let live = try SchemaInspector.inspect(db)
+    static func migrationPlan(_ db: Database, live: LiveSchema, job: Job, target: SchemaModel) throws -> MigrationPlan {
         let planner = MigrationPlanner(live: live, liveVersion: try SchemaVersions.recorded(db)?.version, target: target,
                                        allowDataLoss: job.allowDataLoss, dedupedTables: Set(job.dedupe.map(\.entity.value)),
                                        sqliteVersion: sqlite3_libversion_number(), dependents: try dependents(db))
@@ -96,37 +95,18 @@ public enum JobRunner {
         do {
             return try queue.inDatabase { db in
                 var notes: [String] = []
-                var migration: [PlannedStep] = []
-                // What `run` refuses before its first write, `plan` refuses too.
-                let live = try SchemaInspector.inspect(db)
-                var resulting = live
-                // With a migration, rules are evaluated on the rows as it will leave them.
-                var sources: [String: String] = [:]
-                if let target {
-                    let migrationPlan = try migrationPlan(db, job: job, target: target)
-                    let rehearsed = try ShadowSchema.rehearseWithResult(migrationPlan, from: db)
-                    migration = rehearsed.steps
-                    resulting = rehearsed.result
-                    if migration.isEmpty { notes.append("schema: the database already matches version \(target.version)") }
-                    if !migrationPlan.steps.isEmpty {
-                        for rule in job.dedupe { _ = try RuleCompiler.compile(rule, schema: resulting) }
-                        try checkGuardsBeforeMigrating(job, plan: migrationPlan, live: live,
-                                                       resulting: resulting, db: db, settings: settings(job, options))
-                        sources = previewSources(MigrationPreview(live: live, steps: migrationPlan.steps), resulting: resulting)
-                        notes.append("dedupe counts are of the rows as the migration will leave them")
-                    }
-                }
+                // What `run` refuses before its first write, `plan` refuses too; with a migration,
+                // the rules are evaluated on the rows as it will leave them.
+                let checked = try preflight(job, target: target, db: db, settings: settings(job, options))
+                let migration = checked.steps
+                if let target, migration.isEmpty { notes.append("schema: the database already matches version \(target.version)") }
+                if !checked.sources.isEmpty { notes.append("dedupe counts are of the rows as the migration will leave them") }
                 if let seed = job.seed {
-                    try Seeder(db: db, spec: seed, runID: nil).check(against: resulting)
                     notes.append(try SchemaVersions.isSeeded(db, name: seed.name.value)
                                  ? "seed '\(seed.name.value)' was applied before; it is not applied again"
                                  : "seed '\(seed.name.value)' would copy \(seed.tables.map(\.value).joined(separator: ", ")) from \(seed.from.value)")
                 }
-                let rules = try job.dedupe.map { rule -> CompiledRule in
-                    var compiled = try RuleCompiler.compile(rule, schema: resulting)
-                    compiled.sources = sources
-                    return compiled
-                }
+                let rules = checked.rules
                 var totals = Counts()
                 var summaries: [RuleSummary] = []
                 var batchNumber = 1
@@ -135,10 +115,7 @@ public enum JobRunner {
                     var executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: settings(job, options),
                                                   sampleLimit: options.sampleLimit ?? Int.max, onEvent: onEvent)
                     let state = try incrementalStates([rule], db: db, install: false)[rule.rule.index]
-                    if let state, state.tracking {
-                        executor.scope = ChangeTracking.scope(rule, upTo: state.upTo)
-                        executor.changesUpTo = state.upTo
-                    }
+                    state?.limit(&executor)
                     let discovery = try executor.discover()
                     try writer.prepare(rule, db: db)
                     try executor.checkGuards(discovery)
@@ -303,11 +280,6 @@ public enum JobRunner {
     static func execute(_ job: Job, target: SchemaModel?, options: RunOptions, db: Database, runID: Int64, totals: inout Counts,
                         applied: inout [PlannedStep], notes: inout [String],
                         onEvent: @escaping (RunEvent) -> Void) throws -> [RuleSummary] {
-        // A seed that will be applied must exist before anything changes (refused: exit 66).
-        if let seed = job.seed, !FileManager.default.fileExists(atPath: seed.from.value),
-           try !SchemaVersions.isSeeded(db, name: seed.name.value) {
-            throw WinnowError.notFound("\(seed.from.location.map { "\($0): " } ?? "")seed.from: \(seed.from.value): no such seed database; nothing was changed")
-        }
         // 1. Migrate (unique indexes of deduplicated tables wait for their rules).
         var deferred: [MigrationStep] = []
         let settings = settings(job, options)
@@ -321,25 +293,8 @@ public enum JobRunner {
             try db.execute(sql: "UPDATE winnow_runs SET migration_steps = ? WHERE id = ?", arguments: [applied.count, runID])
             onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))
         }
-        // Everything the job can be refused for without looking at rows is checked before the
-        // first write: the migration (rehearsed on a copy of the schema) and every rule against
-        // the schema the migration leaves.
-        var plan: MigrationPlan?
-        let resulting: LiveSchema
-        if let target {
-            plan = try migrationPlan(db, job: job, target: target)
-            resulting = try ShadowSchema.rehearseWithResult(plan!, from: db).result
-        } else {
-            resulting = try SchemaInspector.inspect(db)
-        }
-        for rule in job.dedupe { _ = try RuleCompiler.compile(rule, schema: resulting) }
-        if let seed = job.seed { try Seeder(db: db, spec: seed, runID: runID).check(against: resulting) }
-        // Guards that depend on the rows, too, on the rows as the migration will leave them.
-        if let plan, !plan.steps.isEmpty {
-            try checkGuardsBeforeMigrating(job, plan: plan, live: try SchemaInspector.inspect(db), resulting: resulting,
-                                           db: db, settings: settings)
-        }
-        if let plan {
+        // Everything the job can be refused for is checked before the first write.
+        if let plan = try preflight(job, target: target, db: db, settings: settings).plan {
             for step in plan.steps {
                 if case let .createIndex(_, _, afterDedupe) = step, afterDedupe { deferred.append(step); continue }
                 try apply(step)
@@ -366,14 +321,48 @@ public enum JobRunner {
         return summaries
     }
 
-    /// Each table of the migrated schema as a `SELECT` over the current tables, for rules that
-    /// read the rows before the migration runs (by lowercased name).
-    static func previewSources(_ preview: MigrationPreview, resulting: LiveSchema) -> [String: String] {
+    /// What the checks before a job's first write found.
+    struct Preflight {
+        /// The migration, when the job names a schema.
+        var plan: MigrationPlan?
+        /// Its steps as rehearsed on a copy of the schema (the SQL `run` executes).
+        var steps: [PlannedStep] = []
+        /// The rules compiled against the schema the migration leaves, reading the rows as it
+        /// will leave them (``sources``).
+        var rules: [CompiledRule] = []
+        /// Each migrated table as a `SELECT` over the current tables; empty without a migration step.
         var sources: [String: String] = [:]
-        for table in resulting.tables {
-            if let rowID = table.rowIDExpression, let sql = preview.select(table.name, rowID: rowID) { sources[table.name.lowercased()] = sql }
+    }
+
+    /// Everything a job can be refused for, checked before its first write (so a refused job
+    /// changes nothing, and `plan` refuses what `run` would): the migration, rehearsed on a copy
+    /// of the schema; every rule against the schema it leaves; the seed's file and tables; and,
+    /// when there are migration steps, the data guards on the rows as the migration will leave them.
+    static func preflight(_ job: Job, target: SchemaModel?, db: Database, settings: BatchSettings) throws -> Preflight {
+        let live = try SchemaInspector.inspect(db)
+        var checked = Preflight()
+        var resulting = live
+        if let target {
+            let plan = try migrationPlan(db, live: live, job: job, target: target)
+            let rehearsed = try ShadowSchema.rehearse(plan, from: db)
+            checked.plan = plan
+            checked.steps = rehearsed.steps
+            resulting = rehearsed.result
         }
-        return sources
+        checked.rules = try job.dedupe.map { try RuleCompiler.compile($0, schema: resulting) }
+        if let seed = job.seed { try Seeder(db: db, spec: seed, runID: nil).check(against: resulting) }
+        if let plan = checked.plan, !plan.steps.isEmpty {
+            let preview = MigrationPreview(live: live, steps: plan.steps)
+            for table in resulting.tables {
+                if let rowID = table.rowIDExpression, let sql = preview.select(table.name, rowID: rowID) {
+                    checked.sources[table.name.lowercased()] = sql
+                }
+            }
+            for index in checked.rules.indices { checked.rules[index].sources = checked.sources }
+            try checkGuardsBeforeMigrating(job, rules: checked.rules, plan: plan, preview: preview, resulting: resulting,
+                                           db: db, settings: settings)
+        }
+        return checked
     }
 
     /// Refuses (exit 65, nothing changed) a job whose data guards would refuse after its migration:
@@ -383,26 +372,21 @@ public enum JobRunner {
     /// migration step has to run first. Rules of one table are found independently (their losers
     /// are united for the index check); rows a seed would add are not in the preview, and the
     /// same guards run again on the migrated tables before the first deletion.
-    static func checkGuardsBeforeMigrating(_ job: Job, plan: MigrationPlan, live: LiveSchema, resulting: LiveSchema,
-                                           db: Database, settings: BatchSettings) throws {
+    static func checkGuardsBeforeMigrating(_ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
+                                           resulting: LiveSchema, db: Database, settings: BatchSettings) throws {
         let uniqueIndexes = plan.steps.compactMap { step -> (table: String, index: IndexModel)? in
             if case let .createIndex(table, index, _) = step, index.unique { return (table, index) }
             return nil
         }
         let indexed = Set(uniqueIndexes.map { $0.table.lowercased() })
-        let guarded = job.dedupe.filter {
-            $0.maxDeletePercent != nil || $0.references == .restrict || indexed.contains($0.entity.value.lowercased())
+        let guarded = rules.filter {
+            $0.rule.maxDeletePercent != nil || $0.rule.references == .restrict || indexed.contains($0.table.lowercased())
         }
         guard !guarded.isEmpty || !uniqueIndexes.isEmpty else { return }
-        let preview = MigrationPreview(live: live, steps: plan.steps)
-        let sources = previewSources(preview, resulting: resulting)
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS winnow_preflight (tbl TEXT NOT NULL, rid INTEGER NOT NULL)")
         defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_preflight") }
         try db.execute(sql: "DELETE FROM temp.winnow_preflight")
-        for rule in guarded {
-            var compiled = try RuleCompiler.compile(rule, schema: resulting)
-            guard preview.hasRows(compiled.table) else { continue }
-            compiled.sources = sources
+        for compiled in guarded where preview.hasRows(compiled.table) {
             let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: settings)
             try executor.checkGuards(try executor.discover())
             try db.execute(sql: "INSERT INTO temp.winnow_preflight (tbl, rid) SELECT ?, rid FROM temp.winnow_losers",
@@ -410,7 +394,7 @@ public enum JobRunner {
         }
         for (table, index) in uniqueIndexes {
             guard preview.hasRows(table), let target = resulting.table(named: table), let rowID = target.rowIDExpression,
-                  let source = sources[target.name.lowercased()], !index.columns.isEmpty else { continue }
+                  let source = preview.select(target.name, rowID: rowID), !index.columns.isEmpty else { continue }
             let columns = index.columns.map(\.sqlIdentifier)
             let row = try Row.fetchOne(db, sql: """
                 SELECT count(*), coalesce(sum(n), 0) FROM (
@@ -436,6 +420,13 @@ public enum JobRunner {
     struct IncrementalState {
         var tracking: Bool
         var upTo: Int64
+
+        /// Limits `executor` to the changes up to ``upTo`` when the rule is tracked (else it runs in full).
+        func limit(_ executor: inout DedupeExecutor) {
+            guard tracking else { return }
+            executor.scope = ChangeTracking.scope(executor.rule, upTo: upTo)
+            executor.changesUpTo = upTo
+        }
     }
 
     /// Tables whose tracking a job's rules want, and the state of each incremental rule. A run
@@ -465,10 +456,7 @@ public enum JobRunner {
         let incremental = try incrementalStates(rules, db: db, install: true)
         func executor(_ rule: CompiledRule) -> DedupeExecutor {
             var executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: settings, onEvent: onEvent)
-            if let state = incremental[rule.rule.index], state.tracking {
-                executor.scope = ChangeTracking.scope(rule, upTo: state.upTo)
-                executor.changesUpTo = state.upTo
-            }
+            incremental[rule.rule.index]?.limit(&executor)
             return executor
         }
         // Every guard of every rule is checked before the first write, so a refused job changes nothing.

@@ -265,4 +265,8 @@ extension DefaultValue {
         default: return true
         }
     }
+
+    /// The value as SQL that can stand in a DEFAULT clause or an expression (parenthesised
+    /// where it is not a literal).
+    var expressionSQL: String { isLiteral ? sql : "(\(sql))" }
 }

@@ -12,6 +12,14 @@ public struct TableRebuild: Sendable, Equatable {
     public var dropped: [String]
     /// Why each change needs a rebuild, for plans.
     public var reasons: [String]
+
+    /// Columns made NOT NULL, with the default the copy fills their NULLs with.
+    public var fills: [(column: String, value: DefaultValue)] {
+        changed.compactMap { column in
+            guard !column.nullable, let value = column.defaultValue, value != .null else { return nil }
+            return (column.name, value)
+        }
+    }
 }
 
 /// One typed step of a migration, in execution order.

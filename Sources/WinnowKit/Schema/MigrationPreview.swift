@@ -38,10 +38,7 @@ public struct MigrationPreview: Sendable {
     }
 
     private mutating func apply(_ step: MigrationStep) {
-        func defaultSQL(_ value: DefaultValue?) -> String {
-            guard let value else { return "NULL" }
-            return value.isLiteral ? value.sql : "(\(value.sql))"
-        }
+        func defaultSQL(_ value: DefaultValue?) -> String { value?.expressionSQL ?? "NULL" }
         func edit(_ table: String, _ change: (inout Source) -> Void) {
             guard var source = tables[table.lowercased()] else { return }
             change(&source)
@@ -64,11 +61,12 @@ public struct MigrationPreview: Sendable {
         case let .rebuild(rebuild):
             edit(rebuild.table) { source in
                 // A column made NOT NULL gets its default where it was NULL (the copy's coalesce).
-                for changed in rebuild.changed where !changed.nullable && changed.defaultValue != nil && changed.defaultValue != .null {
-                    guard let i = source.columns.firstIndex(where: { $0.name.caseInsensitiveCompare(changed.name) == .orderedSame }) else { continue }
+                for (name, value) in rebuild.fills {
+                    guard let i = source.columns.firstIndex(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) else { continue }
                     // coalesce() drops the column's collation: keep it, so grouping compares as the column does.
                     let column = source.columns[i]
-                    source.columns[i].expression = "coalesce(\(column.expression), \(defaultSQL(changed.defaultValue)))\(column.collation.map { " COLLATE \($0.sqlIdentifier)" } ?? "")"
+                    source.columns[i].expression = MigrationSQL.filling(column.expression, with: value)
+                        + (column.collation.map { " COLLATE \($0.sqlIdentifier)" } ?? "")
                 }
                 source.columns.removeAll { column in rebuild.dropped.contains { $0.caseInsensitiveCompare(column.name) == .orderedSame } }
                 for column in rebuild.added { source.columns.append(Column(name: column.name, expression: defaultSQL(column.defaultValue))) }

@@ -9,7 +9,7 @@ public enum MigrationSQL {
         if column.primaryKey && inlinePrimaryKey { parts.append("PRIMARY KEY") }
         if !column.nullable { parts.append("NOT NULL") }
         if let value = column.defaultValue, value != .null {
-            parts.append("DEFAULT " + (value.isLiteral ? value.sql : "(\(value.sql))"))
+            parts.append("DEFAULT " + value.expressionSQL)
         }
         if let ref = column.references {
             parts.append("REFERENCES \(ref.table.sqlIdentifier)" + (ref.column.map { "(\($0.sqlIdentifier))" } ?? ""))
@@ -43,10 +43,7 @@ public enum MigrationSQL {
             if let currentSQL, let sql = try? rebuiltTable(r, currentSQL: currentSQL, newName: TableRebuilder.temporaryName(r.table)) {
                 result.append(sql)
             }
-            let fills = r.changed.compactMap { c -> String? in
-                guard !c.nullable, let v = c.defaultValue, v != .null else { return nil }
-                return "coalesce(\(c.name.sqlIdentifier), \(v.isLiteral ? v.sql : "(\(v.sql))"))"
-            }
+            let fills = r.fills.map { filling($0.column.sqlIdentifier, with: $0.value) }
             result += ["-- copy rows in batches\(fills.isEmpty ? "" : " (NULLs filled: \(fills.joined(separator: ", ")))") while triggers capture concurrent writes, replay them",
                        "-- cut-over: DROP TABLE \(r.table.sqlIdentifier); ALTER TABLE \(TableRebuilder.temporaryName(r.table).sqlIdentifier) RENAME TO \(r.table.sqlIdentifier); indexes, triggers and views kept"]
             return result
@@ -55,6 +52,11 @@ public enum MigrationSQL {
         case let .createIndex(t, i, _): return [createIndex(i, on: t)]
         case let .dropTable(t): return ["DROP TABLE \(t.sqlIdentifier)"]
         }
+    }
+
+    /// `expression` with its NULLs replaced by `value`: how a rebuild fills a column made NOT NULL.
+    static func filling(_ expression: String, with value: DefaultValue) -> String {
+        "coalesce(\(expression), \(value.expressionSQL))"
     }
 
     /// The CREATE TABLE of the rebuilt table: the current statement with exactly the rebuild's

@@ -37,7 +37,7 @@ public enum SchemaLoader {
             if tables.contains(where: { $0.name.caseInsensitiveCompare(entry.key) == .orderedSame }) {
                 throw reader.error(entry.keyNode, "tables", "table '\(entry.key)' is defined twice (names are case-insensitive)")
             }
-            if SchemaInspector.isWinnowTable(entry.key) || entry.key.lowercased().hasPrefix("sqlite_") {
+            if Self.isReserved(entry.key) {
                 throw reader.error(entry.keyNode, "tables", "'\(entry.key)': names starting with winnow_ or sqlite_ are reserved")
             }
             tables.append(try decodeTable(entry.key, entry.value, keyNode: entry.keyNode, reader: reader, path: tablesMap.child(entry.key)))
@@ -68,7 +68,7 @@ public enum SchemaLoader {
             for (item, itemPath) in try reader.list(node, map.child("indexes")) {
                 let imap = try reader.mapping(item, itemPath, allowed: indexKeys, what: "an index")
                 let indexName = try reader.string(try imap.required("name", what: "the index name"), imap.child("name"), what: "an index name")
-                if SchemaInspector.isWinnowTable(indexName.value) || indexName.value.lowercased().hasPrefix("sqlite_") {
+                if Self.isReserved(indexName.value) {
                     throw WinnowError.invalidFile(indexName.location, "\(imap.child("name")): '\(indexName.value)': names starting with winnow_ or sqlite_ are reserved")
                 }
                 let columns = try reader.list(try imap.required("columns", what: "the indexed columns"), imap.child("columns"),
@@ -141,6 +141,11 @@ public enum SchemaLoader {
         default:
             throw reader.error(node, path, "expected a value or {sql: EXPRESSION}, found \(YAMLReader.describe(node))")
         }
+    }
+
+    /// Names a schema may not give a table or an index: winnow's bookkeeping and SQLite's own.
+    static func isReserved(_ name: String) -> Bool {
+        SchemaInspector.isWinnowTable(name) || name.lowercased().hasPrefix("sqlite_")
     }
 
     /// Index names are global to a database in SQLite, and shared with tables: one name, one object.

@@ -31,7 +31,7 @@ struct Seeder {
     private func withSeed<T>(_ body: (Database) throws -> T) throws -> T {
         let path = spec.from.value
         guard FileManager.default.fileExists(atPath: path) else {
-            throw WinnowError.notFound("\(path): seed database not found (seed.from)")
+            throw WinnowError.notFound("\(spec.from.location.map { "\($0): " } ?? "")seed.from: \(path): no such seed database; nothing was changed")
         }
         var config = Configuration()
         config.readonly = true

@@ -6,12 +6,8 @@ import GRDB
 /// depends on the steps before it) and proves every step works before the real database is
 /// touched, so a migration that would fail is refused with nothing changed.
 enum ShadowSchema {
-    static func rehearse(_ plan: MigrationPlan, from live: Database) throws -> [PlannedStep] {
-        try rehearseWithResult(plan, from: live).steps
-    }
-
     /// The planned steps and the schema they leave (what the job's rules will meet).
-    static func rehearseWithResult(_ plan: MigrationPlan, from live: Database) throws -> (steps: [PlannedStep], result: LiveSchema) {
+    static func rehearse(_ plan: MigrationPlan, from live: Database) throws -> (steps: [PlannedStep], result: LiveSchema) {
         guard !plan.steps.isEmpty else { return ([], try SchemaInspector.inspect(live)) }
         let objects = try Row.fetchAll(live, sql: """
             SELECT type, name, sql FROM main.sqlite_master

@@ -81,17 +81,13 @@ struct TableRebuilder {
         let createSQL = try MigrationSQL.rebuiltTable(rebuild, currentSQL: table.sql, newName: newName)
         let newColumns = try CreateTableSQL.parse(createSQL).columns.map(\.name)
         // What each new column is filled from: the old column, with a NOT NULL default filling NULLs.
-        let changed = Dictionary(rebuild.changed.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
+        let fills = Dictionary(rebuild.fills.map { ($0.column.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
         var targets: [String] = []
         var sources: [String] = []
         for name in newColumns {
             guard let old = table.column(named: name), old.isStored else { continue }
             targets.append(name.sqlIdentifier)
-            if let target = changed[name.lowercased()], !target.nullable, let value = target.defaultValue, value != .null {
-                sources.append("coalesce(\(old.name.sqlIdentifier), \(value.isLiteral ? value.sql : "(\(value.sql))"))")
-            } else {
-                sources.append(old.name.sqlIdentifier)
-            }
+            sources.append(fills[name.lowercased()].map { MigrationSQL.filling(old.name.sqlIdentifier, with: $0) } ?? old.name.sqlIdentifier)
         }
         let keepsRowID = table.rowIDAlias == nil
         let insertColumns = (keepsRowID ? ["rowid"] : []) + targets
