@@ -59,10 +59,6 @@ struct DedupeExecutor {
 
     static func prepareTemporaryTables(_ db: Database) throws {
         try db.execute(sql: """
-            CREATE TEMP TABLE IF NOT EXISTS winnow_losers (
-                winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
-                PRIMARY KEY (winner, rn)
-            ) WITHOUT ROWID;
             CREATE TEMP TABLE IF NOT EXISTS winnow_batch (
                 rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL, tied INTEGER NOT NULL
             );
@@ -96,9 +92,12 @@ struct DedupeExecutor {
                     WHERE \(rule.candidateFilter()) GROUP BY \(groups.joined(separator: ", ")) HAVING count(*) > 1)
                 """
         }
+        // Each loser is filed under its group's first loser rowid (`first`): batches take the
+        // queue in that order, so each deletes from a narrow stretch of the table and every page
+        // is rewritten about once (in winner order every batch touched pages all over the table).
         return """
-        INSERT INTO temp.winnow_losers (winner, rn, rid, tied)
-        SELECT winnow_w, winnow_n, winnow_r, winnow_k FROM (
+        INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
+        SELECT min(winnow_r) OVER (PARTITION BY winnow_w), winnow_w, winnow_n, winnow_r, winnow_k FROM (
             SELECT \(rule.rowID) AS winnow_r,
                    row_number() OVER winnow_window AS winnow_n,
                    first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
@@ -108,16 +107,17 @@ struct DedupeExecutor {
             WINDOW winnow_window AS (PARTITION BY \(rule.groupExpressions().joined(separator: ", "))\(order)
                                      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
         ) WHERE winnow_n > 1
+        ORDER BY 1, 2, 3
         """
     }
 
-    /// Fills `temp.winnow_losers` with every loser and its winner.
+    /// Fills `temp.winnow_queue` with every loser and its winner, in batch order.
     func discover() throws -> Discovery {
         try Self.prepareTemporaryTables(db)
-        try db.execute(sql: "DELETE FROM temp.winnow_losers")
+        try db.execute(sql: "DELETE FROM temp.winnow_queue")
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         try db.execute(sql: discoverySQL)
-        let row = try Row.fetchOne(db, sql: "SELECT count(*), count(DISTINCT winner) FROM temp.winnow_losers")!
+        let row = try Row.fetchOne(db, sql: "SELECT count(*), count(DISTINCT first) FROM temp.winnow_queue")!
         let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
         var discovery = Discovery(groups: row[1], losers: row[0], tableRows: rows)
         discovery.dataVersion = version
@@ -140,7 +140,7 @@ struct DedupeExecutor {
                 let join = zip(path.childColumns, path.parentColumns)
                     .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
                 let row = try Row.fetchOne(db, sql: """
-                    SELECT count(*), min(p.\(rule.rowID)) FROM temp.winnow_losers AS l
+                    SELECT count(*), min(p.\(rule.rowID)) FROM temp.winnow_queue AS l
                     JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = l.rid
                     JOIN \(rule.qualified(path.childTable)) AS c ON \(join)
                     """)!
@@ -217,16 +217,6 @@ struct DedupeExecutor {
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
         var counts = Counts()
         var sizer = BatchSizer(configured: settings.size, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
-        // Groups are taken in the order of their first loser's rowid, so each batch deletes from
-        // a narrow stretch of the table and each page is rewritten about once; in winner order
-        // every batch touched pages all over the table (measured: several times the pages written).
-        // The losers are laid out once in that order (one sort), so each batch reads one
-        // contiguous range of the queue instead of looking its groups up one by one.
-        try db.execute(sql: "DELETE FROM temp.winnow_queue")
-        try db.execute(sql: """
-            INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
-            SELECT min(rid) OVER (PARTITION BY winner), winner, rn, rid, tied FROM temp.winnow_losers ORDER BY 1, 2, 3
-            """)
         var lastFirst = Int64.min
         var done = 0
         while true {

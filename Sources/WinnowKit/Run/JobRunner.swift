@@ -389,7 +389,7 @@ public enum JobRunner {
         for compiled in guarded where preview.hasRows(compiled.table) {
             let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: settings)
             try executor.checkGuards(try executor.discover())
-            try db.execute(sql: "INSERT INTO temp.winnow_preflight (tbl, rid) SELECT ?, rid FROM temp.winnow_losers",
+            try db.execute(sql: "INSERT INTO temp.winnow_preflight (tbl, rid) SELECT ?, rid FROM temp.winnow_queue",
                            arguments: [compiled.table.lowercased()])
         }
         for (table, index) in uniqueIndexes {
