@@ -15,6 +15,22 @@ final class NormalizeTests: XCTestCase {
                        "'\(actual)' is not exactly '\(expected)'", file: file, line: line)
     }
 
+    /// Every normaliser's SQL function is NULL exactly when its argument is NULL (a value that
+    /// normalises to nothing is '' , never NULL): rules test the raw key columns for NULL.
+    func testNormalisersMapNullToNullAndValuesToValues() throws {
+        let queue = try DatabaseQueue()
+        try queue.inDatabase { db in
+            try SQLFunctions.register(on: db)
+            for normalizer in Normalizer.allCases {
+                let function = SQLFunctions.name(of: normalizer)
+                XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT \(function)(NULL) IS NULL"), 1, function)
+                for value in ["''", "'   '", "'abc'", "'\u{3000}'", "x'00ff'", "0", "1.5", "-7"] {
+                    XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT \(function)(\(value)) IS NOT NULL"), 1, "\(function)(\(value))")
+                }
+            }
+        }
+    }
+
     // MARK: trim
 
     func testTrimRemovesUnicodeWhitespaceAtBothEnds() {

@@ -97,6 +97,7 @@ final class OnlineRebuildTests: XCTestCase {
         try strings(db, """
             SELECT type || ' ' || name FROM sqlite_master
             WHERE name LIKE 'winnow\\_rebuild%' ESCAPE '\\' OR name LIKE 'winnow\\_capture%' ESCAPE '\\'
+               OR name LIKE 'winnow\\_retired%' ESCAPE '\\'
             """).compactMap { $0 }
     }
 

@@ -53,15 +53,60 @@ enum TestSupport {
         try Data(contentsOf: URL(fileURLWithPath: path))
     }
 
-    /// The built `winnow` executable (next to the test bundle).
-    static var executable: URL {
-        var url = Bundle(for: Marker.self).bundleURL
-        while url.pathComponents.count > 1 {
-            let candidate = url.deletingLastPathComponent().appendingPathComponent("winnow")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            url = url.deletingLastPathComponent()
+    /// The repository's root folder (this file is `Tests/WinnowKitTests/TestSupport.swift`).
+    static let repositoryRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The built `winnow` executable: the product in the build's bin folder, as
+    /// `swift build --show-bin-path` names it for this configuration. `WINNOW_EXECUTABLE`
+    /// overrides it. Never an entry found by walking up from the test bundle: a clone named
+    /// `winnow` (a directory) would pass for it.
+    static let executable: URL = {
+        if let path = ProcessInfo.processInfo.environment["WINNOW_EXECUTABLE"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
         }
-        return URL(fileURLWithPath: ".build/debug/winnow")
+        // The test runner lives in the bin folder (`.build/<triple>/debug/winnowPackageTests.xctest`);
+        // `swift build --show-bin-path` names the same folder.
+        let runner = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        if let product = product(named: "winnow", in: runner.deletingLastPathComponent()) { return product }
+        if let bin = try? binPath(), let product = product(named: "winnow", in: bin) { return product }
+        // Not built (the tests that need it say so): a path that does not exist.
+        return repositoryRoot.appendingPathComponent(".build/\(configuration)/winnow")
+    }()
+
+    #if DEBUG
+    static let configuration = "debug"
+    #else
+    static let configuration = "release"
+    #endif
+
+    /// `swift build --show-bin-path` for this configuration, run in the repository root.
+    static func binPath() throws -> URL {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swift", "build", "--show-bin-path", "-c", configuration]
+        process.currentDirectoryURL = repositoryRoot
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, !path.isEmpty else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "swift build --show-bin-path"])
+        }
+        return URL(fileURLWithPath: path)
+    }
+
+    /// The executable product `name` in `bin`: a regular file that can be executed (a directory
+    /// of that name, such as a clone of the repository, is not one).
+    static func product(named name: String, in bin: URL) -> URL? {
+        let candidate = bin.appendingPathComponent(name)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              FileManager.default.isExecutableFile(atPath: candidate.path) else { return nil }
+        return candidate
     }
 
     struct Result {
@@ -88,8 +133,6 @@ enum TestSupport {
         return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                       stderr: String(decoding: errData, as: UTF8.self))
     }
-
-    final class Marker {}
 }
 
 /// SplitMix64: the one seeded generator of the tests, so every failing case replays from its seed.

@@ -38,6 +38,7 @@ public enum DatabaseOpener {
             // Large sorts (finding duplicate groups, grouped counts without an index) may use a
             // helper thread: about 8% faster on two cores. Per connection; nothing is stored.
             try db.execute(sql: "PRAGMA threads = \(sorterThreads)")
+            if ProcessInfo.processInfo.environment["WINNOW_SQL_PROFILE"] != nil { StatementProfile.shared.attach(to: db) }
         }
         do {
             let queue = try DatabaseQueue(path: path, configuration: config)

@@ -58,6 +58,17 @@ public struct LiveTable: Sendable {
         columns.filter { $0.primaryKeyIndex > 0 }.sorted { $0.primaryKeyIndex < $1.primaryKeyIndex }.map(\.name)
     }
 
+    /// Whether `columns` (in any order) lead an index of the table that is not partial, or are
+    /// the rowid alias alone: then rows can be found by those columns without a full scan.
+    public func hasIndex(leading columns: [String]) -> Bool {
+        let wanted = Set(columns.map { $0.lowercased() })
+        if columns.count == 1, let alias = rowIDAlias, alias.lowercased() == columns[0].lowercased() { return true }
+        return indexes.contains { index in
+            let lead = index.columns.prefix(columns.count).compactMap { $0?.lowercased() }
+            return lead.count == columns.count && Set(lead) == wanted && !index.partial
+        }
+    }
+
     /// The `INTEGER PRIMARY KEY` column that aliases the rowid, if any.
     public var rowIDAlias: String? {
         guard hasRowID, primaryKey.count == 1, let column = column(named: primaryKey[0]),

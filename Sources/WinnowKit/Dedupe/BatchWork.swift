@@ -61,7 +61,8 @@ struct BatchWork {
 
     struct Merge {
         var winner: Int64
-        var columns: [String]
+        /// Indexes into the rule's merge columns, of the columns that change.
+        var columns: [Int]
         var values: [DatabaseValue]
     }
 
@@ -70,8 +71,14 @@ struct BatchWork {
     var losers: [Int64] = []
     var skipped = 0
     var merges: [Merge] = []
+    /// Re-pointing decided row by row (paths whose child has a unique key on the reference).
     var repoints: [Repoint] = []
     var childDeletes: [ChildDelete] = []
+    /// Re-pointing as a set: per path, how many of its rows `temp.winnow_moves` holds.
+    var moved: [(path: Int, count: Int)] = []
+    /// Whether the writer must check, before the losers go, that no child row still points at
+    /// one (the batch runs with SQLite's foreign-key enforcement off).
+    var checksReferences = false
     var samples: [GroupSample] = []
 
     var counts: Counts {
@@ -79,7 +86,7 @@ struct BatchWork {
         c.groups = groups
         c.deleted = losers.count
         c.updated = merges.count
-        c.repointed = repoints.count
+        c.repointed = repoints.count + moved.reduce(0) { $0 + $1.count }
         c.childrenDeleted = childDeletes.count
         c.skipped = skipped
         c.batches = 1
@@ -93,11 +100,16 @@ struct BatchSizer {
     let limit: TimeInterval
     private(set) var current: Int
 
-    init(configured: Int, maxTransactionMilliseconds: Int) {
+    /// `start`: the first size, when smaller than `configured` (row-range loops start small and
+    /// double while fast, so the first transaction is never the long one).
+    init(configured: Int, maxTransactionMilliseconds: Int, start: Int? = nil) {
         self.configured = max(1, configured)
         self.limit = Double(maxTransactionMilliseconds) / 1000
-        self.current = self.configured
+        self.current = max(1, min(self.configured, start ?? self.configured))
     }
+
+    /// The first size of loops over row ranges (copies, hashes, emptying a table).
+    static let rowRangeStart = 1000
 
     /// Feeds back how long a transaction of `size` units took.
     mutating func record(size: Int, seconds: TimeInterval) {

@@ -11,8 +11,10 @@ protocol BatchWriter {
     func prepare(_ rule: CompiledRule, db: Database) throws
     /// Runs `body` as one unit of work: a write transaction, or a plain read for a dry run.
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T
+    /// Whether batches write, so that references must be checked when enforcement is off.
+    var checksReferences: Bool { get }
     /// Applies one batch of a rule. Called inside ``transaction(_:_:)``.
-    func apply(_ work: BatchWork, rule: CompiledRule, db: Database) throws
+    func apply(_ work: BatchWork, rule: CompiledRule, sql: BatchStatements, db: Database) throws
     /// Stores key hashes of the rows `selection` (SQL over the rule's table, with `arguments`)
     /// picks whose hash column is stale; returns the count.
     func fillHashes(rule: CompiledRule, selection: String, arguments: StatementArguments, batch: Int, db: Database) throws -> Int
@@ -20,18 +22,18 @@ protocol BatchWriter {
     func recordProgress(_ totals: Counts, db: Database) throws
 }
 
-/// Writes nothing.
 /// Writes nothing to the database. It remembers, in a temporary table, the rows a run would
 /// have deleted, so that later counts (stored hashes) leave them out as a run would.
 struct DryRunWriter: BatchWriter {
     var pausesBetweenBatches: Bool { false }
+    var checksReferences: Bool { false }
     func prepare(_ rule: CompiledRule, db: Database) throws {
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS winnow_dry_deleted (rid INTEGER PRIMARY KEY)")
         try db.execute(sql: "DELETE FROM temp.winnow_dry_deleted")
     }
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T { try body() }
-    func apply(_ work: BatchWork, rule: CompiledRule, db: Database) throws {
-        try db.execute(sql: "INSERT OR IGNORE INTO temp.winnow_dry_deleted (rid) SELECT rid FROM temp.winnow_batch")
+    func apply(_ work: BatchWork, rule: CompiledRule, sql: BatchStatements, db: Database) throws {
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.winnow_dry_deleted (rid) SELECT rid FROM temp.winnow_batch").execute()
     }
     func fillHashes(rule: CompiledRule, selection: String, arguments: StatementArguments, batch: Int, db: Database) throws -> Int {
         guard let column = rule.hashColumn else { return 0 }
@@ -48,9 +50,14 @@ struct DryRunWriter: BatchWriter {
 final class SQLiteBatchWriter: BatchWriter {
     let runID: Int64
     var pausesBetweenBatches: Bool { true }
+    var checksReferences: Bool { true }
     /// Journal shape ids by table and column list, created and committed by ``prepare(_:db:)``
     /// before any batch, so a rolled-back batch can never leave a cached id without its row.
     private var shapes: [String: Int64] = [:]
+    /// Journal statements by shape and selection, spelled once.
+    private var journalSQL: [String: String] = [:]
+    /// Merge updates by the set of columns they change, spelled once.
+    private var mergeSQL: [[Int]: String] = [:]
 
     init(runID: Int64) {
         self.runID = runID
@@ -83,27 +90,36 @@ final class SQLiteBatchWriter: BatchWriter {
     }
 
     func recordProgress(_ totals: Counts, db: Database) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             UPDATE winnow_runs SET groups = ?, deleted = ?, updated = ?, repointed = ?, children_deleted = ?,
                 hashed = ?, skipped = ?, batches = ? WHERE id = ?
-            """, arguments: [totals.groups, totals.deleted, totals.updated, totals.repointed, totals.childrenDeleted,
+            """).execute(arguments: [totals.groups, totals.deleted, totals.updated, totals.repointed, totals.childrenDeleted,
                              totals.hashed, totals.skipped, totals.batches, runID])
     }
 
+    /// Journals the rows of `table` that `whereSQL` selects (with `arguments`) as `op`.
     private func journal(_ db: Database, op: String, batch: Int, table: String, rowID: String,
                          columns: [String], whereSQL: String, arguments: StatementArguments) throws {
-        guard let shape = shapes[Self.shapeKey(table, columns)] else {
+        let key = Self.shapeKey(table, columns)
+        guard let shape = shapes[key] else {
             throw WinnowError.internal("journal shape of \(table) was not prepared")
         }
-        let packed = columns.map(\.sqlIdentifier).joined(separator: ", ")
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO winnow_journal (run_id, batch, op, shape_id, rid, image)
-            SELECT ?, ?, ?, ?, \(rowID), winnow_pack(\(packed)) FROM main.\(table.sqlIdentifier) WHERE \(whereSQL)
-            """)
-        try statement.execute(arguments: [runID, batch, op, shape] + arguments)
+        let sqlKey = key + "\u{1E}" + whereSQL
+        let sql: String
+        if let known = journalSQL[sqlKey] {
+            sql = known
+        } else {
+            let packed = columns.map(\.sqlIdentifier).joined(separator: ", ")
+            sql = """
+                INSERT INTO winnow_journal (run_id, batch, op, shape_id, rid, image)
+                SELECT ?, ?, ?, ?, \(rowID), winnow_pack(\(packed)) FROM main.\(table.sqlIdentifier) WHERE \(whereSQL)
+                """
+            journalSQL[sqlKey] = sql
+        }
+        try db.cachedStatement(sql: sql).execute(arguments: [runID, batch, op, shape] + arguments)
     }
 
-    func apply(_ work: BatchWork, rule: CompiledRule, db: Database) throws {
+    func apply(_ work: BatchWork, rule: CompiledRule, sql: BatchStatements, db: Database) throws {
         let archive = rule.rule.archive
         // 1. Child rows that re-pointing would turn into duplicates: deleted first, so that the
         //    re-pointed rows never meet them on a unique key.
@@ -113,8 +129,7 @@ final class SQLiteBatchWriter: BatchWriter {
                 try journal(db, op: "delete", batch: work.number, table: path.childTable, rowID: path.childRowID,
                             columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [delete.childRowID])
             }
-            try db.cachedStatement(sql: "DELETE FROM main.\(path.childTable.sqlIdentifier) WHERE \(path.childRowID) = ?")
-                .execute(arguments: [delete.childRowID])
+            try db.cachedStatement(sql: sql.deleteChild(path)).execute(arguments: [delete.childRowID])
         }
         // 2. Re-point references from losers to winners, before any loser is deleted, so that
         //    ON DELETE CASCADE finds nothing to take with it.
@@ -124,9 +139,20 @@ final class SQLiteBatchWriter: BatchWriter {
                 try journal(db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
                             columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [repoint.childRowID])
             }
-            let sets = path.childColumns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")
-            try db.cachedStatement(sql: "UPDATE main.\(path.childTable.sqlIdentifier) SET \(sets) WHERE \(path.childRowID) = ?")
+            try db.cachedStatement(sql: sql.repointChild(path))
                 .execute(arguments: StatementArguments(repoint.values + [repoint.childRowID.databaseValue]))
+        }
+        for (index, count) in work.moved where count > 0 {
+            let path = rule.references[index]
+            if archive {
+                try journal(db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                            columns: path.childStoredColumns,
+                            whereSQL: "\(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))", arguments: [])
+            }
+            try db.cachedStatement(sql: sql.applyMoves[index]).execute()
+            guard db.changesCount == count else {
+                throw WinnowError.internal("\(path.label): \(count) row(s) to re-point, \(db.changesCount) re-pointed; the batch was rolled back")
+            }
         }
         // 3. Survivorship.
         for merge in work.merges {
@@ -134,18 +160,42 @@ final class SQLiteBatchWriter: BatchWriter {
                 try journal(db, op: "update", batch: work.number, table: rule.table, rowID: rule.rowID,
                             columns: rule.storedColumns, whereSQL: "\(rule.rowID) = ?", arguments: [merge.winner])
             }
-            let sets = merge.columns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")
-            try db.cachedStatement(sql: "UPDATE \(rule.qualifiedTable) SET \(sets) WHERE \(rule.rowID) = ?")
+            let update: String
+            if let known = mergeSQL[merge.columns] { update = known } else {
+                update = sql.mergeUpdate(merge.columns)
+                mergeSQL[merge.columns] = update
+            }
+            try db.cachedStatement(sql: update)
                 .execute(arguments: StatementArguments(merge.values + [merge.winner.databaseValue]))
         }
-        // 4. The losers.
+        // 4. With foreign-key enforcement off, what SQLite would have checked row by row is
+        //    checked here for the batch as a whole: no child row may point at a loser, and every
+        //    re-pointed row reaches its winner. A failure rolls the batch back. Through an index
+        //    the children of the losers are looked up again; a path without one re-points
+        //    exactly the rows of its map (checked by the count above), and the map is exact: it is
+        //    mapped again, under this transaction's lock, after any other connection's commit.
+        if work.checksReferences {
+            for (index, path) in rule.references.enumerated() where path.declared && path.indexed {
+                let row = try Row.fetchOne(db.cachedStatement(sql: sql.danglingChildren[index]))!
+                let count: Int = row[0]
+                if count > 0 {
+                    throw WinnowError.internal("""
+                        \(rule.rule.keyPath) (\(rule.table)): \(count) row(s) of \(path.label) would be left pointing at deleted rows \
+                        (first: rowid \(row[1] as Int64? ?? 0)); the batch was rolled back
+                        """)
+                }
+            }
+            if let missing = try Int.fetchOne(db.cachedStatement(sql: sql.missingWinners)), missing > 0 {
+                throw WinnowError.internal("\(rule.rule.keyPath) (\(rule.table)): \(missing) re-pointed row(s) would point at no row; the batch was rolled back")
+            }
+        }
+        // 5. The losers.
         if !work.losers.isEmpty {
-            let selection = "\(rule.rowID) IN (SELECT rid FROM temp.winnow_batch)"
             if archive {
                 try journal(db, op: "delete", batch: work.number, table: rule.table, rowID: rule.rowID,
-                            columns: rule.storedColumns, whereSQL: selection, arguments: [])
+                            columns: rule.storedColumns, whereSQL: sql.loserSelection, arguments: [])
             }
-            try db.execute(sql: "DELETE FROM \(rule.qualifiedTable) WHERE \(selection)")
+            try db.cachedStatement(sql: sql.deleteLosers).execute()
         }
     }
 

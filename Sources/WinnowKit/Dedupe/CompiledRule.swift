@@ -44,6 +44,16 @@ public struct ReferencePath: Sendable, Equatable {
     public var uniqueKeys: [[String]]
     /// true for a declared FOREIGN KEY, false for a `referenced_by:` entry.
     public var declared: Bool
+    /// Whether the child columns lead an index of the child table (or are its rowid alias): the
+    /// children of a parent row are then found by index; otherwise the rule maps every child row
+    /// of its duplicate groups once, in one scan of the child table.
+    public var indexed: Bool = true
+
+    /// The index that lets the children of a row be found without a scan of the child table.
+    public var suggestedIndex: String {
+        let name = "\(childTable)_\(childColumns.joined(separator: "_"))"
+        return "CREATE INDEX \(name.sqlIdentifier) ON \(childTable.sqlIdentifier) (\(childColumns.map(\.sqlIdentifier).joined(separator: ", ")));"
+    }
 
     /// `child(col, ...)` for messages.
     public var label: String { "\(childTable).\(childColumns.joined(separator: "+"))" }
@@ -75,6 +85,11 @@ public struct CompiledRule: Sendable {
     var normalizers: [String: [Normalizer]]
     /// Declared collations of the winner columns (ties follow them); nil when unknown.
     var winnerCollations: [String: String]? = [:]
+    /// Whether batches may turn SQLite's foreign-key enforcement off and check the references
+    /// they touch themselves: deleting a parent row with enforcement on scans every child table
+    /// whose referencing columns have no index, once per row (quadratic). Decided by
+    /// ``RuleCompiler`` from the schema; the executor also requires enforcement to be on.
+    public var foreignKeysSuspendable = false
     /// For `incremental: true`: the indexed expressions a changed row's key is looked up by
     /// (the key columns, or the hash column).
     public var lookupColumns: [String] = []
@@ -113,9 +128,11 @@ public struct CompiledRule: Sendable {
     }
 
     /// Rows that can take part in a duplicate group (`nulls: distinct` leaves out NULL key parts).
+    /// Every normaliser maps NULL to NULL and anything else to a non-NULL value, so the raw
+    /// columns are tested (no normaliser is called twice per row).
     public func candidateFilter(alias: String? = nil) -> String {
         guard rule.nulls == .distinct else { return "1" }
-        return keyExpressions(alias: alias).map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+        return keyColumns.map { "\(Self.column($0, alias)) IS NOT NULL" }.joined(separator: " AND ")
     }
 
     /// SQL that is true when rows `a` and `b` still share a key.

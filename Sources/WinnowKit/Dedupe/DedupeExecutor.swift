@@ -64,6 +64,12 @@ struct DedupeExecutor {
             );
             CREATE INDEX IF NOT EXISTS temp.winnow_batch_winner ON winnow_batch (winner);
             CREATE TEMP TABLE IF NOT EXISTS winnow_swaps (cand INTEGER PRIMARY KEY, actual INTEGER NOT NULL UNIQUE);
+            CREATE TEMP TABLE IF NOT EXISTS winnow_moves (
+                path INTEGER NOT NULL, child INTEGER NOT NULL, winner INTEGER NOT NULL, PRIMARY KEY (path, child)
+            ) WITHOUT ROWID;
+            CREATE TEMP TABLE IF NOT EXISTS winnow_refs (
+                path INTEGER NOT NULL, rid INTEGER NOT NULL, child INTEGER NOT NULL, PRIMARY KEY (path, rid, child)
+            ) WITHOUT ROWID;
             CREATE TEMP TABLE IF NOT EXISTS winnow_queue (
                 first INTEGER NOT NULL, winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
                 PRIMARY KEY (first, winner, rn)
@@ -177,7 +183,8 @@ struct DedupeExecutor {
             batchNumber += 1
             return counts
         }
-        var sizer = BatchSizer(configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        var sizer = BatchSizer(configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+                                start: BatchSizer.rowRangeStart)
         var after = Int64.min
         while true {
             guard let upTo = try Int64.fetchOne(db, sql: """
@@ -217,19 +224,26 @@ struct DedupeExecutor {
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
         var counts = Counts()
         var sizer = BatchSizer(configured: settings.size, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        let sql = BatchStatements(rule)
+        var state = BatchState(foundAt: discovery.dataVersion)
+        if sql.mapsChildren, discovery.losers > 0 { try mapChildren(sql, state: &state) }
+        // Deleting a parent row with enforcement on scans each child table without an index on
+        // its referencing columns once per row; the batches check the references they touch instead.
+        let suspended = try suspendForeignKeys()
+        defer { if suspended { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
         var lastFirst = Int64.min
         var done = 0
         while true {
-            guard let upTo = try Int64.fetchOne(db, sql: """
-                SELECT max(first) FROM (SELECT DISTINCT first FROM temp.winnow_queue WHERE first > ? ORDER BY first LIMIT ?)
-                """, arguments: [lastFirst, sizer.current]) else { break }
+            guard let upTo = try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [lastFirst, sizer.current])
+            else { break }
             if done > 0 { try pause() }   // between batches only, never after the last
             let started = Date()
             let number = batchNumber
             let work = try writer.transaction(db) { () -> BatchWork in
-                let work = try read(batch: number, after: lastFirst, upTo: upTo, unchangedSince: discovery.dataVersion,
+                var work = try read(batch: number, after: lastFirst, upTo: upTo, sql: sql, state: &state,
                                     wantSamples: samples.count < sampleLimit)
-                try writer.apply(work, rule: rule, db: db)
+                work.checksReferences = suspended
+                try writer.apply(work, rule: rule, sql: sql, db: db)
                 try writer.recordProgress(totals + work.counts, db: db)
                 return work
             }
@@ -248,29 +262,57 @@ struct DedupeExecutor {
         return counts
     }
 
+    /// What the batches of one rule carry from one to the next.
+    struct BatchState {
+        /// `PRAGMA data_version` when the losers were found: while it holds, they are as found.
+        var foundAt: Int64?
+        /// `PRAGMA data_version` when `winnow_refs` was filled: while it holds, the map is exact.
+        var mappedAt: Int64?
+    }
+
+    /// Turns foreign-key enforcement off for the rule's batches when the rule allows it
+    /// (``CompiledRule/foreignKeysSuspendable``), enforcement is on, no transaction is open (the
+    /// pragma is ignored inside one) and no user trigger on the table could write elsewhere.
+    /// Returns whether it did; the caller turns it back on.
+    private func suspendForeignKeys() throws -> Bool {
+        guard writer.checksReferences, rule.foreignKeysSuspendable, rule.sources.isEmpty, !db.isInsideTransaction,
+              try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == true else { return false }
+        let triggers = try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE AND name NOT LIKE 'winnow\\_%' ESCAPE '\\'
+            """, arguments: [rule.table]) ?? 0
+        guard triggers == 0 else { return false }
+        try db.execute(sql: "PRAGMA foreign_keys = OFF")
+        return try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == false
+    }
+
+    /// Fills `winnow_refs` for every reference path without an index on its child columns: one
+    /// scan of each such child table for the whole rule, instead of one per batch (or, with
+    /// foreign-key enforcement on, one per deleted row).
+    private func mapChildren(_ sql: BatchStatements, state: inout BatchState) throws {
+        state.mappedAt = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
+        try db.cachedStatement(sql: sql.clearMap).execute()
+        for map in sql.mapChildren.compactMap({ $0 }) { try db.cachedStatement(sql: map).execute() }
+    }
+
     /// The groups whose first loser's rowid is in `(after, upTo]` as they are now: losers that
     /// still share their winner's key. When no other connection has committed since the
-    /// discovery (`PRAGMA data_version` still `unchangedSince`, read inside the batch's
-    /// transaction), the losers are as found and are taken without looking them up again.
-    func read(batch number: Int, after: Int64, upTo: Int64, unchangedSince version: Int64? = nil,
+    /// discovery (`PRAGMA data_version` still as found, read inside the batch's transaction),
+    /// the losers are as found and are taken without looking them up again; likewise the map of
+    /// children is mapped again only after another connection's commit.
+    func read(batch number: Int, after: Int64, upTo: Int64, sql: BatchStatements, state: inout BatchState,
               wantSamples: Bool) throws -> BatchWork {
         var work = BatchWork(number: number)
-        let unchanged = try version != nil && Int64.fetchOne(db, sql: "PRAGMA main.data_version") == version
-        try db.execute(sql: "DELETE FROM temp.winnow_batch")
-        try db.execute(sql: """
-            INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
-            SELECT l.rid, l.winner, l.rn, l.tied FROM temp.winnow_queue AS l
-            """ + "\n" + (unchanged ? "WHERE l.first > ? AND l.first <= ?" : """
-            JOIN \(rule.qualifiedTable) AS a ON a.\(rule.rowID) = l.rid
-            JOIN \(rule.qualifiedTable) AS b ON b.\(rule.rowID) = l.winner
-            WHERE l.first > ? AND l.first <= ? AND \(rule.sameKey("a", "b"))
-            """), arguments: [after, upTo])
-        let planned = unchanged ? db.changesCount : try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?
-            """, arguments: [after, upTo]) ?? 0
-        try settleWinners()
+        let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version"))
+        let unchanged = state.foundAt != nil && version == state.foundAt
+        if sql.mapsChildren, version != state.mappedAt { try mapChildren(sql, state: &state) }
+        try db.cachedStatement(sql: sql.clearBatch).execute()
+        try db.cachedStatement(sql: unchanged ? sql.fillBatchAsFound : sql.fillBatchRevalidated).execute(arguments: [after, upTo])
+        let planned = unchanged ? db.changesCount
+            : try Int.fetchOne(db.cachedStatement(sql: sql.countPlanned), arguments: [after, upTo]) ?? 0
+        try settleWinners(sql)
         var groups: [(winner: Int64, losers: [Int64])] = []
-        try Row.fetchCursor(db, sql: "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn").forEach { row in
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql.batchRows))
+        while let row = try rows.next() {
             let rid: Int64 = row[0]
             let winner: Int64 = row[1]
             if groups.last?.winner == winner { groups[groups.count - 1].losers.append(rid) } else { groups.append((winner, [rid])) }
@@ -280,8 +322,24 @@ struct DedupeExecutor {
         work.skipped = planned - work.losers.count
         guard !groups.isEmpty else { return work }
 
-        if !rule.mergeColumns.isEmpty { work.merges = try readMerges() }
-        for (index, path) in rule.references.enumerated() { try readReferences(path, index: index, into: &work) }
+        if !rule.mergeColumns.isEmpty { work.merges = try readMerges(sql) }
+        if !rule.references.isEmpty { try db.cachedStatement(sql: sql.clearMoves).execute() }
+        for (index, path) in rule.references.enumerated() {
+            if path.uniqueKeys.isEmpty {
+                // Nothing can collide: every child row of a loser moves to the winner, as a set.
+                try db.cachedStatement(sql: sql.fillMoves[index]).execute()
+                let moved = db.changesCount
+                if moved > 0, rule.rule.references == .restrict {
+                    throw WinnowError.refused("""
+                        \(rule.rule.keyPath) (\(rule.table)): references: restrict, and \(moved) row(s) of \(path.label) \
+                        point at rows that would be deleted
+                        """)
+                }
+                work.moved.append((path: index, count: moved))
+            } else {
+                try readReferences(path, index: index, sql: sql, into: &work)
+            }
+        }
         if wantSamples { work.samples = try readSamples(groups, limit: sampleLimit) }
         return work
     }
@@ -289,43 +347,21 @@ struct DedupeExecutor {
     /// Makes the batch follow the full winner order: in groups whose first place was tied on the
     /// rule's winner terms, the first row by content becomes the winner; then every group's
     /// losers are numbered (`rn`) in full order, which merges and re-pointing follow.
-    private func settleWinners() throws {
-        let members = "(SELECT winner, winner AS rid FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid FROM temp.winnow_batch)"
-        try db.execute(sql: "DELETE FROM temp.winnow_swaps")
-        try db.execute(sql: """
-            INSERT INTO temp.winnow_swaps (cand, actual)
-            SELECT cand, rid FROM (
-                SELECT g.winner AS cand, g.rid AS rid,
-                       row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
-                FROM \(members) AS g
-                JOIN \(rule.qualifiedTable) AS t ON t.\(rule.rowID) = g.rid
-                WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
-            ) WHERE pos = 1 AND rid <> cand
-            """)
+    private func settleWinners(_ sql: BatchStatements) throws {
+        try db.cachedStatement(sql: sql.clearSwaps).execute()
+        try db.cachedStatement(sql: sql.findSwaps).execute()
         if db.changesCount > 0 {
             // The actual winner leaves the losers and the candidate takes its place.
-            try db.execute(sql: "UPDATE temp.winnow_batch SET rid = s.cand FROM temp.winnow_swaps AS s WHERE winnow_batch.rid = s.actual")
-            try db.execute(sql: "UPDATE temp.winnow_batch SET winner = s.actual FROM temp.winnow_swaps AS s WHERE winnow_batch.winner = s.cand")
+            try db.cachedStatement(sql: sql.swapLosers).execute()
+            try db.cachedStatement(sql: sql.swapWinners).execute()
         }
-        // Only merges and re-pointing look at the order of the losers.
-        guard !rule.mergeColumns.isEmpty || !rule.references.isEmpty else { return }
-        try db.execute(sql: """
-            UPDATE temp.winnow_batch SET rn = x.pos FROM (
-                SELECT b.rid AS rid, row_number() OVER (PARTITION BY b.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
-                FROM temp.winnow_batch AS b JOIN \(rule.qualifiedTable) AS t ON t.\(rule.rowID) = b.rid
-            ) AS x WHERE x.rid = winnow_batch.rid
-            """)
+        // Only merges and collision decisions look at the order of the losers.
+        guard !rule.mergeColumns.isEmpty || rule.references.contains(where: { !$0.uniqueKeys.isEmpty }) else { return }
+        try db.cachedStatement(sql: sql.renumber).execute()
     }
 
-    /// Every row of the batch's groups, winner first (rn 0), then losers in winner order.
-    private var groupRowsSQL: String {
-        "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
-    }
-
-    private func readMerges() throws -> [BatchWork.Merge] {
-        let columns = rule.mergeColumns.map(\.name)
+    private func readMerges(_ sql: BatchStatements) throws -> [BatchWork.Merge] {
         let strategies = rule.mergeColumns.map(\.strategy)
-        let selected = columns.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")
         var merges: [BatchWork.Merge] = []
         var current: Int64?
         var rows: [[DatabaseValue]] = []
@@ -333,20 +369,18 @@ struct DedupeExecutor {
             guard let winner = current else { return }
             let changes = MergeResolver.changes(strategies: strategies, rows: rows)
             if !changes.isEmpty {
-                merges.append(.init(winner: winner, columns: changes.map { columns[$0.index] }, values: changes.map(\.value)))
+                merges.append(.init(winner: winner, columns: changes.map(\.index), values: changes.map(\.value)))
             }
         }
-        try Row.fetchCursor(db, sql: """
-            SELECT g.winner, \(selected) FROM \(groupRowsSQL) AS g
-            JOIN \(rule.qualifiedTable) AS t ON t.\(rule.rowID) = g.rid ORDER BY g.winner, g.rn
-            """).forEach { row in
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql.mergeRows))
+        while let row = try cursor.next() {
             let winner: Int64 = row[0]
             if winner != current {
                 flush()
                 current = winner
-                rows = []
+                rows.removeAll(keepingCapacity: true)
             }
-            rows.append((1...columns.count).map { row[$0] as DatabaseValue })
+            rows.append((1...strategies.count).map { row[$0] as DatabaseValue })
         }
         flush()
         return merges
@@ -354,29 +388,17 @@ struct DedupeExecutor {
 
     /// Decides, for every child row that points at a loser, whether it is re-pointed or (when
     /// re-pointing would break a unique key of the child) deleted as a duplicate itself.
-    private func readReferences(_ path: ReferencePath, index: Int, into work: inout BatchWork) throws {
+    private func readReferences(_ path: ReferencePath, index: Int, sql: BatchStatements, into work: inout BatchWork) throws {
         let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
-        let join = zip(path.childColumns, path.parentColumns)
-            .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
-        let parentValues = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
         var winnerKeys: [Int64: [DatabaseValue]] = [:]
-        try Row.fetchCursor(db, sql: """
-            SELECT g.winner, \(parentValues) FROM (SELECT DISTINCT winner FROM temp.winnow_batch) AS g
-            JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = g.winner
-            """).forEach { row in
+        let keys = try Row.fetchCursor(db.cachedStatement(sql: sql.winnerKeys[index]))
+        while let row = try keys.next() {
             winnerKeys[row[0]] = (1...path.parentColumns.count).map { row[$0] as DatabaseValue }
         }
-        let selectedKeys = keyColumns.map { "c.\($0.sqlIdentifier)" }
-        let sql = """
-            SELECT c.\(path.childRowID), g.winner, g.rn\(selectedKeys.isEmpty ? "" : ", " + selectedKeys.joined(separator: ", "))
-            FROM \(groupRowsSQL) AS g
-            JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = g.rid
-            JOIN \(rule.qualified(path.childTable)) AS c ON \(join)
-            ORDER BY g.winner, g.rn, c.\(path.childRowID)
-            """
         var occupied = Set<[DatabaseValue]>()
         var currentWinner: Int64?
-        try Row.fetchCursor(db, sql: sql).forEach { row in
+        let children = try Row.fetchCursor(db.cachedStatement(sql: sql.groupChildren[index]))
+        while let row = try children.next() {
             let childRowID: Int64 = row[0]
             let winner: Int64 = row[1]
             let rank: Int = row[2]
@@ -384,7 +406,7 @@ struct DedupeExecutor {
                 occupied.removeAll()
                 currentWinner = winner
             }
-            guard let target = winnerKeys[winner] else { return }
+            guard let target = winnerKeys[winner] else { continue }
             var values: [String: DatabaseValue] = [:]
             for (offset, name) in keyColumns.enumerated() { values[name] = row[3 + offset] }
             if rank > 0 {

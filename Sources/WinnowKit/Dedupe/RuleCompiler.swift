@@ -91,6 +91,8 @@ public enum RuleCompiler {
                             hashColumn: hashColumn, winnerTerms: winnerTerms, tieBreakColumns: nonKeyStored,
                             normalizers: normalizers)
         compiled.winnerCollations = collations
+        compiled.foreignKeysSuspendable = foreignKeysSuspendable(table: table, schema: schema, references: references,
+                                                                 written: mergeColumns.map(\.name) + (hashColumn.map { [$0] } ?? []))
         if rule.incremental {
             compiled.lookupColumns = try lookupColumns(rule, table: table, keyColumns: keyColumns, hashColumn: hashColumn,
                                                        normalizers: normalizers)
@@ -102,13 +104,7 @@ public enum RuleCompiler {
     /// index, or a hash column that leads one. Anything else would mean a full scan per run.
     static func lookupColumns(_ rule: DedupeRule, table: LiveTable, keyColumns: [String], hashColumn: String?,
                               normalizers: [String: [Normalizer]]) throws -> [String] {
-        func leadsAnIndex(_ columns: [String]) -> Bool {
-            let wanted = Set(columns.map { $0.lowercased() })
-            return table.indexes.contains { index in
-                let lead = index.columns.prefix(columns.count).compactMap { $0?.lowercased() }
-                return lead.count == columns.count && Set(lead) == wanted && !index.partial
-            }
-        }
+        let leadsAnIndex = table.hasIndex(leading:)
         if rule.hash {
             if let hashColumn, leadsAnIndex([hashColumn]) { return [hashColumn] }
             throw WinnowError.invalidFile(rule.location, "\(rule.keyPath).incremental: a hashed key is looked up by its hash_column; give the rule a hash_column and create an index on it")
@@ -119,6 +115,23 @@ public enum RuleCompiler {
             throw WinnowError.invalidFile(rule.location, "\(rule.keyPath).incremental: a normalised key cannot be looked up through an index; use hash: true with an indexed hash_column")
         }
         throw WinnowError.invalidFile(rule.location, "\(rule.keyPath).incremental: needs an index on (\(keyColumns.joined(separator: ", "))) of \(table.name) to look keys up")
+    }
+
+    /// Whether the rule's batches may run with SQLite's foreign-key enforcement off, checking the
+    /// references they touch themselves (see ``CompiledRule/foreignKeysSuspendable``): only when
+    /// every declared foreign key into the table is re-pointed by the rule, no column the rule
+    /// writes on its table (`written`) takes part in a declared foreign key (in or out), and no
+    /// child row the rule may delete (link-table collisions) is itself referenced.
+    static func foreignKeysSuspendable(table: LiveTable, schema: LiveSchema, references: [ReferencePath],
+                                       written: [String]) -> Bool {
+        let incoming = schema.foreignKeys(referencing: table.name)
+        guard !incoming.isEmpty, incoming.count == references.filter(\.declared).count else { return false }
+        let writtenLower = Set(written.map { $0.lowercased() })
+        let referencedColumns = incoming.flatMap { $0.parentColumns ?? table.primaryKey } + table.foreignKeys.flatMap(\.childColumns)
+        guard referencedColumns.allSatisfy({ !writtenLower.contains($0.lowercased()) }) else { return false }
+        return references.allSatisfy { path in
+            path.uniqueKeys.isEmpty || schema.foreignKeys(referencing: path.childTable).isEmpty
+        }
     }
 
     /// Declared foreign keys into the table, then `referenced_by:` entries not already declared.
@@ -157,7 +170,8 @@ public enum RuleCompiler {
             let childColumns = fk.childColumns.map { child.column(named: $0)?.name ?? $0 }
             paths.append(ReferencePath(childTable: child.name, childColumns: childColumns, parentColumns: parentColumns,
                                        childRowID: child.rowIDExpression!, childStoredColumns: child.storedColumns.map(\.name),
-                                       uniqueKeys: uniqueKeys(of: child, containing: childColumns), declared: true))
+                                       uniqueKeys: uniqueKeys(of: child, containing: childColumns), declared: true,
+                                       indexed: child.hasIndex(leading: childColumns)))
         }
         for ref in rule.referencedBy {
             let child = try childTable(ref.table, location: ref.location)
@@ -178,7 +192,8 @@ public enum RuleCompiler {
             if paths.contains(where: { $0.childTable == child.name && $0.childColumns == [column.name] }) { continue }
             paths.append(ReferencePath(childTable: child.name, childColumns: [column.name], parentColumns: [parentKey],
                                        childRowID: child.rowIDExpression!, childStoredColumns: child.storedColumns.map(\.name),
-                                       uniqueKeys: uniqueKeys(of: child, containing: [column.name]), declared: false))
+                                       uniqueKeys: uniqueKeys(of: child, containing: [column.name]), declared: false,
+                                       indexed: child.hasIndex(leading: [column.name])))
         }
         return paths
     }

@@ -62,6 +62,7 @@ public enum Renderer {
             r["references"] = rule.references
             r["table_rows"] = rule.discovery.tableRows
             if let incremental = rule.incremental { r["incremental"] = incremental }
+            if !rule.warnings.isEmpty { r["warnings"] = rule.warnings }
             if !rule.samples.isEmpty {
                 r["sample_groups"] = rule.samples.map { ["key": $0.key, "winner": $0.winner, "losers": $0.losers] as [String: Any] }
             }
@@ -159,6 +160,7 @@ public enum Renderer {
                                          : "  incremental: full pass (change tracking starts now)")
             }
             if !rule.references.isEmpty { lines.append("  references: \(rule.references.joined(separator: ", "))") }
+            for warning in rule.warnings { lines.append("  warning: \(warning)") }
             lines.append("  " + countsLine(rule.counts, wouldBe: wouldBe))
             for sample in rule.samples {
                 let losers = sample.losers.map { "rowid \($0)" }.joined(separator: ", ")

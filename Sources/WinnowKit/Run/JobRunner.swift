@@ -126,6 +126,7 @@ public enum JobRunner {
                     onEvent(.ruleFinished(rule: rule.rule.index, table: rule.table, counts: counts))
                     var ruleSummary = ruleSummary(rule, discovery, counts, samples)
                     ruleSummary.incremental = state?.tracking
+                    ruleSummary.warnings = PlanAdvice.warnings(rule, discovery: discovery, settings: settings(job, options))
                     summaries.append(ruleSummary)
                 }
                 var summary = RunSummary(command: "plan", status: "planned", job: job.file, database: path, dryRun: true, counts: totals,
@@ -301,7 +302,7 @@ public enum JobRunner {
             }
         }
         // An interrupted rebuild that this run did not resume (the target changed) is undone.
-        try TableRebuilder.cleanUpInterrupted(db)
+        try TableRebuilder.cleanUpInterrupted(db, settings: settings)
         // 2. Seed once.
         if let seed = job.seed {
             let outcome = try Seeder(db: db, spec: seed, runID: runID).run()

@@ -21,6 +21,8 @@ public struct RuleSummary: Sendable, Equatable {
     /// For an `incremental: true` rule: whether this pass looked only at changed rows (false:
     /// a full pass, the first one after tracking started).
     public var incremental: Bool? = nil
+    /// What would make this rule slow, and the fix (`plan` only; see ``PlanAdvice``).
+    public var warnings: [String] = []
 }
 
 /// The final report of `run`, `plan`, `check` and `restore`: the `"event":"summary"` object of

@@ -1,0 +1,29 @@
+import Foundation
+
+/// What `plan` warns about before a run is slow. Pure: from the compiled rule, what discovery
+/// found and the batch settings.
+public enum PlanAdvice {
+    /// Below this many groups per batch, a batch's fixed cost (one commit, some twenty prepared
+    /// statements, the journal's bookkeeping) outweighs the work on its rows.
+    public static let smallBatch = 100
+
+    public static func warnings(_ rule: CompiledRule, discovery: Discovery, settings: BatchSettings) -> [String] {
+        var warnings: [String] = []
+        for path in rule.references where !path.indexed {
+            warnings.append("""
+                \(path.label) has no index on its reference to \(rule.table): winnow reads all of \(path.childTable) once per rule \
+                (and SQLite, with foreign keys on, once per deleted row of every other writer); fix: \(path.suggestedIndex)
+                """)
+        }
+        if discovery.groups > settings.size, settings.size < smallBatch {
+            let batches = (discovery.groups + settings.size - 1) / settings.size
+            warnings.append("""
+                batch.size \(settings.size): \(batches) batches of \(settings.size) groups; each batch pays a commit and its \
+                statements whatever its size, so small batches cost several times more per row. \
+                batch.max_transaction_ms (\(settings.maxTransactionMilliseconds)) already keeps every transaction short: \
+                a batch.size of \(max(smallBatch * 5, settings.size)) or more is faster
+                """)
+        }
+        return warnings
+    }
+}

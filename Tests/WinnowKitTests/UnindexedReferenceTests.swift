@@ -1,0 +1,171 @@
+import Foundation
+import GRDB
+import XCTest
+@testable import WinnowKit
+
+/// Re-pointing and deleting with foreign keys declared, with and without an index on the
+/// referencing column. Batches run with SQLite's enforcement off where the rule allows it and
+/// check the references they touch themselves; these tests hold them to what enforcement
+/// guaranteed: no dangling reference, nothing cascaded away, `restore` exact.
+final class UnindexedReferenceTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws { dir = try TestSupport.scratchDirectory() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    /// `customers` in groups of three (emails differing in case), `orders` pointing at every
+    /// customer row; `cascade` adds ON DELETE CASCADE, `indexed` an index on the reference.
+    func makeStore(customers: Int, indexed: Bool, cascade: Bool = false) throws -> String {
+        let path = dir.appendingPathComponent("store-\(indexed)-\(cascade).sqlite").path
+        try TestSupport.makeDatabase(at: path, sql: """
+            CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL);
+            CREATE TABLE orders (id INTEGER PRIMARY KEY,
+                customer_id INTEGER REFERENCES customers(id)\(cascade ? " ON DELETE CASCADE" : ""), amount INTEGER);
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
+            INSERT INTO customers (email, created_at, visits)
+            SELECT CASE i % 3 WHEN 0 THEN 'u' || (i / 3) || '@x.org' WHEN 1 THEN 'U' || (i / 3) || '@x.org' ELSE 'u' || (i / 3) || '@X.ORG' END,
+                   1000 + (i * 7919) % 100003, i % 5
+            FROM s ORDER BY (i * 2654435761) % 4294967311;
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
+            INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(customers), i FROM s;
+            \(indexed ? "CREATE INDEX orders_customer ON orders (customer_id);" : "")
+            """)
+        return path
+    }
+
+    static let job = """
+        version: 1
+        dedupe:
+          - entity: customers
+            key: email
+            normalize: [lowercase]
+            winner:
+              - created_at: asc
+            merge: {visits: sum}
+            archive: true
+        batch:
+          size: 7
+        """
+
+    /// Every order points at a surviving customer, and at the one its old customer lost to.
+    func assertRepointed(_ path: String, before: [Int64: String], file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0, file: file, line: line)
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM orders"), before.count, "no order cascaded away", file: file, line: line)
+        let now = try ScenarioKit.rows(path, "SELECT o.id, lower(c.email) FROM orders o JOIN customers c ON c.id = o.customer_id")
+        XCTAssertEqual(now.count, before.count, file: file, line: line)
+        for row in now {
+            XCTAssertEqual(String.fromDatabaseValue(row[1]), before[Int64.fromDatabaseValue(row[0])!], file: file, line: line)
+        }
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers"),
+                       try ScenarioKit.int(path, "SELECT count(DISTINCT lower(email)) FROM customers"), file: file, line: line)
+    }
+
+    func ordersByEmail(_ path: String) throws -> [Int64: String] {
+        var map: [Int64: String] = [:]
+        for row in try ScenarioKit.rows(path, "SELECT o.id, lower(c.email) FROM orders o JOIN customers c ON c.id = o.customer_id") {
+            map[Int64.fromDatabaseValue(row[0])!] = String.fromDatabaseValue(row[1])
+        }
+        return map
+    }
+
+    func testUnindexedChildIsRepointedAndRestoredExactly() throws {
+        for cascade in [false, true] {
+            let path = try makeStore(customers: 600, indexed: false, cascade: cascade)
+            let original = try ScenarioKit.userState(path)
+            let before = try ordersByEmail(path)
+            let ofLosers = try ScenarioKit.int(path, """
+                SELECT count(*) FROM orders o JOIN customers c ON c.id = o.customer_id
+                WHERE c.created_at > (SELECT min(created_at) FROM customers d WHERE lower(d.email) = lower(c.email))
+                """)
+            XCTAssertGreaterThan(ofLosers, 100)
+            let summary = try ScenarioKit.run(Self.job, db: path)
+            XCTAssertEqual(summary.counts.deleted, 400)
+            XCTAssertEqual(summary.counts.groups, 200)
+            XCTAssertEqual(summary.counts.repointed, ofLosers)
+            try assertRepointed(path, before: before)
+            _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+            XCTAssertEqual(try ScenarioKit.userState(path), original, "cascade: \(cascade)")
+        }
+    }
+
+    /// The same data with and without the index ends in the same state (only the path differs).
+    func testIndexedAndUnindexedChildrenEndAlike() throws {
+        let unindexed = try makeStore(customers: 300, indexed: false)
+        let indexed = try makeStore(customers: 300, indexed: true)
+        try ScenarioKit.run(Self.job, db: unindexed)
+        try ScenarioKit.run(Self.job, db: indexed)
+        XCTAssertEqual(try TestSupport.contentDump(unindexed), try TestSupport.contentDump(indexed))
+    }
+
+    /// Another connection adds an order pointing at a loser of a later batch between two
+    /// batches: the map of children is no longer exact, is mapped again, and the new order is
+    /// re-pointed too, never left dangling.
+    func testChildAddedByAnotherWriterMidRunIsRepointed() throws {
+        let path = try makeStore(customers: 300, indexed: false)
+        // The loser of the group found last (highest first-loser rowid): its batch comes last.
+        let lateLoser = try XCTUnwrap(ScenarioKit.column(path, """
+            SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at) AS n,
+                                   min(id) FILTER (WHERE 1) OVER (PARTITION BY lower(email)) AS g FROM customers)
+            WHERE n > 1 ORDER BY id DESC LIMIT 1
+            """, as: Int64.self).first ?? nil)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        var inserted = false
+        let summary = try ScenarioKit.run(Self.job, db: path) { event in
+            guard case .batch = event, !inserted else { return }
+            inserted = true
+            try? other.write { db in try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (100000, ?, -1)", arguments: [lateLoser]) }
+        }
+        XCTAssertTrue(inserted)
+        XCTAssertGreaterThan(summary.counts.batches, 2)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        let target = try ScenarioKit.int(path, "SELECT customer_id FROM orders WHERE id = 100000")
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id = \(target)"), 1, "points at a survivor")
+    }
+
+    /// Enforcement comes back on after the batches: the connection's setting is not left off.
+    func testForeignKeysAreEnforcedAgainAfterTheRule() throws {
+        let path = try makeStore(customers: 60, indexed: false)
+        let job = try ScenarioKit.job(Self.job)
+        let rule = try DatabaseQueue(path: path).read { db in try JobRunner.compile(job, db) }[0]
+        XCTAssertTrue(rule.foreignKeysSuspendable)
+        XCTAssertFalse(rule.references[0].indexed)
+        let queue = try DatabaseOpener.open(path: path, mode: .readWrite(create: false))
+        try queue.inDatabase { db in
+            try db.writeTransaction { try Bookkeeping.install(db) }
+            XCTAssertEqual(try Bool.fetchOne(db, sql: "PRAGMA foreign_keys"), true)
+            let writer = SQLiteBatchWriter(runID: 0)
+            let executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: job.batch)
+            let discovery = try executor.discover()
+            var batch = 1, totals = Counts(), samples: [GroupSample] = []
+            try writer.prepare(rule, db: db)
+            _ = try executor.execute(discovery, batchNumber: &batch, totals: &totals, samples: &samples)
+            XCTAssertEqual(totals.deleted, 40)
+            XCTAssertEqual(try Bool.fetchOne(db, sql: "PRAGMA foreign_keys"), true)
+        }
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+    }
+
+    /// When the rule writes a column that a foreign key involves, or may delete a child row
+    /// that is itself referenced, SQLite keeps enforcing (and cascading) as usual.
+    func testEnforcementStaysOnWhereTheRuleCannotCheckEverything() throws {
+        func suspendable(_ sql: String, _ yaml: String) throws -> Bool {
+            let path = dir.appendingPathComponent("s\(UUID().uuidString.prefix(6)).sqlite").path
+            try TestSupport.makeDatabase(at: path, sql: sql)
+            let job = try ScenarioKit.job(yaml)
+            return try DatabaseQueue(path: path).read { db in try JobRunner.compile(job, db) }[0].foreignKeysSuspendable
+        }
+        let parent = "CREATE TABLE p (id INTEGER PRIMARY KEY, code TEXT UNIQUE, k TEXT, n INTEGER);"
+        let rule = "version: 1\ndedupe:\n  - entity: p\n    key: k\n"
+        XCTAssertTrue(try suspendable(parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pid REFERENCES p(id));", rule))
+        XCTAssertFalse(try suspendable(parent, rule), "nothing references the table: nothing to gain")
+        XCTAssertFalse(try suspendable(parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pcode REFERENCES p(code));",
+                                       rule + "    merge: {code: fill_null}\n"), "merging a referenced column")
+        XCTAssertTrue(try suspendable(parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pcode REFERENCES p(code));",
+                                      rule + "    merge: {n: sum}\n"))
+        XCTAssertFalse(try suspendable(parent + """
+            CREATE TABLE link (id INTEGER PRIMARY KEY, pid REFERENCES p(id), tag TEXT, UNIQUE (pid, tag));
+            CREATE TABLE note (id INTEGER PRIMARY KEY, link_id REFERENCES link(id));
+            """, rule), "a link row that may be deleted is referenced itself")
+    }
+}
