@@ -583,3 +583,23 @@ private enum ScenarioFree {
         try queue.write { db in try db.execute(sql: sql) }
     }
 }
+
+/// `most_complete` ranks rows by how many non-NULL columns they have; its tie test used to strip
+/// " DESC" from the generated SQL, which also cut a quoted column named `x DESC` in two.
+final class CompletenessTieTests: XCTestCase {
+    func testMostCompleteWithAColumnNamedXDESC() throws {
+        let dir = try TestSupport.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("desc.sqlite").path
+        try TestSupport.makeDatabase(at: path, sql: """
+            CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, "x DESC" TEXT, "y DESC " TEXT);
+            INSERT INTO t VALUES (1, 'a', NULL, NULL), (2, 'a', 'v', NULL), (3, 'a', 'v', 'w'),
+                                 (4, 'b', 'v', NULL), (5, 'b', NULL, 'w'), (6, 'b', NULL, NULL);
+            """)
+        let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner: most_complete\n", db: path)
+        XCTAssertEqual(summary.counts.deleted, 4)
+        // Group a: row 3 has the most values. Group b: rows 4 and 5 tie on two values; content
+        // decides ("x DESC" = 'v' sorts after NULL, so row 5 comes first).
+        XCTAssertEqual(try ScenarioKit.column(path, "SELECT id FROM t ORDER BY id", as: Int64.self), [3, 5])
+    }
+}

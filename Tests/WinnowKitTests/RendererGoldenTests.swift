@@ -72,6 +72,24 @@ final class RendererGoldenTests: XCTestCase {
         try assertGolden(Renderer.json(Self.plan, includeTimes: false), "plan.json")
     }
 
+    static var planWithWarnings: RunSummary {
+        var plan = plan
+        plan.rules[0].samples = []
+        plan.rules[0].warnings = [
+            #"orders.contact_id has no index: finding the rows that point at a contacts row reads all of orders (winnow does it once per rule; SQLite does it for every contacts row deleted while foreign keys are on); fix: CREATE INDEX "orders_contact_id" ON "orders" ("contact_id");"#,
+        ]
+        return plan
+    }
+
+    /// `plan` names what will be slow under the rule it concerns, in text and JSON alike.
+    func testPlanWarningsText() throws {
+        try assertGolden(Renderer.text(Self.planWithWarnings, includeTimes: false), "plan-warnings.txt")
+    }
+
+    func testPlanWarningsJSON() throws {
+        try assertGolden(Renderer.json(Self.planWithWarnings, includeTimes: false), "plan-warnings.json")
+    }
+
     func testRunText() throws {
         try assertGolden(Renderer.text(Self.run, includeTimes: false), "run.txt")
     }

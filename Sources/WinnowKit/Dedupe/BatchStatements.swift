@@ -32,11 +32,19 @@ struct BatchStatements {
     let findSwaps: String
     let swapLosers = "UPDATE temp.winnow_batch SET rid = s.cand FROM temp.winnow_swaps AS s WHERE winnow_batch.rid = s.actual"
     let swapWinners = "UPDATE temp.winnow_batch SET winner = s.actual FROM temp.winnow_swaps AS s WHERE winnow_batch.winner = s.cand"
-    /// Numbers every group's losers in the full winner order (merges and collisions follow it).
+    /// Numbers the losers of every group where some row ties another on the winner terms (or a
+    /// swap happened) in the full winner order; elsewhere the discovery's order already is the
+    /// full order. Merges and collision decisions follow it.
     let renumber: String
     let batchRows = "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn"
     /// Every row of the batch's groups with the merge columns, winner first, then losers in order.
     let mergeRows: String
+    /// The merge results of a batch: per winner, the columns that change (`set`, their indexes
+    /// in the rule's merge columns, comma-separated) and the new values (`v0`, `v1`, ...).
+    let createMerged: String
+    let clearMerged = "DELETE FROM temp.winnow_merged"
+    let insertMerged: String
+    let mergedSelection: String
     let clearMoves = "DELETE FROM temp.winnow_moves"
     /// Per reference path: the child rows of the batch's losers into `winnow_moves`.
     let fillMoves: [String]
@@ -77,13 +85,14 @@ struct BatchStatements {
                        row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
                 FROM \(members) AS g
                 CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid
-                WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
+                WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied & 1)
             ) WHERE pos = 1 AND rid <> cand
             """
         renumber = """
             UPDATE temp.winnow_batch SET rn = x.pos FROM (
                 SELECT b.rid AS rid, row_number() OVER (PARTITION BY b.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
                 FROM temp.winnow_batch AS b CROSS JOIN \(table) AS t ON t.\(rowID) = b.rid
+                WHERE b.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
             ) AS x WHERE x.rid = winnow_batch.rid
             """
         let groupRows = "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
@@ -92,6 +101,13 @@ struct BatchStatements {
             SELECT g.winner, \(mergeSelected) FROM \(groupRows) AS g
             CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid ORDER BY g.winner, g.rn
             """
+        let values = rule.mergeColumns.indices.map { "v\($0)" }
+        createMerged = """
+            DROP TABLE IF EXISTS temp.winnow_merged;
+            CREATE TEMP TABLE winnow_merged (winner INTEGER PRIMARY KEY, "set" TEXT NOT NULL\(values.map { ", \($0)" }.joined()));
+            """
+        insertMerged = "INSERT INTO temp.winnow_merged VALUES (?, ?\(String(repeating: ", ?", count: values.count)))"
+        mergedSelection = "\(rowID) IN (SELECT winner FROM temp.winnow_merged)"
         var fillMoves: [String] = [], groupChildren: [String] = [], winnerKeys: [String] = []
         var applyMoves: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
         for (index, path) in rule.references.enumerated() {
@@ -160,10 +176,19 @@ struct BatchStatements {
     /// Whether any path needs the map of children (no index on its child columns).
     var mapsChildren: Bool { mapChildren.contains { $0 != nil } }
 
-    /// `UPDATE` of a winner's merged columns (`columns`: indexes into the rule's merge columns).
+    /// `set` of `temp.winnow_merged` for these merge columns.
+    static func mergeSet(_ columns: [Int]) -> String { columns.map(String.init).joined(separator: ",") }
+
+    /// Writes the merged values of the winners whose changed columns are `columns` (indexes
+    /// into the rule's merge columns), by rowid.
     func mergeUpdate(_ columns: [Int]) -> String {
-        let sets = columns.map { "\(rule.mergeColumns[$0].name.sqlIdentifier) = ?" }.joined(separator: ", ")
-        return "UPDATE \(rule.qualifiedTable) SET \(sets) WHERE \(rule.rowID) = ?"
+        let table = "main.\(rule.table.sqlIdentifier)"
+        let targets = columns.map { rule.mergeColumns[$0].name.sqlIdentifier }.joined(separator: ", ")
+        let sources = columns.map { "m.v\($0)" }.joined(separator: ", ")
+        return """
+            UPDATE \(table) SET (\(targets)) = (SELECT \(sources) FROM temp.winnow_merged AS m WHERE m.winner = \(table).\(rule.rowID))
+            WHERE \(rule.rowID) IN (SELECT winner FROM temp.winnow_merged WHERE "set" = '\(Self.mergeSet(columns))')
+            """
     }
 
     /// Child rows the collision path decides one by one.

@@ -59,18 +59,15 @@ struct BatchWork {
         var childRowID: Int64
     }
 
-    struct Merge {
-        var winner: Int64
-        /// Indexes into the rule's merge columns, of the columns that change.
-        var columns: [Int]
-        var values: [DatabaseValue]
-    }
 
     var number: Int
     var groups = 0
     var losers: [Int64] = []
     var skipped = 0
-    var merges: [Merge] = []
+    /// Winners changed by `merge`: their new values are in `temp.winnow_merged`.
+    var merges = 0
+    /// The distinct sets of merge columns (indexes into the rule's) those winners change.
+    var mergeColumnSets: [[Int]] = []
     /// Re-pointing decided row by row (paths whose child has a unique key on the reference).
     var repoints: [Repoint] = []
     var childDeletes: [ChildDelete] = []
@@ -85,7 +82,7 @@ struct BatchWork {
         var c = Counts()
         c.groups = groups
         c.deleted = losers.count
-        c.updated = merges.count
+        c.updated = merges
         c.repointed = repoints.count + moved.reduce(0) { $0 + $1.count }
         c.childrenDeleted = childDeletes.count
         c.skipped = skipped

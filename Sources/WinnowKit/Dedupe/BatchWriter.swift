@@ -154,19 +154,25 @@ final class SQLiteBatchWriter: BatchWriter {
                 throw WinnowError.internal("\(path.label): \(count) row(s) to re-point, \(db.changesCount) re-pointed; the batch was rolled back")
             }
         }
-        // 3. Survivorship.
-        for merge in work.merges {
+        // 3. Survivorship: the merged values, one statement per set of changed columns.
+        if work.merges > 0 {
             if archive {
                 try journal(db, op: "update", batch: work.number, table: rule.table, rowID: rule.rowID,
-                            columns: rule.storedColumns, whereSQL: "\(rule.rowID) = ?", arguments: [merge.winner])
+                            columns: rule.storedColumns, whereSQL: sql.mergedSelection, arguments: [])
             }
-            let update: String
-            if let known = mergeSQL[merge.columns] { update = known } else {
-                update = sql.mergeUpdate(merge.columns)
-                mergeSQL[merge.columns] = update
+            var updated = 0
+            for columns in work.mergeColumnSets {
+                let update: String
+                if let known = mergeSQL[columns] { update = known } else {
+                    update = sql.mergeUpdate(columns)
+                    mergeSQL[columns] = update
+                }
+                try db.cachedStatement(sql: update).execute()
+                updated += db.changesCount
             }
-            try db.cachedStatement(sql: update)
-                .execute(arguments: StatementArguments(merge.values + [merge.winner.databaseValue]))
+            guard updated == work.merges else {
+                throw WinnowError.internal("\(rule.table): \(work.merges) winner(s) to merge, \(updated) updated; the batch was rolled back")
+            }
         }
         // 4. With foreign-key enforcement off, what SQLite would have checked row by row is
         //    checked here for the batch as a whole: no child row may point at a loser, and every

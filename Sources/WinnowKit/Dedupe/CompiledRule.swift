@@ -12,9 +12,19 @@ public enum OrderTerm: Sendable, Equatable {
         switch self {
         case let .column(name, descending, nullsLast):
             return "\(CompiledRule.column(name, alias)) \(descending ? "DESC" : "ASC")\(nullsLast ? " NULLS LAST" : "")"
+        case .completeness:
+            return "\(compared(alias: alias)) DESC"
+        }
+    }
+
+    /// The value this term compares (without its direction).
+    public func compared(alias: String?) -> String {
+        switch self {
+        case let .column(name, _, _):
+            return CompiledRule.column(name, alias)
         case let .completeness(columns):
             let parts = columns.map { "(\(CompiledRule.column($0, alias)) IS NOT NULL)" }
-            return "(\(parts.isEmpty ? "0" : parts.joined(separator: " + "))) DESC"
+            return "(\(parts.isEmpty ? "0" : parts.joined(separator: " + ")))"
         }
     }
 
@@ -161,17 +171,19 @@ public struct CompiledRule: Sendable {
     /// SQL, inside a window named `window` sorted by ``winnerOrderBy(alias:)``, that is true when
     /// the current row ties the group's first row on every winner term (under each column's
     /// collation, as ORDER BY compares). It may say "tied" too often, never too rarely.
-    public func tiedWithFirst(window: String) -> String {
+    public func tiedWithFirst(window: String) -> String { tied("first_value", window: window) }
+
+    /// The same against the row just before in the window: a group none of whose rows ties its
+    /// predecessor is already in full winner order.
+    public func tiedWithPrevious(window: String) -> String { tied("lag", window: window) }
+
+    private func tied(_ function: String, window: String) -> String {
         guard let collations = winnerCollations else { return "1" }
         let parts = winnerTerms.map { term -> String in
-            switch term {
-            case let .column(name, _, _):
-                let collation = collations[name].map { " COLLATE \($0.sqlIdentifier)" } ?? ""
-                return "(first_value(\(name.sqlIdentifier)) OVER \(window) IS \(name.sqlIdentifier)\(collation))"
-            case .completeness:
-                let expression = term.sql(alias: nil).replacingOccurrences(of: " DESC", with: "")
-                return "(first_value(\(expression)) OVER \(window) IS \(expression))"
-            }
+            let value = term.compared(alias: nil)
+            var collation = ""
+            if case let .column(name, _, _) = term, let declared = collations[name] { collation = " COLLATE \(declared.sqlIdentifier)" }
+            return "(\(function)(\(value)) OVER \(window) IS \(value)\(collation))"
         }
         return parts.isEmpty ? "1" : parts.joined(separator: " AND ")
     }

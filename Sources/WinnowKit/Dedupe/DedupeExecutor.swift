@@ -107,7 +107,7 @@ struct DedupeExecutor {
             SELECT \(rule.rowID) AS winnow_r,
                    row_number() OVER winnow_window AS winnow_n,
                    first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
-                   \(rule.tiedWithFirst(window: "winnow_window")) AS winnow_k
+                   (\(rule.tiedWithFirst(window: "winnow_window"))) + 2 * (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_k
             FROM \(rule.qualifiedTable)
             WHERE \(rule.candidateFilter())\(duplicatesOnly)
             WINDOW winnow_window AS (PARTITION BY \(rule.groupExpressions().joined(separator: ", "))\(order)
@@ -225,6 +225,7 @@ struct DedupeExecutor {
         var counts = Counts()
         var sizer = BatchSizer(configured: settings.size, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
         let sql = BatchStatements(rule)
+        if !rule.mergeColumns.isEmpty { try db.execute(sql: sql.createMerged) }
         var state = BatchState(foundAt: discovery.dataVersion)
         if sql.mapsChildren, discovery.losers > 0 { try mapChildren(sql, state: &state) }
         // Deleting a parent row with enforcement on scans each child table without an index on
@@ -322,7 +323,7 @@ struct DedupeExecutor {
         work.skipped = planned - work.losers.count
         guard !groups.isEmpty else { return work }
 
-        if !rule.mergeColumns.isEmpty { work.merges = try readMerges(sql) }
+        if !rule.mergeColumns.isEmpty { try readMerges(sql, into: &work) }
         if !rule.references.isEmpty { try db.cachedStatement(sql: sql.clearMoves).execute() }
         for (index, path) in rule.references.enumerated() {
             if path.uniqueKeys.isEmpty {
@@ -360,30 +361,36 @@ struct DedupeExecutor {
         try db.cachedStatement(sql: sql.renumber).execute()
     }
 
-    private func readMerges(_ sql: BatchStatements) throws -> [BatchWork.Merge] {
+    /// Resolves every group's merge (``MergeResolver``) into `temp.winnow_merged`.
+    private func readMerges(_ sql: BatchStatements, into work: inout BatchWork) throws {
         let strategies = rule.mergeColumns.map(\.strategy)
-        var merges: [BatchWork.Merge] = []
+        try db.cachedStatement(sql: sql.clearMerged).execute()
+        let insert = try db.cachedStatement(sql: sql.insertMerged)
+        var sets = Set<[Int]>()
         var current: Int64?
         var rows: [[DatabaseValue]] = []
-        func flush() {
+        func flush() throws {
             guard let winner = current else { return }
             let changes = MergeResolver.changes(strategies: strategies, rows: rows)
-            if !changes.isEmpty {
-                merges.append(.init(winner: winner, columns: changes.map(\.index), values: changes.map(\.value)))
-            }
+            guard !changes.isEmpty else { return }
+            let columns = changes.map(\.index)
+            var values = [DatabaseValue](repeating: .null, count: strategies.count)
+            for change in changes { values[change.index] = change.value }
+            try insert.execute(arguments: StatementArguments([winner.databaseValue, BatchStatements.mergeSet(columns).databaseValue] + values))
+            work.merges += 1
+            if sets.insert(columns).inserted { work.mergeColumnSets.append(columns) }
         }
         let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql.mergeRows))
         while let row = try cursor.next() {
             let winner: Int64 = row[0]
             if winner != current {
-                flush()
+                try flush()
                 current = winner
                 rows.removeAll(keepingCapacity: true)
             }
             rows.append((1...strategies.count).map { row[$0] as DatabaseValue })
         }
-        flush()
-        return merges
+        try flush()
     }
 
     /// Decides, for every child row that points at a loser, whether it is re-pointed or (when

@@ -11,8 +11,9 @@ public enum PlanAdvice {
         var warnings: [String] = []
         for path in rule.references where !path.indexed {
             warnings.append("""
-                \(path.label) has no index on its reference to \(rule.table): winnow reads all of \(path.childTable) once per rule \
-                (and SQLite, with foreign keys on, once per deleted row of every other writer); fix: \(path.suggestedIndex)
+                \(path.label) has no index: finding the rows that point at a \(rule.table) row reads all of \(path.childTable) \
+                (winnow does it once per rule; SQLite does it for every \(rule.table) row deleted while foreign keys are on); \
+                fix: \(path.suggestedIndex)
                 """)
         }
         if discovery.groups > settings.size, settings.size < smallBatch {
