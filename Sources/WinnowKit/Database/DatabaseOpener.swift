@@ -15,6 +15,9 @@ public enum DatabaseOpener {
     /// Busy timeout of every connection: how long a statement waits for another writer.
     public static let busyTimeout: TimeInterval = 5
 
+    /// WAL size after which a batch-writing connection checkpoints.
+    static let walCheckpointBytes = 40 << 20
+
     /// Helper threads SQLite's sorter may use: one per extra core, at most 3.
     static let sorterThreads = max(0, min(3, ProcessInfo.processInfo.activeProcessorCount - 1))
 
@@ -60,6 +63,7 @@ public enum DatabaseOpener {
     ///   connection holds a lock), winnow keeps the rollback journal.
     /// - `synchronous=NORMAL` in WAL mode: a commit survives a crash of any process; only a power
     ///   loss can roll back the last batches, never corrupt the file (a new run redoes them).
+    /// - `wal_autocheckpoint` of about ``walCheckpointBytes``.
     /// - the busy timeout (``busyTimeout``) set at open.
     ///
     /// Called after the run lock is taken, outside any transaction.
@@ -71,6 +75,12 @@ public enum DatabaseOpener {
         }
         if (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() == "wal" {
             try? db.execute(sql: "PRAGMA main.synchronous = NORMAL")
+            // Checkpoint after about 40 MB of WAL instead of SQLite's 1,000 pages: a page that
+            // many batches rewrite (an index, the journal's last page) is copied to the database
+            // and synced once instead of at almost every batch (15% of a 200,000-row dedupe with
+            // re-pointing). This connection's setting only; closing it checkpoints the rest.
+            let pageSize = (try? Int.fetchOne(db, sql: "PRAGMA main.page_size")) ?? 4096
+            try? db.execute(sql: "PRAGMA main.wal_autocheckpoint = \(max(1000, walCheckpointBytes / max(512, pageSize)))")
         }
     }
 

@@ -363,22 +363,30 @@ struct DedupeExecutor {
 
     /// Resolves every group's merge (``MergeResolver``) into `temp.winnow_merged`.
     private func readMerges(_ sql: BatchStatements, into work: inout BatchWork) throws {
-        let strategies = rule.mergeColumns.map(\.strategy)
+        // Closures, not key paths: a key path into a tuple is built at run time on every call.
+        let strategies = rule.mergeColumns.map { $0.strategy }
         try db.cachedStatement(sql: sql.clearMerged).execute()
         let insert = try db.cachedStatement(sql: sql.insertMerged)
-        var sets = Set<[Int]>()
+        var sets: [[Int]: DatabaseValue] = [:]
         var current: Int64?
         var rows: [[DatabaseValue]] = []
         func flush() throws {
             guard let winner = current else { return }
             let changes = MergeResolver.changes(strategies: strategies, rows: rows)
             guard !changes.isEmpty else { return }
-            let columns = changes.map(\.index)
-            var values = [DatabaseValue](repeating: .null, count: strategies.count)
-            for change in changes { values[change.index] = change.value }
-            try insert.execute(arguments: StatementArguments([winner.databaseValue, BatchStatements.mergeSet(columns).databaseValue] + values))
+            let columns = changes.map { $0.index }
+            let set: DatabaseValue
+            if let known = sets[columns] { set = known } else {
+                set = BatchStatements.mergeSet(columns).databaseValue
+                sets[columns] = set
+                work.mergeColumnSets.append(columns)
+            }
+            var values = [DatabaseValue](repeating: .null, count: strategies.count + 2)
+            values[0] = winner.databaseValue
+            values[1] = set
+            for change in changes { values[change.index + 2] = change.value }
+            try insert.execute(arguments: StatementArguments(values))
             work.merges += 1
-            if sets.insert(columns).inserted { work.mergeColumnSets.append(columns) }
         }
         let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql.mergeRows))
         while let row = try cursor.next() {
