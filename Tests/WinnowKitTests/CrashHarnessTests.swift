@@ -442,6 +442,9 @@ final class CrashHarnessTests: XCTestCase {
         var insideRebuild = false
         var copyComplete = false
         var problems: [String] = []
+        /// The run had committed its `completed` status when the kill landed (while the process
+        /// was closing its database, which checkpoints the WAL): the kill came too late.
+        var finished = false
     }
 
     static func connection(_ path: String) throws -> DatabaseQueue {
@@ -496,6 +499,8 @@ final class CrashHarnessTests: XCTestCase {
                     inspection.runID = id
                     stepsRecorded = run[2]
                     inspection.detail = "run \(id), migration_steps \(run[2] as Int), batches \(run[3] as Int), deleted \(run[4] as Int)"
+                } else if id > previousRun, (run[1] as String) == "completed" {
+                    inspection.finished = true
                 } else if id > previousRun {
                     problem("the newest run \(id) has status \(run[1] as String) after its process was killed")
                 }
@@ -845,9 +850,15 @@ final class CrashHarnessTests: XCTestCase {
                     fail("kill \(attempt + 1) at \(format(delay)) s: the run exited \(status) before the kill: \(stderr.prefix(400))")
                     return kills
                 case .killed:
-                    kills += 1
                     let checking = Date()
                     let inspection = try inspect(db, fixture: fixture, reference: reference, previousRun: previousRun)
+                    if inspection.finished, inspection.problems.isEmpty {
+                        Tally.shared.lock.withLock { Tally.shared.missed += 1 }
+                        log("\(tag): kill \(attempt + 1) at \(format(delay)) s landed after the run (pid \(pid)) had completed, while it closed")
+                        completed = true
+                        break
+                    }
+                    kills += 1
                     Tally.shared.kill(inspection.phase, rebuild: inspection.insideRebuild, copied: inspection.copyComplete)
                     log("\(tag): kill \(attempt + 1)/\(delays.count) at \(format(delay)) s (pid \(pid)) → \(inspection.phase.rawValue): \(inspection.detail) [checked in \(format(Date().timeIntervalSince(checking))) s]")
                     for text in inspection.problems { fail("kill \(attempt + 1) at \(format(delay)) s (\(inspection.phase.rawValue): \(inspection.detail)): \(text)") }
@@ -934,7 +945,11 @@ final class CrashHarnessTests: XCTestCase {
                 for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: db + suffix) }
                 try FileManager.default.copyItem(atPath: fixture.template, toPath: db)
                 let (outcome, pid, _) = try Self.runAndKill(arguments, after: delay, scratch: db)
-                if case .killed = outcome { killed = (outcome, pid); break }
+                if case .killed = outcome,
+                   !(try Self.inspect(db, fixture: fixture, reference: reference, previousRun: 0).finished) {
+                    killed = (outcome, pid)
+                    break
+                }
                 Self.log("\(tag): the run finished before its kill at \(Self.format(delay)) s (\(outcome)); again, earlier")
                 delay = max(0.05, delay * 0.6)
                 attempt += 1

@@ -123,6 +123,31 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id = \(target)"), 1, "points at a survivor")
     }
 
+    /// Without winner terms every row of a group ties the first, and settling the group by
+    /// content can make the discovery's candidate winner a loser: its children must be mapped
+    /// too, or they would be left pointing at a deleted row.
+    func testCandidateWinnerThatSettlingMakesALoserHasItsChildrenRepointed() throws {
+        let path = dir.appendingPathComponent("swap.sqlite").path
+        try TestSupport.makeDatabase(at: path, sql: """
+            CREATE TABLE c (id INTEGER PRIMARY KEY, email TEXT, visits INTEGER);
+            CREATE TABLE o (id INTEGER PRIMARY KEY, cid INTEGER REFERENCES c(id));
+            INSERT INTO c VALUES (1, 'A', 1), (2, 'a', 2), (3, 'b', 1), (4, 'B ', 1), (6, 'c', 1);
+            INSERT INTO o VALUES (1, 2), (2, 3), (3, 3), (4, 6), (5, 1), (6, 4);
+            """)
+        let summary = try ScenarioKit.run("""
+            version: 1
+            dedupe:
+              - entity: c
+                key: email
+                normalize: [trim, lowercase]
+                merge: {visits: sum}
+            """, db: path)
+        XCTAssertEqual(summary.counts.deleted, 2)
+        XCTAssertEqual(summary.counts.repointed, 3)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        XCTAssertEqual(try ScenarioKit.column(path, "SELECT cid FROM o ORDER BY id", as: Int64.self), [1, 4, 4, 6, 1, 4])
+    }
+
     /// Enforcement comes back on after the batches: the connection's setting is not left off.
     func testForeignKeysAreEnforcedAgainAfterTheRule() throws {
         let path = try makeStore(customers: 60, indexed: false)

@@ -61,6 +61,14 @@ struct BatchStatements {
     /// Per path without an index on its child columns: maps the child rows of every queued row.
     let mapChildren: [String?]
     let clearMap = "DELETE FROM temp.winnow_refs"
+    /// The rows whose children the map holds: every loser found, and the candidate winner of
+    /// every group where another row ties it (settling such a group may make it a loser);
+    /// where re-pointing can collide, every winner (its children are compared too).
+    let fillMapped: String
+    /// Rows of the batch that are about to go although the map has not looked for their children.
+    let unmappedLosers = "SELECT count(*) FROM temp.winnow_batch WHERE rid NOT IN (SELECT rid FROM temp.winnow_mapped)"
+    /// Per child table of a declared path without an index: its references to no row.
+    let danglingInTable: [(table: String, sql: String)]
     /// Winners re-pointed children must reach (none may be missing).
     let missingWinners: String
     let deleteLosers: String
@@ -150,15 +158,34 @@ struct BatchStatements {
                     WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID))
                 WHERE \(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))
                 """)
-            // One scan of the child table (it leads the join), the parent row by its key's index,
-            // and queue membership from an ephemeral index of the queue: O(children), once.
-            mapChildren.append(path.indexed ? nil : """
+            // One scan of the child table, membership by `winnow_mapped`'s key: O(children),
+            // once. A reference to the rowid alias holds the parent's rowid itself; any other is looked
+            // up through the parent key's index.
+            let members = "SELECT rid FROM temp.winnow_mapped"
+            let holdsRowID = path.parentColumns.count == 1 && path.parentColumns[0].sqlIdentifier == rowID
+            mapChildren.append(path.indexed ? nil : holdsRowID ? """
+                INSERT INTO temp.winnow_refs (path, rid, child)
+                SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), c.\(path.childRowID) FROM \(child) AS c
+                WHERE c.\(path.childColumns[0].sqlIdentifier) IN (\(members))
+                ORDER BY 1, 2, 3
+                """ : """
                 INSERT INTO temp.winnow_refs (path, rid, child)
                 SELECT \(index), p.\(rowID), c.\(path.childRowID) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
-                WHERE p.\(rowID) IN (SELECT rid FROM temp.winnow_queue UNION SELECT winner FROM temp.winnow_queue)
+                WHERE p.\(rowID) IN (\(members))
                 ORDER BY 1, 2, 3
                 """)
         }
+        let collides = rule.references.contains { !$0.indexed && !$0.uniqueKeys.isEmpty }
+        fillMapped = """
+            DELETE FROM temp.winnow_mapped;
+            INSERT INTO temp.winnow_mapped (rid) SELECT rid FROM temp.winnow_queue
+            UNION SELECT winner FROM temp.winnow_queue\(collides ? "" : " WHERE tied & 1")
+            """
+        var tables: [String] = []
+        for path in rule.references where path.declared && !path.indexed && !tables.contains(path.childTable) {
+            tables.append(path.childTable)
+        }
+        danglingInTable = tables.map { ($0, "SELECT count(*) FROM pragma_foreign_key_check(\(ChangeTracking.literal($0)), 'main')") }
         self.fillMoves = fillMoves
         self.groupChildren = groupChildren
         self.winnerKeys = winnerKeys

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// What discovery found for one rule.
 public struct Discovery: Sendable, Equatable {
@@ -70,6 +71,7 @@ struct DedupeExecutor {
             CREATE TEMP TABLE IF NOT EXISTS winnow_refs (
                 path INTEGER NOT NULL, rid INTEGER NOT NULL, child INTEGER NOT NULL, PRIMARY KEY (path, rid, child)
             ) WITHOUT ROWID;
+            CREATE TEMP TABLE IF NOT EXISTS winnow_mapped (rid INTEGER PRIMARY KEY);
             CREATE TEMP TABLE IF NOT EXISTS winnow_queue (
                 first INTEGER NOT NULL, winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
                 PRIMARY KEY (first, winner, rn)
@@ -235,6 +237,12 @@ struct DedupeExecutor {
         // its referencing columns once per row; the batches check the references they touch instead.
         let suspended = try suspendForeignKeys()
         defer { if suspended { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
+        // Where no index lets a batch look the children of its losers up again, the rule as a
+        // whole is checked too: no more references to no row after it than before it.
+        var danglingBefore: [Int] = []
+        if suspended {
+            for check in sql.danglingInTable { danglingBefore.append(try Int.fetchOne(db, sql: check.sql) ?? 0) }
+        }
         var lastFirst = Int64.min
         var done = 0
         while true {
@@ -262,6 +270,15 @@ struct DedupeExecutor {
                                        seconds: seconds, done: done, total: discovery.losers)))
             batchNumber += 1
             lastFirst = upTo
+        }
+        for (check, before) in zip(sql.danglingInTable, danglingBefore) {
+            let after = try Int.fetchOne(db, sql: check.sql) ?? 0
+            if after > before {
+                throw WinnowError.internal("""
+                    \(rule.rule.keyPath) (\(rule.table)): \(after - before) row(s) of \(check.table) point at rows this run deleted; \
+                    every batch is journaled: `winnow restore --run` puts them back
+                    """)
+            }
         }
         return counts
     }
@@ -294,6 +311,7 @@ struct DedupeExecutor {
     /// foreign-key enforcement on, one per deleted row).
     private func mapChildren(_ sql: BatchStatements, state: inout BatchState) throws {
         state.mappedAt = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
+        try db.execute(sql: sql.fillMapped)
         try db.cachedStatement(sql: sql.clearMap).execute()
         for map in sql.mapChildren.compactMap({ $0 }) { try db.cachedStatement(sql: map).execute() }
     }
@@ -314,6 +332,9 @@ struct DedupeExecutor {
         let planned = unchanged ? db.changesCount
             : try Int.fetchOne(db.cachedStatement(sql: sql.countPlanned), arguments: [after, upTo]) ?? 0
         try settleWinners(sql)
+        if sql.mapsChildren, let unmapped = try Int.fetchOne(db.cachedStatement(sql: sql.unmappedLosers)), unmapped > 0 {
+            throw WinnowError.internal("\(rule.rule.keyPath) (\(rule.table)): \(unmapped) row(s) to delete whose children were not mapped; the batch was rolled back")
+        }
         var groups: [(winner: Int64, losers: [Int64])] = []
         let rows = try Row.fetchCursor(db.cachedStatement(sql: sql.batchRows))
         while let row = try rows.next() {
@@ -369,7 +390,7 @@ struct DedupeExecutor {
         // Closures, not key paths: a key path into a tuple is built at run time on every call.
         let strategies = rule.mergeColumns.map { $0.strategy }
         try db.cachedStatement(sql: sql.clearMerged).execute()
-        let insert = try db.cachedStatement(sql: sql.insertMerged)
+        let insert = RawStatement(try db.cachedStatement(sql: sql.insertMerged))
         var sets: [[Int]: DatabaseValue] = [:]
         var current: Int64?
         var rows: [[DatabaseValue]] = []
@@ -388,18 +409,18 @@ struct DedupeExecutor {
             values[0] = winner.databaseValue
             values[1] = set
             for change in changes { values[change.index + 2] = change.value }
-            try insert.execute(arguments: StatementArguments(values))
+            try insert.execute(values)
             work.merges += 1
         }
-        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql.mergeRows))
-        while let row = try cursor.next() {
-            let winner: Int64 = row[0]
+        let count = CInt(strategies.count)
+        try RawStatement(db.cachedStatement(sql: sql.mergeRows)).forEachRow { row in
+            let winner = sqlite3_column_int64(row, 0)
             if winner != current {
                 try flush()
                 current = winner
                 rows.removeAll(keepingCapacity: true)
             }
-            rows.append((1...strategies.count).map { row[$0] as DatabaseValue })
+            rows.append((1...count).map { DatabaseValue(sqliteStatement: row, index: $0) })
         }
         try flush()
     }
