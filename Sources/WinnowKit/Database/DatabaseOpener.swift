@@ -15,8 +15,18 @@ public enum DatabaseOpener {
     /// Busy timeout of every connection: how long a statement waits for another writer.
     public static let busyTimeout: TimeInterval = 5
 
-    /// WAL size after which a batch-writing connection checkpoints.
-    static let walCheckpointBytes = 40 << 20
+    /// WAL size after which a batch-writing connection checkpoints while it writes alone.
+    static let walCheckpointBytes = 12 << 20
+
+    /// The connection's checkpoint threshold: SQLite's 1,000 pages while other connections
+    /// write (`shared`), else about ``walCheckpointBytes``. A writer's commit checkpoints the
+    /// WAL once it is past its own threshold, so a large WAL left by winnow would be copied
+    /// inside another writer's commit.
+    static func setCheckpoint(_ db: Database, shared: Bool) {
+        let pageSize = (try? Int.fetchOne(db, sql: "PRAGMA main.page_size")) ?? 4096
+        let pages = shared ? 1000 : max(1000, walCheckpointBytes / max(512, pageSize))
+        try? db.execute(sql: "PRAGMA main.wal_autocheckpoint = \(pages)")
+    }
 
     /// Helper threads SQLite's sorter may use: one per extra core, at most 3.
     static let sorterThreads = max(0, min(3, ProcessInfo.processInfo.activeProcessorCount - 1))
@@ -75,12 +85,11 @@ public enum DatabaseOpener {
         }
         if (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() == "wal" {
             try? db.execute(sql: "PRAGMA main.synchronous = NORMAL")
-            // Checkpoint after about 40 MB of WAL instead of SQLite's 1,000 pages: a page that
-            // many batches rewrite (an index, the journal's last page) is copied to the database
-            // and synced once instead of at almost every batch (15% of a 200,000-row dedupe with
-            // re-pointing). This connection's setting only; closing it checkpoints the rest.
-            let pageSize = (try? Int.fetchOne(db, sql: "PRAGMA main.page_size")) ?? 4096
-            try? db.execute(sql: "PRAGMA main.wal_autocheckpoint = \(max(1000, walCheckpointBytes / max(512, pageSize)))")
+            // Checkpoint after about 12 MB of WAL instead of SQLite's 1,000 pages while no
+            // other connection writes (see ``WriteGap``): a page that many batches rewrite (an
+            // index, the journal's last page) is copied to the database and synced once instead
+            // of at almost every batch (10-15% of a 200,000-row dedupe with re-pointing).
+            setCheckpoint(db, shared: false)
         }
     }
 

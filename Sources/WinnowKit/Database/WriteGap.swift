@@ -25,15 +25,29 @@ struct WriteGap {
         fixed = settings.pauseMilliseconds > 0 ? Double(settings.pauseMilliseconds) / 1000 : nil
     }
 
-    /// The gap after a transaction that held the lock for `seconds`.
-    mutating func gap(after seconds: TimeInterval, db: Database) -> TimeInterval {
-        if let fixed { return fixed }
+    private var checkpointShared = false
+
+    /// Whether another connection has committed in the last ``memory`` seconds. While one does,
+    /// the connection also checkpoints at SQLite's usual 1,000 pages (its own WAL pages, in its
+    /// own time, not inside the other writer's commit).
+    mutating func observe(_ db: Database) -> Bool {
         let now = Date()
         if let current = try? Int64.fetchOne(db, sql: "PRAGMA main.data_version") {
             if let version, version != current { seenOther = now }
             version = current
         }
         let shared = seenOther.map { now.timeIntervalSince($0) < Self.memory } ?? false
+        if shared != checkpointShared {
+            checkpointShared = shared
+            DatabaseOpener.setCheckpoint(db, shared: shared)
+        }
+        return shared
+    }
+
+    /// The gap after a transaction that held the lock for `seconds`.
+    mutating func gap(after seconds: TimeInterval, db: Database) -> TimeInterval {
+        let shared = observe(db)
+        if let fixed { return fixed }
         return seconds * (shared ? Self.sharedShare : Self.idleShare)
     }
 

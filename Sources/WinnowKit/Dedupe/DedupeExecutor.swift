@@ -245,10 +245,14 @@ struct DedupeExecutor {
         }
         var lastFirst = Int64.min
         var done = 0
+        var gap = WriteGap(settings: settings)
         while true {
             guard let upTo = try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [lastFirst, sizer.current])
             else { break }
-            if done > 0 { try pause() }   // between batches only, never after the last
+            if done > 0 {   // between batches only, never after the last
+                if writer.pausesBetweenBatches { _ = gap.observe(db) }
+                try pause()
+            }
             let started = Date()
             let number = batchNumber
             let work = try writer.transaction(db) { () -> BatchWork in
