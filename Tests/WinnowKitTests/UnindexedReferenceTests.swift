@@ -148,6 +148,16 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.column(path, "SELECT cid FROM o ORDER BY id", as: Int64.self), [1, 4, 4, 6, 1, 4])
     }
 
+    /// `plan` names the unindexed reference with the index that fixes it, and stops once it exists.
+    func testPlanWarnsAboutTheUnindexedReferenceUntilItIsIndexed() throws {
+        let path = try makeStore(customers: 60, indexed: false)
+        let warnings = try ScenarioKit.plan(Self.job, db: path).rules[0].warnings.filter { $0.contains("no index") }
+        XCTAssertEqual(warnings.count, 1, "\(warnings)")
+        XCTAssertTrue(warnings[0].contains(#"fix: CREATE INDEX "orders_customer_id" ON "orders" ("customer_id");"#), warnings[0])
+        try ScenarioKit.execute(path, #"CREATE INDEX "orders_customer_id" ON "orders" ("customer_id");"#)
+        XCTAssertEqual(try ScenarioKit.plan(Self.job, db: path).rules[0].warnings.filter { $0.contains("no index") }, [])
+    }
+
     /// Enforcement comes back on after the batches: the connection's setting is not left off.
     func testForeignKeysAreEnforcedAgainAfterTheRule() throws {
         let path = try makeStore(customers: 60, indexed: false)
