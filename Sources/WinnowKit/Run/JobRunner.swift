@@ -295,14 +295,17 @@ public enum JobRunner {
             onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))
         }
         // Everything the job can be refused for is checked before the first write.
-        if let plan = try preflight(job, target: target, db: db, settings: settings).plan {
+        let plan = try preflight(job, target: target, db: db, settings: settings).plan
+        // The old rows a finished cut-over set aside, left by a killed run.
+        try TableRebuilder.finishRetired(db, settings: settings)
+        if let plan {
             for step in plan.steps {
                 if case let .createIndex(_, _, afterDedupe) = step, afterDedupe { deferred.append(step); continue }
                 try apply(step)
             }
         }
         // An interrupted rebuild that this run did not resume (the target changed) is undone.
-        try TableRebuilder.cleanUpInterrupted(db, settings: settings)
+        try TableRebuilder.cleanUpInterrupted(db)
         // 2. Seed once.
         if let seed = job.seed {
             let outcome = try Seeder(db: db, spec: seed, runID: runID).run()

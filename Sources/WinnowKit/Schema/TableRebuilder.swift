@@ -17,9 +17,9 @@ import GRDB
 ///    and views recreated. Dropping the old table here would free every one of its pages while
 ///    holding the write lock (547 ms for 1,000,000 rows).
 /// 5. `foreign_keys` back on, and `PRAGMA foreign_key_check` of the table must be clean.
-/// 6. The retired table is emptied in batches sized to `max_transaction_ms`, then dropped
-///    (empty, so at once). A run killed before that finishes it the next time (see
-///    ``cleanUpInterrupted(_:settings:)``); the rows it holds are a copy, never read again.
+/// 6. The retired table is dropped at once when that fits in `max_transaction_ms`, else emptied
+///    in batches sized to it and then dropped. A run killed before that finishes it the next
+///    time (see ``finishRetired(_:settings:)``); the rows it holds are a copy, never read again.
 struct TableRebuilder {
     let db: Database
     let rebuild: TableRebuild
@@ -30,29 +30,33 @@ struct TableRebuilder {
     static let logTable = "winnow_rebuild_log"
     static let captureTriggers = ["winnow_capture_insert", "winnow_capture_update", "winnow_capture_delete"]
 
-    /// Removes what a rebuild killed before its cut-over left behind: the capture triggers on
-    /// the user's table (they would keep logging the application's writes), the half-built new
-    /// table and the log. The old table was never touched, so nothing else needs undoing. A
-    /// table retired by a finished cut-over is emptied in batches and dropped. Runs while the
-    /// run lock is held, so no rebuild can be in progress.
-    static func cleanUpInterrupted(_ db: Database, settings: BatchSettings) throws {
-        let leftovers = try String.fetchAll(db, sql: """
-            SELECT name FROM main.sqlite_master WHERE (type = 'table' AND (name = ? OR name LIKE 'winnow\\_rebuild\\_%' ESCAPE '\\'))
-            OR (type = 'trigger' AND name IN ('winnow_capture_insert', 'winnow_capture_update', 'winnow_capture_delete'))
-            """, arguments: [logTable])
-        if !leftovers.isEmpty {
-            try db.writeTransaction {
-                for trigger in captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
-                for name in leftovers where name.hasPrefix("winnow_rebuild") {
-                    try db.execute(sql: "DROP TABLE IF EXISTS main.\(name.sqlIdentifier)")
-                }
-                return
-            }
-        }
+    /// Empties and drops the old tables that finished cut-overs set aside and a killed run left
+    /// (in short transactions; see ``drain(_:table:settings:)``). The runner calls it before any
+    /// migration step, so a rebuild never finds its table's retired copy in the way.
+    static func finishRetired(_ db: Database, settings: BatchSettings) throws {
         let retired = try String.fetchAll(db, sql: """
             SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'winnow\\_retired\\_%' ESCAPE '\\'
             """)
         for name in retired { try drain(db, table: name, settings: settings) }
+    }
+
+    /// Removes what a rebuild killed before its cut-over left behind: the capture triggers on
+    /// the user's table (they would keep logging the application's writes), the half-built new
+    /// table and the log. The old table was never touched, so nothing else needs undoing. Runs
+    /// while the run lock is held, so no rebuild can be in progress.
+    static func cleanUpInterrupted(_ db: Database) throws {
+        let leftovers = try String.fetchAll(db, sql: """
+            SELECT name FROM main.sqlite_master WHERE (type = 'table' AND (name = ? OR name LIKE 'winnow\\_rebuild\\_%' ESCAPE '\\'))
+            OR (type = 'trigger' AND name IN ('winnow_capture_insert', 'winnow_capture_update', 'winnow_capture_delete'))
+            """, arguments: [logTable])
+        guard !leftovers.isEmpty else { return }
+        try db.writeTransaction {
+            for trigger in captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
+            for name in leftovers where name.hasPrefix("winnow_rebuild") {
+                try db.execute(sql: "DROP TABLE IF EXISTS main.\(name.sqlIdentifier)")
+            }
+            return
+        }
     }
 
     /// Whether the old table of `rows` rows can be dropped in one transaction within
@@ -127,8 +131,6 @@ struct TableRebuilder {
         }
         let newName = Self.temporaryName(table.name)
         let retired = Self.retiredName(table.name)
-        // The old rows of an earlier rebuild of this table that was killed while emptying them.
-        if try db.tableExists(retired) { outcome.batches += try Self.drain(db, table: retired, settings: settings) }
         let createSQL = try MigrationSQL.rebuiltTable(rebuild, currentSQL: table.sql, newName: newName)
         let newColumns = try CreateTableSQL.parse(createSQL).columns.map(\.name)
         // What each new column is filled from: the old column, with a NOT NULL default filling NULLs.
@@ -243,15 +245,15 @@ struct TableRebuilder {
                 if n == 0 { break }
             }
             try db.execute(sql: "DROP TRIGGER main.winnow_capture_insert; DROP TRIGGER main.winnow_capture_update; DROP TRIGGER main.winnow_capture_delete")
-            let triggers = try String.fetchAll(db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND sql IS NOT NULL",
-                                               arguments: [table.name])
+            // The table's own triggers: dropped here (they would follow the old table aside)
+            // and created again on the new one.
+            let triggers = try Row.fetchAll(db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
+                                            arguments: [table.name]).map { (name: $0[0] as String, sql: $0[1] as String?) }
             let views = try Row.fetchAll(db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'view'")
                 .filter { MigrationPlanner.mentions($0[1], table.name) }
                 .map { (name: $0[0] as String, sql: $0[1] as String) }
             for view in views { try db.execute(sql: "DROP VIEW main.\(view.name.sqlIdentifier)") }
-            let triggerNames = try String.fetchAll(db, sql: "SELECT name FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
-                                                   arguments: [table.name])
-            for name in triggerNames { try db.execute(sql: "DROP TRIGGER main.\(name.sqlIdentifier)") }
+            for trigger in triggers { try db.execute(sql: "DROP TRIGGER main.\(trigger.name.sqlIdentifier)") }
             // AUTOINCREMENT never reuses a rowid: keep the old table's counter, not the copy's.
             let sequence = try db.tableExists("sqlite_sequence")
                 ? try Int64.fetchOne(db, sql: "SELECT seq FROM main.sqlite_sequence WHERE name = ?", arguments: [table.name]) : nil
@@ -259,8 +261,8 @@ struct TableRebuilder {
             // triggers of other tables) already say the final name and must stay as written.
             try db.execute(sql: "PRAGMA legacy_alter_table = ON")
             defer { try? db.execute(sql: "PRAGMA legacy_alter_table = OFF") }
-            // The old table goes aside, not away: a DROP would free all of its pages here.
-            try db.execute(sql: "DROP TABLE IF EXISTS main.\(retired.sqlIdentifier)")
+            // The old table goes aside, not away: a DROP would free all of its pages here. (No
+            // retired copy is left from before: the runner finished those before any step.)
             try db.execute(sql: "ALTER TABLE main.\(table.name.sqlIdentifier) RENAME TO \(retired.sqlIdentifier)")
             try db.execute(sql: "ALTER TABLE main.\(newName.sqlIdentifier) RENAME TO \(table.name.sqlIdentifier)")
             try renameIndexes(indexes.enumerated().map { ("winnow_retired_ix\($0)_\(table.name)", $1.name) }
@@ -271,7 +273,7 @@ struct TableRebuilder {
                     try db.execute(sql: "INSERT INTO main.sqlite_sequence (name, seq) VALUES (?, ?)", arguments: [table.name, sequence])
                 }
             }
-            for sql in triggers { try db.execute(sql: sql) }
+            for sql in triggers.compactMap(\.sql) { try db.execute(sql: sql) }
             for view in views { try db.execute(sql: view.sql) }
             try db.execute(sql: "DROP TABLE main.\(Self.logTable)")
             return
