@@ -6,11 +6,15 @@ import Foundation
 /// rebuilding and re-preparing of its SQL.
 ///
 /// Temporary tables (created by ``DedupeExecutor/prepareTemporaryTables(_:)``):
-/// - `winnow_queue(first, winner, rn, rid, tied)`: every loser found, in batch order;
+/// - `winnow_queue(first, winner, rn, rid, tied)`: every loser found, in batch order (`tied`:
+///   1 ties the group's first row on the winner terms, 2 ties the row before it);
 /// - `winnow_batch(rid, winner, rn, tied)`: the losers of the batch in flight;
+/// - `winnow_swaps(cand, actual)`: tied groups whose winner by the full order is not the candidate;
+/// - `winnow_merged(winner, set, v0, ...)`: the batch's merge results (created per rule);
 /// - `winnow_moves(path, child, winner)`: child rows of the batch's losers to re-point, by path;
-/// - `winnow_refs(path, rid, child)`: for a reference path without an index on the child
-///   columns, every child row of a row in the queue, mapped in one scan of the child table.
+/// - `winnow_mapped(rid)`, `winnow_refs(path, rid, child)`: for reference paths without an index
+///   on the child columns, the rows whose children are mapped and those children, found in one
+///   scan of each child table.
 struct BatchStatements {
     let rule: CompiledRule
 
@@ -69,6 +73,10 @@ struct BatchStatements {
     let unmappedLosers = "SELECT count(*) FROM temp.winnow_batch WHERE rid NOT IN (SELECT rid FROM temp.winnow_mapped)"
     /// Per child table of a declared path without an index: its references to no row.
     let danglingInTable: [(table: String, sql: String)]
+    /// Per reference path: deletes / re-points one child row by rowid (paths whose re-pointing
+    /// can collide are decided row by row).
+    let deleteChild: [String]
+    let repointChild: [String]
     /// Winners re-pointed children must reach (none may be missing).
     let missingWinners: String
     let deleteLosers: String
@@ -85,13 +93,14 @@ struct BatchStatements {
             CROSS JOIN \(table) AS b ON b.\(rowID) = l.winner
             WHERE l.first > ? AND l.first <= ? AND \(rule.sameKey("a", "b"))
             """
-        let members = "(SELECT winner, winner AS rid FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid FROM temp.winnow_batch)"
+        // Every row of the batch's groups: the winner (rn 0), then its losers.
+        let groupRows = "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
         findSwaps = """
             INSERT INTO temp.winnow_swaps (cand, actual)
             SELECT cand, rid FROM (
                 SELECT g.winner AS cand, g.rid AS rid,
                        row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
-                FROM \(members) AS g
+                FROM \(groupRows) AS g
                 CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid
                 WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied & 1)
             ) WHERE pos = 1 AND rid <> cand
@@ -103,7 +112,6 @@ struct BatchStatements {
                 WHERE b.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
             ) AS x WHERE x.rid = winnow_batch.rid
             """
-        let groupRows = "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
         let mergeSelected = rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" }.joined(separator: ", ")
         mergeRows = """
             SELECT g.winner, \(mergeSelected) FROM \(groupRows) AS g
@@ -118,6 +126,7 @@ struct BatchStatements {
         mergedSelection = "\(rowID) IN (SELECT winner FROM temp.winnow_merged)"
         var fillMoves: [String] = [], groupChildren: [String] = [], winnerKeys: [String] = []
         var applyMoves: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
+        var deleteChild: [String] = [], repointChild: [String] = []
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
             let join = zip(path.childColumns, path.parentColumns)
@@ -127,15 +136,13 @@ struct BatchStatements {
             let children = path.indexed
                 ? "CROSS JOIN \(child) AS c ON \(join)"
                 : "CROSS JOIN temp.winnow_refs AS m ON m.path = \(index) AND m.rid = p.\(rowID) CROSS JOIN \(child) AS c ON c.\(path.childRowID) = m.child AND \(join)"
+            // The children of the batch's losers (`b`).
+            let loserChildren = "FROM temp.winnow_batch AS b CROSS JOIN \(table) AS p ON p.\(rowID) = b.rid \(children)"
             fillMoves.append("""
                 INSERT INTO temp.winnow_moves (path, child, winner)
-                SELECT \(index), c.\(path.childRowID), b.winner FROM temp.winnow_batch AS b
-                CROSS JOIN \(table) AS p ON p.\(rowID) = b.rid \(children)
+                SELECT \(index), c.\(path.childRowID), b.winner \(loserChildren)
                 """)
-            dangling.append("""
-                SELECT count(*), min(c.\(path.childRowID)) FROM temp.winnow_batch AS b
-                CROSS JOIN \(table) AS p ON p.\(rowID) = b.rid \(children)
-                """)
+            dangling.append("SELECT count(*), min(c.\(path.childRowID)) \(loserChildren)")
             let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
             let selectedKeys = keyColumns.map { ", c.\($0.sqlIdentifier)" }.joined()
             groupChildren.append("""
@@ -152,6 +159,11 @@ struct BatchStatements {
             let targets = path.childColumns.map(\.sqlIdentifier).joined(separator: ", ")
             let sources = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
             let childTable = "main.\(path.childTable.sqlIdentifier)"
+            deleteChild.append("DELETE FROM \(childTable) WHERE \(path.childRowID) = ?")
+            repointChild.append("""
+                UPDATE \(childTable) SET \(path.childColumns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")) \
+                WHERE \(path.childRowID) = ?
+                """)
             applyMoves.append("""
                 UPDATE \(childTable) SET (\(targets)) = (
                     SELECT \(sources) FROM temp.winnow_moves AS mv JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner
@@ -192,6 +204,8 @@ struct BatchStatements {
         self.applyMoves = applyMoves
         self.danglingChildren = dangling
         self.mapChildren = mapChildren
+        self.deleteChild = deleteChild
+        self.repointChild = repointChild
         missingWinners = """
             SELECT count(*) FROM temp.winnow_moves AS mv LEFT JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner
             WHERE p.\(rowID) IS NULL
@@ -216,15 +230,5 @@ struct BatchStatements {
             UPDATE \(table) SET (\(targets)) = (SELECT \(sources) FROM temp.winnow_merged AS m WHERE m.winner = \(table).\(rule.rowID))
             WHERE \(rule.rowID) IN (SELECT winner FROM temp.winnow_merged WHERE "set" = '\(Self.mergeSet(columns))')
             """
-    }
-
-    /// Child rows the collision path decides one by one.
-    func deleteChild(_ path: ReferencePath) -> String {
-        "DELETE FROM main.\(path.childTable.sqlIdentifier) WHERE \(path.childRowID) = ?"
-    }
-
-    func repointChild(_ path: ReferencePath) -> String {
-        let sets = path.childColumns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")
-        return "UPDATE main.\(path.childTable.sqlIdentifier) SET \(sets) WHERE \(path.childRowID) = ?"
     }
 }

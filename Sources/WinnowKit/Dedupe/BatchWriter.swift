@@ -56,8 +56,6 @@ final class SQLiteBatchWriter: BatchWriter {
     private var shapes: [String: Int64] = [:]
     /// Journal statements by shape and selection, spelled once.
     private var journalSQL: [String: String] = [:]
-    /// Merge updates by the set of columns they change, spelled once.
-    private var mergeSQL: [[Int]: String] = [:]
 
     init(runID: Int64) {
         self.runID = runID
@@ -129,7 +127,7 @@ final class SQLiteBatchWriter: BatchWriter {
                 try journal(db, op: "delete", batch: work.number, table: path.childTable, rowID: path.childRowID,
                             columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [delete.childRowID])
             }
-            try db.cachedStatement(sql: sql.deleteChild(path)).execute(arguments: [delete.childRowID])
+            try db.cachedStatement(sql: sql.deleteChild[delete.path]).execute(arguments: [delete.childRowID])
         }
         // 2. Re-point references from losers to winners, before any loser is deleted, so that
         //    ON DELETE CASCADE finds nothing to take with it.
@@ -139,7 +137,7 @@ final class SQLiteBatchWriter: BatchWriter {
                 try journal(db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
                             columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [repoint.childRowID])
             }
-            try db.cachedStatement(sql: sql.repointChild(path))
+            try db.cachedStatement(sql: sql.repointChild[repoint.path])
                 .execute(arguments: StatementArguments(repoint.values + [repoint.childRowID.databaseValue]))
         }
         for (index, count) in work.moved where count > 0 {
@@ -162,12 +160,7 @@ final class SQLiteBatchWriter: BatchWriter {
             }
             var updated = 0
             for columns in work.mergeColumnSets {
-                let update: String
-                if let known = mergeSQL[columns] { update = known } else {
-                    update = sql.mergeUpdate(columns)
-                    mergeSQL[columns] = update
-                }
-                try db.cachedStatement(sql: update).execute()
+                try db.cachedStatement(sql: sql.mergeUpdate(columns)).execute()
                 updated += db.changesCount
             }
             guard updated == work.merges else {
