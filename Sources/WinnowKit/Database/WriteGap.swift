@@ -30,9 +30,10 @@ struct WriteGap {
     /// Whether another connection has committed in the last ``memory`` seconds. While one does,
     /// the connection also checkpoints at SQLite's usual 1,000 pages (its own WAL pages, in its
     /// own time, not inside the other writer's commit).
-    mutating func observe(_ db: Database) -> Bool {
+    /// `version`: `PRAGMA data_version` if the caller has just read it (else it is read here).
+    mutating func observe(_ db: Database, version known: Int64? = nil) -> Bool {
         let now = Date()
-        if let current = try? Int64.fetchOne(db, sql: "PRAGMA main.data_version") {
+        if let current = known ?? (try? Int64.fetchOne(db, sql: "PRAGMA main.data_version")) {
             if let version, version != current { seenOther = now }
             version = current
         }

@@ -5,14 +5,13 @@ import GRDB
 /// the journal and the run's counters); ``DryRunWriter`` writes nothing: it is what makes `plan`
 /// and `run --dry-run` the same executor as `run`.
 protocol BatchWriter {
-    /// Whether to sleep `pause_ms` between batches (to let other writers in): only when writing.
-    var pausesBetweenBatches: Bool { get }
+    /// Whether batches write: only then do they sleep `pause_ms` between them (to let other
+    /// writers in) and check the references they touch when enforcement is off.
+    var writes: Bool { get }
     /// Prepares what the rule's batches need (journal shapes), in its own committed transaction.
     func prepare(_ rule: CompiledRule, db: Database) throws
     /// Runs `body` as one unit of work: a write transaction, or a plain read for a dry run.
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T
-    /// Whether batches write, so that references must be checked when enforcement is off.
-    var checksReferences: Bool { get }
     /// Applies one batch of a rule. Called inside ``transaction(_:_:)``.
     func apply(_ work: BatchWork, rule: CompiledRule, sql: BatchStatements, db: Database) throws
     /// Stores key hashes of the rows `selection` (SQL over the rule's table, with `arguments`)
@@ -25,8 +24,7 @@ protocol BatchWriter {
 /// Writes nothing to the database. It remembers, in a temporary table, the rows a run would
 /// have deleted, so that later counts (stored hashes) leave them out as a run would.
 struct DryRunWriter: BatchWriter {
-    var pausesBetweenBatches: Bool { false }
-    var checksReferences: Bool { false }
+    var writes: Bool { false }
     func prepare(_ rule: CompiledRule, db: Database) throws {
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS winnow_dry_deleted (rid INTEGER PRIMARY KEY)")
         try db.execute(sql: "DELETE FROM temp.winnow_dry_deleted")
@@ -49,8 +47,7 @@ struct DryRunWriter: BatchWriter {
 /// Writes batches, journaling every deleted row and before-image when the rule archives.
 final class SQLiteBatchWriter: BatchWriter {
     let runID: Int64
-    var pausesBetweenBatches: Bool { true }
-    var checksReferences: Bool { true }
+    var writes: Bool { true }
     /// Journal shape ids by table and column list, created and committed by ``prepare(_:db:)``
     /// before any batch, so a rolled-back batch can never leave a cached id without its row.
     private var shapes: [String: Int64] = [:]

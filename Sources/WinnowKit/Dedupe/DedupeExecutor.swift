@@ -222,7 +222,7 @@ struct DedupeExecutor {
     }
 
     private func pause() throws {
-        if settings.pauseMilliseconds > 0, writer.pausesBetweenBatches { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
+        if settings.pauseMilliseconds > 0, writer.writes { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
     }
 
     /// Resolves every group found by ``discover()``, batch by batch.
@@ -250,7 +250,7 @@ struct DedupeExecutor {
             guard let upTo = try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [lastFirst, sizer.current])
             else { break }
             if done > 0 {   // between batches only, never after the last
-                if writer.pausesBetweenBatches { _ = gap.observe(db) }
+                if writer.writes { _ = gap.observe(db, version: state.version) }
                 try pause()
             }
             let started = Date()
@@ -293,6 +293,8 @@ struct DedupeExecutor {
         var foundAt: Int64?
         /// `PRAGMA data_version` when `winnow_refs` was filled: while it holds, the map is exact.
         var mappedAt: Int64?
+        /// `PRAGMA data_version` as the last batch read it.
+        var version: Int64?
     }
 
     /// Turns foreign-key enforcement off for the rule's batches when the rule allows it
@@ -300,7 +302,7 @@ struct DedupeExecutor {
     /// pragma is ignored inside one) and no user trigger on the table could write elsewhere.
     /// Returns whether it did; the caller turns it back on.
     private func suspendForeignKeys() throws -> Bool {
-        guard writer.checksReferences, rule.foreignKeysSuspendable, rule.sources.isEmpty, !db.isInsideTransaction,
+        guard writer.writes, rule.foreignKeysSuspendable, rule.sources.isEmpty, !db.isInsideTransaction,
               try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == true else { return false }
         let triggers = try Int.fetchOne(db, sql: """
             SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE AND name NOT LIKE 'winnow\\_%' ESCAPE '\\'
@@ -329,6 +331,7 @@ struct DedupeExecutor {
               wantSamples: Bool) throws -> BatchWork {
         var work = BatchWork(number: number)
         let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version"))
+        state.version = version
         let unchanged = state.foundAt != nil && version == state.foundAt
         if sql.mapsChildren, version != state.mappedAt { try mapChildren(sql, state: &state) }
         try db.cachedStatement(sql: sql.clearBatch).execute()
