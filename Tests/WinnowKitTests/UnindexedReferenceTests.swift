@@ -158,6 +158,73 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.plan(Self.job, db: path).rules[0].warnings.filter { $0.contains("no index") }, [])
     }
 
+    /// CONTRACT section 5: a restricted reference that appears mid-run (another connection adds
+    /// a child of a loser a later batch would delete) refuses that batch with 65; the batches
+    /// before it stay committed, the batch in flight is rolled back, no reference dangles.
+    func testRestrictRefusesTheBatchWhoseLoserGainedAChildMidRun() throws {
+        for indexed in [false, true] {
+            let path = try makeStore(customers: 300, indexed: indexed)
+            try ScenarioKit.execute(path, "DELETE FROM orders")
+            let lateLoser = try XCTUnwrap(ScenarioKit.column(path, """
+                SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at) AS n FROM customers)
+                WHERE n > 1 ORDER BY id DESC LIMIT 1
+                """, as: Int64.self).first ?? nil)
+            let other = try DatabaseQueue(path: path)
+            var inserted = false
+            let job = Self.job.replacingOccurrences(of: "    archive: true", with: "    archive: true\n    references: restrict")
+            XCTAssertThrowsError(try ScenarioKit.run(job, db: path) { event in
+                guard case .batch = event, !inserted else { return }
+                inserted = true
+                try? other.write { db in try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (1, ?, 1)", arguments: [lateLoser]) }
+            }) { error in
+                XCTAssertEqual((error as? WinnowError)?.exitCode, 65, "\(error)")
+            }
+            try other.close()
+            XCTAssertTrue(inserted)
+            let remaining = try ScenarioKit.int(path, "SELECT count(*) FROM customers")
+            XCTAssertLessThan(remaining, 300, "the batches before the refusal stay committed (indexed: \(indexed))")
+            XCTAssertGreaterThan(remaining, 100, "the refused batch and the ones after it changed nothing")
+            XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id = \(lateLoser)"), 1)
+            XCTAssertEqual(try ScenarioKit.int(path, "SELECT customer_id FROM orders WHERE id = 1"), Int(lateLoser))
+            XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        }
+    }
+
+    /// A table that references itself without an index (managers): losers managing losers and
+    /// winners, all re-pointed with enforcement off; `restore` brings every row back exactly.
+    func testSelfReferenceWithoutAnIndexIsRepointedAndRestored() throws {
+        let path = dir.appendingPathComponent("staff.sqlite").path
+        try TestSupport.makeDatabase(at: path, sql: """
+            CREATE TABLE staff (id INTEGER PRIMARY KEY, email TEXT, hired INTEGER NOT NULL, manager_id INTEGER REFERENCES staff(id));
+            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 240)
+            INSERT INTO staff (id, email, hired, manager_id)
+            SELECT i, 'p' || (i % 80) || '@x.org', (i * 7919) % 1009, CASE WHEN i > 3 THEN 1 + (i * 31) % (i - 1) END FROM s;
+            """)
+        let original = try ScenarioKit.userState(path)
+        let rule = try DatabaseQueue(path: path).read { db in
+            try JobRunner.compile(try ScenarioKit.job("version: 1\ndedupe:\n  - entity: staff\n    key: email\n"), db)
+        }[0]
+        XCTAssertTrue(rule.foreignKeysSuspendable)
+        XCTAssertFalse(rule.references[0].indexed)
+        let summary = try ScenarioKit.run("""
+            version: 1
+            dedupe:
+              - entity: staff
+                key: email
+                winner:
+                  - hired: asc
+                archive: true
+            batch:
+              size: 9
+            """, db: path)
+        XCTAssertEqual(summary.counts.deleted, 160)
+        XCTAssertGreaterThan(summary.counts.repointed, 50)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM staff WHERE manager_id IS NOT NULL AND manager_id NOT IN (SELECT id FROM staff)"), 0)
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
     /// Enforcement comes back on after the batches: the connection's setting is not left off.
     func testForeignKeysAreEnforcedAgainAfterTheRule() throws {
         let path = try makeStore(customers: 60, indexed: false)
