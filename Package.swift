@@ -1,27 +1,38 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Layers (see README "Layout"):
+//   WinnowCore   — load, model, plan, the seam (dialect + session), the run lifecycle. No database.
+//   WinnowSQLite — the SQLite backend: GRDB, SQLite's C API, inspection, rebuilds, batches.
+//   winnow       — the command line: arguments, printing, exit codes.
 let package = Package(
     name: "winnow",
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "winnow", targets: ["winnow"]),
-        .library(name: "WinnowKit", targets: ["WinnowKit"]),
+        .library(name: "WinnowCore", targets: ["WinnowCore"]),
+        .library(name: "WinnowSQLite", targets: ["WinnowSQLite"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         .target(
-            name: "WinnowKit",
+            name: "WinnowCore",
             dependencies: [
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .target(
+            name: "WinnowSQLite",
+            dependencies: [
+                "WinnowCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
@@ -29,15 +40,35 @@ let package = Package(
         .executableTarget(
             name: "winnow",
             dependencies: [
-                "WinnowKit",
+                "WinnowCore",
+                "WinnowSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // Tests: fast unit tests of the core (no database) and of the SQLite backend; the slow
+        // scenario suites (command line, crash harness, fuzz, live writers, sqldef) apart.
+        .target(
+            name: "WinnowTestSupport",
+            dependencies: ["WinnowCore", "WinnowSQLite", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/WinnowTestSupport",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
-            name: "WinnowKitTests",
-            dependencies: ["WinnowKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams")],
+            name: "WinnowCoreTests",
+            dependencies: ["WinnowCore", "WinnowTestSupport", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Golden")],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "WinnowSQLiteTests",
+            dependencies: ["WinnowCore", "WinnowSQLite", "WinnowTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "WinnowScenarioTests",
+            dependencies: ["WinnowCore", "WinnowSQLite", "WinnowTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Yams", package: "Yams")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
     ]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import WinnowKit
+import WinnowCore
+import WinnowSQLite
 
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "validate", abstract: "Parse and check job and schema files; no database is opened.")

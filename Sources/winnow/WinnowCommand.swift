@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import WinnowKit
+import WinnowCore
+import WinnowSQLite
 
 @main
 struct Winnow: ParsableCommand {

@@ -1,0 +1,217 @@
+import Foundation
+import Yams
+
+/// Reads job files (CONTRACT section 2) into ``Job`` values, checking everything that can be
+/// checked without a database. Errors are ``WinnowError/invalidFile(_:_:)`` with the location
+/// of the offending node.
+public enum JobLoader {
+    package static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "batch"]
+    package static let ruleKeys = ["entity", "key", "hash", "hash_column", "normalize", "nulls", "winner", "merge",
+                           "references", "referenced_by", "archive", "max_delete_percent", "incremental"]
+    package static let supportedVersions = 1...1
+
+    /// Loads and checks a job file. Relative paths inside it are resolved against its folder.
+    public static func load(path: String) throws -> Job {
+        let (reader, root) = try YAMLReader.load(path: path)
+        return try decode(root, reader: reader, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
+    }
+
+    /// Decodes job text (for tests and tools); `file` names it in messages.
+    public static func decode(yaml: String, file: String = "job.yaml", baseDirectory: URL? = nil) throws -> Job {
+        let reader = YAMLReader(file: file)
+        let root = try reader.compose(yaml)
+        return try decode(root, reader: reader,
+                          baseDirectory: baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+    }
+
+    package static func decode(_ root: Node, reader: YAMLReader, baseDirectory: URL) throws -> Job {
+        let map = try reader.mapping(root, "", allowed: rootKeys, what: "a job")
+        let version = try reader.int(try map.required("version", what: "the job format version, 1"), "version", range: 0...Int.max)
+        guard supportedVersions.contains(version) else {
+            throw reader.error(try map.required("version", what: ""), "version",
+                               "unsupported job format version \(version); this winnow reads version \(supportedVersions.upperBound)")
+        }
+        var job = Job(file: reader.file, version: version)
+        func path(_ key: String) throws -> Located<String>? {
+            guard let node = map.optional(key) else { return nil }
+            let raw = try reader.string(node, key, what: "a file path")
+            return Located(resolve(raw.value, against: baseDirectory), at: raw.location)
+        }
+        job.database = try path("database")
+        job.schema = try path("schema")
+        if let node = map.optional("allow_data_loss") { job.allowDataLoss = try reader.bool(node, "allow_data_loss") }
+        if let node = map.optional("seed") { job.seed = try decodeSeed(node, reader: reader, baseDirectory: baseDirectory) }
+        if let node = map.optional("batch") { job.batch = try decodeBatch(node, reader: reader) }
+        if let node = map.optional("dedupe") {
+            job.dedupe = try reader.list(node, "dedupe").enumerated().map { index, item in
+                try decodeRule(item.0, index: index, reader: reader)
+            }
+        }
+        return job
+    }
+
+    package static func resolve(_ path: String, against base: URL) -> String {
+        if path.hasPrefix("/") { return path }
+        return base.appendingPathComponent(path).standardizedFileURL.path
+    }
+
+    package static func decodeSeed(_ node: Node, reader: YAMLReader, baseDirectory: URL) throws -> SeedSpec {
+        let map = try reader.mapping(node, "seed", allowed: ["name", "from", "tables"], what: "the seed section")
+        let name = try reader.string(try map.required("name", what: "the seed marker's name"), map.child("name"))
+        let fromRaw = try reader.string(try map.required("from", what: "the seed database path"), map.child("from"), what: "a file path")
+        let tables = try reader.list(try map.required("tables", what: "the tables to copy"), map.child("tables"),
+                                     allowScalar: true, allowEmpty: false)
+            .map { try reader.string($0.0, $0.1, what: "a table name") }
+        try rejectDuplicates(tables, reader: reader, path: map.child("tables"), what: "table")
+        return SeedSpec(name: name, from: Located(resolve(fromRaw.value, against: baseDirectory), at: fromRaw.location),
+                        tables: tables)
+    }
+
+    package static func decodeBatch(_ node: Node, reader: YAMLReader) throws -> BatchSettings {
+        let map = try reader.mapping(node, "batch", allowed: ["size", "max_transaction_ms", "pause_ms"], what: "the batch section")
+        var batch = BatchSettings()
+        if let size = map.optional("size") { batch.size = try reader.int(size, map.child("size"), range: 1...1_000_000) }
+        if let ms = map.optional("max_transaction_ms") {
+            batch.maxTransactionMilliseconds = try reader.int(ms, map.child("max_transaction_ms"), range: 1...3_600_000)
+        }
+        if let ms = map.optional("pause_ms") { batch.pauseMilliseconds = try reader.int(ms, map.child("pause_ms"), range: 0...3_600_000) }
+        return batch
+    }
+
+    package static func rejectDuplicates(_ names: [Located<String>], reader: YAMLReader, path: String, what: String) throws {
+        var seen = Set<String>()
+        for name in names where !seen.insert(name.value).inserted {
+            throw WinnowError.invalidFile(name.location, "\(path): \(what) '\(name.value)' is listed twice")
+        }
+    }
+
+    package static func decodeRule(_ node: Node, index: Int, reader: YAMLReader) throws -> DedupeRule {
+        let path = "dedupe[\(index)]"
+        let map = try reader.mapping(node, path, allowed: ruleKeys, what: "a dedupe rule")
+        let entity = try reader.string(try map.required("entity", what: "the table to deduplicate"), map.child("entity"), what: "a table name")
+        let keyNode = try map.required("key", what: "a column or a list of columns")
+        let key = try reader.list(keyNode, map.child("key"), allowScalar: true, allowEmpty: false)
+            .map { try reader.string($0.0, $0.1, what: "a column name") }
+        try rejectDuplicates(key, reader: reader, path: map.child("key"), what: "column")
+        var rule = DedupeRule(index: index, location: reader.location(node), entity: entity, key: key)
+
+        if let node = map.optional("hash") { rule.hash = try reader.bool(node, map.child("hash")) }
+        if let node = map.optional("hash_column") {
+            rule.hashColumn = try reader.string(node, map.child("hash_column"), what: "a column name")
+            guard rule.hash else {
+                throw reader.error(node, map.child("hash_column"), "hash_column stores the key hash; it needs 'hash: true'")
+            }
+            if key.contains(where: { $0.value == rule.hashColumn?.value }) {
+                throw reader.error(node, map.child("hash_column"), "the hash column cannot also be a key column")
+            }
+        }
+        if let node = map.optional("normalize") {
+            rule.normalize = try decodeNormalize(node, key: key, reader: reader, path: map.child("normalize"))
+        }
+        if let node = map.optional("nulls") { rule.nulls = try reader.word(node, map.child("nulls"), as: NullPolicy.self, what: "NULL policy") }
+        if let node = map.optional("winner") { rule.winner = try decodeWinner(node, reader: reader, path: map.child("winner")) }
+        if let node = map.optional("merge") {
+            let mergeMap = try reader.mapping(node, map.child("merge"), allowed: [], what: "the merge section")
+            rule.merge = try mergeMap.entries.map { entry in
+                let column = Located(entry.key, at: reader.location(entry.keyNode))
+                guard !entry.key.isEmpty else { throw reader.error(entry.keyNode, mergeMap.path, "expected a column name") }
+                if key.contains(where: { $0.value == entry.key }) || rule.hashColumn?.value == entry.key {
+                    throw reader.error(entry.keyNode, mergeMap.child(entry.key),
+                                       "a key column cannot be merged: every row of a group already shares its value")
+                }
+                let strategy = try reader.word(entry.value, mergeMap.child(entry.key), as: MergeStrategy.self, what: "merge strategy")
+                return MergeRule(column: column, strategy: strategy)
+            }
+        }
+        if let node = map.optional("references") {
+            rule.references = try reader.word(node, map.child("references"), as: ReferencePolicy.self, what: "reference policy")
+        }
+        if let node = map.optional("referenced_by") {
+            rule.referencedBy = try reader.list(node, map.child("referenced_by"), allowScalar: true)
+                .map { try decodeColumnReference($0.0, reader: reader, path: $0.1) }
+            var seen = Set<ColumnReference>()
+            for ref in rule.referencedBy where !seen.insert(ref).inserted {
+                throw WinnowError.invalidFile(ref.location, "\(map.child("referenced_by")): '\(ref.table).\(ref.column)' is listed twice")
+            }
+        }
+        if let node = map.optional("archive") { rule.archive = try reader.bool(node, map.child("archive")) }
+        if let node = map.optional("incremental") { rule.incremental = try reader.bool(node, map.child("incremental")) }
+        if let node = map.optional("max_delete_percent") {
+            rule.maxDeletePercent = try reader.number(node, map.child("max_delete_percent"), range: 0...100)
+        }
+        return rule
+    }
+
+    package static func decodeNormalize(_ node: Node, key: [Located<String>], reader: YAMLReader, path: String) throws -> [String: [Normalizer]] {
+        func chain(_ node: Node, _ path: String) throws -> [Normalizer] {
+            try reader.list(node, path, allowScalar: true).map { try reader.word($0.0, $0.1, as: Normalizer.self, what: "normaliser") }
+        }
+        if case .mapping = node {
+            let map = try reader.mapping(node, path, allowed: [], what: "normalisers per column")
+            var result: [String: [Normalizer]] = [:]
+            for entry in map.entries {
+                guard key.contains(where: { $0.value == entry.key }) else {
+                    throw reader.error(entry.keyNode, path,
+                                       "'\(entry.key)' is not a key column; key columns are \(key.map(\.value).joined(separator: ", "))")
+                }
+                result[entry.key] = try chain(entry.value, map.child(entry.key))
+            }
+            return result
+        }
+        let all = try chain(node, path)
+        return Dictionary(uniqueKeysWithValues: key.map { ($0.value, all) })
+    }
+
+    package static func decodeWinner(_ node: Node, reader: YAMLReader, path: String) throws -> WinnerRule {
+        switch node {
+        case let .scalar(scalar) where scalar.tagName == .str:
+            guard scalar.string == "most_complete" else {
+                throw reader.error(node, path, "unknown winner shorthand '\(scalar.string)'; expected most_complete, {earliest: COLUMN}, {latest: COLUMN} or a list of COLUMN: asc|desc")
+            }
+            return .mostComplete
+        case .mapping:
+            let map = try reader.mapping(node, path, allowed: ["earliest", "latest"], what: "a winner shorthand")
+            guard map.entries.count == 1, let entry = map.entries.first else {
+                throw reader.error(node, path, "write exactly one of earliest: COLUMN or latest: COLUMN")
+            }
+            let column = try reader.string(entry.value, map.child(entry.key), what: "a column name")
+            return .ordered([WinnerTerm(column: column, descending: entry.key == "latest", nullsLast: true)])
+        case .sequence:
+            var seen = Set<String>()
+            let terms: [WinnerTerm] = try reader.list(node, path).map { item, itemPath in
+                let map = try reader.mapping(item, itemPath, allowed: [], what: "a winner term COLUMN: asc|desc")
+                guard map.entries.count == 1, let entry = map.entries.first else {
+                    throw reader.error(item, itemPath, "each winner term is one COLUMN: asc|desc")
+                }
+                guard !entry.key.isEmpty else { throw reader.error(entry.keyNode, itemPath, "expected a column name") }
+                guard seen.insert(entry.key).inserted else {
+                    throw reader.error(entry.keyNode, itemPath, "column '\(entry.key)' is already in the winner order")
+                }
+                let direction = try reader.string(entry.value, map.child(entry.key), what: "asc or desc")
+                guard direction.value == "asc" || direction.value == "desc" else {
+                    throw reader.error(entry.value, map.child(entry.key), "expected asc or desc, found '\(direction.value)'")
+                }
+                return WinnerTerm(column: Located(entry.key, at: reader.location(entry.keyNode)), descending: direction.value == "desc")
+            }
+            return .ordered(terms)
+        default:
+            throw reader.error(node, path, "expected most_complete, {earliest: COLUMN}, {latest: COLUMN} or a list of COLUMN: asc|desc, found \(YAMLReader.describe(node))")
+        }
+    }
+
+    package static func decodeColumnReference(_ node: Node, reader: YAMLReader, path: String) throws -> ColumnReference {
+        if case .mapping = node {
+            let map = try reader.mapping(node, path, allowed: ["table", "column"], what: "a column reference")
+            let table = try reader.string(try map.required("table", what: "the referencing table"), map.child("table"), what: "a table name")
+            let column = try reader.string(try map.required("column", what: "the referencing column"), map.child("column"), what: "a column name")
+            return ColumnReference(table: table.value, column: column.value, location: reader.location(node))
+        }
+        let text = try reader.string(node, path, what: "TABLE.COLUMN")
+        guard let dot = text.value.lastIndex(of: "."), dot != text.value.startIndex,
+              text.value.index(after: dot) != text.value.endIndex else {
+            throw reader.error(node, path, "expected TABLE.COLUMN (or {table: T, column: C}), found '\(text.value)'")
+        }
+        return ColumnReference(table: String(text.value[..<dot]), column: String(text.value[text.value.index(after: dot)...]),
+                               location: text.location)
+    }
+}

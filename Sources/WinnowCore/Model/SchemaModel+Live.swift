@@ -1,0 +1,146 @@
+import Foundation
+
+extension SchemaModel {
+    /// The live schema of a database in model terms (what `schema inspect` prints and what
+    /// migrations and drift checks compare with a schema file). Virtual tables are left out.
+    public init(live: LiveSchema, version: Int) {
+        self.init(version: version, tables: live.tables.filter { !$0.isVirtual }.map(TableModel.init(live:)))
+    }
+}
+
+extension TableModel {
+    public init(live table: LiveTable) {
+        let columns = table.storedColumns.map { column -> ColumnModel in
+            var model = ColumnModel(name: column.name, type: column.type.lowercased(), nullable: !column.notNull,
+                                    defaultValue: column.defaultSQL.map(DefaultValue.parse(sql:)),
+                                    primaryKey: column.primaryKeyIndex > 0)
+            if model.defaultValue == .null { model.defaultValue = nil }
+            if let fk = table.foreignKeys.first(where: { $0.childColumns.count == 1 && $0.childColumns[0] == column.name }) {
+                model.references = ColumnReferenceModel(table: fk.parentTable, column: fk.parentColumns?.first)
+            }
+            return model
+        }
+        let indexes = table.indexes
+            .filter { $0.origin == "c" && !$0.partial && !$0.columns.contains(nil) }
+            .map { IndexModel(name: $0.name, columns: $0.columns.compactMap { $0 }, unique: $0.unique) }
+        self.init(name: table.name, columns: columns, indexes: indexes)
+    }
+}
+
+/// A difference between a live schema and a target schema, as `check` reports it.
+public struct SchemaDrift: Sendable, Equatable, CustomStringConvertible {
+    public var table: String
+    public var column: String?
+    public var message: String
+
+    public var description: String {
+        column.map { "\(table).\($0): \(message)" } ?? "\(table): \(message)"
+    }
+}
+
+extension SchemaModel {
+    /// Everything the target describes that the live schema (self) does not match. Hints
+    /// (`renamed_from`) and column order are not part of the comparison.
+    public func drift(to target: SchemaModel) -> [SchemaDrift] {
+        var result: [SchemaDrift] = []
+        for table in target.tables {
+            guard let live = self.table(named: table.name) else {
+                result.append(SchemaDrift(table: table.name, message: "missing table"))
+                continue
+            }
+            for column in table.columns {
+                guard let liveColumn = live.column(named: column.name) else {
+                    result.append(SchemaDrift(table: table.name, column: column.name, message: "missing column"))
+                    continue
+                }
+                let differences = ColumnModel.differences(liveColumn, column)
+                if !differences.isEmpty {
+                    result.append(SchemaDrift(table: table.name, column: column.name, message: differences.joined(separator: "; ")))
+                }
+            }
+            for column in live.columns where table.column(named: column.name) == nil {
+                result.append(SchemaDrift(table: table.name, column: column.name, message: "column not in the schema file"))
+            }
+            for index in table.indexes {
+                guard let liveIndex = live.indexes.first(where: { $0.name.caseInsensitiveCompare(index.name) == .orderedSame }) else {
+                    result.append(SchemaDrift(table: table.name, message: "missing index \(index.name)"))
+                    continue
+                }
+                if !IndexModel.sameDefinition(liveIndex, index) {
+                    result.append(SchemaDrift(table: table.name, message: "index \(index.name) is \(liveIndex.summary), the schema says \(index.summary)"))
+                }
+            }
+            for index in live.indexes where !table.indexes.contains(where: { $0.name.caseInsensitiveCompare(index.name) == .orderedSame }) {
+                result.append(SchemaDrift(table: table.name, message: "index \(index.name) is not in the schema file"))
+            }
+        }
+        for table in tables where target.table(named: table.name) == nil {
+            result.append(SchemaDrift(table: table.name, message: "table not in the schema file"))
+        }
+        return result
+    }
+}
+
+extension ColumnModel {
+    /// Normalised declared type: lowercased, single spaces, no space before parentheses.
+    public var normalizedType: String {
+        type.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " ").replacingOccurrences(of: " (", with: "(")
+    }
+
+    /// How `live` differs from `target`, in words; empty when they match.
+    package static func differences(_ live: ColumnModel, _ target: ColumnModel) -> [String] {
+        var result: [String] = []
+        if live.normalizedType != target.normalizedType {
+            result.append("type is \(live.type.isEmpty ? "(none)" : live.type), the schema says \(target.type.isEmpty ? "(none)" : target.type)")
+        }
+        if live.primaryKey != target.primaryKey {
+            result.append(live.primaryKey ? "is part of the primary key, the schema says not" : "is not part of the primary key, the schema says it is")
+        }
+        if live.nullable != target.nullable {
+            result.append(live.nullable ? "is nullable, the schema says NOT NULL" : "is NOT NULL, the schema says nullable")
+        }
+        if !DefaultValue.same(live.defaultValue, target.defaultValue) {
+            result.append("default is \(live.defaultValue?.sql ?? "none"), the schema says \(target.defaultValue?.sql ?? "none")")
+        }
+        if !ColumnReferenceModel.same(live.references, target.references) {
+            let describe = { (r: ColumnReferenceModel?) in r.map { "\($0.table)(\($0.column ?? "primary key"))" } ?? "nothing" }
+            result.append("references \(describe(live.references)), the schema says \(describe(target.references))")
+        }
+        return result
+    }
+}
+
+extension DefaultValue {
+    /// Equal defaults; NULL and no default are the same thing.
+    package static func same(_ a: DefaultValue?, _ b: DefaultValue?) -> Bool {
+        let x = a == .null ? nil : a
+        let y = b == .null ? nil : b
+        switch (x, y) {
+        case (nil, nil): return true
+        case let (.expression(e1)?, .expression(e2)?):
+            return unwrapped(e1).caseInsensitiveCompare(unwrapped(e2)) == .orderedSame
+        case let (.real(r)?, .integer(i)?), let (.integer(i)?, .real(r)?): return Double(i) == r
+        default: return x == y
+        }
+    }
+}
+
+extension ColumnReferenceModel {
+    package static func same(_ a: ColumnReferenceModel?, _ b: ColumnReferenceModel?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): return true
+        case let (x?, y?):
+            return x.table.caseInsensitiveCompare(y.table) == .orderedSame
+                && (x.column ?? "").caseInsensitiveCompare(y.column ?? "") == .orderedSame
+        default: return false
+        }
+    }
+}
+
+extension IndexModel {
+    package static func sameDefinition(_ a: IndexModel, _ b: IndexModel) -> Bool {
+        a.unique == b.unique && a.columns.map { $0.lowercased() } == b.columns.map { $0.lowercased() }
+    }
+
+    package var summary: String { "\(unique ? "unique " : "")on (\(columns.joined(separator: ", ")))" }
+}

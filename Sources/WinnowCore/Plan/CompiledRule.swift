@@ -1,0 +1,207 @@
+import Foundation
+
+/// One term of a winner order.
+public enum OrderTerm: Sendable, Equatable {
+    /// `column ASC|DESC [NULLS LAST]`.
+    case column(String, descending: Bool, nullsLast: Bool)
+    /// Rows with more non-NULL values among these columns first (`most_complete`).
+    case completeness([String])
+
+    public func sql(alias: String?) -> String {
+        switch self {
+        case let .column(name, descending, nullsLast):
+            return "\(CompiledRule.column(name, alias)) \(descending ? "DESC" : "ASC")\(nullsLast ? " NULLS LAST" : "")"
+        case .completeness:
+            return "\(compared(alias: alias)) DESC"
+        }
+    }
+
+    /// The value this term compares (without its direction).
+    public func compared(alias: String?) -> String {
+        switch self {
+        case let .column(name, _, _):
+            return CompiledRule.column(name, alias)
+        case let .completeness(columns):
+            let parts = columns.map { "(\(CompiledRule.column($0, alias)) IS NOT NULL)" }
+            return "(\(parts.isEmpty ? "0" : parts.joined(separator: " + ")))"
+        }
+    }
+
+    public var label: String {
+        switch self {
+        case let .column(name, descending, nullsLast):
+            return "\(name) \(descending ? "desc" : "asc")\(nullsLast ? " nulls last" : "")"
+        case .completeness:
+            return "most non-NULL columns"
+        }
+    }
+}
+
+/// A place elsewhere in the database that holds the key of a row of the rule's table.
+public struct ReferencePath: Sendable, Equatable {
+    /// The child table (may be the rule's own table, for a self-reference).
+    public var childTable: String
+    /// Child columns, parallel to `parentColumns`.
+    public var childColumns: [String]
+    /// Columns of the rule's table that the child columns hold.
+    public var parentColumns: [String]
+    /// SQL naming the child table's rowid.
+    public var childRowID: String
+    /// Stored columns of the child table, for journal images.
+    public var childStoredColumns: [String]
+    /// Unique keys of the child that include a child column: re-pointing must not break them.
+    public var uniqueKeys: [[String]]
+    /// true for a declared FOREIGN KEY, false for a `referenced_by:` entry.
+    public var declared: Bool
+    /// Whether the child columns lead an index of the child table (or are its rowid alias): the
+    /// children of a parent row are then found by index; otherwise the rule maps every child row
+    /// of its duplicate groups once, in one scan of the child table.
+    public var indexed: Bool = true
+
+    /// The index that lets the children of a row be found without a scan of the child table.
+    public var suggestedIndex: String {
+        let name = "\(childTable)_\(childColumns.joined(separator: "_"))"
+        return "CREATE INDEX \(name.sqlIdentifier) ON \(childTable.sqlIdentifier) (\(childColumns.map(\.sqlIdentifier).joined(separator: ", ")));"
+    }
+
+    /// `child(col, ...)` for messages.
+    public var label: String { "\(childTable).\(childColumns.joined(separator: "+"))" }
+}
+
+/// A dedupe rule bound to the live schema: every identifier checked and every SQL fragment
+/// built, ready for the executor. Building one touches no database; see ``RuleCompiler``.
+public struct CompiledRule: Sendable {
+    public var rule: DedupeRule
+    /// Canonical table name.
+    public var table: String
+    /// SQL naming the rowid of the table (an alias column or `rowid`).
+    public var rowID: String
+    /// Stored columns in table order (journal images, restore).
+    public var storedColumns: [String]
+    /// Primary key columns (empty: the hidden rowid).
+    public var primaryKey: [String]
+    /// Canonical key column names.
+    public var keyColumns: [String]
+    public var mergeColumns: [(name: String, strategy: MergeStrategy)]
+    public var references: [ReferencePath]
+    /// Canonical hash column name.
+    public var hashColumn: String?
+    /// Winner order terms, before the content tie-break.
+    public var winnerTerms: [OrderTerm]
+    /// Tie-break columns: stored columns in table order, primary key left out.
+    var tieBreakColumns: [String]
+    /// Normalisers per canonical key column.
+    package var normalizers: [String: [Normalizer]]
+    /// Declared collations of the winner columns (ties follow them); nil when unknown.
+    var winnerCollations: [String: String]? = [:]
+    /// Whether batches may turn SQLite's foreign-key enforcement off and check the references
+    /// they touch themselves: deleting a parent row with enforcement on scans every child table
+    /// whose referencing columns have no index, once per row (quadratic). Decided by
+    /// ``RuleCompiler`` from the schema; the executor also requires enforcement to be on.
+    public var foreignKeysSuspendable = false
+    /// For `incremental: true`: the indexed expressions a changed row's key is looked up by
+    /// (the key columns, or the hash column).
+    public var lookupColumns: [String] = []
+
+    /// Where a table's rows are read from instead of the table itself, by lowercased name: a
+    /// `SELECT` giving the rows as a pending migration will leave them (guards checked before it runs).
+    public var sources: [String: String] = [:]
+
+    /// How the rule's SQL is spelled.
+    public var dialect: any SQLDialect
+
+    /// The quoted table name, qualified with `main` (or the rule's source for it, in parentheses).
+    public var qualifiedTable: String { qualified(table) }
+
+    /// Any table of the database, as the rule reads it.
+    public func qualified(_ name: String) -> String {
+        sources[name.lowercased()].map { "(\($0))" } ?? dialect.table(name)
+    }
+
+    static func column(_ name: String, _ alias: String?) -> String {
+        alias.map { "\($0).\(name.sqlIdentifier)" } ?? name.sqlIdentifier
+    }
+
+    /// The normalised value of each key column, over the table aliased as `alias` (nil: unqualified).
+    public func keyExpressions(alias: String? = nil) -> [String] {
+        keyColumns.map { name in
+            normalizers[name, default: []].reduce(Self.column(name, alias)) { "\($1.sqlFunction)(\($0))" }
+        }
+    }
+
+    /// The hash of the normalised key tuple.
+    public func hashExpression(alias: String? = nil) -> String {
+        "winnow_hash(\(rule.nulls == .equal ? 1 : 0), \(keyExpressions(alias: alias).joined(separator: ", ")))"
+    }
+
+    /// What rows are grouped by: the normalised key columns, or their hash.
+    public func groupExpressions(alias: String? = nil) -> [String] {
+        rule.hash ? [hashExpression(alias: alias)] : keyExpressions(alias: alias)
+    }
+
+    /// Rows that can take part in a duplicate group (`nulls: distinct` leaves out NULL key parts).
+    /// Every normaliser maps NULL to NULL and anything else to a non-NULL value, so the raw
+    /// columns are tested (no normaliser is called twice per row).
+    public func candidateFilter(alias: String? = nil) -> String {
+        guard rule.nulls == .distinct else { return "1" }
+        return keyColumns.map { "\(Self.column($0, alias)) IS NOT NULL" }.joined(separator: " AND ")
+    }
+
+    /// SQL that is true when rows `a` and `b` still share a key.
+    public func sameKey(_ a: String, _ b: String) -> String {
+        zip(groupExpressions(alias: a), groupExpressions(alias: b)).map {
+            rule.nulls == .equal ? dialect.nullSafeEqual($0, $1) : "\($0) = \($1)"
+        }.joined(separator: " AND ")
+    }
+
+    /// The full winner order: the rule's terms, then content (NULLs first, binary collation),
+    /// then the primary key, then the rowid. A total order on distinct content.
+    public func orderBy(alias: String? = nil) -> String {
+        var terms = winnerTerms.map { $0.sql(alias: alias) }
+        terms += tieBreakColumns.map { "\(Self.column($0, alias)) COLLATE BINARY ASC" }
+        terms += primaryKey.map { "\(Self.column($0, alias)) ASC" }
+        let rowid = alias.map { "\($0).\(rowID)" } ?? rowID
+        if !primaryKey.contains(where: { $0.sqlIdentifier == rowID }) { terms.append("\(rowid) ASC") }
+        return terms.joined(separator: ", ")
+    }
+
+    /// The rule's own winner terms only (may be empty): what discovery sorts by. Rows tied on it
+    /// are ordered by ``orderBy(alias:)`` later, within their group.
+    public func winnerOrderBy(alias: String? = nil) -> String? {
+        winnerTerms.isEmpty ? nil : winnerTerms.map { $0.sql(alias: alias) }.joined(separator: ", ")
+    }
+
+    /// SQL, inside a window named `window` sorted by ``winnerOrderBy(alias:)``, that is true when
+    /// the current row ties the group's first row on every winner term (under each column's
+    /// collation, as ORDER BY compares). It may say "tied" too often, never too rarely.
+    public func tiedWithFirst(window: String) -> String { tied("first_value", window: window) }
+
+    /// The same against the row just before in the window: a group none of whose rows ties its
+    /// predecessor is already in full winner order.
+    public func tiedWithPrevious(window: String) -> String { tied("lag", window: window) }
+
+    private func tied(_ function: String, window: String) -> String {
+        guard let collations = winnerCollations else { return "1" }
+        let parts = winnerTerms.map { term -> String in
+            let value = term.compared(alias: nil)
+            var collation = ""
+            if case let .column(name, _, _) = term, let declared = collations[name] { collation = " COLLATE \(declared.sqlIdentifier)" }
+            return "(\(dialect.nullSafeEqual("\(function)(\(value)) OVER \(window)", "\(value)\(collation)")))"
+        }
+        return parts.isEmpty ? "1" : parts.joined(separator: " AND ")
+    }
+
+    /// The refusal of `references: restrict`: `what` (child rows) points at rows the rule
+    /// would delete. One spelling for the checks before the first write and inside batches.
+    package func restrictRefusal(_ what: String) -> WinnowError {
+        .refused("\(rule.keyPath) (\(table)): references: restrict, and \(what)")
+    }
+
+    /// Human description of the winner order, for plans.
+    public var winnerDescription: String {
+        var parts = winnerTerms.map(\.label)
+        parts.append("content")
+        parts.append(primaryKey.isEmpty ? "rowid" : primaryKey.joined(separator: ", "))
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// A rebuild of one table by SQLite's generalised ALTER TABLE procedure (new table, batched
+/// copy, cut-over), for the changes ALTER TABLE cannot make.
+public struct TableRebuild: Sendable, Equatable {
+    public var table: String
+    /// Columns whose NOT NULL or DEFAULT changes: their target definition.
+    public var changed: [ColumnModel]
+    /// Columns to add that ALTER TABLE ADD COLUMN cannot add (a non-constant default).
+    public var added: [ColumnModel]
+    /// Columns to drop that ALTER TABLE DROP COLUMN cannot drop.
+    public var dropped: [String]
+    /// Why each change needs a rebuild, for plans.
+    public var reasons: [String]
+
+    /// Columns made NOT NULL, with the default the copy fills their NULLs with.
+    public var fills: [(column: String, value: DefaultValue)] {
+        changed.compactMap { column in
+            guard !column.nullable, let value = column.defaultValue, value != .null else { return nil }
+            return (column.name, value)
+        }
+    }
+}
+
+/// One typed step of a migration, in execution order.
+public enum MigrationStep: Sendable, Equatable {
+    case createTable(TableModel)
+    case renameTable(from: String, to: String)
+    case renameColumn(table: String, from: String, to: String)
+    case addColumn(table: String, column: ColumnModel)
+    case rebuild(TableRebuild)
+    case dropIndex(table: String, name: String)
+    case dropColumn(table: String, column: String)
+    /// `afterDedupe`: a unique index on a table that the job deduplicates is created after the
+    /// table's dedupe rules ran.
+    case createIndex(table: String, index: IndexModel, afterDedupe: Bool)
+    case dropTable(String)
+
+    /// Whether the step rewrites a whole table.
+    public var rebuildsTable: Bool {
+        if case .rebuild = self { return true }
+        return false
+    }
+
+    /// The table the step is about.
+    public var table: String {
+        switch self {
+        case let .createTable(t): return t.name
+        case let .renameTable(_, to): return to
+        case let .renameColumn(t, _, _), let .addColumn(t, _), let .dropIndex(t, _),
+             let .dropColumn(t, _), let .createIndex(t, _, _):
+            return t
+        case let .rebuild(r): return r.table
+        case let .dropTable(t): return t
+        }
+    }
+
+    public var summary: String {
+        switch self {
+        case let .createTable(t): return "create table \(t.name)"
+        case let .renameTable(from, to): return "rename table \(from) to \(to)"
+        case let .renameColumn(t, from, to): return "rename column \(t).\(from) to \(to)"
+        case let .addColumn(t, c): return "add column \(t).\(c.name) (\(c.definition))"
+        case let .rebuild(r): return "rebuild table \(r.table): \(r.reasons.joined(separator: "; "))"
+        case let .dropIndex(t, name): return "drop index \(name) on \(t)"
+        case let .dropColumn(t, c): return "drop column \(t).\(c)"
+        case let .createIndex(t, i, after): return "create \(i.unique ? "unique " : "")index \(i.name) on \(t) (\(i.columns.joined(separator: ", ")))\(after ? ", after deduplication" : "")"
+        case let .dropTable(t): return "drop table \(t)"
+        }
+    }
+}
+
+/// What it takes to bring a database to a target model.
+public struct MigrationPlan: Sendable, Equatable {
+    public var fromVersion: Int?
+    public var toVersion: Int
+    public var steps: [MigrationStep]
+
+    public var isEmpty: Bool { steps.isEmpty }
+}
+
+/// A change that is not a lightweight migration, named precisely.
+public struct MigrationRefusal: Sendable, Equatable, CustomStringConvertible {
+    public var table: String
+    public var column: String?
+    public var message: String
+    public var location: SourceLocation?
+
+    public var description: String {
+        let place = column.map { "\(table).\($0)" } ?? table
+        return "\(place): \(message)"
+    }
+}
+
+extension TableRebuild {
+    /// The new table a rebuild fills before its cut-over.
+    public static func temporaryName(_ table: String) -> String { "\(Bookkeeping.tablePrefix)rebuild_\(table)" }
+    /// The old table, renamed aside at the cut-over until its rows are dropped.
+    public static func retiredName(_ table: String) -> String { "\(Bookkeeping.tablePrefix)retired_\(table)" }
+}

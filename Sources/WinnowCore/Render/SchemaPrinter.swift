@@ -1,0 +1,76 @@
+import Foundation
+import Yams
+
+/// `winnow schema inspect`: a model written in the schema-file format (CONTRACT section 3).
+/// Loading what it prints gives back an equal model, so a database checked against its own
+/// inspected schema shows no drift.
+public enum SchemaPrinter {
+    /// The live schema of `location` in the schema-file format.
+    public static func inspect(database location: String, backend: any DatabaseBackend) throws -> String {
+        let model = try backend.withSession(location, mode: .readOnly) { session in
+            SchemaModel(live: try session.inspect(), version: try SchemaVersions.recorded(session)?.version ?? 1)
+        }
+        return try render(model)
+    }
+
+    package static func flow(_ pairs: [(String, Node)]) -> Node {
+        .mapping(Node.Mapping(pairs.map { (Node($0.0), $0.1) }, .implicit, .flow))
+    }
+
+    /// A string node, plain when it reads back as the same string, else double-quoted.
+    package static func plain(_ text: String) -> Node {
+        let simple = !text.isEmpty && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "_" }
+            && !(text.first?.isNumber ?? true)
+        if simple, Resolver.default.resolveTag(of: Node(text)) == .str { return Node(text, Tag(.str)) }
+        return Node(text, Tag(.str), .doubleQuoted)
+    }
+
+    package static func defaultNode(_ value: DefaultValue) -> Node {
+        switch value {
+        case .null: return Node("null", Tag(.null))
+        case let .integer(v): return Node(String(v), Tag(.int))
+        case let .real(v): return Node(v == v.rounded() && abs(v) < 1e15 ? String(format: "%.1f", v) : "\(v)", Tag(.float))
+        case let .text(s): return Node(s, Tag(.str), .doubleQuoted)
+        case let .expression(e): return flow([("sql", Node(e, Tag(.str), .doubleQuoted))])
+        }
+    }
+
+    package static func namesNode(_ names: [String]) -> Node {
+        names.count == 1 ? plain(names[0]) : .sequence(Node.Sequence(names.map(plain), .implicit, .flow))
+    }
+
+    /// The model as schema-file YAML.
+    public static func render(_ model: SchemaModel) throws -> String {
+        var tables: [(Node, Node)] = []
+        for table in model.tables {
+            let columns: [Node] = table.columns.map { column in
+                var pairs: [(String, Node)] = [("name", plain(column.name)), ("type", plain(column.type))]
+                if column.primaryKey { pairs.append(("primary_key", Node("true", Tag(.bool)))) }
+                if !column.nullable { pairs.append(("nullable", Node("false", Tag(.bool)))) }
+                if let value = column.defaultValue { pairs.append(("default", defaultNode(value))) }
+                if !column.renamedFrom.isEmpty { pairs.append(("renamed_from", namesNode(column.renamedFrom))) }
+                if let ref = column.references {
+                    var r: [(String, Node)] = [("table", plain(ref.table))]
+                    if let target = ref.column { r.append(("column", plain(target))) }
+                    pairs.append(("references", flow(r)))
+                }
+                return flow(pairs)
+            }
+            var entry: [(Node, Node)] = []
+            if !table.renamedFrom.isEmpty { entry.append((Node("renamed_from"), namesNode(table.renamedFrom))) }
+            entry.append((Node("columns"), .sequence(Node.Sequence(columns))))
+            let indexes: [Node] = table.indexes.map { index in
+                flow([("name", plain(index.name)),
+                      ("columns", .sequence(Node.Sequence(index.columns.map(plain), .implicit, .flow))),
+                      ("unique", Node(index.unique ? "true" : "false", Tag(.bool)))])
+            }
+            if !indexes.isEmpty { entry.append((Node("indexes"), .sequence(Node.Sequence(indexes)))) }
+            tables.append((plain(table.name), .mapping(Node.Mapping(entry))))
+        }
+        let root: Node = .mapping(Node.Mapping([
+            (Node("version"), Node(String(model.version), Tag(.int))),
+            (Node("tables"), .mapping(Node.Mapping(tables))),
+        ]))
+        return try Yams.serialize(node: root, width: -1, allowUnicode: true, sortKeys: false).trimmingCharacters(in: .newlines)
+    }
+}

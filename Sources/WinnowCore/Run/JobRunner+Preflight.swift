@@ -1,0 +1,59 @@
+import Foundation
+
+extension JobRunner {
+    /// What the checks before a job's first write found.
+    package struct Preflight {
+        /// The migration, when the job names a schema.
+        package var plan: MigrationPlan?
+        /// Its steps as rehearsed on a copy of the schema (the SQL `run` executes).
+        package var steps: [PlannedStep] = []
+        /// The rules compiled against the schema the migration leaves, reading the rows as it
+        /// will leave them (``sources``).
+        package var rules: [CompiledRule] = []
+        /// Each migrated table as a `SELECT` over the current tables; empty without a migration step.
+        package var sources: [String: String] = [:]
+    }
+
+    /// Everything a job can be refused for, checked before its first write (so a refused job
+    /// changes nothing, and `plan` refuses what `run` would): the migration, rehearsed on a copy
+    /// of the schema; every rule against the schema it leaves; the seed's file and tables; and,
+    /// when there are migration steps, the data guards on the rows as the migration will leave them.
+    package static func preflight(_ job: Job, target: SchemaModel?, session: any DatabaseSession, settings: BatchSettings) throws -> Preflight {
+        let live = try session.inspect()
+        var checked = Preflight()
+        var resulting = live
+        if let target {
+            let plan = try migrationPlan(session, live: live, job: job, target: target)
+            let rehearsed = try session.rehearse(plan)
+            checked.plan = plan
+            checked.steps = rehearsed.steps
+            resulting = rehearsed.result
+        }
+        checked.rules = try job.dedupe.map { try RuleCompiler.compile($0, schema: resulting, dialect: session.dialect) }
+        if let seed = job.seed { _ = try session.seed(seed, runID: nil, checkingAgainst: resulting) }
+        if let plan = checked.plan, !plan.steps.isEmpty {
+            let preview = MigrationPreview(live: live, steps: plan.steps)
+            for table in resulting.tables {
+                if let rowID = table.rowIDExpression, let sql = preview.select(table.name, rowID: rowID) {
+                    checked.sources[table.name.lowercased()] = sql
+                }
+            }
+            for index in checked.rules.indices { checked.rules[index].sources = checked.sources }
+            try session.checkGuardsBeforeMigrating(job, rules: checked.rules, plan: plan, preview: preview, resulting: resulting,
+                                                   settings: settings)
+        }
+        return checked
+    }
+
+    /// The steps that bring the database to `target`, or a refusal (exit 65).
+    package static func migrationPlan(_ session: any DatabaseSession, live: LiveSchema, job: Job, target: SchemaModel) throws -> MigrationPlan {
+        let planner = MigrationPlanner(live: live, liveVersion: try SchemaVersions.recorded(session)?.version, target: target,
+                                       allowDataLoss: job.allowDataLoss, dedupedTables: Set(job.dedupe.map(\.entity.value)),
+                                       sqliteVersion: session.engineVersion, dependents: try session.dependents())
+        do {
+            return try planner.plan()
+        } catch let WinnowError.refused(message) {
+            throw WinnowError.refused("\(job.schema?.value ?? "schema"): \(message)")
+        }
+    }
+}

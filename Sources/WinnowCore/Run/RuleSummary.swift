@@ -1,0 +1,19 @@
+import Foundation
+
+/// What one rule found and did.
+public struct RuleSummary: Sendable, Equatable {
+    public var index: Int
+    public var table: String
+    public var key: [String]
+    public var winner: String
+    public var references: [String]
+    public var discovery: Discovery
+    public var counts: Counts
+    /// Groups shown by `plan` (the first few).
+    public var samples: [GroupSample]
+    /// For an `incremental: true` rule: whether this pass looked only at changed rows (false:
+    /// a full pass, the first one after tracking started).
+    public var incremental: Bool? = nil
+    /// What would make this rule slow, and the fix (`plan` only; see ``PlanAdvice``).
+    public var warnings: [String] = []
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+/// Progress of a run, reported as it happens.
+public enum RunEvent: Sendable {
+    case ruleStarted(rule: Int, table: String, discovery: Discovery)
+    case batch(BatchReport)
+    case ruleFinished(rule: Int, table: String, counts: Counts)
+    case migrationStep(index: Int, step: PlannedStep, seconds: Double)
+}
+
+/// One committed batch (or, in a dry run, one batch that would be).
+public struct BatchReport: Sendable, Codable, Equatable {
+    public var rule: Int
+    public var table: String
+    public var batch: Int
+    public var counts: Counts
+    public var seconds: Double
+    /// Losers done so far in this rule, and in all (for progress bars).
+    public var done: Int
+    public var total: Int
+
+    public init(rule: Int, table: String, batch: Int, counts: Counts, seconds: Double, done: Int, total: Int) {
+        self.rule = rule
+        self.table = table
+        self.batch = batch
+        self.counts = counts
+        self.seconds = seconds
+        self.done = done
+        self.total = total
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+
+/// Options of `run`, `plan` and `check` that come from the command line.
+public struct RunOptions: Sendable {
+    /// `--database`, overriding the job's `database:`.
+    public var database: String?
+    /// `--batch-size`, overriding `batch.size`.
+    public var batchSize: Int?
+    /// `--dry-run`.
+    public var dryRun = false
+    /// `--wait SECONDS` for another run's lock.
+    public var wait: TimeInterval?
+    /// Groups listed per rule by `plan` (nil: all).
+    public var sampleLimit: Int? = 20
+
+    public init(database: String? = nil, batchSize: Int? = nil, dryRun: Bool = false, wait: TimeInterval? = nil,
+                sampleLimit: Int? = 20) {
+        self.database = database
+        self.batchSize = batchSize
+        self.dryRun = dryRun
+        self.wait = wait
+        self.sampleLimit = sampleLimit
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// One row of `winnow_runs` and the lock that goes with it: the single place where a run or a
+/// restore is begun, advanced and finished, so both record themselves the same way.
+public struct RunRecord {
+    public let session: any DatabaseSession
+    public let id: Int64
+    public let me: ProcessIdentity
+
+    /// Installs the bookkeeping tables, takes the lock (waiting up to `wait` seconds for
+    /// another run's), marks whatever was still running as interrupted (it lost its lock) and
+    /// records the new run, in one transaction.
+    public static func begin(_ session: any DatabaseSession, command: RunCommand, job: String?, archive: Bool = false,
+                             restores: Int64? = nil, wait: TimeInterval?, me: ProcessIdentity = .current) throws -> RunRecord {
+        let runs = session.dialect.bookkeeping("winnow_runs")
+        let id = try RunLock.withRetry(wait: wait) { () -> Int64 in
+            var id: Int64 = 0
+            try session.writeTransaction {
+                try Bookkeeping.install(session)
+                try RunLock.take(session, runID: nil, me: me)
+                try session.execute("UPDATE \(runs) SET status = ? WHERE status = ?",
+                                    [SQLValue(RunStatus.interrupted.rawValue), SQLValue(RunStatus.running.rawValue)])
+                let row = try session.row("""
+                    INSERT INTO \(runs) (command, job, started_at, status, archive, restores_run) VALUES (?, ?, ?, ?, ?, ?) RETURNING id
+                    """, [SQLValue(command.rawValue), SQLValue(job), SQLValue(Bookkeeping.timestamp()),
+                          SQLValue(RunStatus.running.rawValue), SQLValue(archive), SQLValue(restores)])
+                guard let row else { throw WinnowError.internal("the new run's id was not returned") }
+                id = try row.int64(0)
+                try RunLock.assign(session, runID: id)
+            }
+            return id
+        }
+        return RunRecord(session: session, id: id, me: me)
+    }
+
+    /// The run's counts, as committed so far. Called inside the batch's transaction.
+    public func record(_ totals: Counts) throws {
+        try session.execute(Self.progressSQL(session.dialect), Self.progressArguments(totals, runID: id))
+    }
+
+    /// The statement that stores a run's counts (a backend's batch writer may keep it prepared).
+    public static func progressSQL(_ dialect: any SQLDialect) -> String {
+        """
+        UPDATE \(dialect.bookkeeping("winnow_runs")) SET groups = ?, deleted = ?, updated = ?, repointed = ?,
+            children_deleted = ?, hashed = ?, skipped = ?, batches = ? WHERE id = ?
+        """
+    }
+
+    public static func progressArguments(_ totals: Counts, runID: Int64) -> [SQLValue] {
+        [SQLValue(totals.groups), SQLValue(totals.deleted), SQLValue(totals.updated), SQLValue(totals.repointed),
+         SQLValue(totals.childrenDeleted), SQLValue(totals.hashed), SQLValue(totals.skipped), SQLValue(totals.batches),
+         SQLValue(runID)]
+    }
+
+    /// The migration steps applied so far.
+    public func record(migrationSteps: Int) throws {
+        try session.execute("UPDATE \(session.dialect.bookkeeping("winnow_runs")) SET migration_steps = ? WHERE id = ?",
+                            [SQLValue(migrationSteps), SQLValue(id)])
+    }
+
+    /// Records how the run ended and releases the lock, in one transaction (after rolling back
+    /// whatever a failure left open). `totals` nil leaves the counts as they are.
+    public func finish(_ status: RunStatus, totals: Counts?, seconds: Double?, message: String?) throws {
+        session.rollbackIfNeeded()
+        try session.writeTransaction {
+            if let totals { try record(totals) }
+            try session.execute("""
+                UPDATE \(session.dialect.bookkeeping("winnow_runs")) SET status = ?, finished_at = ?, seconds = coalesce(?, seconds),
+                    message = ? WHERE id = ?
+                """, [SQLValue(status.rawValue), SQLValue(Bookkeeping.timestamp()), seconds.map(SQLValue.init) ?? .null,
+                      SQLValue(message), SQLValue(id)])
+            try RunLock.release(session, me: me)
+        }
+    }
+
+    /// Runs `body`; a failure is recorded (refused or failed, with its message) before it is
+    /// rethrown, mapped to a ``WinnowError``.
+    public func guarding<T>(totals: () -> Counts?, started: Date, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            let mapped = session.mapError(error)
+            try? finish(.failure(mapped), totals: totals(), seconds: Date().timeIntervalSince(started), message: mapped.description)
+            throw mapped
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+
+/// The status of a run as `winnow_runs` stores it and the summary reports it (CONTRACT
+/// section 4). A typed name over an open set: a database written by a newer winnow may hold a
+/// status this one does not know, and `history` still shows it.
+public struct RunStatus: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    public var rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public var description: String { rawValue }
+
+    /// A run in progress (or one whose process died: see ``interrupted``).
+    public static let running: RunStatus = "running"
+    public static let completed: RunStatus = "completed"
+    /// A run whose process died before it finished; its committed batches are kept.
+    public static let interrupted: RunStatus = "interrupted"
+    /// Refused before or during its work (exit 65); nothing past the last commit changed.
+    public static let refused: RunStatus = "refused"
+    public static let failed: RunStatus = "failed"
+    /// `plan`: what a run would do.
+    public static let planned: RunStatus = "planned"
+    /// `check`: no duplicates and no drift.
+    public static let clean: RunStatus = "clean"
+    public static let duplicates: RunStatus = "duplicates"
+    public static let drift: RunStatus = "drift"
+    /// `restore`: the run was put back.
+    public static let restored: RunStatus = "restored"
+
+    /// The status a run that failed with `error` is recorded with.
+    public static func failure(_ error: WinnowError) -> RunStatus { error.isRefusal ? .refused : .failed }
+}
+
+/// A command as `winnow_runs.command` and the summary name it.
+public struct RunCommand: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    public var rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public var description: String { rawValue }
+
+    public static let run: RunCommand = "run"
+    public static let plan: RunCommand = "plan"
+    public static let check: RunCommand = "check"
+    public static let restore: RunCommand = "restore"
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// How a command opens its database.
+public enum AccessMode: Sendable {
+    /// `plan`, `check`, `schema inspect`, `history`: a read-only connection.
+    case readOnly
+    /// `run` and `restore`; `create` allows a missing database to be created.
+    case readWrite(create: Bool)
+}
+
+/// A database engine winnow can work on. It opens sessions; everything else goes through them.
+public protocol DatabaseBackend: Sendable {
+    /// Opens `location` and runs `body` with a session that is valid only inside it. Errors
+    /// thrown by `body` or by the engine come out mapped to ``WinnowError`` (exit codes).
+    func withSession<T>(_ location: String, mode: AccessMode, _ body: (any DatabaseSession) throws -> T) throws -> T
+}
+
+/// The one holder of a connection. The run lifecycle (lock, run record, history, versions,
+/// the rule loop) talks only to this; each backend implements it, and the stages whose best
+/// form depends on the engine (discovery and batches, migration steps, rehearsal, seeding,
+/// change tracking, restore) are reached through it.
+public protocol DatabaseSession: AnyObject {
+    /// The database as the user named it (for messages).
+    var location: String { get }
+    var dialect: any SQLDialect { get }
+    /// The engine's version number (SQLite: `sqlite3_libversion_number()`), for plans whose
+    /// steps depend on it.
+    var engineVersion: Int32 { get }
+
+    // MARK: statements
+
+    func execute(_ sql: String, _ arguments: [SQLValue]) throws
+    func rows(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow]
+    /// Runs `body` in one write transaction (retried whole if it could not start because
+    /// another connection held the write lock) and commits it.
+    func writeTransaction(_ body: () throws -> Void) throws
+    /// Rolls back a transaction a failure left open.
+    func rollbackIfNeeded()
+    func tableExists(_ name: String) throws -> Bool
+    /// The engine's failure as a ``WinnowError`` naming the database.
+    func mapError(_ error: Error) -> WinnowError
+
+    // MARK: inspect
+
+    /// The user tables (winnow's own left out).
+    func inspect() throws -> LiveSchema
+    /// Views and triggers (a column they use cannot simply be dropped).
+    func dependents() throws -> [(name: String, sql: String)]
+    /// The stored definition of a table (for showing a rebuild's SQL).
+    func tableDefinition(_ table: String) throws -> String?
+
+    // MARK: stages
+
+    /// Settings of a connection about to write in batches next to other writers.
+    func prepareForBatchWrites()
+    /// The steps of `plan` as they would run, and the schema they leave, found without
+    /// touching the database.
+    func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema)
+    /// Applies one migration step; returns a remark worth reporting.
+    func apply(_ step: MigrationStep, settings: BatchSettings) throws -> String?
+    /// Finishes what a killed run left half done: retired tables of a finished cut-over
+    /// (``InterruptedWork/retired``) or an unfinished rebuild this run did not resume.
+    func finishInterrupted(_ work: InterruptedWork, settings: BatchSettings) throws
+    /// Refuses a job whose guards or new unique indexes would fail once migrated, evaluated on
+    /// the rows as `preview` shows them (nothing is written).
+    func checkGuardsBeforeMigrating(_ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
+                                    resulting: LiveSchema, settings: BatchSettings) throws
+    /// Copies a seed once (`runID`), or with `runID` nil checks it against `schema` only.
+    func seed(_ spec: SeedSpec, runID: Int64?, checkingAgainst schema: LiveSchema?) throws -> SeedOutcome
+    /// The executor of one rule; `runID` nil makes it write nothing (`plan`).
+    func ruleExecution(_ rule: CompiledRule, runID: Int64?, options: RuleExecutionOptions) -> any RuleExecution
+    /// The change log of incremental rules.
+    var changeTracker: any ChangeTracker { get }
+    /// Puts back what run `runID` deleted and changed, from its journal, in one transaction.
+    func undo(runID: Int64, restoreID: Int64) throws -> (reinserted: Int, reverted: Int)
+}
+
+/// Leftovers of a killed run that the next run finishes.
+public enum InterruptedWork: Sendable {
+    /// The old rows of a finished cut-over, set aside to be dropped.
+    case retired
+    /// A rebuild that never reached its cut-over.
+    case unfinishedRebuild
+}
+
+/// What seeding did.
+public struct SeedOutcome: Sendable, Equatable {
+    public var seeded: Bool
+    public var rows: Int
+
+    public init(seeded: Bool, rows: Int) {
+        self.seeded = seeded
+        self.rows = rows
+    }
+}
+
+/// How one rule runs.
+public struct RuleExecutionOptions {
+    public var settings: BatchSettings
+    /// Groups kept as samples (plan output); 0 for none.
+    public var sampleLimit: Int
+    /// For a tracked incremental rule: the last change this pass covers.
+    public var changesUpTo: Int64?
+    public var onEvent: (RunEvent) -> Void
+
+    public init(settings: BatchSettings, sampleLimit: Int = 0, changesUpTo: Int64? = nil,
+                onEvent: @escaping (RunEvent) -> Void = { _ in }) {
+        self.settings = settings
+        self.sampleLimit = sampleLimit
+        self.changesUpTo = changesUpTo
+        self.onEvent = onEvent
+    }
+}
+
+/// One rule's discovery, guards and batches on one session.
+public protocol RuleExecution {
+    /// Finds the duplicate groups (into the session's working storage).
+    func discover() throws -> Discovery
+    /// Refuses (nothing written) what the rule's guards forbid.
+    func checkGuards(_ discovery: Discovery) throws
+    /// Readies the writer for the rule (journal shapes), in its own transaction.
+    func prepare() throws
+    /// Resolves the groups found, batch after batch.
+    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts
+    /// Stores the key hashes of the rows that remain (`key.hash_column`).
+    func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts
+}
+
+/// The change log behind `incremental: true`.
+public protocol ChangeTracker {
+    func isTracking(_ rule: CompiledRule) throws -> Bool
+    func start(_ rule: CompiledRule) throws
+    func isInstalled(table: String) throws -> Bool
+    func stop(table: String) throws
+    func lastChange(table: String) throws -> Int64
+    /// Drops the changes up to `upTo` (done) and records the run that covered them.
+    func finish(table: String, upTo: Int64, runID: Int64) throws
+}
+
+extension DatabaseSession {
+    public func execute(_ sql: String) throws { try execute(sql, []) }
+
+    public func rows(_ sql: String) throws -> [SQLRow] { try rows(sql, []) }
+
+    /// The first row, if any.
+    public func row(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLRow? { try rows(sql, arguments).first }
+
+    /// The first column of the first row.
+    public func value(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLValue {
+        try rows(sql, arguments).first?.values.first ?? .null
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+/// Every failure winnow reports. Each case maps to one exit code of the contract (sysexits).
+public enum WinnowError: Error, Sendable, CustomStringConvertible {
+    /// Command-line usage error (exit 64).
+    case usage(String)
+    /// Invalid job or schema file, pointing at the offending node (exit 65).
+    case invalidFile(SourceLocation?, String)
+    /// A refusal that is about the data or the change, not the file syntax: a non-lightweight
+    /// change, a restricted reference, a delete guard (exit 65).
+    case refused(String)
+    /// Database or input file missing or not a database (exit 66).
+    case notFound(String)
+    /// I/O or SQLite error (exit 74).
+    case io(String)
+    /// Another run holds the lock (exit 75).
+    case locked(String)
+    /// A bug in winnow (exit 70).
+    case `internal`(String)
+
+    /// The process exit code of this error (CONTRACT section 5).
+    public var exitCode: Int32 {
+        switch self {
+        case .usage: return 64
+        case .invalidFile, .refused: return 65
+        case .notFound: return 66
+        case .io: return 74
+        case .locked: return 75
+        case .internal: return 70
+        }
+    }
+
+    /// Whether the request was refused (bad usage, an invalid file, a guard or a change that
+    /// is not allowed) rather than failed: a run ending so is recorded `refused`.
+    public var isRefusal: Bool {
+        switch self {
+        case .usage, .invalidFile, .refused: return true
+        case .notFound, .io, .locked, .internal: return false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .usage(message): return message
+        case let .invalidFile(location?, message): return "\(location): \(message)"
+        case let .invalidFile(nil, message): return message
+        case let .refused(message): return message
+        case let .notFound(message): return message
+        case let .io(message): return message
+        case let .locked(message): return message
+        case let .internal(message): return "internal error: \(message)"
+        }
+    }
+}

@@ -1,0 +1,235 @@
+import Foundation
+import WinnowCore
+
+/// The SQL of one rule's batches, spelled once per rule. Pure: built from a ``CompiledRule``
+/// alone, it holds strings only. Every batch runs the same statements (prepared once and kept
+/// by the connection's statement cache), so a batch of 50 groups costs its rows, not a
+/// rebuilding and re-preparing of its SQL.
+///
+/// Temporary tables (created by ``DedupeExecutor/prepareTemporaryTables(_:)``):
+/// - `winnow_queue(first, winner, rn, rid, tied)`: every loser found, in batch order (`tied`:
+///   1 ties the group's first row on the winner terms, 2 ties the row before it);
+/// - `winnow_batch(rid, winner, rn, tied)`: the losers of the batch in flight;
+/// - `winnow_swaps(cand, actual)`: tied groups whose winner by the full order is not the candidate;
+/// - `winnow_merged(winner, set, v0, ...)`: the batch's merge results (created per rule);
+/// - `winnow_moves(path, child, winner)`: child rows of the batch's losers to re-point, by path;
+/// - `winnow_mapped(rid)`, `winnow_refs(path, rid, child)`: for reference paths without an index
+///   on the child columns, the rows whose children are mapped and those children, found in one
+///   scan of each child table.
+struct BatchStatements {
+    let rule: CompiledRule
+
+    /// The last `first` of the next batch of `?2` groups after `?1`.
+    let nextBatch = """
+        SELECT max(first) FROM (SELECT DISTINCT first FROM temp.winnow_queue WHERE first > ? ORDER BY first LIMIT ?)
+        """
+    let clearBatch = "DELETE FROM temp.winnow_batch"
+    /// The batch's losers as found (no other connection has committed since the discovery).
+    let fillBatchAsFound = """
+        INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
+        SELECT rid, winner, rn, tied FROM temp.winnow_queue WHERE first > ? AND first <= ?
+        """
+    /// The batch's losers that still share their winner's key.
+    let fillBatchRevalidated: String
+    let countPlanned = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
+    let clearSwaps = "DELETE FROM temp.winnow_swaps"
+    /// Groups tied on the winner terms: the first row by the full order, where it is not the candidate.
+    let findSwaps: String
+    let swapLosers = "UPDATE temp.winnow_batch SET rid = s.cand FROM temp.winnow_swaps AS s WHERE winnow_batch.rid = s.actual"
+    let swapWinners = "UPDATE temp.winnow_batch SET winner = s.actual FROM temp.winnow_swaps AS s WHERE winnow_batch.winner = s.cand"
+    /// Numbers the losers of every group where some row ties another on the winner terms (or a
+    /// swap happened) in the full winner order; elsewhere the discovery's order already is the
+    /// full order. Merges and collision decisions follow it.
+    let renumber: String
+    let batchRows = "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn"
+    /// Every row of the batch's groups with the merge columns, winner first, then losers in order.
+    let mergeRows: String
+    /// The merge results of a batch: per winner, the columns that change (`set`, their indexes
+    /// in the rule's merge columns, comma-separated) and the new values (`v0`, `v1`, ...).
+    let createMerged: String
+    let clearMerged = "DELETE FROM temp.winnow_merged"
+    let insertMerged: String
+    let mergedSelection: String
+    let clearMoves = "DELETE FROM temp.winnow_moves"
+    /// Per reference path: the child rows of the batch's losers into `winnow_moves`.
+    let fillMoves: [String]
+    /// Per reference path: the children of every group row (winners too), for paths whose
+    /// re-pointing can collide with a unique key of the child (decided row by row).
+    let groupChildren: [String]
+    /// Per reference path: each winner's values of the parent columns.
+    let winnerKeys: [String]
+    /// Per reference path: re-points the path's rows of `winnow_moves` by child rowid.
+    let applyMoves: [String]
+    /// Per reference path: child rows that still point at a loser of the batch (must be none
+    /// before the losers go, when the batch runs with foreign-key enforcement off).
+    let danglingChildren: [String]
+    /// Per path without an index on its child columns: maps the child rows of every queued row.
+    let mapChildren: [String?]
+    let clearMap = "DELETE FROM temp.winnow_refs"
+    /// The rows whose children the map holds: every loser found, and the candidate winner of
+    /// every group where another row ties it (settling such a group may make it a loser);
+    /// where re-pointing can collide, every winner (its children are compared too).
+    let fillMapped: String
+    /// Rows of the batch that are about to go although the map has not looked for their children.
+    let unmappedLosers = "SELECT count(*) FROM temp.winnow_batch WHERE rid NOT IN (SELECT rid FROM temp.winnow_mapped)"
+    /// Per child table of a declared path without an index: its references to no row.
+    let danglingInTable: [(table: String, sql: String)]
+    /// Per reference path: deletes / re-points one child row by rowid (paths whose re-pointing
+    /// can collide are decided row by row).
+    let deleteChild: [String]
+    let repointChild: [String]
+    /// Winners re-pointed children must reach (none may be missing).
+    let missingWinners: String
+    let deleteLosers: String
+    let loserSelection: String
+
+    init(_ rule: CompiledRule) {
+        self.rule = rule
+        let table = rule.qualifiedTable
+        let rowID = rule.rowID
+        fillBatchRevalidated = """
+            INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
+            SELECT l.rid, l.winner, l.rn, l.tied FROM temp.winnow_queue AS l
+            CROSS JOIN \(table) AS a ON a.\(rowID) = l.rid
+            CROSS JOIN \(table) AS b ON b.\(rowID) = l.winner
+            WHERE l.first > ? AND l.first <= ? AND \(rule.sameKey("a", "b"))
+            """
+        // Every row of the batch's groups: the winner (rn 0), then its losers.
+        let groupRows = "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
+        findSwaps = """
+            INSERT INTO temp.winnow_swaps (cand, actual)
+            SELECT cand, rid FROM (
+                SELECT g.winner AS cand, g.rid AS rid,
+                       row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
+                FROM \(groupRows) AS g
+                CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid
+                WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied & 1)
+            ) WHERE pos = 1 AND rid <> cand
+            """
+        renumber = """
+            UPDATE temp.winnow_batch SET rn = x.pos FROM (
+                SELECT b.rid AS rid, row_number() OVER (PARTITION BY b.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
+                FROM temp.winnow_batch AS b CROSS JOIN \(table) AS t ON t.\(rowID) = b.rid
+                WHERE b.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
+            ) AS x WHERE x.rid = winnow_batch.rid
+            """
+        let mergeSelected = rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" }.joined(separator: ", ")
+        mergeRows = """
+            SELECT g.winner, \(mergeSelected) FROM \(groupRows) AS g
+            CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid ORDER BY g.winner, g.rn
+            """
+        let values = rule.mergeColumns.indices.map { "v\($0)" }
+        createMerged = """
+            DROP TABLE IF EXISTS temp.winnow_merged;
+            CREATE TEMP TABLE winnow_merged (winner INTEGER PRIMARY KEY, "set" TEXT NOT NULL\(values.map { ", \($0)" }.joined()));
+            """
+        insertMerged = "INSERT INTO temp.winnow_merged VALUES (?, ?\(String(repeating: ", ?", count: values.count)))"
+        mergedSelection = "\(rowID) IN (SELECT winner FROM temp.winnow_merged)"
+        var fillMoves: [String] = [], groupChildren: [String] = [], winnerKeys: [String] = []
+        var applyMoves: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
+        var deleteChild: [String] = [], repointChild: [String] = []
+        for (index, path) in rule.references.enumerated() {
+            let child = rule.qualified(path.childTable)
+            let join = zip(path.childColumns, path.parentColumns)
+                .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
+            // How the children of a group row `g.rid` (parent `p`) are reached: by index, or through the map.
+            // CROSS JOIN keeps SQLite's planner from driving the join from the (large) child table.
+            let children = path.indexed
+                ? "CROSS JOIN \(child) AS c ON \(join)"
+                : "CROSS JOIN temp.winnow_refs AS m ON m.path = \(index) AND m.rid = p.\(rowID) CROSS JOIN \(child) AS c ON c.\(path.childRowID) = m.child AND \(join)"
+            // The children of the batch's losers (`b`).
+            let loserChildren = "FROM temp.winnow_batch AS b CROSS JOIN \(table) AS p ON p.\(rowID) = b.rid \(children)"
+            fillMoves.append("""
+                INSERT INTO temp.winnow_moves (path, child, winner)
+                SELECT \(index), c.\(path.childRowID), b.winner \(loserChildren)
+                """)
+            dangling.append("SELECT count(*), min(c.\(path.childRowID)) \(loserChildren)")
+            let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
+            let selectedKeys = keyColumns.map { ", c.\($0.sqlIdentifier)" }.joined()
+            groupChildren.append("""
+                SELECT c.\(path.childRowID), g.winner, g.rn\(selectedKeys)
+                FROM \(groupRows) AS g
+                CROSS JOIN \(table) AS p ON p.\(rowID) = g.rid \(children)
+                ORDER BY g.winner, g.rn, c.\(path.childRowID)
+                """)
+            let parentValues = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
+            winnerKeys.append("""
+                SELECT g.winner, \(parentValues) FROM (SELECT DISTINCT winner FROM temp.winnow_batch) AS g
+                CROSS JOIN \(table) AS p ON p.\(rowID) = g.winner
+                """)
+            let targets = path.childColumns.map(\.sqlIdentifier).joined(separator: ", ")
+            let sources = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
+            let childTable = "main.\(path.childTable.sqlIdentifier)"
+            deleteChild.append("DELETE FROM \(childTable) WHERE \(path.childRowID) = ?")
+            repointChild.append("""
+                UPDATE \(childTable) SET \(path.childColumns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")) \
+                WHERE \(path.childRowID) = ?
+                """)
+            applyMoves.append("""
+                UPDATE \(childTable) SET (\(targets)) = (
+                    SELECT \(sources) FROM temp.winnow_moves AS mv JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner
+                    WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID))
+                WHERE \(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))
+                """)
+            // One scan of the child table, membership by `winnow_mapped`'s key: O(children),
+            // once. A reference to the rowid alias holds the parent's rowid itself; any other is looked
+            // up through the parent key's index.
+            let members = "SELECT rid FROM temp.winnow_mapped"
+            let holdsRowID = path.parentColumns.count == 1 && path.parentColumns[0].sqlIdentifier == rowID
+            mapChildren.append(path.indexed ? nil : holdsRowID ? """
+                INSERT INTO temp.winnow_refs (path, rid, child)
+                SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), c.\(path.childRowID) FROM \(child) AS c
+                WHERE c.\(path.childColumns[0].sqlIdentifier) IN (\(members))
+                ORDER BY 1, 2, 3
+                """ : """
+                INSERT INTO temp.winnow_refs (path, rid, child)
+                SELECT \(index), p.\(rowID), c.\(path.childRowID) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
+                WHERE p.\(rowID) IN (\(members))
+                ORDER BY 1, 2, 3
+                """)
+        }
+        let collides = rule.references.contains { !$0.indexed && !$0.uniqueKeys.isEmpty }
+        fillMapped = """
+            DELETE FROM temp.winnow_mapped;
+            INSERT INTO temp.winnow_mapped (rid) SELECT rid FROM temp.winnow_queue
+            UNION SELECT winner FROM temp.winnow_queue\(collides ? "" : " WHERE tied & 1")
+            """
+        var tables: [String] = []
+        for path in rule.references where path.declared && !path.indexed && !tables.contains(path.childTable) {
+            tables.append(path.childTable)
+        }
+        danglingInTable = tables.map { ($0, "SELECT count(*) FROM pragma_foreign_key_check(\(ChangeTracking.literal($0)), 'main')") }
+        self.fillMoves = fillMoves
+        self.groupChildren = groupChildren
+        self.winnerKeys = winnerKeys
+        self.applyMoves = applyMoves
+        self.danglingChildren = dangling
+        self.mapChildren = mapChildren
+        self.deleteChild = deleteChild
+        self.repointChild = repointChild
+        missingWinners = """
+            SELECT count(*) FROM temp.winnow_moves AS mv LEFT JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner
+            WHERE p.\(rowID) IS NULL
+            """
+        loserSelection = "\(rowID) IN (SELECT rid FROM temp.winnow_batch)"
+        deleteLosers = "DELETE FROM \(table) WHERE \(loserSelection)"
+    }
+
+    /// Whether any path needs the map of children (no index on its child columns).
+    var mapsChildren: Bool { mapChildren.contains { $0 != nil } }
+
+    /// `set` of `temp.winnow_merged` for these merge columns.
+    static func mergeSet(_ columns: [Int]) -> String { columns.map(String.init).joined(separator: ",") }
+
+    /// Writes the merged values of the winners whose changed columns are `columns` (indexes
+    /// into the rule's merge columns), by rowid.
+    func mergeUpdate(_ columns: [Int]) -> String {
+        let table = "main.\(rule.table.sqlIdentifier)"
+        let targets = columns.map { rule.mergeColumns[$0].name.sqlIdentifier }.joined(separator: ", ")
+        let sources = columns.map { "m.v\($0)" }.joined(separator: ", ")
+        return """
+            UPDATE \(table) SET (\(targets)) = (SELECT \(sources) FROM temp.winnow_merged AS m WHERE m.winner = \(table).\(rule.rowID))
+            WHERE \(rule.rowID) IN (SELECT winner FROM temp.winnow_merged WHERE "set" = '\(Self.mergeSet(columns))')
+            """
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import WinnowCore
+import GRDB
+
+/// Everything one batch will change, computed by reading only. The ``BatchWriter`` applies it;
+/// a dry run simply does not.
+struct BatchWork {
+    struct Repoint {
+        var path: Int
+        var childRowID: Int64
+        var values: [DatabaseValue]
+    }
+
+    struct ChildDelete {
+        var path: Int
+        var childRowID: Int64
+    }
+
+
+    var number: Int
+    var groups = 0
+    var losers: [Int64] = []
+    var skipped = 0
+    /// Winners changed by `merge`: their new values are in `temp.winnow_merged`.
+    var merges = 0
+    /// The distinct sets of merge columns (indexes into the rule's) those winners change.
+    var mergeColumnSets: [[Int]] = []
+    /// Re-pointing decided row by row (paths whose child has a unique key on the reference).
+    var repoints: [Repoint] = []
+    var childDeletes: [ChildDelete] = []
+    /// Re-pointing as a set: per path, how many of its rows `temp.winnow_moves` holds.
+    var moved: [(path: Int, count: Int)] = []
+    /// Whether the writer must check, before the losers go, that no child row still points at
+    /// one (the batch runs with SQLite's foreign-key enforcement off).
+    var checksReferences = false
+    var samples: [GroupSample] = []
+
+    var counts: Counts {
+        var c = Counts()
+        c.groups = groups
+        c.deleted = losers.count
+        c.updated = merges
+        c.repointed = repoints.count + moved.reduce(0) { $0 + $1.count }
+        c.childrenDeleted = childDeletes.count
+        c.skipped = skipped
+        c.batches = 1
+        return c
+    }
+}

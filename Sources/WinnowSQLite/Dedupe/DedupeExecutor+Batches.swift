@@ -1,0 +1,107 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import WinnowCore
+
+extension DedupeExecutor {
+    func pause() throws {
+        if settings.pauseMilliseconds > 0, writer.writes { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
+    }
+
+    /// Resolves every group found by ``discover()``, batch by batch.
+    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
+        var counts = Counts()
+        var sizer = BatchSizer(configured: settings.size, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        let sql = BatchStatements(rule)
+        if !rule.mergeColumns.isEmpty { try db.execute(sql: sql.createMerged) }
+        var state = BatchState(foundAt: discovery.dataVersion)
+        if sql.mapsChildren, discovery.losers > 0 { try mapChildren(sql, state: &state) }
+        // Deleting a parent row with enforcement on scans each child table without an index on
+        // its referencing columns once per row; the batches check the references they touch instead.
+        let suspended = try suspendForeignKeys()
+        defer { if suspended { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
+        // Where no index lets a batch look the children of its losers up again, the rule as a
+        // whole is checked too: no more references to no row after it than before it.
+        var danglingBefore: [Int] = []
+        if suspended {
+            for check in sql.danglingInTable { danglingBefore.append(try Int.fetchOne(db, sql: check.sql) ?? 0) }
+        }
+        var lastFirst = Int64.min
+        var done = 0
+        var gap = WriteGap(settings: settings)
+        while true {
+            guard let upTo = try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [lastFirst, sizer.current])
+            else { break }
+            if done > 0 {   // between batches only, never after the last
+                if writer.writes { _ = gap.observe(db, version: state.version) }
+                try pause()
+            }
+            let started = Date()
+            let number = batchNumber
+            let work = try writer.transaction(db) { () -> BatchWork in
+                var work = try read(batch: number, after: lastFirst, upTo: upTo, sql: sql, state: &state,
+                                    wantSamples: samples.count < sampleLimit)
+                work.checksReferences = suspended
+                try writer.apply(work, rule: rule, sql: sql, db: db)
+                try writer.recordProgress(totals + work.counts, db: db)
+                return work
+            }
+            let seconds = Date().timeIntervalSince(started)
+            sizer.record(size: work.groups, seconds: seconds)
+            let batchCounts = work.counts
+            counts = counts + batchCounts
+            totals = totals + batchCounts
+            samples += work.samples.prefix(max(0, sampleLimit - samples.count))
+            done += work.losers.count + work.skipped
+            onEvent(.batch(BatchReport(rule: rule.rule.index, table: rule.table, batch: number, counts: batchCounts,
+                                       seconds: seconds, done: done, total: discovery.losers)))
+            batchNumber += 1
+            lastFirst = upTo
+        }
+        for (check, before) in zip(sql.danglingInTable, danglingBefore) {
+            let after = try Int.fetchOne(db, sql: check.sql) ?? 0
+            if after > before {
+                throw WinnowError.internal("""
+                    \(rule.rule.keyPath) (\(rule.table)): \(after - before) row(s) of \(check.table) point at rows this run deleted; \
+                    every batch is journaled: `winnow restore --run` puts them back
+                    """)
+            }
+        }
+        return counts
+    }
+
+    /// What the batches of one rule carry from one to the next.
+    struct BatchState {
+        /// `PRAGMA data_version` when the losers were found: while it holds, they are as found.
+        var foundAt: Int64?
+        /// `PRAGMA data_version` when `winnow_refs` was filled: while it holds, the map is exact.
+        var mappedAt: Int64?
+        /// `PRAGMA data_version` as the last batch read it.
+        var version: Int64?
+    }
+
+    /// Turns foreign-key enforcement off for the rule's batches when the rule allows it
+    /// (``CompiledRule/foreignKeysSuspendable``), enforcement is on, no transaction is open (the
+    /// pragma is ignored inside one) and no user trigger on the table could write elsewhere.
+    /// Returns whether it did; the caller turns it back on.
+    func suspendForeignKeys() throws -> Bool {
+        guard writer.writes, rule.foreignKeysSuspendable, rule.sources.isEmpty, !db.isInsideTransaction,
+              try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == true else { return false }
+        let triggers = try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE AND name NOT LIKE 'winnow\\_%' ESCAPE '\\'
+            """, arguments: [rule.table]) ?? 0
+        guard triggers == 0 else { return false }
+        try db.execute(sql: "PRAGMA foreign_keys = OFF")
+        return try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == false
+    }
+
+    /// Fills `winnow_refs` for every reference path without an index on its child columns: one
+    /// scan of each such child table for the whole rule, instead of one per batch (or, with
+    /// foreign-key enforcement on, one per deleted row).
+    func mapChildren(_ sql: BatchStatements, state: inout BatchState) throws {
+        state.mappedAt = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
+        try db.execute(sql: sql.fillMapped)
+        try db.cachedStatement(sql: sql.clearMap).execute()
+        for map in sql.mapChildren.compactMap({ $0 }) { try db.cachedStatement(sql: map).execute() }
+    }
+}

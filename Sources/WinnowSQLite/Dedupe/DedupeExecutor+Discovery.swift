@@ -1,0 +1,50 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import WinnowCore
+
+extension DedupeExecutor {
+    /// Fills `temp.winnow_queue` with every loser and its winner, in batch order.
+    func discover() throws -> Discovery {
+        try Self.prepareTemporaryTables(db)
+        try db.execute(sql: "DELETE FROM temp.winnow_queue")
+        let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
+        try db.execute(sql: discoverySQL)
+        let row = try Row.fetchOne(db, sql: "SELECT count(*), count(DISTINCT first) FROM temp.winnow_queue")!
+        let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
+        var discovery = Discovery(groups: row[1], losers: row[0], tableRows: rows)
+        discovery.dataVersion = version
+        return discovery
+    }
+
+    /// `max_delete_percent` and `references: restrict`, checked before anything is written.
+    func checkGuards(_ discovery: Discovery) throws {
+        if let limit = rule.rule.maxDeletePercent, discovery.tableRows > 0 {
+            let share = Double(discovery.losers) * 100 / Double(discovery.tableRows)
+            if share > limit {
+                throw WinnowError.refused("""
+                    \(rule.rule.keyPath) (\(rule.table)): would delete \(discovery.losers) of \(discovery.tableRows) rows \
+                    (\(String(format: "%.1f", share))%), more than max_delete_percent \(limit.formatted6)%; nothing was changed
+                    """)
+            }
+        }
+        if rule.rule.references == .restrict {
+            for path in rule.references {
+                let join = zip(path.childColumns, path.parentColumns)
+                    .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
+                let row = try Row.fetchOne(db, sql: """
+                    SELECT count(*), min(p.\(rule.rowID)) FROM temp.winnow_queue AS l
+                    JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = l.rid
+                    JOIN \(rule.qualified(path.childTable)) AS c ON \(join)
+                    """)!
+                let count: Int = row[0]
+                if count > 0 {
+                    throw rule.restrictRefusal("""
+                        \(count) row(s) of \(path.label) point at rows that would be deleted (first: rowid \(row[1] as Int64)); \
+                        nothing was changed
+                        """)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import WinnowCore
+
+extension DedupeExecutor {
+    /// Keeps `hash_column` equal to the key hash for every row, in batches of rowid ranges.
+    func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts {
+        var counts = Counts()
+        guard rule.hashColumn != nil else { return counts }
+        if let upTo = changesUpTo {
+            // Incremental: only the rows changed since the last run can have a stale hash.
+            let changed = "\(rule.rowID) IN (SELECT rid FROM main.winnow_changes WHERE tbl = \(ChangeTracking.literal(rule.table)) AND id <= ?)"
+            let filled = try writer.transaction(db) { () -> Int in
+                let filled = try writer.fillHashes(rule: rule, selection: changed, arguments: [upTo], batch: batchNumber, db: db)
+                var next = totals
+                next.hashed += filled
+                next.batches += 1
+                try writer.recordProgress(next, db: db)
+                return filled
+            }
+            counts.hashed = filled
+            counts.batches = 1
+            totals.hashed += filled
+            totals.batches += 1
+            batchNumber += 1
+            return counts
+        }
+        var sizer = BatchSizer(configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+                                start: BatchSizer.rowRangeStart)
+        var after = Int64.min
+        while true {
+            guard let upTo = try Int64.fetchOne(db, sql: """
+                SELECT max(r) FROM (SELECT \(rule.rowID) AS r FROM \(rule.qualifiedTable) WHERE \(rule.rowID) > ? ORDER BY \(rule.rowID) LIMIT ?)
+                """, arguments: [after, sizer.current]) else { break }
+            if counts.batches > 0 { try pause() }
+            let started = Date()
+            let filled = try writer.transaction(db) { () -> Int in
+                let filled = try writer.fillHashes(rule: rule, selection: "\(rule.rowID) > ? AND \(rule.rowID) <= ?",
+                                                   arguments: [after, upTo], batch: batchNumber, db: db)
+                if filled > 0 {
+                    var next = totals
+                    next.hashed += filled
+                    next.batches += 1
+                    try writer.recordProgress(next, db: db)
+                }
+                return filled
+            }
+            sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
+            if filled > 0 {
+                counts.hashed += filled
+                counts.batches += 1
+                totals.hashed += filled
+                totals.batches += 1
+                batchNumber += 1
+            }
+            after = upTo
+        }
+        return counts
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import WinnowCore
+
+extension DedupeExecutor {
+    /// The groups whose first loser's rowid (`first`) is in `(after, upTo]` as they are now: losers that
+    /// still share their winner's key. When no other connection has committed since the
+    /// discovery (`PRAGMA data_version` still as found, read inside the batch's transaction),
+    /// the losers are as found and are taken without looking them up again; likewise the map of
+    /// children is mapped again only after another connection's commit.
+    func read(batch number: Int, after: Int64, upTo: Int64, sql: BatchStatements, state: inout BatchState,
+              wantSamples: Bool) throws -> BatchWork {
+        var work = BatchWork(number: number)
+        let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version"))
+        state.version = version
+        let unchanged = state.foundAt != nil && version == state.foundAt
+        if sql.mapsChildren, version != state.mappedAt { try mapChildren(sql, state: &state) }
+        try db.cachedStatement(sql: sql.clearBatch).execute()
+        try db.cachedStatement(sql: unchanged ? sql.fillBatchAsFound : sql.fillBatchRevalidated).execute(arguments: [after, upTo])
+        let planned = unchanged ? db.changesCount
+            : try Int.fetchOne(db.cachedStatement(sql: sql.countPlanned), arguments: [after, upTo]) ?? 0
+        try settleWinners(sql)
+        if sql.mapsChildren, let unmapped = try Int.fetchOne(db.cachedStatement(sql: sql.unmappedLosers)), unmapped > 0 {
+            throw WinnowError.internal("\(rule.rule.keyPath) (\(rule.table)): \(unmapped) row(s) to delete whose children were not mapped; the batch was rolled back")
+        }
+        var groups: [(winner: Int64, losers: [Int64])] = []
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql.batchRows))
+        while let row = try rows.next() {
+            let rid: Int64 = row[0]
+            let winner: Int64 = row[1]
+            if groups.last?.winner == winner { groups[groups.count - 1].losers.append(rid) } else { groups.append((winner, [rid])) }
+            work.losers.append(rid)
+        }
+        work.groups = groups.count
+        work.skipped = planned - work.losers.count
+        guard !groups.isEmpty else { return work }
+
+        if !rule.mergeColumns.isEmpty { try readMerges(sql, into: &work) }
+        if !rule.references.isEmpty { try db.cachedStatement(sql: sql.clearMoves).execute() }
+        for (index, path) in rule.references.enumerated() {
+            if path.uniqueKeys.isEmpty {
+                // Nothing can collide: every child row of a loser moves to the winner, as a set.
+                try db.cachedStatement(sql: sql.fillMoves[index]).execute()
+                let moved = db.changesCount
+                if moved > 0, rule.rule.references == .restrict {
+                    throw rule.restrictRefusal("\(moved) row(s) of \(path.label) point at rows that would be deleted")
+                }
+                work.moved.append((path: index, count: moved))
+            } else {
+                try readReferences(path, index: index, sql: sql, into: &work)
+            }
+        }
+        if wantSamples { work.samples = try readSamples(groups, limit: sampleLimit) }
+        return work
+    }
+
+    /// Makes the batch follow the full winner order: in groups whose first place was tied on the
+    /// rule's winner terms, the first row by content becomes the winner; then every group's
+    /// losers are numbered (`rn`) in full order, which merges and re-pointing follow.
+    func settleWinners(_ sql: BatchStatements) throws {
+        try db.cachedStatement(sql: sql.clearSwaps).execute()
+        try db.cachedStatement(sql: sql.findSwaps).execute()
+        if db.changesCount > 0 {
+            // The actual winner leaves the losers and the candidate takes its place.
+            try db.cachedStatement(sql: sql.swapLosers).execute()
+            try db.cachedStatement(sql: sql.swapWinners).execute()
+        }
+        // Only merges and collision decisions look at the order of the losers.
+        guard !rule.mergeColumns.isEmpty || rule.references.contains(where: { !$0.uniqueKeys.isEmpty }) else { return }
+        try db.cachedStatement(sql: sql.renumber).execute()
+    }
+
+    /// Resolves every group's merge (``MergeResolver``) into `temp.winnow_merged`.
+    func readMerges(_ sql: BatchStatements, into work: inout BatchWork) throws {
+        // Closures, not key paths: a key path into a tuple is built at run time on every call.
+        let strategies = rule.mergeColumns.map { $0.strategy }
+        try db.cachedStatement(sql: sql.clearMerged).execute()
+        let insert = RawStatement(try db.cachedStatement(sql: sql.insertMerged))
+        var sets: [[Int]: DatabaseValue] = [:]
+        var current: Int64?
+        var rows: [[DatabaseValue]] = []
+        func flush() throws {
+            guard let winner = current else { return }
+            let changes = MergeResolver.changes(strategies: strategies, rows: rows)
+            guard !changes.isEmpty else { return }
+            let columns = changes.map { $0.index }
+            let set: DatabaseValue
+            if let known = sets[columns] { set = known } else {
+                set = BatchStatements.mergeSet(columns).databaseValue
+                sets[columns] = set
+                work.mergeColumnSets.append(columns)
+            }
+            var values = [DatabaseValue](repeating: .null, count: strategies.count + 2)
+            values[0] = winner.databaseValue
+            values[1] = set
+            for change in changes { values[change.index + 2] = change.value }
+            try insert.execute(values)
+            work.merges += 1
+        }
+        let count = CInt(strategies.count)
+        try RawStatement(db.cachedStatement(sql: sql.mergeRows)).forEachRow { row in
+            let winner = sqlite3_column_int64(row, 0)
+            if winner != current {
+                try flush()
+                current = winner
+                rows.removeAll(keepingCapacity: true)
+            }
+            rows.append((1...count).map { DatabaseValue(sqliteStatement: row, index: $0) })
+        }
+        try flush()
+    }
+
+    /// Decides, for every child row that points at a loser, whether it is re-pointed or (when
+    /// re-pointing would break a unique key of the child) deleted as a duplicate itself.
+    func readReferences(_ path: ReferencePath, index: Int, sql: BatchStatements, into work: inout BatchWork) throws {
+        let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
+        var winnerKeys: [Int64: [DatabaseValue]] = [:]
+        let keys = try Row.fetchCursor(db.cachedStatement(sql: sql.winnerKeys[index]))
+        while let row = try keys.next() {
+            winnerKeys[row[0]] = (1...path.parentColumns.count).map { row[$0] as DatabaseValue }
+        }
+        var occupied = Set<[DatabaseValue]>()
+        var currentWinner: Int64?
+        let children = try Row.fetchCursor(db.cachedStatement(sql: sql.groupChildren[index]))
+        while let row = try children.next() {
+            let childRowID: Int64 = row[0]
+            let winner: Int64 = row[1]
+            let rank: Int = row[2]
+            if winner != currentWinner {
+                occupied.removeAll()
+                currentWinner = winner
+            }
+            guard let target = winnerKeys[winner] else { continue }
+            var values: [String: DatabaseValue] = [:]
+            for (offset, name) in keyColumns.enumerated() { values[name] = row[3 + offset] }
+            if rank > 0 {
+                if rule.rule.references == .restrict {
+                    throw rule.restrictRefusal("\(path.label) rowid \(childRowID) points at a row that would be deleted")
+                }
+                for (column, value) in zip(path.childColumns, target) { values[column] = value }
+            }
+            // The child row's unique-key tuples after re-pointing (tagged by key, so keys never mix).
+            let tuples: [[DatabaseValue]] = path.uniqueKeys.enumerated().compactMap { keyIndex, key in
+                let tuple = key.map { values[$0] ?? .null }
+                return tuple.contains(where: \.isNull) ? nil : [keyIndex.databaseValue] + tuple
+            }
+            if rank == 0 || !tuples.contains(where: occupied.contains) {
+                occupied.formUnion(tuples)
+                if rank > 0 { work.repoints.append(.init(path: index, childRowID: childRowID, values: target)) }
+            } else {
+                work.childDeletes.append(.init(path: index, childRowID: childRowID))
+            }
+        }
+    }
+
+    func readSamples(_ groups: [(winner: Int64, losers: [Int64])], limit: Int) throws -> [GroupSample] {
+        let chosen = groups.prefix(limit)
+        var keys: [Int64: [String]] = [:]
+        let selected = rule.keyColumns.map { "quote(\($0.sqlIdentifier))" }.joined(separator: ", ")
+        for group in chosen {
+            if let row = try Row.fetchOne(db, sql: "SELECT \(selected) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?",
+                                          arguments: [group.winner]) {
+                keys[group.winner] = (0..<rule.keyColumns.count).map { row[$0] as String? ?? "NULL" }
+            }
+        }
+        return chosen.map { GroupSample(key: keys[$0.winner] ?? [], winner: $0.winner, losers: $0.losers) }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import WinnowCore
+import GRDB
+import GRDBSQLite
+
+/// Runs one compiled rule against one connection: discovery into a temporary table, guards,
+/// then batches. The same code serves `run` and `plan`; only the ``BatchWriter`` differs.
+struct DedupeExecutor {
+    let db: Database
+    let rule: CompiledRule
+    let writer: BatchWriter
+    let settings: BatchSettings
+    /// How many groups to keep as samples (plan output); 0 for none.
+    var sampleLimit = 0
+    /// For an incremental run: SQL that limits the rule to rows sharing a key with a changed row.
+    var scope: String?
+    /// For an incremental run: the last change id it covers (hashes are stored for those rows only).
+    var changesUpTo: Int64?
+    var onEvent: (RunEvent) -> Void = { _ in }
+
+    static func prepareTemporaryTables(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TEMP TABLE IF NOT EXISTS winnow_batch (
+                rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL, tied INTEGER NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS temp.winnow_batch_winner ON winnow_batch (winner);
+            CREATE TEMP TABLE IF NOT EXISTS winnow_swaps (cand INTEGER PRIMARY KEY, actual INTEGER NOT NULL UNIQUE);
+            CREATE TEMP TABLE IF NOT EXISTS winnow_moves (
+                path INTEGER NOT NULL, child INTEGER NOT NULL, winner INTEGER NOT NULL, PRIMARY KEY (path, child)
+            ) WITHOUT ROWID;
+            CREATE TEMP TABLE IF NOT EXISTS winnow_refs (
+                path INTEGER NOT NULL, rid INTEGER NOT NULL, child INTEGER NOT NULL, PRIMARY KEY (path, rid, child)
+            ) WITHOUT ROWID;
+            CREATE TEMP TABLE IF NOT EXISTS winnow_mapped (rid INTEGER PRIMARY KEY);
+            CREATE TEMP TABLE IF NOT EXISTS winnow_queue (
+                first INTEGER NOT NULL, winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
+                PRIMARY KEY (first, winner, rn)
+            ) WITHOUT ROWID;
+            """)
+    }
+
+    /// The window query that groups the candidate rows by key and ranks them by the rule's own
+    /// winner terms. Sorting by the full order (every content column) would make the sort carry
+    /// whole rows; instead a loser that ties the first row on the winner terms is flagged
+    /// `tied`, and such groups get their winner from the full order when their batch is read.
+    var discoverySQL: String {
+        let order = rule.winnerOrderBy().map { " ORDER BY \($0)" } ?? ""
+        // Only keys that occur more than once (one grouped count, no per-row window state):
+        // the window then works on the duplicate groups alone. It pays where the key is plain
+        // columns (cheap to read twice); normalised or hashed keys would be computed twice for
+        // every row, which costs more than the window saves (measured). A NULL key part cannot
+        // pass IN, so it also needs nulls: distinct.
+        var duplicatesOnly = ""
+        let plainKey = !rule.rule.hash && rule.keyColumns.allSatisfy { rule.normalizers[$0, default: []].isEmpty }
+        if let scope { duplicatesOnly = " AND \(scope)" } else if plainKey && rule.rule.nulls == .distinct {
+            let groups = rule.groupExpressions()
+            let tuple = groups.count == 1 ? groups[0] : "(\(groups.joined(separator: ", ")))"
+            duplicatesOnly = """
+                 AND \(tuple) IN (SELECT \(groups.joined(separator: ", ")) FROM \(rule.qualifiedTable)
+                    WHERE \(rule.candidateFilter()) GROUP BY \(groups.joined(separator: ", ")) HAVING count(*) > 1)
+                """
+        }
+        // Each loser is filed under its group's first loser rowid (`first`): batches take the
+        // queue in that order, so each deletes from a narrow stretch of the table and every page
+        // is rewritten about once (in winner order every batch touched pages all over the table).
+        // (The group's lowest rowid would cost no sort of its own, but it is often the winner's,
+        // far from its losers: 10% slower at 1,000,000 rows, measured.)
+        let partition = rule.groupExpressions().joined(separator: ", ")
+        return """
+        INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
+        SELECT min(winnow_r) OVER (PARTITION BY winnow_w), winnow_w, winnow_n, winnow_r, winnow_k FROM (
+            SELECT \(rule.rowID) AS winnow_r,
+                   row_number() OVER winnow_window AS winnow_n,
+                   first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
+                   (\(rule.tiedWithFirst(window: "winnow_window"))) + 2 * (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_k
+            FROM \(rule.qualifiedTable)
+            WHERE \(rule.candidateFilter())\(duplicatesOnly)
+            WINDOW winnow_window AS (PARTITION BY \(partition)\(order)
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+        ) WHERE winnow_n > 1
+        ORDER BY 1, 2, 3
+        """
+    }
+}
+
+extension DedupeExecutor: RuleExecution {
+    func prepare() throws { try writer.prepare(rule, db: db) }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import WinnowCore
+import GRDB
+
+/// Survivorship: the values a winner takes from its group. Pure.
+public enum MergeResolver {
+    /// Separator of `concat`.
+    public static let concatSeparator = ", "
+
+    /// The merged value of one column.
+    /// - Parameter values: the column's value in every row of the group, winner first, then the
+    ///   losers in winner order.
+    public static func merge(_ strategy: MergeStrategy, _ values: [DatabaseValue]) -> DatabaseValue {
+        let present = values.filter { !$0.isNull }
+        switch strategy {
+        case .fillNull:
+            return present.first ?? .null
+        case .min:
+            return present.reduce(nil) { best, v in best.map { SQLiteOrder.compare(v, $0) < 0 ? v : $0 } ?? v } ?? .null
+        case .max:
+            return present.reduce(nil) { best, v in best.map { SQLiteOrder.compare(v, $0) > 0 ? v : $0 } ?? v } ?? .null
+        case .longest:
+            var best: DatabaseValue?
+            var bestLength = -1
+            for value in present {
+                let length = self.length(value)
+                if length > bestLength { best = value; bestLength = length }
+            }
+            return best ?? .null
+        case .sum:
+            return sum(present) ?? values.first ?? .null
+        case .concat:
+            var seen = Set<String>()
+            var parts: [String] = []
+            for value in present {
+                guard let text = self.text(value), !text.isEmpty, seen.insert(text).inserted else { continue }
+                parts.append(text)
+            }
+            if parts.isEmpty { return values.first ?? .null }
+            // One value only: keep it as stored (an integer stays an integer).
+            if parts.count == 1, let only = present.first(where: { text($0) == parts[0] }) { return only }
+            return parts.joined(separator: concatSeparator).databaseValue
+        }
+    }
+
+    /// SQLite's `length()`: characters of text, bytes of a blob, characters of a number's text.
+    static func length(_ value: DatabaseValue) -> Int {
+        switch value.storage {
+        case .null: return 0
+        case let .string(s): return s.unicodeScalars.count
+        case let .blob(d): return d.count
+        case .int64, .double: return text(value)?.count ?? 0
+        }
+    }
+
+    static func text(_ value: DatabaseValue) -> String? {
+        switch value.storage {
+        case .null: return nil
+        case let .string(s): return s
+        case let .int64(i): return String(i)
+        case let .double(d): return String(d)
+        case let .blob(d): return String(data: d, encoding: .utf8)
+        }
+    }
+
+    /// Sum of the numeric values (text and blobs are not numbers and are left out). Integers stay
+    /// integers unless they overflow; any REAL makes the sum REAL.
+    static func sum(_ values: [DatabaseValue]) -> DatabaseValue? {
+        var integer: Int64 = 0
+        var real = 0.0
+        var isReal = false
+        var any = false
+        for value in values {
+            switch value.storage {
+            case let .int64(i):
+                any = true
+                if isReal { real += Double(i); continue }
+                let (result, overflow) = integer.addingReportingOverflow(i)
+                if overflow { isReal = true; real = Double(integer) + Double(i) } else { integer = result }
+            case let .double(d):
+                any = true
+                if !isReal { isReal = true; real = Double(integer) }
+                real += d
+            default:
+                continue
+            }
+        }
+        guard any else { return nil }
+        return isReal ? real.databaseValue : integer.databaseValue
+    }
+
+    /// The columns whose merged value differs from the winner's, with their new values.
+    /// - Parameter rows: the group's rows (merge columns only), winner first.
+    public static func changes(strategies: [MergeStrategy], rows: [[DatabaseValue]]) -> [(index: Int, value: DatabaseValue)] {
+        guard let winner = rows.first else { return [] }
+        var result: [(Int, DatabaseValue)] = []
+        for (index, strategy) in strategies.enumerated() {
+            let merged = merge(strategy, rows.map { $0[index] })
+            if !SQLiteOrder.identical(merged, winner[index]) { result.append((index, merged)) }
+        }
+        return result
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import GRDB
+import WinnowCore
+
+/// Writes batches, journaling every deleted row and before-image when the rule archives.
+final class SQLiteBatchWriter: BatchWriter {
+    let runID: Int64
+    var writes: Bool { true }
+    /// Journal shape ids by table and column list, created and committed by ``prepare(_:db:)``
+    /// before any batch, so a rolled-back batch can never leave a cached id without its row.
+    private var shapes: [String: Int64] = [:]
+    /// Journal statements by shape and selection, spelled once.
+    private var journalSQL: [String: String] = [:]
+
+    init(runID: Int64) {
+        self.runID = runID
+    }
+
+    private static func shapeKey(_ table: String, _ columns: [String]) -> String {
+        ([table] + columns).joined(separator: "\u{1F}")
+    }
+
+    func prepare(_ rule: CompiledRule, db: Database) throws {
+        guard rule.rule.archive else { return }
+        var needed = [(rule.table, rule.storedColumns)]
+        if let column = rule.hashColumn { needed.append((rule.table, [column])) }
+        needed += rule.references.map { ($0.childTable, $0.childStoredColumns) }
+        try db.writeTransaction {
+            for (table, columns) in needed {
+                shapes[Self.shapeKey(table, columns)] = try Self.shapeID(db, table: table, columns: columns)
+            }
+            return
+        }
+    }
+
+    func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        var result: T?
+        try db.writeTransaction {
+            result = try body()
+            return
+        }
+        return result!
+    }
+
+    func recordProgress(_ totals: Counts, db: Database) throws {
+        try db.cachedStatement(sql: RunRecord.progressSQL(SQLiteDialect()))
+            .execute(arguments: SQLiteSession.arguments(RunRecord.progressArguments(totals, runID: runID)))
+    }
+
+    /// Journals the rows of `table` that `whereSQL` selects (with `arguments`) as `op`.
+    private func journal(_ db: Database, op: String, batch: Int, table: String, rowID: String,
+                         columns: [String], whereSQL: String, arguments: StatementArguments) throws {
+        let key = Self.shapeKey(table, columns)
+        guard let shape = shapes[key] else {
+            throw WinnowError.internal("journal shape of \(table) was not prepared")
+        }
+        let sqlKey = key + "\u{1E}" + whereSQL
+        let sql: String
+        if let known = journalSQL[sqlKey] {
+            sql = known
+        } else {
+            let packed = columns.map(\.sqlIdentifier).joined(separator: ", ")
+            sql = """
+                INSERT INTO winnow_journal (run_id, batch, op, shape_id, rid, image)
+                SELECT ?, ?, ?, ?, \(rowID), winnow_pack(\(packed)) FROM main.\(table.sqlIdentifier) WHERE \(whereSQL)
+                """
+            journalSQL[sqlKey] = sql
+        }
+        try db.cachedStatement(sql: sql).execute(arguments: [runID, batch, op, shape] + arguments)
+    }
+
+    func apply(_ work: BatchWork, rule: CompiledRule, sql: BatchStatements, db: Database) throws {
+        let archive = rule.rule.archive
+        // 1. Child rows that re-pointing would turn into duplicates: deleted first, so that the
+        //    re-pointed rows never meet them on a unique key.
+        for delete in work.childDeletes {
+            let path = rule.references[delete.path]
+            if archive {
+                try journal(db, op: "delete", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                            columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [delete.childRowID])
+            }
+            try db.cachedStatement(sql: sql.deleteChild[delete.path]).execute(arguments: [delete.childRowID])
+        }
+        // 2. Re-point references from losers to winners, before any loser is deleted, so that
+        //    ON DELETE CASCADE finds nothing to take with it.
+        for repoint in work.repoints {
+            let path = rule.references[repoint.path]
+            if archive {
+                try journal(db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                            columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [repoint.childRowID])
+            }
+            try db.cachedStatement(sql: sql.repointChild[repoint.path])
+                .execute(arguments: StatementArguments(repoint.values + [repoint.childRowID.databaseValue]))
+        }
+        for (index, count) in work.moved where count > 0 {
+            let path = rule.references[index]
+            if archive {
+                try journal(db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                            columns: path.childStoredColumns,
+                            whereSQL: "\(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))", arguments: [])
+            }
+            try db.cachedStatement(sql: sql.applyMoves[index]).execute()
+            guard db.changesCount == count else {
+                throw WinnowError.internal("\(path.label): \(count) row(s) to re-point, \(db.changesCount) re-pointed; the batch was rolled back")
+            }
+        }
+        // 3. Survivorship: the merged values, one statement per set of changed columns.
+        if work.merges > 0 {
+            if archive {
+                try journal(db, op: "update", batch: work.number, table: rule.table, rowID: rule.rowID,
+                            columns: rule.storedColumns, whereSQL: sql.mergedSelection, arguments: [])
+            }
+            var updated = 0
+            for columns in work.mergeColumnSets {
+                try db.cachedStatement(sql: sql.mergeUpdate(columns)).execute()
+                updated += db.changesCount
+            }
+            guard updated == work.merges else {
+                throw WinnowError.internal("\(rule.table): \(work.merges) winner(s) to merge, \(updated) updated; the batch was rolled back")
+            }
+        }
+        // 4. With foreign-key enforcement off, what SQLite would have checked row by row is
+        //    checked here for the batch as a whole: no child row may point at a loser, and every
+        //    re-pointed row reaches its winner. A failure rolls the batch back. Through an index
+        //    the children of the losers are looked up again; a path without one re-points
+        //    exactly the rows of its map (checked by the count above), and the map is exact: it is
+        //    mapped again, under this transaction's lock, after any other connection's commit.
+        if work.checksReferences {
+            for (index, path) in rule.references.enumerated() where path.declared && path.indexed {
+                let row = try Row.fetchOne(db.cachedStatement(sql: sql.danglingChildren[index]))!
+                let count: Int = row[0]
+                if count > 0 {
+                    throw WinnowError.internal("""
+                        \(rule.rule.keyPath) (\(rule.table)): \(count) row(s) of \(path.label) would be left pointing at deleted rows \
+                        (first: rowid \(row[1] as Int64? ?? 0)); the batch was rolled back
+                        """)
+                }
+            }
+            if let missing = try Int.fetchOne(db.cachedStatement(sql: sql.missingWinners)), missing > 0 {
+                throw WinnowError.internal("\(rule.rule.keyPath) (\(rule.table)): \(missing) re-pointed row(s) would point at no row; the batch was rolled back")
+            }
+        }
+        // 5. The losers.
+        if !work.losers.isEmpty {
+            if archive {
+                try journal(db, op: "delete", batch: work.number, table: rule.table, rowID: rule.rowID,
+                            columns: rule.storedColumns, whereSQL: sql.loserSelection, arguments: [])
+            }
+            try db.cachedStatement(sql: sql.deleteLosers).execute()
+        }
+    }
+
+    func fillHashes(rule: CompiledRule, selection: String, arguments: StatementArguments, batch: Int, db: Database) throws -> Int {
+        guard let column = rule.hashColumn else { return 0 }
+        let stale = "\(selection) AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())"
+        if rule.rule.archive {
+            try journal(db, op: "update", batch: batch, table: rule.table, rowID: rule.rowID, columns: [column],
+                        whereSQL: stale, arguments: arguments)
+        }
+        try db.execute(sql: "UPDATE \(rule.qualifiedTable) SET \(column.sqlIdentifier) = \(rule.hashExpression()) WHERE \(stale)",
+                       arguments: arguments)
+        return db.changesCount
+    }
+
+    /// The id of a journal shape (table + column list), created on first use.
+    static func shapeID(_ db: Database, table: String, columns: [String]) throws -> Int64 {
+        let json = String(decoding: try JSONEncoder().encode(columns), as: UTF8.self)
+        try db.execute(sql: "INSERT OR IGNORE INTO winnow_journal_shapes (tbl, columns) VALUES (?, ?)", arguments: [table, json])
+        guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM winnow_journal_shapes WHERE tbl = ? AND columns = ?",
+                                          arguments: [table, json]) else {
+            throw WinnowError.internal("journal shape for \(table) not found after insert")
+        }
+        return id
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import GRDB
+import WinnowCore
+
+/// Puts back what one run deleted and changed, from its journal (``Restore`` records the
+/// restore as a run and holds the lock).
+public enum Restorer {
+    /// `winnow restore` on a SQLite file.
+    public static func restore(database path: String, runID: Int64, wait: TimeInterval? = nil) throws -> RunSummary {
+        try Restore.restore(database: path, runID: runID, wait: wait, backend: SQLiteBackend())
+    }
+
+    struct Shape {
+        var table: String
+        var columns: [String]
+        var rowID: String
+        /// Whether the rowid is one of `columns` (an INTEGER PRIMARY KEY alias).
+        var rowIDInColumns: Bool
+    }
+
+    static func undo(_ db: Database, runID: Int64, restoreID: Int64) throws -> (Int, Int) {
+        guard let run = try Row.fetchOne(db, sql: "SELECT command, status, archive, restored_by, deleted + updated + repointed + children_deleted + hashed FROM winnow_runs WHERE id = ?",
+                                         arguments: [runID]) else {
+            throw WinnowError.usage("no run \(runID) in this database; see winnow history")
+        }
+        guard (run[0] as String) == "run" else { throw WinnowError.usage("run \(runID) is a \(run[0] as String), not a run; only runs can be restored") }
+        if let by: Int64 = run[3] { throw WinnowError.refused("run \(runID) was already restored by run \(by)") }
+        let entries = try Int.fetchOne(db, sql: "SELECT count(*) FROM winnow_journal WHERE run_id = ?", arguments: [runID]) ?? 0
+        let changes: Int = run[4]
+        if entries == 0 && changes > 0 {
+            throw WinnowError.refused("run \(runID) changed \(changes) rows without a journal (archive: false); it cannot be restored")
+        }
+        var shapes: [Int64: Shape] = [:]
+        func shape(_ id: Int64) throws -> Shape {
+            if let shape = shapes[id] { return shape }
+            guard let row = try Row.fetchOne(db, sql: "SELECT tbl, columns FROM winnow_journal_shapes WHERE id = ?", arguments: [id]) else {
+                throw WinnowError.io("journal shape \(id) is missing")
+            }
+            let table: String = row[0]
+            let columns = try JSONDecoder().decode([String].self, from: Data((row[1] as String).utf8))
+            guard let live = try SchemaInspector.table(db, named: table) else {
+                throw WinnowError.refused("cannot restore run \(runID): table '\(table)' no longer exists")
+            }
+            for column in columns where live.column(named: column) == nil {
+                throw WinnowError.refused("cannot restore run \(runID): table '\(table)' no longer has column '\(column)'")
+            }
+            guard let rowID = live.rowIDExpression else { throw WinnowError.refused("cannot restore run \(runID): '\(table)' has no rowid") }
+            let result = Shape(table: live.name, columns: columns, rowID: rowID,
+                               rowIDInColumns: live.rowIDAlias.map { alias in columns.contains(alias) } ?? false)
+            shapes[id] = result
+            return result
+        }
+        var reinserted = 0
+        var reverted = 0
+        try db.writeTransaction {
+            var before = Int64.max
+            while true {
+                let page = try Row.fetchAll(db, sql: """
+                    SELECT id, op, shape_id, rid, image FROM winnow_journal WHERE run_id = ? AND id < ? ORDER BY id DESC LIMIT 1000
+                    """, arguments: [runID, before])
+                guard let last = page.last else { break }
+                before = last[0]
+                for entry in page {
+                    let op: String = entry[1]
+                    let shape = try shape(entry[2])
+                    let rid: Int64 = entry[3]
+                    let image: Data = entry[4]
+                    let values = try ValueCodec.decode([UInt8](image))
+                    guard values.count == shape.columns.count else { throw WinnowError.io("journal entry \(entry[0] as Int64) is corrupt") }
+                    let table = "main.\(shape.table.sqlIdentifier)"
+                    if op == "delete" {
+                        var names = shape.columns.map(\.sqlIdentifier)
+                        var arguments = values
+                        if !shape.rowIDInColumns {
+                            names.insert(shape.rowID, at: 0)
+                            arguments.insert(rid.databaseValue, at: 0)
+                        }
+                        if try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE \(shape.rowID) = ?", arguments: [rid]) == true {
+                            throw WinnowError.refused("cannot restore run \(runID): \(shape.table) rowid \(rid) was deleted by that run but exists again")
+                        }
+                        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
+                        try db.cachedStatement(sql: "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))")
+                            .execute(arguments: StatementArguments(arguments))
+                        reinserted += 1
+                    } else {
+                        let sets = shape.columns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")
+                        try db.cachedStatement(sql: "UPDATE \(table) SET \(sets) WHERE \(shape.rowID) = ?")
+                            .execute(arguments: StatementArguments(values + [rid.databaseValue]))
+                        guard db.changesCount == 1 else {
+                            throw WinnowError.refused("cannot restore run \(runID): \(shape.table) rowid \(rid), changed by that run, no longer exists")
+                        }
+                        reverted += 1
+                    }
+                }
+            }
+            try db.execute(sql: "UPDATE winnow_runs SET restored_by = ? WHERE id = ?", arguments: [restoreID, runID])
+            return
+        }
+        return (reinserted, reverted)
+    }
+}

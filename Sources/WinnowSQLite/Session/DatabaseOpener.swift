@@ -1,0 +1,115 @@
+import Foundation
+import WinnowCore
+import GRDB
+
+/// Opens databases with winnow's connection settings and maps SQLite's failures to the
+/// contract's exit codes.
+public enum DatabaseOpener {
+    /// Busy timeout of every connection: how long a statement waits for another writer.
+    public static let busyTimeout: TimeInterval = 5
+
+    /// WAL size after which a batch-writing connection checkpoints while it writes alone.
+    static let walCheckpointBytes = 12 << 20
+
+    /// The connection's checkpoint threshold: SQLite's 1,000 pages while other connections
+    /// write (`shared`), else about ``walCheckpointBytes``. A writer's commit checkpoints the
+    /// WAL once it is past its own threshold, so a large WAL left by winnow would be copied
+    /// inside another writer's commit.
+    static func setCheckpoint(_ db: Database, shared: Bool) {
+        let pageSize = (try? Int.fetchOne(db, sql: "PRAGMA main.page_size")) ?? 4096
+        let pages = shared ? 1000 : max(1000, walCheckpointBytes / max(512, pageSize))
+        try? db.execute(sql: "PRAGMA main.wal_autocheckpoint = \(pages)")
+    }
+
+    /// Helper threads SQLite's sorter may use: one per extra core, at most 3.
+    static let sorterThreads = max(0, min(3, ProcessInfo.processInfo.activeProcessorCount - 1))
+
+    public static func open(path: String, mode: AccessMode) throws -> DatabaseQueue {
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        if isDirectory.boolValue { throw WinnowError.notFound("\(path): is a directory, not a database") }
+        switch mode {
+        case .readOnly, .readWrite(create: false):
+            guard exists else { throw WinnowError.notFound("\(path): no such database file") }
+        case .readWrite(create: true):
+            break
+        }
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(busyTimeout)
+        if case .readOnly = mode { config.readonly = true }
+        config.label = "winnow"
+        config.prepareDatabase { db in
+            try SQLFunctions.register(on: db)
+            // Large sorts (finding duplicate groups, grouped counts without an index) may use a
+            // helper thread: about 8% faster on two cores. Per connection; nothing is stored.
+            try db.execute(sql: "PRAGMA threads = \(sorterThreads)")
+            if ProcessInfo.processInfo.environment["WINNOW_SQL_PROFILE"] != nil { StatementProfile.shared.attach(to: db) }
+        }
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: config)
+            // Opening is lazy in SQLite: read the schema now so that a file that is not a
+            // database is reported here, before any work starts.
+            try queue.inDatabase { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_master") }
+            return queue
+        } catch {
+            throw map(error, path: path)
+        }
+    }
+
+    /// Settings of a connection that is about to write in batches next to other writers:
+    ///
+    /// - `journal_mode=WAL` where the database allows it (a file database not already in WAL,
+    ///   memory or off mode): readers never block writers, so winnow's long reads (finding the
+    ///   duplicate groups) do not stall the application's commits, and each batch commit is
+    ///   cheap. The mode is a property of the file and stays. If it cannot be switched (another
+    ///   connection holds a lock), winnow keeps the rollback journal.
+    /// - `synchronous=NORMAL` in WAL mode: a commit survives a crash of any process; only a power
+    ///   loss can roll back the last batches, never corrupt the file (a new run redoes them).
+    /// - `wal_autocheckpoint` of about ``walCheckpointBytes``.
+    /// - the busy timeout (``busyTimeout``) set at open.
+    ///
+    /// Called after the run lock is taken, outside any transaction.
+    public static func prepareForBatchWrites(_ db: Database) {
+        guard !db.isInsideTransaction else { return }
+        let mode = (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() ?? ""
+        if ["delete", "truncate", "persist"].contains(mode) {
+            _ = try? String.fetchOne(db, sql: "PRAGMA main.journal_mode = WAL")
+        }
+        if (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() == "wal" {
+            try? db.execute(sql: "PRAGMA main.synchronous = NORMAL")
+            // Checkpoint after about 12 MB of WAL instead of SQLite's 1,000 pages while no
+            // other connection writes (see ``WriteGap``): a page that many batches rewrite (an
+            // index, the journal's last page) is copied to the database and synced once instead
+            // of at almost every batch (10-15% of a 200,000-row dedupe with re-pointing).
+            setCheckpoint(db, shared: false)
+        }
+    }
+
+    /// Maps an error thrown while working on `path` to a ``WinnowError``.
+    public static func map(_ error: Error, path: String) -> WinnowError {
+        if let error = error as? WinnowError { return error }
+        guard let dbError = error as? DatabaseError else { return .internal("\(path): \(error)") }
+        let message = dbError.message ?? "\(dbError.resultCode)"
+        switch dbError.resultCode {
+        case .SQLITE_NOTADB:
+            return .notFound("\(path): not a database (\(message))")
+        case .SQLITE_CANTOPEN:
+            return .notFound("\(path): cannot open the database (\(message))")
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return .locked("\(path): the database is locked by another connection (\(message)); retry later")
+        case .SQLITE_CORRUPT:
+            return .io("\(path): the database is corrupt (\(message))")
+        case .SQLITE_FULL:
+            return .io("\(path): database or disk is full (\(message))")
+        case .SQLITE_READONLY:
+            return .io("\(path): the database is read-only (\(message))")
+        case .SQLITE_IOERR:
+            return .io("\(path): disk I/O error (\(message)); is the disk full or the file size limited? Committed batches are kept; the batch in flight was rolled back")
+        case .SQLITE_CONSTRAINT:
+            return .refused("\(path): a constraint failed (\(message))")
+        default:
+            return .io("\(path): SQLite error \(dbError.resultCode.rawValue): \(message)")
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import WinnowCore
+
+/// SQLite's spelling: `main.`-qualified user tables, `IS` as null-safe equality, rowid identity.
+public struct SQLiteDialect: SQLDialect {
+    public init() {}
+
+    public var name: String { "sqlite" }
+
+    public var capabilities: DialectCapabilities {
+        // DDL is transactional; nullability changes need a table rebuild; no advisory locks
+        // (the lock row under SQLite's write lock serves); `PRAGMA data_version` is the token.
+        DialectCapabilities(transactionalDDL: true, alterColumnNullability: false, triggers: true, advisoryLocks: false,
+                            changeToken: true)
+    }
+
+    public func table(_ name: String) -> String { "main.\(name.sqlIdentifier)" }
+
+    public func bookkeeping(_ name: String) -> String { name }
+
+    public func nullSafeEqual(_ a: String, _ b: String) -> String { "\(a) IS \(b)" }
+
+    public func nullSafeDistinct(_ a: String, _ b: String) -> String { "\(a) IS NOT \(b)" }
+
+    public func rowIdentity(of table: LiveTable) -> RowIdentity? {
+        table.rowIDExpression.map { .rowid(expression: $0, alias: table.rowIDAlias) }
+    }
+
+    public var bookkeepingSchema: [String] {
+        [
+            """
+            CREATE TABLE IF NOT EXISTS winnow_runs (
+                id INTEGER PRIMARY KEY,
+                command TEXT NOT NULL,
+                job TEXT,
+                started_at TEXT NOT NULL,
+                finished_at TEXT,
+                status TEXT NOT NULL,
+                archive INTEGER NOT NULL DEFAULT 0,
+                groups INTEGER NOT NULL DEFAULT 0,
+                deleted INTEGER NOT NULL DEFAULT 0,
+                updated INTEGER NOT NULL DEFAULT 0,
+                repointed INTEGER NOT NULL DEFAULT 0,
+                children_deleted INTEGER NOT NULL DEFAULT 0,
+                hashed INTEGER NOT NULL DEFAULT 0,
+                skipped INTEGER NOT NULL DEFAULT 0,
+                batches INTEGER NOT NULL DEFAULT 0,
+                migration_steps INTEGER NOT NULL DEFAULT 0,
+                seconds REAL NOT NULL DEFAULT 0,
+                restores_run INTEGER,
+                restored_by INTEGER,
+                message TEXT
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS winnow_journal_shapes (
+                id INTEGER PRIMARY KEY,
+                tbl TEXT NOT NULL,
+                columns TEXT NOT NULL,
+                UNIQUE (tbl, columns)
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS winnow_journal (
+                id INTEGER PRIMARY KEY,
+                run_id INTEGER NOT NULL,
+                batch INTEGER NOT NULL,
+                op TEXT NOT NULL CHECK (op IN ('delete', 'update')),
+                shape_id INTEGER NOT NULL,
+                rid INTEGER NOT NULL,
+                image BLOB NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS winnow_journal_by_run ON winnow_journal (run_id, id)",
+            """
+            CREATE TABLE IF NOT EXISTS winnow_lock (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                run_id INTEGER,
+                pid INTEGER NOT NULL,
+                process_start TEXT,
+                host TEXT NOT NULL,
+                acquired_at TEXT NOT NULL
+            )
+            """,
+        ]
+    }
+
+    public var versionSchema: [String] {
+        [
+            """
+            CREATE TABLE IF NOT EXISTS winnow_schema (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                version INTEGER NOT NULL,
+                checksum TEXT NOT NULL,
+                applied_at TEXT NOT NULL,
+                run_id INTEGER
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS winnow_seeds (
+                name TEXT PRIMARY KEY,
+                seeded_at TEXT NOT NULL,
+                run_id INTEGER,
+                rows INTEGER NOT NULL DEFAULT 0
+            )
+            """,
+        ]
+    }
+}

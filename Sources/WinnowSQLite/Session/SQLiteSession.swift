@@ -1,0 +1,104 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import WinnowCore
+
+/// A ``DatabaseSession`` over one GRDB connection, valid while GRDB lends it (inside
+/// `inDatabase`). The stages reached through it are SQLite's own: discovery and batches by
+/// rowid through temporary tables and the C API, rebuilds for what `ALTER TABLE` cannot do,
+/// rehearsal on an in-memory copy of the schema, trigger-based change tracking.
+public final class SQLiteSession: DatabaseSession {
+    public let db: Database
+    public let location: String
+    public var dialect: any SQLDialect { SQLiteDialect() }
+    public var engineVersion: Int32 { sqlite3_libversion_number() }
+
+    public init(_ db: Database, location: String = "") {
+        self.db = db
+        self.location = location
+    }
+
+    static func arguments(_ values: [SQLValue]) -> StatementArguments {
+        StatementArguments(values.map(\.databaseValue))
+    }
+
+    public func execute(_ sql: String, _ arguments: [SQLValue]) throws {
+        try db.execute(sql: sql, arguments: Self.arguments(arguments))
+    }
+
+    public func rows(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
+        try Row.fetchAll(db, sql: sql, arguments: Self.arguments(arguments)).map { row in
+            SQLRow(row.databaseValues.map(SQLValue.init))
+        }
+    }
+
+    public func writeTransaction(_ body: () throws -> Void) throws { try db.writeTransaction(body) }
+
+    public func rollbackIfNeeded() {
+        if db.isInsideTransaction { try? db.rollback() }
+    }
+
+    public func tableExists(_ name: String) throws -> Bool { try db.tableExists(name) }
+
+    public func mapError(_ error: Error) -> WinnowError { DatabaseOpener.map(error, path: location) }
+
+    public func inspect() throws -> LiveSchema { try SchemaInspector.inspect(db) }
+
+    public func dependents() throws -> [(name: String, sql: String)] {
+        try Row.fetchAll(db, sql: """
+            SELECT name, sql FROM main.sqlite_master WHERE type IN ('view', 'trigger') AND sql IS NOT NULL
+            AND \(SchemaInspector.userObjects)
+            """).map { ($0[0] as String, $0[1] as String) }
+    }
+
+    public func tableDefinition(_ table: String) throws -> String? { try SchemaInspector.table(db, named: table)?.sql }
+
+    public func prepareForBatchWrites() { DatabaseOpener.prepareForBatchWrites(db) }
+
+    public func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema) {
+        try ShadowSchema.rehearse(plan, from: db)
+    }
+
+    public func apply(_ step: MigrationStep, settings: BatchSettings) throws -> String? {
+        try MigrationExecutor(db: db, settings: settings).apply(step)
+    }
+
+    public func finishInterrupted(_ work: InterruptedWork, settings: BatchSettings) throws {
+        switch work {
+        case .retired: try TableRebuilder.finishRetired(db, settings: settings)
+        case .unfinishedRebuild: try TableRebuilder.cleanUpInterrupted(db)
+        }
+    }
+
+    public func checkGuardsBeforeMigrating(_ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
+                                           resulting: LiveSchema, settings: BatchSettings) throws {
+        try MigrationGuards.check(job, rules: rules, plan: plan, preview: preview, resulting: resulting, db: db, settings: settings)
+    }
+
+    public func seed(_ spec: SeedSpec, runID: Int64?, checkingAgainst schema: LiveSchema?) throws -> SeedOutcome {
+        let seeder = Seeder(db: db, spec: spec, runID: runID)
+        if let schema {
+            try seeder.check(against: schema)
+            return SeedOutcome(seeded: false, rows: 0)
+        }
+        let outcome = try seeder.run()
+        return SeedOutcome(seeded: outcome.seeded, rows: outcome.rows)
+    }
+
+    public func ruleExecution(_ rule: CompiledRule, runID: Int64?, options: RuleExecutionOptions) -> any RuleExecution {
+        let writer: BatchWriter = runID.map { SQLiteBatchWriter(runID: $0) } ?? DryRunWriter()
+        var executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: options.settings,
+                                      sampleLimit: options.sampleLimit, onEvent: options.onEvent)
+        if let upTo = options.changesUpTo {
+            executor.scope = ChangeTracking.scope(rule, upTo: upTo)
+            executor.changesUpTo = upTo
+        }
+        return executor
+    }
+
+    public var changeTracker: any ChangeTracker { SQLiteChangeTracker(db: db) }
+
+    public func undo(runID: Int64, restoreID: Int64) throws -> (reinserted: Int, reverted: Int) {
+        try Restorer.undo(db, runID: runID, restoreID: restoreID)
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+import GRDB
+import XCTest
+@testable import WinnowCore
+@testable import WinnowSQLite
+import WinnowTestSupport
+
+/// Re-pointing and deleting with foreign keys declared, with and without an index on the
+/// referencing column. Batches run with SQLite's enforcement off where the rule allows it and
+/// check the references they touch themselves; these tests hold them to what enforcement
+/// guaranteed: no dangling reference, nothing cascaded away, `restore` exact.
+final class UnindexedReferenceTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws { dir = try TestSupport.scratchDirectory() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    /// `customers` in groups of three (emails differing in case), `orders` pointing at every
+    /// customer row; `cascade` adds ON DELETE CASCADE, `indexed` an index on the reference.
+    func makeStore(customers: Int, indexed: Bool, cascade: Bool = false) throws -> String {
+        let path = dir.appendingPathComponent("store-\(indexed)-\(cascade).sqlite").path
+        try TestSupport.makeDatabase(at: path, sql: """
+            CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL);
+            CREATE TABLE orders (id INTEGER PRIMARY KEY,
+                customer_id INTEGER REFERENCES customers(id)\(cascade ? " ON DELETE CASCADE" : ""), amount INTEGER);
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
+            INSERT INTO customers (email, created_at, visits)
+            SELECT CASE i % 3 WHEN 0 THEN 'u' || (i / 3) || '@x.org' WHEN 1 THEN 'U' || (i / 3) || '@x.org' ELSE 'u' || (i / 3) || '@X.ORG' END,
+                   1000 + (i * 7919) % 100003, i % 5
+            FROM s ORDER BY (i * 2654435761) % 4294967311;
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
+            INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(customers), i FROM s;
+            \(indexed ? "CREATE INDEX orders_customer ON orders (customer_id);" : "")
+            """)
+        return path
+    }
+
+    static let job = """
+        version: 1
+        dedupe:
+          - entity: customers
+            key: email
+            normalize: [lowercase]
+            winner:
+              - created_at: asc
+            merge: {visits: sum}
+            archive: true
+        batch:
+          size: 7
+        """
+
+    /// Every order points at a surviving customer, and at the one its old customer lost to.
+    func assertRepointed(_ path: String, before: [Int64: String], file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0, file: file, line: line)
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM orders"), before.count, "no order cascaded away", file: file, line: line)
+        let now = try ScenarioKit.rows(path, "SELECT o.id, lower(c.email) FROM orders o JOIN customers c ON c.id = o.customer_id")
+        XCTAssertEqual(now.count, before.count, file: file, line: line)
+        for row in now {
+            XCTAssertEqual(String.fromDatabaseValue(row[1]), before[Int64.fromDatabaseValue(row[0])!], file: file, line: line)
+        }
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers"),
+                       try ScenarioKit.int(path, "SELECT count(DISTINCT lower(email)) FROM customers"), file: file, line: line)
+    }
+
+    func ordersByEmail(_ path: String) throws -> [Int64: String] {
+        var map: [Int64: String] = [:]
+        for row in try ScenarioKit.rows(path, "SELECT o.id, lower(c.email) FROM orders o JOIN customers c ON c.id = o.customer_id") {
+            map[Int64.fromDatabaseValue(row[0])!] = String.fromDatabaseValue(row[1])
+        }
+        return map
+    }
+
+    func testUnindexedChildIsRepointedAndRestoredExactly() throws {
+        for cascade in [false, true] {
+            let path = try makeStore(customers: 600, indexed: false, cascade: cascade)
+            let original = try ScenarioKit.userState(path)
+            let before = try ordersByEmail(path)
+            let ofLosers = try ScenarioKit.int(path, """
+                SELECT count(*) FROM orders o JOIN customers c ON c.id = o.customer_id
+                WHERE c.created_at > (SELECT min(created_at) FROM customers d WHERE lower(d.email) = lower(c.email))
+                """)
+            XCTAssertGreaterThan(ofLosers, 100)
+            let summary = try ScenarioKit.run(Self.job, db: path)
+            XCTAssertEqual(summary.counts.deleted, 400)
+            XCTAssertEqual(summary.counts.groups, 200)
+            XCTAssertEqual(summary.counts.repointed, ofLosers)
+            try assertRepointed(path, before: before)
+            _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+            XCTAssertEqual(try ScenarioKit.userState(path), original, "cascade: \(cascade)")
+        }
+    }
+
+    /// The same data with and without the index ends in the same state (only the path differs).
+    func testIndexedAndUnindexedChildrenEndAlike() throws {
+        let unindexed = try makeStore(customers: 300, indexed: false)
+        let indexed = try makeStore(customers: 300, indexed: true)
+        try ScenarioKit.run(Self.job, db: unindexed)
+        try ScenarioKit.run(Self.job, db: indexed)
+        XCTAssertEqual(try TestSupport.contentDump(unindexed), try TestSupport.contentDump(indexed))
+    }
+
+    /// Another connection adds an order pointing at a loser of a later batch between two
+    /// batches: the map of children is no longer exact, is mapped again, and the new order is
+    /// re-pointed too, never left dangling.
+    func testChildAddedByAnotherWriterMidRunIsRepointed() throws {
+        let path = try makeStore(customers: 300, indexed: false)
+        // The loser of the group found last (highest first-loser rowid): its batch comes last.
+        let lateLoser = try XCTUnwrap(ScenarioKit.column(path, """
+            SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at) AS n,
+                                   min(id) FILTER (WHERE 1) OVER (PARTITION BY lower(email)) AS g FROM customers)
+            WHERE n > 1 ORDER BY id DESC LIMIT 1
+            """, as: Int64.self).first ?? nil)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        var inserted = false
+        let summary = try ScenarioKit.run(Self.job, db: path) { event in
+            guard case .batch = event, !inserted else { return }
+            inserted = true
+            try? other.write { db in try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (100000, ?, -1)", arguments: [lateLoser]) }
+        }
+        XCTAssertTrue(inserted)
+        XCTAssertGreaterThan(summary.counts.batches, 2)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        let target = try ScenarioKit.int(path, "SELECT customer_id FROM orders WHERE id = 100000")
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id = \(target)"), 1, "points at a survivor")
+    }
+
+    /// Without winner terms every row of a group ties the first, and settling the group by
+    /// content can make the discovery's candidate winner a loser: its children must be mapped
+    /// too, or they would be left pointing at a deleted row.
+    func testCandidateWinnerThatSettlingMakesALoserHasItsChildrenRepointed() throws {
+        let path = dir.appendingPathComponent("swap.sqlite").path
+        try TestSupport.makeDatabase(at: path, sql: """
+            CREATE TABLE c (id INTEGER PRIMARY KEY, email TEXT, visits INTEGER);
+            CREATE TABLE o (id INTEGER PRIMARY KEY, cid INTEGER REFERENCES c(id));
+            INSERT INTO c VALUES (1, 'A', 1), (2, 'a', 2), (3, 'b', 1), (4, 'B ', 1), (6, 'c', 1);
+            INSERT INTO o VALUES (1, 2), (2, 3), (3, 3), (4, 6), (5, 1), (6, 4);
+            """)
+        let summary = try ScenarioKit.run("""
+            version: 1
+            dedupe:
+              - entity: c
+                key: email
+                normalize: [trim, lowercase]
+                merge: {visits: sum}
+            """, db: path)
+        XCTAssertEqual(summary.counts.deleted, 2)
+        XCTAssertEqual(summary.counts.repointed, 3)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        XCTAssertEqual(try ScenarioKit.column(path, "SELECT cid FROM o ORDER BY id", as: Int64.self), [1, 4, 4, 6, 1, 4])
+    }
+
+    /// `plan` names the unindexed reference with the index that fixes it, and stops once it exists.
+    func testPlanWarnsAboutTheUnindexedReferenceUntilItIsIndexed() throws {
+        let path = try makeStore(customers: 60, indexed: false)
+        let warnings = try ScenarioKit.plan(Self.job, db: path).rules[0].warnings.filter { $0.contains("no index") }
+        XCTAssertEqual(warnings.count, 1, "\(warnings)")
+        XCTAssertTrue(warnings[0].contains(#"fix: CREATE INDEX "orders_customer_id" ON "orders" ("customer_id");"#), warnings[0])
+        try ScenarioKit.execute(path, #"CREATE INDEX "orders_customer_id" ON "orders" ("customer_id");"#)
+        XCTAssertEqual(try ScenarioKit.plan(Self.job, db: path).rules[0].warnings.filter { $0.contains("no index") }, [])
+    }
+
+    /// CONTRACT section 5: a restricted reference that appears mid-run (another connection adds
+    /// a child of a loser a later batch would delete) refuses that batch with 65; the batches
+    /// before it stay committed, the batch in flight is rolled back, no reference dangles.
+    func testRestrictRefusesTheBatchWhoseLoserGainedAChildMidRun() throws {
+        for indexed in [false, true] {
+            let path = try makeStore(customers: 300, indexed: indexed)
+            try ScenarioKit.execute(path, "DELETE FROM orders")
+            let lateLoser = try XCTUnwrap(ScenarioKit.column(path, """
+                SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at) AS n FROM customers)
+                WHERE n > 1 ORDER BY id DESC LIMIT 1
+                """, as: Int64.self).first ?? nil)
+            let other = try DatabaseQueue(path: path)
+            var inserted = false
+            let job = Self.job.replacingOccurrences(of: "    archive: true", with: "    archive: true\n    references: restrict")
+            XCTAssertThrowsError(try ScenarioKit.run(job, db: path) { event in
+                guard case .batch = event, !inserted else { return }
+                inserted = true
+                try? other.write { db in try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (1, ?, 1)", arguments: [lateLoser]) }
+            }) { error in
+                XCTAssertEqual((error as? WinnowError)?.exitCode, 65, "\(error)")
+            }
+            try other.close()
+            XCTAssertTrue(inserted)
+            let remaining = try ScenarioKit.int(path, "SELECT count(*) FROM customers")
+            XCTAssertLessThan(remaining, 300, "the batches before the refusal stay committed (indexed: \(indexed))")
+            XCTAssertGreaterThan(remaining, 100, "the refused batch and the ones after it changed nothing")
+            XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id = \(lateLoser)"), 1)
+            XCTAssertEqual(try ScenarioKit.int(path, "SELECT customer_id FROM orders WHERE id = 1"), Int(lateLoser))
+            XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        }
+    }
+
+    /// A table that references itself without an index (managers): losers managing losers and
+    /// winners, all re-pointed with enforcement off; `restore` brings every row back exactly.
+    func testSelfReferenceWithoutAnIndexIsRepointedAndRestored() throws {
+        let path = dir.appendingPathComponent("staff.sqlite").path
+        try TestSupport.makeDatabase(at: path, sql: """
+            CREATE TABLE staff (id INTEGER PRIMARY KEY, email TEXT, hired INTEGER NOT NULL, manager_id INTEGER REFERENCES staff(id));
+            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 240)
+            INSERT INTO staff (id, email, hired, manager_id)
+            SELECT i, 'p' || (i % 80) || '@x.org', (i * 7919) % 1009, CASE WHEN i > 3 THEN 1 + (i * 31) % (i - 1) END FROM s;
+            """)
+        let original = try ScenarioKit.userState(path)
+        let rule = try DatabaseQueue(path: path).read { db in
+            try JobRunner.compile(try ScenarioKit.job("version: 1\ndedupe:\n  - entity: staff\n    key: email\n"), db)
+        }[0]
+        XCTAssertTrue(rule.foreignKeysSuspendable)
+        XCTAssertFalse(rule.references[0].indexed)
+        let summary = try ScenarioKit.run("""
+            version: 1
+            dedupe:
+              - entity: staff
+                key: email
+                winner:
+                  - hired: asc
+                archive: true
+            batch:
+              size: 9
+            """, db: path)
+        XCTAssertEqual(summary.counts.deleted, 160)
+        XCTAssertGreaterThan(summary.counts.repointed, 50)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM staff WHERE manager_id IS NOT NULL AND manager_id NOT IN (SELECT id FROM staff)"), 0)
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
+    /// Enforcement comes back on after the batches: the connection's setting is not left off.
+    func testForeignKeysAreEnforcedAgainAfterTheRule() throws {
+        let path = try makeStore(customers: 60, indexed: false)
+        let job = try ScenarioKit.job(Self.job)
+        let rule = try DatabaseQueue(path: path).read { db in try JobRunner.compile(job, db) }[0]
+        XCTAssertTrue(rule.foreignKeysSuspendable)
+        XCTAssertFalse(rule.references[0].indexed)
+        let queue = try DatabaseOpener.open(path: path, mode: .readWrite(create: false))
+        try queue.inDatabase { db in
+            try db.writeTransaction { try Bookkeeping.install(db) }
+            XCTAssertEqual(try Bool.fetchOne(db, sql: "PRAGMA foreign_keys"), true)
+            let writer = SQLiteBatchWriter(runID: 0)
+            let executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: job.batch)
+            let discovery = try executor.discover()
+            var batch = 1, totals = Counts(), samples: [GroupSample] = []
+            try writer.prepare(rule, db: db)
+            _ = try executor.execute(discovery, batchNumber: &batch, totals: &totals, samples: &samples)
+            XCTAssertEqual(totals.deleted, 40)
+            XCTAssertEqual(try Bool.fetchOne(db, sql: "PRAGMA foreign_keys"), true)
+        }
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+    }
+
+    /// When the rule writes a column that a foreign key involves, or may delete a child row
+    /// that is itself referenced, SQLite keeps enforcing (and cascading) as usual.
+    func testEnforcementStaysOnWhereTheRuleCannotCheckEverything() throws {
+        func suspendable(_ sql: String, _ yaml: String) throws -> Bool {
+            let path = dir.appendingPathComponent("s\(UUID().uuidString.prefix(6)).sqlite").path
+            try TestSupport.makeDatabase(at: path, sql: sql)
+            let job = try ScenarioKit.job(yaml)
+            return try DatabaseQueue(path: path).read { db in try JobRunner.compile(job, db) }[0].foreignKeysSuspendable
+        }
+        let parent = "CREATE TABLE p (id INTEGER PRIMARY KEY, code TEXT UNIQUE, k TEXT, n INTEGER);"
+        let rule = "version: 1\ndedupe:\n  - entity: p\n    key: k\n"
+        XCTAssertTrue(try suspendable(parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pid REFERENCES p(id));", rule))
+        XCTAssertFalse(try suspendable(parent, rule), "nothing references the table: nothing to gain")
+        XCTAssertFalse(try suspendable(parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pcode REFERENCES p(code));",
+                                       rule + "    merge: {code: fill_null}\n"), "merging a referenced column")
+        XCTAssertTrue(try suspendable(parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pcode REFERENCES p(code));",
+                                      rule + "    merge: {n: sum}\n"))
+        XCTAssertFalse(try suspendable(parent + """
+            CREATE TABLE link (id INTEGER PRIMARY KEY, pid REFERENCES p(id), tag TEXT, UNIQUE (pid, tag));
+            CREATE TABLE note (id INTEGER PRIMARY KEY, link_id REFERENCES link(id));
+            """, rule), "a link row that may be deleted is referenced itself")
+    }
+}
