@@ -67,8 +67,10 @@ let package = Package(
         ),
         .testTarget(
             name: "WinnowScenarioTests",
-            dependencies: ["WinnowCore", "WinnowSQLite", "WinnowTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
-                           .product(name: "Yams", package: "Yams")],
+            dependencies: [
+                "WinnowCore", "WinnowSQLite", "WinnowTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Yams", package: "Yams"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
     ]

@@ -4,7 +4,8 @@ import WinnowCore
 import WinnowSQLite
 
 struct Validate: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "validate", abstract: "Parse and check job and schema files; no database is opened.")
+    static let configuration = CommandConfiguration(
+        commandName: "validate", abstract: "Parse and check job and schema files; no database is opened.")
 
     @OptionGroup var options: CommonOptions
     @Argument(help: "Job files.") var files: [String]
@@ -33,8 +34,9 @@ struct JobOptions: ParsableArguments {
 }
 
 func runOptions(_ common: CommonOptions, _ job: JobOptions, dryRun: Bool = false, wait: Double? = nil) -> RunOptions {
-    RunOptions(database: common.database, batchSize: job.batchSize, dryRun: dryRun, wait: wait,
-               sampleLimit: common.verbose ? nil : 20)
+    RunOptions(
+        database: common.database, batchSize: job.batchSize, dryRun: dryRun, wait: wait,
+        sampleLimit: common.verbose ? nil : 20)
 }
 
 func eventPrinter(_ options: CommonOptions) -> (RunEvent) -> Void {
@@ -92,8 +94,9 @@ struct Run: ParsableCommand {
         try Console.guarded(options) {
             let loaded = try jobs.map { try JobLoader.load(path: $0) }
             for job in loaded {
-                let summary = try JobRunner.run(job, options: runOptions(options, jobOptions, dryRun: dryRun, wait: wait),
-                                                onEvent: eventPrinter(options))
+                let summary = try JobRunner.run(
+                    job, options: runOptions(options, jobOptions, dryRun: dryRun, wait: wait),
+                    onEvent: eventPrinter(options))
                 printSummary(summary, options)
             }
             return 0
@@ -132,8 +135,9 @@ struct Check: ParsableCommand {
 }
 
 struct SchemaCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "schema", abstract: "Work with schemas.",
-                                                    subcommands: [Inspect.self])
+    static let configuration = CommandConfiguration(
+        commandName: "schema", abstract: "Work with schemas.",
+        subcommands: [Inspect.self])
 
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the live schema as a schema file.")

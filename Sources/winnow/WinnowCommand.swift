@@ -91,8 +91,9 @@ final class Progress {
         let width = 30
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        let line = String(format: "\r[%@] %3d%%  dedupe[%d] %@  batch %d  %d/%d rows", bar, Int(fraction * 100), report.rule,
-                          report.table, report.batch, report.done, report.total)
+        let line = String(
+            format: "\r[%@] %3d%%  dedupe[%d] %@  batch %d  %d/%d rows", bar, Int(fraction * 100), report.rule,
+            report.table, report.batch, report.done, report.total)
         FileHandle.standardError.write(Data(line.utf8))
         drawn = true
     }

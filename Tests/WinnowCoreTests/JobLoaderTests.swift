@@ -12,8 +12,10 @@ final class JobLoaderTests: XCTestCase {
 
     /// Line and column (both 1-based, columns counted in Unicode scalars as libyaml does) of
     /// the `occurrence`-th appearance of `needle` in `text`.
-    private func position(of needle: String, in text: String, occurrence: Int = 1,
-                          file: StaticString = #filePath, line: UInt = #line) -> (line: Int, column: Int) {
+    private func position(
+        of needle: String, in text: String, occurrence: Int = 1,
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> (line: Int, column: Int) {
         var searchStart = text.startIndex
         var found: Range<String.Index>?
         for _ in 0..<occurrence {
@@ -33,9 +35,11 @@ final class JobLoaderTests: XCTestCase {
 
     /// Decodes `yaml`, expects `WinnowError.invalidFile` at the given line and column, with a
     /// message that starts with `path: ` (when path is not empty) and mentions every fragment.
-    private func assertInvalid(_ yaml: String, line expectedLine: Int, column expectedColumn: Int,
-                               path: String, mentions fragments: [String] = [],
-                               file: StaticString = #filePath, line: UInt = #line) {
+    private func assertInvalid(
+        _ yaml: String, line expectedLine: Int, column expectedColumn: Int,
+        path: String, mentions fragments: [String] = [],
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         do {
             let job = try JobLoader.decode(yaml: yaml, file: "job.yaml", baseDirectory: URL(fileURLWithPath: "/srv/jobs"))
             XCTFail("expected an invalid-file error, decoded a job with \(job.dedupe.count) rules", file: file, line: line)
@@ -60,8 +64,10 @@ final class JobLoaderTests: XCTestCase {
     }
 
     /// Like `assertInvalid(_:line:column:...)`, with the location given as the place of `needle`.
-    private func assertInvalid(_ yaml: String, at needle: String, occurrence: Int = 1, path: String,
-                               mentions fragments: [String] = [], file: StaticString = #filePath, line: UInt = #line) {
+    private func assertInvalid(
+        _ yaml: String, at needle: String, occurrence: Int = 1, path: String,
+        mentions fragments: [String] = [], file: StaticString = #filePath, line: UInt = #line
+    ) {
         let place = position(of: needle, in: yaml, occurrence: occurrence, file: file, line: line)
         assertInvalid(yaml, line: place.line, column: place.column, path: path, mentions: fragments, file: file, line: line)
     }
@@ -172,8 +178,12 @@ final class JobLoaderTests: XCTestCase {
         XCTAssertEqual(rule.merge[0].column.location, SourceLocation(file: "job.yaml", line: 20, column: 7))
 
         XCTAssertEqual(rule.references, .restrict)
-        XCTAssertEqual(rule.referencedBy, [ColumnReference(table: "orders", column: "customer_id"),
-                                           ColumnReference(table: "notes", column: "contact_id")])
+        XCTAssertEqual(
+            rule.referencedBy,
+            [
+                ColumnReference(table: "orders", column: "customer_id"),
+                ColumnReference(table: "notes", column: "contact_id"),
+            ])
         XCTAssertEqual(rule.referencedBy.map(\.table), ["orders", "notes"])
         XCTAssertEqual(rule.referencedBy.map(\.column), ["customer_id", "contact_id"])
         XCTAssertFalse(rule.archive)
@@ -198,8 +208,9 @@ final class JobLoaderTests: XCTestCase {
         XCTAssertEqual(latest[0].column.value, "updated_at")
         XCTAssertTrue(latest[0].descending, "latest is descending")
         XCTAssertTrue(latest[0].nullsLast)
-        XCTAssertEqual(tags.referencedBy, [ColumnReference(table: "post_tags", column: "tag_id")],
-                       "one TABLE.COLUMN may be written without brackets")
+        XCTAssertEqual(
+            tags.referencedBy, [ColumnReference(table: "post_tags", column: "tag_id")],
+            "one TABLE.COLUMN may be written without brackets")
 
         let people = job.dedupe[3]
         XCTAssertEqual(people.key.map(\.value), ["first_name", "last_name"])
@@ -210,7 +221,8 @@ final class JobLoaderTests: XCTestCase {
     }
 
     func testDefaults() throws {
-        let job = try decode("""
+        let job = try decode(
+            """
             version: 1
             dedupe:
               - entity: contacts
@@ -238,7 +250,8 @@ final class JobLoaderTests: XCTestCase {
     }
 
     func testPartialBatchKeepsOtherDefaults() throws {
-        let job = try decode("""
+        let job = try decode(
+            """
             version: 1
             batch:
               pause_ms: 25
@@ -249,7 +262,8 @@ final class JobLoaderTests: XCTestCase {
 
     func testExplicitNullMeansAbsent() throws {
         // The contract's own example writes `hash_column: null`.
-        let job = try decode("""
+        let job = try decode(
+            """
             version: 1
             dedupe:
               - entity: contacts
@@ -261,7 +275,8 @@ final class JobLoaderTests: XCTestCase {
     }
 
     func testAbsolutePathsAreKept() throws {
-        let job = try decode("""
+        let job = try decode(
+            """
             version: 1
             database: /var/db/app.sqlite
             """)
@@ -271,7 +286,8 @@ final class JobLoaderTests: XCTestCase {
     // MARK: Unknown keys
 
     func testUnknownRootKey() {
-        assertInvalid("""
+        assertInvalid(
+            """
             version: 1
             dedupe: []
             colour: blue
@@ -292,7 +308,8 @@ final class JobLoaderTests: XCTestCase {
     }
 
     func testUnknownBatchKey() {
-        assertInvalid("""
+        assertInvalid(
+            """
             version: 1
             batch:
               size: 10
@@ -306,7 +323,7 @@ final class JobLoaderTests: XCTestCase {
             seed: {name: s, from: x.sqlite, tables: [t], table: [u]}
             """
         assertInvalid(yaml, at: "table: [u]", path: "seed", mentions: ["unknown key 'table'"])
-        XCTAssertEqual(position(of: "table: [u]", in: yaml).column, 46) // the helper agrees with counting by hand
+        XCTAssertEqual(position(of: "table: [u]", in: yaml).column, 46)  // the helper agrees with counting by hand
     }
 
     func testUnknownWinnerShorthandKey() {
@@ -335,7 +352,8 @@ final class JobLoaderTests: XCTestCase {
     // MARK: Wrong types
 
     func testStringWhereIntegerVersion() {
-        assertInvalid("""
+        assertInvalid(
+            """
             version: "1"
             dedupe: []
             """, line: 1, column: 10, path: "version", mentions: ["integer"])
@@ -371,7 +389,8 @@ final class JobLoaderTests: XCTestCase {
     }
 
     func testQuotedStringWhereBool() {
-        assertInvalid("""
+        assertInvalid(
+            """
             version: 1
             allow_data_loss: "true"
             """, line: 2, column: 18, path: "allow_data_loss")
@@ -447,7 +466,8 @@ final class JobLoaderTests: XCTestCase {
 
     func testMissingVersion() {
         // The error points at the mapping that lacks the key: the root, after the comment line.
-        assertInvalid("""
+        assertInvalid(
+            """
             # contacts job
             database: contacts.sqlite
             """, line: 2, column: 1, path: "", mentions: ["missing required key 'version'"])
@@ -674,7 +694,8 @@ final class JobLoaderTests: XCTestCase {
     }
 
     func testUnsupportedVersion() {
-        assertInvalid("""
+        assertInvalid(
+            """
             version: 2
             dedupe: []
             """, line: 1, column: 10, path: "version", mentions: ["2"])
@@ -741,7 +762,8 @@ final class JobLoaderTests: XCTestCase {
         let jobs = folder.appendingPathComponent("jobs")
         try FileManager.default.createDirectory(at: jobs, withIntermediateDirectories: true)
         let path = jobs.appendingPathComponent("contacts.yaml").path
-        try TestSupport.writeFile("""
+        try TestSupport.writeFile(
+            """
             version: 1
             database: ../data/contacts.sqlite
             dedupe:
@@ -749,8 +771,9 @@ final class JobLoaderTests: XCTestCase {
                 key: email
             """, to: path)
         let job = try JobLoader.load(path: path)
-        XCTAssertEqual(job.database?.value,
-                       folder.appendingPathComponent("data/contacts.sqlite").standardizedFileURL.path)
+        XCTAssertEqual(
+            job.database?.value,
+            folder.appendingPathComponent("data/contacts.sqlite").standardizedFileURL.path)
         XCTAssertEqual(job.dedupe[0].entity.location?.file, path, "locations name the file as given")
         XCTAssertEqual(job.dedupe[0].entity.location?.line, 4)
     }

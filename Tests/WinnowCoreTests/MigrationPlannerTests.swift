@@ -15,10 +15,13 @@ final class MigrationPlannerTests: XCTestCase {
         LiveColumn(name: name, type: type, notNull: notNull, defaultSQL: dflt, primaryKeyIndex: pk, hidden: 0)
     }
 
-    private func table(_ name: String, sql: String, _ columns: [LiveColumn], foreignKeys: [LiveForeignKey] = [],
-                       indexes: [LiveIndex] = []) -> LiveTable {
-        LiveTable(name: name, sql: sql, columns: columns, hasRowID: true, isVirtual: false, foreignKeys: foreignKeys,
-                  indexes: indexes)
+    private func table(
+        _ name: String, sql: String, _ columns: [LiveColumn], foreignKeys: [LiveForeignKey] = [],
+        indexes: [LiveIndex] = []
+    ) -> LiveTable {
+        LiveTable(
+            name: name, sql: sql, columns: columns, hasRowID: true, isVirtual: false, foreignKeys: foreignKeys,
+            indexes: indexes)
     }
 
     private func index(_ name: String, _ columns: [String], unique: Bool = false, origin: String = "c") -> LiveIndex {
@@ -26,47 +29,65 @@ final class MigrationPlannerTests: XCTestCase {
     }
 
     /// contacts(id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone TEXT, created_at INTEGER)
-    private func liveContacts(name: String = "contacts", indexes: [LiveIndex] = [], extra: [LiveColumn] = [],
-                              extraSQL: String = "") -> LiveTable {
-        table(name, sql: """
-            CREATE TABLE \(name) (
-                id INTEGER PRIMARY KEY,
-                email TEXT NOT NULL DEFAULT '',
-                phone TEXT,
-                created_at INTEGER\(extraSQL)
-            )
-            """, [col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone", "TEXT"),
-                  col("created_at", "INTEGER")] + extra, indexes: indexes)
+    private func liveContacts(
+        name: String = "contacts", indexes: [LiveIndex] = [], extra: [LiveColumn] = [],
+        extraSQL: String = ""
+    ) -> LiveTable {
+        table(
+            name,
+            sql: """
+                CREATE TABLE \(name) (
+                    id INTEGER PRIMARY KEY,
+                    email TEXT NOT NULL DEFAULT '',
+                    phone TEXT,
+                    created_at INTEGER\(extraSQL)
+                )
+                """,
+            [
+                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone", "TEXT"),
+                col("created_at", "INTEGER"),
+            ] + extra, indexes: indexes)
     }
 
-    private func c(_ name: String, _ type: String, nullable: Bool = true, _ dflt: DefaultValue? = nil, pk: Bool = false,
-                   renamedFrom: [String] = [], references: ColumnReferenceModel? = nil) -> ColumnModel {
-        ColumnModel(name: name, type: type, nullable: nullable, defaultValue: dflt, primaryKey: pk, renamedFrom: renamedFrom,
-                    references: references)
+    private func c(
+        _ name: String, _ type: String, nullable: Bool = true, _ dflt: DefaultValue? = nil, pk: Bool = false,
+        renamedFrom: [String] = [], references: ColumnReferenceModel? = nil
+    ) -> ColumnModel {
+        ColumnModel(
+            name: name, type: type, nullable: nullable, defaultValue: dflt, primaryKey: pk, renamedFrom: renamedFrom,
+            references: references)
     }
 
     /// The target that matches `liveContacts()` exactly.
-    private func targetContacts(name: String = "contacts", renamedFrom: [String] = [], columns: [ColumnModel]? = nil,
-                                indexes: [IndexModel] = []) -> TableModel {
-        TableModel(name: name, renamedFrom: renamedFrom, columns: columns ?? [
-            c("id", "integer", pk: true),
-            c("email", "text", nullable: false, .text("")),
-            c("phone", "text"),
-            c("created_at", "integer"),
-        ], indexes: indexes)
+    private func targetContacts(
+        name: String = "contacts", renamedFrom: [String] = [], columns: [ColumnModel]? = nil,
+        indexes: [IndexModel] = []
+    ) -> TableModel {
+        TableModel(
+            name: name, renamedFrom: renamedFrom,
+            columns: columns ?? [
+                c("id", "integer", pk: true),
+                c("email", "text", nullable: false, .text("")),
+                c("phone", "text"),
+                c("created_at", "integer"),
+            ], indexes: indexes)
     }
 
     private func replacing(_ name: String, with column: ColumnModel, in columns: [ColumnModel]? = nil) -> [ColumnModel] {
         (columns ?? targetContacts().columns).map { $0.name == name ? column : $0 }
     }
 
-    private func steps(_ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
-                       allowDataLoss: Bool = false, deduped: Set<String> = [], sqlite: Int32 = MigrationPlannerTests.modern,
-                       dependents: [(name: String, sql: String)] = []) throws -> [MigrationStep] {
-        let plan = try MigrationPlanner(live: LiveSchema(tables: live), liveVersion: liveVersion,
-                                        target: SchemaModel(version: targetVersion, tables: target),
-                                        allowDataLoss: allowDataLoss, dedupedTables: deduped, sqliteVersion: sqlite,
-                                        dependents: dependents).plan()
+    private func steps(
+        _ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
+        allowDataLoss: Bool = false, deduped: Set<String> = [], sqlite: Int32 = MigrationPlannerTests.modern,
+        dependents: [(name: String, sql: String)] = []
+    ) throws -> [MigrationStep] {
+        let plan = try MigrationPlanner(
+            live: LiveSchema(tables: live), liveVersion: liveVersion,
+            target: SchemaModel(version: targetVersion, tables: target),
+            allowDataLoss: allowDataLoss, dedupedTables: deduped, sqliteVersion: sqlite,
+            dependents: dependents
+        ).plan()
         XCTAssertEqual(plan.toVersion, targetVersion)
         XCTAssertEqual(plan.fromVersion, liveVersion)
         return plan.steps
@@ -74,14 +95,18 @@ final class MigrationPlannerTests: XCTestCase {
 
     /// Expects an exit-65 refusal whose message mentions every fragment; returns the message.
     @discardableResult
-    private func assertRefused(_ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
-                               allowDataLoss: Bool = false, sqlite: Int32 = MigrationPlannerTests.modern,
-                               dependents: [(name: String, sql: String)] = [], mentions fragments: [String],
-                               file: StaticString = #filePath, line: UInt = #line) -> String {
+    private func assertRefused(
+        _ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
+        allowDataLoss: Bool = false, sqlite: Int32 = MigrationPlannerTests.modern,
+        dependents: [(name: String, sql: String)] = [], mentions fragments: [String],
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> String {
         do {
-            let result = try MigrationPlanner(live: LiveSchema(tables: live), liveVersion: liveVersion,
-                                              target: SchemaModel(version: targetVersion, tables: target),
-                                              allowDataLoss: allowDataLoss, sqliteVersion: sqlite, dependents: dependents).plan()
+            let result = try MigrationPlanner(
+                live: LiveSchema(tables: live), liveVersion: liveVersion,
+                target: SchemaModel(version: targetVersion, tables: target),
+                allowDataLoss: allowDataLoss, sqliteVersion: sqlite, dependents: dependents
+            ).plan()
             XCTFail("expected a refusal, got steps \(result.steps.map(\.summary))", file: file, line: line)
             return ""
         } catch let error as WinnowError {
@@ -115,8 +140,10 @@ final class MigrationPlannerTests: XCTestCase {
     }
 
     func testIdenticalWithIndexesGiveNoSteps() throws {
-        let live = liveContacts(indexes: [index("contacts_email", ["email"], unique: true),
-                                          index("sqlite_autoindex_contacts_1", ["phone"], unique: true, origin: "u")])
+        let live = liveContacts(indexes: [
+            index("contacts_email", ["email"], unique: true),
+            index("sqlite_autoindex_contacts_1", ["phone"], unique: true, origin: "u"),
+        ])
         let target = targetContacts(indexes: [IndexModel(name: "contacts_email", columns: ["email"], unique: true)])
         XCTAssertEqual(try steps([live], [target]), [], "a UNIQUE constraint's automatic index is not a schema index")
     }
@@ -124,19 +151,24 @@ final class MigrationPlannerTests: XCTestCase {
     // MARK: Tables
 
     func testAddTableCreatesItAndItsIndexes() throws {
-        let companies = TableModel(name: "companies", columns: [c("id", "integer", pk: true), c("name", "text")],
-                                   indexes: [IndexModel(name: "companies_name", columns: ["name"], unique: false)])
+        let companies = TableModel(
+            name: "companies", columns: [c("id", "integer", pk: true), c("name", "text")],
+            indexes: [IndexModel(name: "companies_name", columns: ["name"], unique: false)])
         let result = try steps([liveContacts()], [targetContacts(), companies])
-        XCTAssertEqual(result, [
-            .createTable(companies),
-            .createIndex(table: "companies", index: IndexModel(name: "companies_name", columns: ["name"], unique: false),
-                         afterDedupe: false),
-        ])
+        XCTAssertEqual(
+            result,
+            [
+                .createTable(companies),
+                .createIndex(
+                    table: "companies", index: IndexModel(name: "companies_name", columns: ["name"], unique: false),
+                    afterDedupe: false),
+            ])
     }
 
     func testEmptyDatabaseCreatesEveryTable() throws {
         let a = TableModel(name: "a", columns: [c("id", "integer", pk: true)])
-        let b = TableModel(name: "b", columns: [c("id", "integer", pk: true), c("a_id", "integer", references: .init(table: "a", column: "id"))])
+        let b = TableModel(
+            name: "b", columns: [c("id", "integer", pk: true), c("a_id", "integer", references: .init(table: "a", column: "id"))])
         XCTAssertEqual(try steps([], [a, b], liveVersion: nil), [.createTable(a), .createTable(b)])
     }
 
@@ -160,8 +192,9 @@ final class MigrationPlannerTests: XCTestCase {
     }
 
     func testRenameHintIsIgnoredWhenTheTableAlreadyHasItsNewName() throws {
-        let result = try steps([liveContacts(), liveContacts(name: "people")], [targetContacts(renamedFrom: ["people"])],
-                               allowDataLoss: true)
+        let result = try steps(
+            [liveContacts(), liveContacts(name: "people")], [targetContacts(renamedFrom: ["people"])],
+            allowDataLoss: true)
         XCTAssertEqual(result, [.dropTable("people")])
     }
 
@@ -170,14 +203,16 @@ final class MigrationPlannerTests: XCTestCase {
     }
 
     func testDropTableWithoutAllowDataLossIsRefused() {
-        let old = table("legacy", sql: "CREATE TABLE legacy (id INTEGER PRIMARY KEY, v TEXT)",
-                        [col("id", "INTEGER", pk: 1), col("v", "TEXT")])
+        let old = table(
+            "legacy", sql: "CREATE TABLE legacy (id INTEGER PRIMARY KEY, v TEXT)",
+            [col("id", "INTEGER", pk: 1), col("v", "TEXT")])
         assertRefused([liveContacts(), old], [targetContacts()], mentions: ["legacy"])
     }
 
     func testDropTableWithAllowDataLoss() throws {
-        let old = table("legacy", sql: "CREATE TABLE legacy (id INTEGER PRIMARY KEY, v TEXT)",
-                        [col("id", "INTEGER", pk: 1), col("v", "TEXT")])
+        let old = table(
+            "legacy", sql: "CREATE TABLE legacy (id INTEGER PRIMARY KEY, v TEXT)",
+            [col("id", "INTEGER", pk: 1), col("v", "TEXT")])
         XCTAssertEqual(try steps([liveContacts(), old], [targetContacts()], allowDataLoss: true), [.dropTable("legacy")])
     }
 
@@ -201,14 +236,16 @@ final class MigrationPlannerTests: XCTestCase {
 
     func testAddNotNullColumnWithoutDefaultIsRefused() {
         let visits = c("visits", "integer", nullable: false)
-        assertRefused([liveContacts()], [targetContacts(columns: targetContacts().columns + [visits])],
-                      mentions: ["contacts", "visits"])
+        assertRefused(
+            [liveContacts()], [targetContacts(columns: targetContacts().columns + [visits])],
+            mentions: ["contacts", "visits"])
     }
 
     func testAddNotNullColumnWithNullDefaultIsRefused() {
         let visits = c("visits", "integer", nullable: false, .null)
-        assertRefused([liveContacts()], [targetContacts(columns: targetContacts().columns + [visits])],
-                      mentions: ["contacts", "visits"])
+        assertRefused(
+            [liveContacts()], [targetContacts(columns: targetContacts().columns + [visits])],
+            mentions: ["contacts", "visits"])
     }
 
     func testAddColumnWithCurrentTimestampDefaultRebuilds() throws {
@@ -230,19 +267,25 @@ final class MigrationPlannerTests: XCTestCase {
         XCTAssertFalse(value.isConstant, "a function call is not a constant default")
         let stamped = c("stamped", "integer", value)
         let result = try steps([liveContacts()], [targetContacts(columns: targetContacts().columns + [stamped])])
-        XCTAssertFalse(result.contains { if case .addColumn = $0 { return true } else { return false } },
-                       "ADD COLUMN cannot add a function default: \(result.map(\.summary))")
+        XCTAssertFalse(
+            result.contains { if case .addColumn = $0 { return true } else { return false } },
+            "ADD COLUMN cannot add a function default: \(result.map(\.summary))")
         XCTAssertEqual(rebuilds(result).first?.added, [stamped])
     }
 
     func testAddReferenceColumnWithDefaultIsNotAnAddColumn() throws {
-        let live = [liveContacts(), table("companies", sql: "CREATE TABLE companies (id INTEGER PRIMARY KEY)", [col("id", "INTEGER", pk: 1)])]
+        let live = [
+            liveContacts(), table("companies", sql: "CREATE TABLE companies (id INTEGER PRIMARY KEY)", [col("id", "INTEGER", pk: 1)]),
+        ]
         let companyID = c("company_id", "integer", .integer(1), references: .init(table: "companies", column: "id"))
-        let target = [targetContacts(columns: targetContacts().columns + [companyID]),
-                      TableModel(name: "companies", columns: [c("id", "integer", pk: true)])]
+        let target = [
+            targetContacts(columns: targetContacts().columns + [companyID]),
+            TableModel(name: "companies", columns: [c("id", "integer", pk: true)]),
+        ]
         let result = try steps(live, target)
-        XCTAssertEqual(rebuilds(result).first?.added, [companyID],
-                       "SQLite refuses ADD COLUMN of a REFERENCES column with a non-NULL default")
+        XCTAssertEqual(
+            rebuilds(result).first?.added, [companyID],
+            "SQLite refuses ADD COLUMN of a REFERENCES column with a non-NULL default")
     }
 
     func testAddPrimaryKeyColumnIsRefused() {
@@ -253,31 +296,45 @@ final class MigrationPlannerTests: XCTestCase {
     // MARK: Renaming columns
 
     func testRenameColumnByHint() throws {
-        let live = table("contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone_number TEXT, created_at INTEGER)",
-                         [col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone_number", "TEXT"),
-                          col("created_at", "INTEGER")])
+        let live = table(
+            "contacts",
+            sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone_number TEXT, created_at INTEGER)",
+            [
+                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone_number", "TEXT"),
+                col("created_at", "INTEGER"),
+            ])
         let target = targetContacts(columns: replacing("phone", with: c("phone", "text", renamedFrom: ["phone_number"])))
         XCTAssertEqual(try steps([live], [target]), [.renameColumn(table: "contacts", from: "phone_number", to: "phone")])
     }
 
     func testRenameColumnTwoVersionsBehind() throws {
-        let live = table("contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', tel TEXT, created_at INTEGER)",
-                         [col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("tel", "TEXT"),
-                          col("created_at", "INTEGER")])
+        let live = table(
+            "contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', tel TEXT, created_at INTEGER)",
+            [
+                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("tel", "TEXT"),
+                col("created_at", "INTEGER"),
+            ])
         let target = targetContacts(columns: replacing("phone", with: c("phone", "text", renamedFrom: ["phone_number", "tel"])))
         XCTAssertEqual(try steps([live], [target]), [.renameColumn(table: "contacts", from: "tel", to: "phone")])
     }
 
     func testRenameColumnInARenamedTable() throws {
-        let live = table("people", sql: "CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone_number TEXT, created_at INTEGER)",
-                         [col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone_number", "TEXT"),
-                          col("created_at", "INTEGER")])
-        let target = targetContacts(renamedFrom: ["people"],
-                                    columns: replacing("phone", with: c("phone", "text", renamedFrom: ["phone_number"])))
-        XCTAssertEqual(try steps([live], [target]), [
-            .renameTable(from: "people", to: "contacts"),
-            .renameColumn(table: "contacts", from: "phone_number", to: "phone"),
-        ], "column steps name the table by its new name, after the table rename")
+        let live = table(
+            "people",
+            sql: "CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone_number TEXT, created_at INTEGER)",
+            [
+                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone_number", "TEXT"),
+                col("created_at", "INTEGER"),
+            ])
+        let target = targetContacts(
+            renamedFrom: ["people"],
+            columns: replacing("phone", with: c("phone", "text", renamedFrom: ["phone_number"])))
+        XCTAssertEqual(
+            try steps([live], [target]),
+            [
+                .renameTable(from: "people", to: "contacts"),
+                .renameColumn(table: "contacts", from: "phone_number", to: "phone"),
+            ], "column steps name the table by its new name, after the table rename")
     }
 
     // MARK: Dropping columns
@@ -291,8 +348,9 @@ final class MigrationPlannerTests: XCTestCase {
     }
 
     func testDropPlainColumnNatively() throws {
-        XCTAssertEqual(try steps([liveContacts()], [targetWithoutPhone], allowDataLoss: true),
-                       [.dropColumn(table: "contacts", column: "phone")])
+        XCTAssertEqual(
+            try steps([liveContacts()], [targetWithoutPhone], allowDataLoss: true),
+            [.dropColumn(table: "contacts", column: "phone")])
     }
 
     func testDropColumnOnSQLiteWithoutDropColumnRebuilds() throws {
@@ -306,15 +364,20 @@ final class MigrationPlannerTests: XCTestCase {
     }
 
     func testDropColumnAtExactlySQLite3_35Natively() throws {
-        XCTAssertEqual(try steps([liveContacts()], [targetWithoutPhone], allowDataLoss: true, sqlite: 3_035_000),
-                       [.dropColumn(table: "contacts", column: "phone")])
+        XCTAssertEqual(
+            try steps([liveContacts()], [targetWithoutPhone], allowDataLoss: true, sqlite: 3_035_000),
+            [.dropColumn(table: "contacts", column: "phone")])
     }
 
     func testDropColumnWithUniqueConstraintRebuilds() throws {
-        let live = table("contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone TEXT UNIQUE, created_at INTEGER)",
-                         [col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone", "TEXT"),
-                          col("created_at", "INTEGER")],
-                         indexes: [index("sqlite_autoindex_contacts_1", ["phone"], unique: true, origin: "u")])
+        let live = table(
+            "contacts",
+            sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone TEXT UNIQUE, created_at INTEGER)",
+            [
+                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone", "TEXT"),
+                col("created_at", "INTEGER"),
+            ],
+            indexes: [index("sqlite_autoindex_contacts_1", ["phone"], unique: true, origin: "u")])
         let result = try steps([live], [targetWithoutPhone], allowDataLoss: true)
         XCTAssertEqual(result.count, 1, "\(result.map(\.summary))")
         XCTAssertEqual(rebuilds(result).first?.dropped, ["phone"], "SQLite cannot DROP COLUMN a UNIQUE column")
@@ -322,11 +385,19 @@ final class MigrationPlannerTests: XCTestCase {
 
     func testDropForeignKeyColumnRebuilds() throws {
         let companies = table("companies", sql: "CREATE TABLE companies (id INTEGER PRIMARY KEY)", [col("id", "INTEGER", pk: 1)])
-        let live = table("contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone TEXT, created_at INTEGER, company_id INTEGER REFERENCES companies(id))",
-                         [col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone", "TEXT"),
-                          col("created_at", "INTEGER"), col("company_id", "INTEGER")],
-                         foreignKeys: [LiveForeignKey(childTable: "contacts", childColumns: ["company_id"], parentTable: "companies",
-                                                      parentColumns: ["id"])])
+        let live = table(
+            "contacts",
+            sql:
+                "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone TEXT, created_at INTEGER, company_id INTEGER REFERENCES companies(id))",
+            [
+                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone", "TEXT"),
+                col("created_at", "INTEGER"), col("company_id", "INTEGER"),
+            ],
+            foreignKeys: [
+                LiveForeignKey(
+                    childTable: "contacts", childColumns: ["company_id"], parentTable: "companies",
+                    parentColumns: ["id"])
+            ])
         let target = [targetContacts(), TableModel(name: "companies", columns: [c("id", "integer", pk: true)])]
         let result = try steps([companies, live], target, allowDataLoss: true)
         XCTAssertEqual(result.count, 1, "\(result.map(\.summary))")
@@ -337,28 +408,38 @@ final class MigrationPlannerTests: XCTestCase {
 
     func testDropColumnTogetherWithItsIndex() throws {
         let live = liveContacts(indexes: [index("contacts_phone", ["phone"])])
-        XCTAssertEqual(try steps([live], [targetWithoutPhone], allowDataLoss: true), [
-            .dropIndex(table: "contacts", name: "contacts_phone"),
-            .dropColumn(table: "contacts", column: "phone"),
-        ], "the index goes first, then the column")
+        XCTAssertEqual(
+            try steps([live], [targetWithoutPhone], allowDataLoss: true),
+            [
+                .dropIndex(table: "contacts", name: "contacts_phone"),
+                .dropColumn(table: "contacts", column: "phone"),
+            ], "the index goes first, then the column")
     }
 
     /// A column called `key` is not named by `PRIMARY KEY (ns, id)`: it is a plain column and
     /// drops like one.
     func testDropColumnNamedLikeAConstraintKeyword() throws {
-        let live = table("kv", sql: "CREATE TABLE kv (ns TEXT NOT NULL, id INTEGER NOT NULL, key TEXT, value TEXT, PRIMARY KEY (ns, id))",
-                         [col("ns", "TEXT", notNull: true, pk: 1), col("id", "INTEGER", notNull: true, pk: 2), col("key", "TEXT"),
-                          col("value", "TEXT")],
-                         indexes: [index("sqlite_autoindex_kv_1", ["ns", "id"], unique: true, origin: "pk")])
-        let target = TableModel(name: "kv", columns: [c("ns", "text", nullable: false, pk: true), c("id", "integer", nullable: false, pk: true),
-                                                      c("value", "text")])
+        let live = table(
+            "kv", sql: "CREATE TABLE kv (ns TEXT NOT NULL, id INTEGER NOT NULL, key TEXT, value TEXT, PRIMARY KEY (ns, id))",
+            [
+                col("ns", "TEXT", notNull: true, pk: 1), col("id", "INTEGER", notNull: true, pk: 2), col("key", "TEXT"),
+                col("value", "TEXT"),
+            ],
+            indexes: [index("sqlite_autoindex_kv_1", ["ns", "id"], unique: true, origin: "pk")])
+        let target = TableModel(
+            name: "kv",
+            columns: [
+                c("ns", "text", nullable: false, pk: true), c("id", "integer", nullable: false, pk: true),
+                c("value", "text"),
+            ])
         XCTAssertEqual(try steps([live], [target], allowDataLoss: true), [.dropColumn(table: "kv", column: "key")])
     }
 
     func testDropColumnUsedByAViewIsRefused() {
-        assertRefused([liveContacts()], [targetWithoutPhone], allowDataLoss: true,
-                      dependents: [(name: "contact_phones", sql: "CREATE VIEW contact_phones AS SELECT id, phone FROM contacts")],
-                      mentions: ["contacts", "phone", "contact_phones"])
+        assertRefused(
+            [liveContacts()], [targetWithoutPhone], allowDataLoss: true,
+            dependents: [(name: "contact_phones", sql: "CREATE VIEW contact_phones AS SELECT id, phone FROM contacts")],
+            mentions: ["contacts", "phone", "contact_phones"])
     }
 
     func testDropPrimaryKeyColumnIsRefused() {
@@ -393,9 +474,13 @@ final class MigrationPlannerTests: XCTestCase {
     }
 
     func testMakeRenamedColumnNotNullRebuildsUnderItsNewName() throws {
-        let live = table("contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone_number TEXT, created_at INTEGER)",
-                         [col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone_number", "TEXT"),
-                          col("created_at", "INTEGER")])
+        let live = table(
+            "contacts",
+            sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone_number TEXT, created_at INTEGER)",
+            [
+                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone_number", "TEXT"),
+                col("created_at", "INTEGER"),
+            ])
         let phone = c("phone", "text", nullable: false, .text(""), renamedFrom: ["phone_number"])
         let result = try steps([live], [targetContacts(columns: replacing("phone", with: phone))])
         XCTAssertEqual(result.count, 2, "\(result.map(\.summary))")
@@ -431,13 +516,15 @@ final class MigrationPlannerTests: XCTestCase {
 
     func testTypeChangeIsRefusedNamingBothDefinitions() {
         let createdAt = c("created_at", "text")
-        assertRefused([liveContacts()], [targetContacts(columns: replacing("created_at", with: createdAt))],
-                      mentions: ["contacts", "created_at", "integer", "text"])
+        assertRefused(
+            [liveContacts()], [targetContacts(columns: replacing("created_at", with: createdAt))],
+            mentions: ["contacts", "created_at", "integer", "text"])
     }
 
     func testTypeComparisonIgnoresCaseAndSpacing() throws {
-        let live = table("t", sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR (20))",
-                         [col("id", "INTEGER", pk: 1), col("name", "VARCHAR (20)")])
+        let live = table(
+            "t", sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR (20))",
+            [col("id", "INTEGER", pk: 1), col("name", "VARCHAR (20)")])
         let target = TableModel(name: "t", columns: [c("id", "integer", pk: true), c("name", "varchar(20)")])
         XCTAssertEqual(try steps([live], [target]), [])
     }
@@ -451,27 +538,40 @@ final class MigrationPlannerTests: XCTestCase {
     func testChangedForeignKeyIsRefused() {
         let companies = table("companies", sql: "CREATE TABLE companies (id INTEGER PRIMARY KEY)", [col("id", "INTEGER", pk: 1)])
         let firms = table("firms", sql: "CREATE TABLE firms (id INTEGER PRIMARY KEY)", [col("id", "INTEGER", pk: 1)])
-        let live = table("contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER REFERENCES companies(id))",
-                         [col("id", "INTEGER", pk: 1), col("company_id", "INTEGER")],
-                         foreignKeys: [LiveForeignKey(childTable: "contacts", childColumns: ["company_id"], parentTable: "companies",
-                                                      parentColumns: ["id"])])
+        let live = table(
+            "contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER REFERENCES companies(id))",
+            [col("id", "INTEGER", pk: 1), col("company_id", "INTEGER")],
+            foreignKeys: [
+                LiveForeignKey(
+                    childTable: "contacts", childColumns: ["company_id"], parentTable: "companies",
+                    parentColumns: ["id"])
+            ])
         let target = [
             TableModel(name: "companies", columns: [c("id", "integer", pk: true)]),
             TableModel(name: "firms", columns: [c("id", "integer", pk: true)]),
-            TableModel(name: "contacts", columns: [c("id", "integer", pk: true),
-                                                   c("company_id", "integer", references: .init(table: "firms", column: "id"))]),
+            TableModel(
+                name: "contacts",
+                columns: [
+                    c("id", "integer", pk: true),
+                    c("company_id", "integer", references: .init(table: "firms", column: "id")),
+                ]),
         ]
         assertRefused([companies, firms, live], target, mentions: ["contacts", "company_id", "companies", "firms"])
     }
 
     func testAddingAForeignKeyToAnExistingColumnIsRefused() {
         let companies = table("companies", sql: "CREATE TABLE companies (id INTEGER PRIMARY KEY)", [col("id", "INTEGER", pk: 1)])
-        let live = table("contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER)",
-                         [col("id", "INTEGER", pk: 1), col("company_id", "INTEGER")])
+        let live = table(
+            "contacts", sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER)",
+            [col("id", "INTEGER", pk: 1), col("company_id", "INTEGER")])
         let target = [
             TableModel(name: "companies", columns: [c("id", "integer", pk: true)]),
-            TableModel(name: "contacts", columns: [c("id", "integer", pk: true),
-                                                   c("company_id", "integer", references: .init(table: "companies", column: "id"))]),
+            TableModel(
+                name: "contacts",
+                columns: [
+                    c("id", "integer", pk: true),
+                    c("company_id", "integer", references: .init(table: "companies", column: "id")),
+                ]),
         ]
         assertRefused([companies, live], target, mentions: ["contacts", "company_id"])
     }
@@ -480,8 +580,9 @@ final class MigrationPlannerTests: XCTestCase {
 
     func testAddIndex() throws {
         let byPhone = IndexModel(name: "contacts_phone", columns: ["phone"], unique: false)
-        XCTAssertEqual(try steps([liveContacts()], [targetContacts(indexes: [byPhone])]),
-                       [.createIndex(table: "contacts", index: byPhone, afterDedupe: false)])
+        XCTAssertEqual(
+            try steps([liveContacts()], [targetContacts(indexes: [byPhone])]),
+            [.createIndex(table: "contacts", index: byPhone, afterDedupe: false)])
     }
 
     func testDropIndexNeedsNoDataLossPermission() throws {
@@ -492,37 +593,44 @@ final class MigrationPlannerTests: XCTestCase {
     func testChangedIndexIsDroppedThenCreated() throws {
         let live = liveContacts(indexes: [index("contacts_lookup", ["email"])])
         let changed = IndexModel(name: "contacts_lookup", columns: ["email", "phone"], unique: false)
-        XCTAssertEqual(try steps([live], [targetContacts(indexes: [changed])]), [
-            .dropIndex(table: "contacts", name: "contacts_lookup"),
-            .createIndex(table: "contacts", index: changed, afterDedupe: false),
-        ])
+        XCTAssertEqual(
+            try steps([live], [targetContacts(indexes: [changed])]),
+            [
+                .dropIndex(table: "contacts", name: "contacts_lookup"),
+                .createIndex(table: "contacts", index: changed, afterDedupe: false),
+            ])
     }
 
     func testIndexBecomingUniqueIsDroppedThenCreated() throws {
         let live = liveContacts(indexes: [index("contacts_email", ["email"])])
         let unique = IndexModel(name: "contacts_email", columns: ["email"], unique: true)
-        XCTAssertEqual(try steps([live], [targetContacts(indexes: [unique])]), [
-            .dropIndex(table: "contacts", name: "contacts_email"),
-            .createIndex(table: "contacts", index: unique, afterDedupe: false),
-        ])
+        XCTAssertEqual(
+            try steps([live], [targetContacts(indexes: [unique])]),
+            [
+                .dropIndex(table: "contacts", name: "contacts_email"),
+                .createIndex(table: "contacts", index: unique, afterDedupe: false),
+            ])
     }
 
     func testUniqueIndexOnADedupedTableWaitsForDedupe() throws {
         let unique = IndexModel(name: "contacts_email", columns: ["email"], unique: true)
-        XCTAssertEqual(try steps([liveContacts()], [targetContacts(indexes: [unique])], deduped: ["Contacts"]),
-                       [.createIndex(table: "contacts", index: unique, afterDedupe: true)])
+        XCTAssertEqual(
+            try steps([liveContacts()], [targetContacts(indexes: [unique])], deduped: ["Contacts"]),
+            [.createIndex(table: "contacts", index: unique, afterDedupe: true)])
     }
 
     func testUniqueIndexOnAnotherTableIsCreatedAtOnce() throws {
         let unique = IndexModel(name: "contacts_email", columns: ["email"], unique: true)
-        XCTAssertEqual(try steps([liveContacts()], [targetContacts(indexes: [unique])], deduped: ["orders"]),
-                       [.createIndex(table: "contacts", index: unique, afterDedupe: false)])
+        XCTAssertEqual(
+            try steps([liveContacts()], [targetContacts(indexes: [unique])], deduped: ["orders"]),
+            [.createIndex(table: "contacts", index: unique, afterDedupe: false)])
     }
 
     func testPlainIndexOnADedupedTableIsCreatedAtOnce() throws {
         let plain = IndexModel(name: "contacts_email", columns: ["email"], unique: false)
-        XCTAssertEqual(try steps([liveContacts()], [targetContacts(indexes: [plain])], deduped: ["contacts"]),
-                       [.createIndex(table: "contacts", index: plain, afterDedupe: false)])
+        XCTAssertEqual(
+            try steps([liveContacts()], [targetContacts(indexes: [plain])], deduped: ["contacts"]),
+            [.createIndex(table: "contacts", index: plain, afterDedupe: false)])
     }
 
     // MARK: Order and refusals together
@@ -530,20 +638,27 @@ final class MigrationPlannerTests: XCTestCase {
     func testStepOrder() throws {
         // Live: people (renamed to contacts) with an index to drop, a column to rename, a column
         // to drop, a column to make nullable; a table to drop.
-        let people = table("people", sql: """
-            CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone_number TEXT, fax TEXT, created_at INTEGER)
-            """, [col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone_number", "TEXT"),
-                  col("fax", "TEXT"), col("created_at", "INTEGER")],
-                           indexes: [index("people_created", ["created_at"])])
+        let people = table(
+            "people",
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone_number TEXT, fax TEXT, created_at INTEGER)
+                """,
+            [
+                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone_number", "TEXT"),
+                col("fax", "TEXT"), col("created_at", "INTEGER"),
+            ],
+            indexes: [index("people_created", ["created_at"])])
         let legacy = table("legacy", sql: "CREATE TABLE legacy (id INTEGER PRIMARY KEY)", [col("id", "INTEGER", pk: 1)])
         let byEmail = IndexModel(name: "contacts_email", columns: ["email"], unique: true)
-        let contacts = TableModel(name: "contacts", renamedFrom: ["people"], columns: [
-            c("id", "integer", pk: true),
-            c("email", "text", nullable: true, .text("")),
-            c("phone", "text", renamedFrom: ["phone_number"]),
-            c("created_at", "integer"),
-            c("nick", "text"),
-        ], indexes: [byEmail])
+        let contacts = TableModel(
+            name: "contacts", renamedFrom: ["people"],
+            columns: [
+                c("id", "integer", pk: true),
+                c("email", "text", nullable: true, .text("")),
+                c("phone", "text", renamedFrom: ["phone_number"]),
+                c("created_at", "integer"),
+                c("nick", "text"),
+            ], indexes: [byEmail])
         let byName = IndexModel(name: "companies_name", columns: ["name"], unique: false)
         let companies = TableModel(name: "companies", columns: [c("id", "integer", pk: true), c("name", "text")], indexes: [byName])
 
@@ -580,8 +695,9 @@ final class MigrationPlannerTests: XCTestCase {
         var columns = replacing("created_at", with: c("created_at", "text"))
         columns = replacing("phone", with: c("phone", "text", nullable: false), in: columns)
         columns.append(c("score", "real", nullable: false))
-        assertRefused([liveContacts(), legacy], [targetContacts(columns: columns)],
-                      mentions: ["created_at", "phone", "score", "legacy"])
+        assertRefused(
+            [liveContacts(), legacy], [targetContacts(columns: columns)],
+            mentions: ["created_at", "phone", "score", "legacy"])
     }
 
     func testNothingIsPlannedWhenAnythingIsRefused() {
@@ -631,23 +747,30 @@ final class MigrationPlannerTests: XCTestCase {
     }
 
     func testMissingExtraAndChangedIndexes() {
-        let live = targetContacts(indexes: [IndexModel(name: "a", columns: ["email"], unique: false),
-                                            IndexModel(name: "b", columns: ["phone"], unique: false)])
-        let target = targetContacts(indexes: [IndexModel(name: "b", columns: ["phone"], unique: true),
-                                              IndexModel(name: "c", columns: ["created_at"], unique: false)])
+        let live = targetContacts(indexes: [
+            IndexModel(name: "a", columns: ["email"], unique: false),
+            IndexModel(name: "b", columns: ["phone"], unique: false),
+        ])
+        let target = targetContacts(indexes: [
+            IndexModel(name: "b", columns: ["phone"], unique: true),
+            IndexModel(name: "c", columns: ["created_at"], unique: false),
+        ])
         let drift = model(live).drift(to: model(target))
         XCTAssertEqual(drift.count, 3, "\(drift)")
         for name in ["a", "b", "c"] {
-            XCTAssertTrue(drift.contains { $0.message.contains(" \(name) ") || $0.message.hasSuffix(" \(name)") }, "index \(name) missing from \(drift)")
+            XCTAssertTrue(
+                drift.contains { $0.message.contains(" \(name) ") || $0.message.hasSuffix(" \(name)") },
+                "index \(name) missing from \(drift)")
         }
     }
 
     func testColumnDifferencesAreDrift() {
         let live = targetContacts(columns: targetContacts().columns + [c("company_id", "integer")])
-        var target = targetContacts(columns: targetContacts().columns + [c("company_id", "integer", references: .init(table: "companies", column: nil))])
-        target.columns[1].nullable = true          // email: nullability
-        target.columns[2].defaultValue = .text("?") // phone: default
-        target.columns[3].type = "text"            // created_at: type
+        var target = targetContacts(
+            columns: targetContacts().columns + [c("company_id", "integer", references: .init(table: "companies", column: nil))])
+        target.columns[1].nullable = true  // email: nullability
+        target.columns[2].defaultValue = .text("?")  // phone: default
+        target.columns[3].type = "text"  // created_at: type
         let drift = model(live).drift(to: model(target))
         XCTAssertEqual(Set(drift.compactMap(\.column)), ["email", "phone", "created_at", "company_id"], "\(drift)")
         XCTAssertEqual(drift.count, 4, "one entry per column: \(drift)")
@@ -668,9 +791,11 @@ final class MigrationPlannerTests: XCTestCase {
     // MARK: DefaultValue as SQL
 
     func testDefaultSQLRoundTrips() {
-        let values: [DefaultValue] = [.null, .integer(0), .integer(-5), .integer(Int64.max), .real(1.5), .real(2.0), .real(-0.25),
-                                      .real(1e20), .text(""), .text("it's"), .text("a''b"), .text("NULL"), .text("42"),
-                                      .expression("CURRENT_TIMESTAMP")]
+        let values: [DefaultValue] = [
+            .null, .integer(0), .integer(-5), .integer(Int64.max), .real(1.5), .real(2.0), .real(-0.25),
+            .real(1e20), .text(""), .text("it's"), .text("a''b"), .text("NULL"), .text("42"),
+            .expression("CURRENT_TIMESTAMP"),
+        ]
         for value in values {
             XCTAssertEqual(DefaultValue.parse(sql: value.sql), value, "round trip of \(value.sql)")
         }

@@ -22,8 +22,10 @@ final class RendererGoldenTests: XCTestCase {
         XCTAssertEqual(actual + "\n", expected, "rendered output differs from \(name)", file: file, line: line)
     }
 
-    static func sampleCounts(groups: Int, deleted: Int, updated: Int = 0, repointed: Int = 0, children: Int = 0,
-                             hashed: Int = 0, skipped: Int = 0, batches: Int = 1) -> Counts {
+    static func sampleCounts(
+        groups: Int, deleted: Int, updated: Int = 0, repointed: Int = 0, children: Int = 0,
+        hashed: Int = 0, skipped: Int = 0, batches: Int = 1
+    ) -> Counts {
         var c = Counts()
         c.groups = groups
         c.deleted = deleted
@@ -41,27 +43,32 @@ final class RendererGoldenTests: XCTestCase {
         references: ["orders.contact_id", "contact_tags.contact_id"],
         discovery: Discovery(groups: 4, losers: 5, tableRows: 14),
         counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4),
-        samples: [GroupSample(key: ["'alice@example.com'"], winner: 1, losers: [2, 3]),
-                  GroupSample(key: ["'émile@example.fr'"], winner: 6, losers: [7])])
+        samples: [
+            GroupSample(key: ["'alice@example.com'"], winner: 1, losers: [2, 3]),
+            GroupSample(key: ["'émile@example.fr'"], winner: 6, losers: [7]),
+        ])
 
-    static let plan = RunSummary(command: "plan", status: "planned", job: "jobs/example.yaml", database: "work/contacts.sqlite",
-                                 dryRun: true, counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4),
-                                 seconds: 0.5, rules: [contactsRule])
+    static let plan = RunSummary(
+        command: "plan", status: "planned", job: "jobs/example.yaml", database: "work/contacts.sqlite",
+        dryRun: true, counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4),
+        seconds: 0.5, rules: [contactsRule])
 
     static var run: RunSummary {
         var rule = contactsRule
         rule.samples = []
-        return RunSummary(command: "run", runID: 7, status: "completed", job: "jobs/example.yaml", database: "work/contacts.sqlite",
-                          counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4, skipped: 1, batches: 2),
-                          seconds: 1.25, rules: [rule])
+        return RunSummary(
+            command: "run", runID: 7, status: "completed", job: "jobs/example.yaml", database: "work/contacts.sqlite",
+            counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4, skipped: 1, batches: 2),
+            seconds: 1.25, rules: [rule])
     }
 
     static func check(dirty: Bool) -> RunSummary {
         var rule = contactsRule
         rule.samples = []
         if !dirty { rule.counts = Counts() }
-        return RunSummary(command: "check", status: dirty ? "duplicates" : "clean", job: "jobs/example.yaml",
-                          database: "work/contacts.sqlite", dryRun: true, counts: rule.counts, seconds: 0.1, rules: [rule])
+        return RunSummary(
+            command: "check", status: dirty ? "duplicates" : "clean", job: "jobs/example.yaml",
+            database: "work/contacts.sqlite", dryRun: true, counts: rule.counts, seconds: 0.1, rules: [rule])
     }
 
     func testPlanText() throws {
@@ -76,7 +83,7 @@ final class RendererGoldenTests: XCTestCase {
         var plan = plan
         plan.rules[0].samples = []
         plan.rules[0].warnings = [
-            #"orders.contact_id has no index: finding the rows that point at a contacts row reads all of orders (winnow does it once per rule; SQLite does it for every contacts row deleted while foreign keys are on); fix: CREATE INDEX "orders_contact_id" ON "orders" ("contact_id");"#,
+            #"orders.contact_id has no index: finding the rows that point at a contacts row reads all of orders (winnow does it once per rule; SQLite does it for every contacts row deleted while foreign keys are on); fix: CREATE INDEX "orders_contact_id" ON "orders" ("contact_id");"#
         ]
         return plan
     }
@@ -99,15 +106,17 @@ final class RendererGoldenTests: XCTestCase {
     }
 
     func testBatchEventJSON() throws {
-        let report = BatchReport(rule: 0, table: "contacts", batch: 3,
-                                 counts: Self.sampleCounts(groups: 500, deleted: 612, updated: 20, repointed: 45), seconds: 0.2345,
-                                 done: 1500, total: 3000)
+        let report = BatchReport(
+            rule: 0, table: "contacts", batch: 3,
+            counts: Self.sampleCounts(groups: 500, deleted: 612, updated: 20, repointed: 45), seconds: 0.2345,
+            done: 1500, total: 3000)
         try assertGolden(Renderer.json(report), "batch.json")
     }
 
     func testCheckTextDirtyAndClean() throws {
-        try assertGolden(Renderer.text(Self.check(dirty: true), includeTimes: false) + "\n---\n"
-                         + Renderer.text(Self.check(dirty: false), includeTimes: false), "check.txt")
+        try assertGolden(
+            Renderer.text(Self.check(dirty: true), includeTimes: false) + "\n---\n"
+                + Renderer.text(Self.check(dirty: false), includeTimes: false), "check.txt")
     }
 
     func testCheckJUnit() throws {
@@ -118,13 +127,15 @@ final class RendererGoldenTests: XCTestCase {
 
     func testHistoryText() throws {
         let entries = [
-            HistoryEntry(runID: 2, command: "restore", job: nil, startedAt: "2026-11-21T10:00:05.000Z", finishedAt: "2026-11-21T10:00:06.000Z",
-                         status: "completed", archive: false, counts: Counts(), migrationSteps: 0, seconds: 1, restoresRun: 1,
-                         restoredBy: nil, message: "restored run 1: 5 rows re-inserted, 4 rows reverted"),
-            HistoryEntry(runID: 1, command: "run", job: "jobs/example.yaml", startedAt: "2026-11-21T10:00:00.000Z",
-                         finishedAt: nil, status: "interrupted", archive: true,
-                         counts: Self.sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8), migrationSteps: 0, seconds: 0,
-                         restoresRun: nil, restoredBy: 2, message: nil),
+            HistoryEntry(
+                runID: 2, command: "restore", job: nil, startedAt: "2026-11-21T10:00:05.000Z", finishedAt: "2026-11-21T10:00:06.000Z",
+                status: "completed", archive: false, counts: Counts(), migrationSteps: 0, seconds: 1, restoresRun: 1,
+                restoredBy: nil, message: "restored run 1: 5 rows re-inserted, 4 rows reverted"),
+            HistoryEntry(
+                runID: 1, command: "run", job: "jobs/example.yaml", startedAt: "2026-11-21T10:00:00.000Z",
+                finishedAt: nil, status: "interrupted", archive: true,
+                counts: Self.sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8), migrationSteps: 0, seconds: 0,
+                restoresRun: nil, restoredBy: 2, message: nil),
         ]
         try assertGolden(Renderer.text(entries), "history.txt")
         XCTAssertEqual(Renderer.text([]), "no runs recorded")

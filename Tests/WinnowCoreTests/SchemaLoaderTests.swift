@@ -11,8 +11,10 @@ final class SchemaLoaderTests: XCTestCase {
 
     /// Line and column (1-based, columns in Unicode scalars as libyaml counts) of the
     /// `occurrence`-th appearance of `needle` in `text`.
-    private func place(of needle: String, in text: String, occurrence: Int = 1,
-                       file: StaticString = #filePath, line: UInt = #line) -> (line: Int, column: Int) {
+    private func place(
+        of needle: String, in text: String, occurrence: Int = 1,
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> (line: Int, column: Int) {
         var searchStart = text.startIndex
         var found: Range<String.Index>?
         for _ in 0..<occurrence {
@@ -35,16 +37,21 @@ final class SchemaLoaderTests: XCTestCase {
 
     /// Expects an exit-65 invalid-file error located at `needle` (its `occurrence`), whose message
     /// starts with `path: ` (unless `path` is empty) and mentions every fragment.
-    private func assertInvalid(_ yaml: String, at needle: String, occurrence: Int = 1, path: String,
-                               mentions fragments: [String] = [], checkColumn: Bool = true,
-                               file: StaticString = #filePath, line: UInt = #line) {
+    private func assertInvalid(
+        _ yaml: String, at needle: String, occurrence: Int = 1, path: String,
+        mentions fragments: [String] = [], checkColumn: Bool = true,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let expected = place(of: needle, in: yaml, occurrence: occurrence, file: file, line: line)
-        assertInvalid(yaml, line: expected.line, column: checkColumn ? expected.column : nil, path: path,
-                      mentions: fragments, file: file, line: line)
+        assertInvalid(
+            yaml, line: expected.line, column: checkColumn ? expected.column : nil, path: path,
+            mentions: fragments, file: file, line: line)
     }
 
-    private func assertInvalid(_ yaml: String, line expectedLine: Int, column expectedColumn: Int?, path: String,
-                               mentions fragments: [String] = [], file: StaticString = #filePath, line: UInt = #line) {
+    private func assertInvalid(
+        _ yaml: String, line expectedLine: Int, column expectedColumn: Int?, path: String,
+        mentions fragments: [String] = [], file: StaticString = #filePath, line: UInt = #line
+    ) {
         do {
             let model = try decode(yaml)
             XCTFail("expected an invalid-file error, decoded \(model.tables.count) tables", file: file, line: line)
@@ -60,8 +67,9 @@ final class SchemaLoaderTests: XCTestCase {
                 XCTAssertEqual(location.column, expectedColumn, "column of: \(message)", file: file, line: line)
             }
             if !path.isEmpty {
-                XCTAssertTrue(message.hasPrefix("\(path)"), "message should start with the key path \(path): \(message)",
-                              file: file, line: line)
+                XCTAssertTrue(
+                    message.hasPrefix("\(path)"), "message should start with the key path \(path): \(message)",
+                    file: file, line: line)
             }
             for fragment in fragments {
                 XCTAssertTrue(message.contains(fragment), "message should mention '\(fragment)': \(message)", file: file, line: line)
@@ -128,9 +136,12 @@ final class SchemaLoaderTests: XCTestCase {
 
         let contacts = try XCTUnwrap(model.table(named: "contacts"))
         XCTAssertEqual(contacts.renamedFrom, ["people"], "one earlier name")
-        XCTAssertEqual(contacts.columns.map(\.name),
-                       ["id", "email", "phone", "mobile", "visits", "debt", "score", "active", "archived", "note", "label",
-                        "quote", "created_at", "company_id", "parent_id", "nick", "anything"])
+        XCTAssertEqual(
+            contacts.columns.map(\.name),
+            [
+                "id", "email", "phone", "mobile", "visits", "debt", "score", "active", "archived", "note", "label",
+                "quote", "created_at", "company_id", "parent_id", "nick", "anything",
+            ])
 
         let id = try XCTUnwrap(contacts.column(named: "id"))
         XCTAssertTrue(id.primaryKey)
@@ -158,16 +169,19 @@ final class SchemaLoaderTests: XCTestCase {
         XCTAssertEqual(contacts.column(named: "quote")?.defaultValue, .text("it's"))
         XCTAssertEqual(contacts.column(named: "created_at")?.defaultValue, .expression("CURRENT_TIMESTAMP"))
         XCTAssertEqual(contacts.column(named: "company_id")?.references, ColumnReferenceModel(table: "companies", column: "id"))
-        XCTAssertEqual(contacts.column(named: "parent_id")?.references, ColumnReferenceModel(table: "contacts", column: nil),
-                       "a reference without column means the primary key")
+        XCTAssertEqual(
+            contacts.column(named: "parent_id")?.references, ColumnReferenceModel(table: "contacts", column: nil),
+            "a reference without column means the primary key")
         XCTAssertEqual(contacts.column(named: "nick")?.type, "varchar(20)")
         XCTAssertEqual(contacts.column(named: "anything")?.type, "", "type is optional")
 
-        XCTAssertEqual(contacts.indexes, [
-            IndexModel(name: "contacts_email", columns: ["email"], unique: true),
-            IndexModel(name: "contacts_company", columns: ["company_id", "created_at"], unique: false),
-            IndexModel(name: "contacts_phone", columns: ["phone"], unique: false),
-        ])
+        XCTAssertEqual(
+            contacts.indexes,
+            [
+                IndexModel(name: "contacts_email", columns: ["email"], unique: true),
+                IndexModel(name: "contacts_company", columns: ["company_id", "created_at"], unique: false),
+                IndexModel(name: "contacts_phone", columns: ["phone"], unique: false),
+            ])
 
         let legacy = try XCTUnwrap(model.table(named: "legacy"))
         XCTAssertEqual(legacy.renamedFrom, ["old_legacy", "older_legacy"])
@@ -186,7 +200,8 @@ final class SchemaLoaderTests: XCTestCase {
     }
 
     func testDefaultSQLExpressionWithFunctionIsKeptAsExpression() throws {
-        let model = try decode("""
+        let model = try decode(
+            """
             version: 1
             tables:
               t:
@@ -643,7 +658,8 @@ final class SchemaLoaderTests: XCTestCase {
     }
 
     func testReferenceMatchesTableNamesCaseInsensitively() throws {
-        let model = try decode("""
+        let model = try decode(
+            """
             version: 1
             tables:
               Customers:

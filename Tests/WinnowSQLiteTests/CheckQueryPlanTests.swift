@@ -21,15 +21,17 @@ final class CheckQueryPlanTests: XCTestCase {
     }
 
     func testIndexedKeyIsCountedWithoutASort() throws {
-        let detail = try plan(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v TEXT); CREATE INDEX t_k ON t (k);",
-                              rule: "    key: k\n")
+        let detail = try plan(
+            schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v TEXT); CREATE INDEX t_k ON t (k);",
+            rule: "    key: k\n")
         XCTAssertTrue(detail.contains("COVERING INDEX t_k"), detail)
         XCTAssertFalse(detail.contains("TEMP B-TREE"), detail)
     }
 
     func testIndexedCompositeKeyIsCountedWithoutASort() throws {
-        let detail = try plan(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b INTEGER, v TEXT); CREATE INDEX t_ab ON t (a, b);",
-                              rule: "    key: [a, b]\n")
+        let detail = try plan(
+            schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b INTEGER, v TEXT); CREATE INDEX t_ab ON t (a, b);",
+            rule: "    key: [a, b]\n")
         XCTAssertTrue(detail.contains("COVERING INDEX t_ab"), detail)
         XCTAssertFalse(detail.contains("TEMP B-TREE"), detail)
     }

@@ -21,15 +21,19 @@ final class CreateTableSQLTests: XCTestCase {
     }
 
     private func xinfo(_ db: Database, _ table: String) throws -> [ColumnInfo] {
-        try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid",
-                         arguments: [table]).map {
+        try Row.fetchAll(
+            db, sql: "SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid",
+            arguments: [table]
+        ).map {
             ColumnInfo(name: $0[0], type: $0[1], notNull: $0[2], dflt: $0[3], pk: $0[4], hidden: $0[5])
         }
     }
 
     private func foreignKeys(_ db: Database, _ table: String) throws -> [[String?]] {
-        try Row.fetchAll(db, sql: "SELECT \"table\", \"from\", \"to\", on_update, on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq",
-                         arguments: [table]).map { row in (0..<5).map { row[$0] as String? } }
+        try Row.fetchAll(
+            db, sql: "SELECT \"table\", \"from\", \"to\", on_update, on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq",
+            arguments: [table]
+        ).map { row in (0..<5).map { row[$0] as String? } }
     }
 
     /// An in-memory database with `companies` rows 1, 2, 3 (GRDB enforces foreign keys).
@@ -123,23 +127,27 @@ final class CreateTableSQLTests: XCTestCase {
 
     func testParseSplitsColumnsAndTableConstraints() throws {
         let parsed = try CreateTableSQL.parse(complexTable)
-        XCTAssertEqual(parsed.columns.map(\.name),
-                       ["id", "email", "company_id", "nick", "title", "price", "total", "we\"ird", "note"])
+        XCTAssertEqual(
+            parsed.columns.map(\.name),
+            ["id", "email", "company_id", "nick", "title", "price", "total", "we\"ird", "note"])
         XCTAssertEqual(parsed.constraints.count, 3)
         XCTAssertEqual(SQLTokenizer.render(parsed.constraints[0]), "CONSTRAINT contacts_pair UNIQUE (email, company_id)")
         XCTAssertEqual(SQLTokenizer.render(parsed.constraints[1]), "CHECK (price >= 0 AND (title <> 'a, b'))")
         XCTAssertEqual(SQLTokenizer.render(parsed.constraints[2]), "FOREIGN KEY (company_id) REFERENCES companies(id) ON DELETE SET NULL")
-        XCTAssertEqual(column(parsed, "total"), "total REAL GENERATED ALWAYS AS (coalesce(price, 0) * 2) VIRTUAL",
-                       "a comma inside parentheses does not split a column")
+        XCTAssertEqual(
+            column(parsed, "total"), "total REAL GENERATED ALWAYS AS (coalesce(price, 0) * 2) VIRTUAL",
+            "a comma inside parentheses does not split a column")
         XCTAssertEqual(column(parsed, "we\"ird"), "\"we\"\"ird\" VARCHAR(20, 3) NULL")
         XCTAssertEqual(parsed.tail.map(\.text).joined(), "")
     }
 
     func testParseKeepsTheTail() throws {
-        XCTAssertEqual(SQLTokenizer.render(try CreateTableSQL.parse("CREATE TABLE kv (k TEXT PRIMARY KEY, v) WITHOUT ROWID").tail),
-                       " WITHOUT ROWID")
-        XCTAssertEqual(SQLTokenizer.render(try CreateTableSQL.parse("CREATE TABLE s (a INTEGER) STRICT, WITHOUT ROWID").tail),
-                       " STRICT, WITHOUT ROWID")
+        XCTAssertEqual(
+            SQLTokenizer.render(try CreateTableSQL.parse("CREATE TABLE kv (k TEXT PRIMARY KEY, v) WITHOUT ROWID").tail),
+            " WITHOUT ROWID")
+        XCTAssertEqual(
+            SQLTokenizer.render(try CreateTableSQL.parse("CREATE TABLE s (a INTEGER) STRICT, WITHOUT ROWID").tail),
+            " STRICT, WITHOUT ROWID")
     }
 
     func testParseRefusesCreateTableAsSelect() {
@@ -158,16 +166,20 @@ final class CreateTableSQLTests: XCTestCase {
             try db.execute(sql: "CREATE TABLE companies (id INTEGER PRIMARY KEY)")
             try db.execute(sql: complexTable)
             try db.execute(sql: rendered)
-            XCTAssertEqual(try String.fetchOne(db, sql: "SELECT name FROM sqlite_master WHERE name = ?", arguments: ["new \"Contacts\""]),
-                           "new \"Contacts\"", "created under the new name:\n\(rendered)")
+            XCTAssertEqual(
+                try String.fetchOne(db, sql: "SELECT name FROM sqlite_master WHERE name = ?", arguments: ["new \"Contacts\""]),
+                "new \"Contacts\"", "created under the new name:\n\(rendered)")
             XCTAssertEqual(try xinfo(db, "new \"Contacts\""), try xinfo(db, "Contacts"))
             XCTAssertEqual(try foreignKeys(db, "new \"Contacts\""), try foreignKeys(db, "Contacts"))
             let uniques = "SELECT count(*) FROM pragma_index_list(?) WHERE \"unique\" = 1"
-            XCTAssertEqual(try Int.fetchOne(db, sql: uniques, arguments: ["new \"Contacts\""]),
-                           try Int.fetchOne(db, sql: uniques, arguments: ["Contacts"]))
+            XCTAssertEqual(
+                try Int.fetchOne(db, sql: uniques, arguments: ["new \"Contacts\""]),
+                try Int.fetchOne(db, sql: uniques, arguments: ["Contacts"]))
         }
-        for part in ["AUTOINCREMENT", "UNIQUE ON CONFLICT REPLACE", "NOT DEFERRABLE", "CONSTRAINT nick_ck CHECK (nick <> '')",
-                     "CHECK (price >= 0 AND (title <> 'a, b'))", "GENERATED ALWAYS AS (coalesce(price, 0) * 2) VIRTUAL"] {
+        for part in [
+            "AUTOINCREMENT", "UNIQUE ON CONFLICT REPLACE", "NOT DEFERRABLE", "CONSTRAINT nick_ck CHECK (nick <> '')",
+            "CHECK (price >= 0 AND (title <> 'a, b'))", "GENERATED ALWAYS AS (coalesce(price, 0) * 2) VIRTUAL",
+        ] {
             XCTAssertTrue(rendered.contains(part), "rendered statement lost '\(part)':\n\(rendered)")
         }
     }
@@ -180,8 +192,9 @@ final class CreateTableSQLTests: XCTestCase {
         try queue.write { db in
             try db.execute(sql: qualified)
             try db.execute(sql: guarded)
-            XCTAssertEqual(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"),
-                           ["fresh", "fresh2"])
+            XCTAssertEqual(
+                try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"),
+                ["fresh", "fresh2"])
         }
     }
 
@@ -199,8 +212,9 @@ final class CreateTableSQLTests: XCTestCase {
         let queue = try DatabaseQueue()
         try queue.write { db in
             try db.execute(sql: rendered)
-            XCTAssertThrowsError(try db.execute(sql: "INSERT INTO s2 (a) VALUES ('not a number')"),
-                                 "a STRICT table refuses text in an INTEGER column:\n\(rendered)")
+            XCTAssertThrowsError(
+                try db.execute(sql: "INSERT INTO s2 (a) VALUES ('not a number')"),
+                "a STRICT table refuses text in an INTEGER column:\n\(rendered)")
         }
     }
 
@@ -211,8 +225,10 @@ final class CreateTableSQLTests: XCTestCase {
         let before = parsed
         parsed.setConstraints(of: "email", nullable: true, defaultValue: .text("z"))
         let email = try XCTUnwrap(column(parsed, "email"))
-        for kept in ["email TEXT", "COLLATE NOCASE", "CHECK (email <> 'x, NOT y' AND length(email) < 100)", "UNIQUE ON CONFLICT REPLACE",
-                     "DEFAULT 'z'"] {
+        for kept in [
+            "email TEXT", "COLLATE NOCASE", "CHECK (email <> 'x, NOT y' AND length(email) < 100)", "UNIQUE ON CONFLICT REPLACE",
+            "DEFAULT 'z'",
+        ] {
             XCTAssertTrue(email.contains(kept), "'\(kept)' missing from: \(email)")
         }
         XCTAssertFalse(email.contains("NOT NULL"), email)
@@ -232,8 +248,9 @@ final class CreateTableSQLTests: XCTestCase {
             XCTAssertEqual(try String.fetchOne(db, sql: "SELECT email FROM c2"), "z", "the new default applies")
             try db.execute(sql: "INSERT INTO c2 (email, company_id, nick, title) VALUES ('Ab', 1, 'n', 't')")
             XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM c2 WHERE email = 'aB'"), 1, "COLLATE NOCASE kept")
-            XCTAssertThrowsError(try db.execute(sql: "INSERT INTO c2 (email, company_id, nick, title) VALUES ('x, NOT y', 2, 'n', 't')"),
-                                 "CHECK kept")
+            XCTAssertThrowsError(
+                try db.execute(sql: "INSERT INTO c2 (email, company_id, nick, title) VALUES ('x, NOT y', 2, 'n', 't')"),
+                "CHECK kept")
             try db.execute(sql: "INSERT INTO c2 (email, company_id, nick, title) VALUES ('AB', 3, 'n', 't')")
             XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM c2 WHERE email = 'ab'"), 1, "UNIQUE ON CONFLICT REPLACE kept")
         }
@@ -368,7 +385,8 @@ final class CreateTableSQLTests: XCTestCase {
     // MARK: constraintsMention
 
     func testConstraintsMentionColumnsOfTableConstraints() throws {
-        let parsed = try CreateTableSQL.parse("""
+        let parsed = try CreateTableSQL.parse(
+            """
             CREATE TABLE t (a TEXT, b TEXT, c TEXT UNIQUE, status TEXT, "company id" INTEGER, d TEXT,
               PRIMARY KEY (a, B),
               CHECK (status IN ('open', 'closed')),
@@ -398,24 +416,29 @@ final class CreateTableSQLTests: XCTestCase {
     }
 
     func testCreateTableReadsBackAsTheModel() throws {
-        let parent = TableModel(name: "my \"parents\"", columns: [
-            ColumnModel(name: "id", type: "integer", primaryKey: true),
-            ColumnModel(name: "select", type: "text", nullable: false, defaultValue: .text("it's")),
-        ])
-        let child = TableModel(name: "order", columns: [
-            ColumnModel(name: "id", type: "integer", primaryKey: true),
-            ColumnModel(name: "e", type: "text", nullable: false, defaultValue: .text("")),
-            ColumnModel(name: "n", type: "integer", nullable: false, defaultValue: .integer(-5)),
-            ColumnModel(name: "r", type: "real", defaultValue: .real(2.0)),
-            ColumnModel(name: "r2", type: "real", defaultValue: .real(0.25)),
-            ColumnModel(name: "flag", type: "boolean", nullable: false, defaultValue: .integer(1)),
-            ColumnModel(name: "at", type: "text", defaultValue: .expression("CURRENT_TIMESTAMP")),
-            ColumnModel(name: "at2", type: "integer", defaultValue: DefaultValue.parse(sql: "strftime('%s','now')")),
-            ColumnModel(name: "none", type: ""),
-            ColumnModel(name: "v", type: "varchar(20)"),
-            ColumnModel(name: "parent \"id\"", type: "integer", references: ColumnReferenceModel(table: "my \"parents\"", column: "id")),
-            ColumnModel(name: "parent_pk", type: "integer", references: ColumnReferenceModel(table: "my \"parents\"", column: nil)),
-        ])
+        let parent = TableModel(
+            name: "my \"parents\"",
+            columns: [
+                ColumnModel(name: "id", type: "integer", primaryKey: true),
+                ColumnModel(name: "select", type: "text", nullable: false, defaultValue: .text("it's")),
+            ])
+        let child = TableModel(
+            name: "order",
+            columns: [
+                ColumnModel(name: "id", type: "integer", primaryKey: true),
+                ColumnModel(name: "e", type: "text", nullable: false, defaultValue: .text("")),
+                ColumnModel(name: "n", type: "integer", nullable: false, defaultValue: .integer(-5)),
+                ColumnModel(name: "r", type: "real", defaultValue: .real(2.0)),
+                ColumnModel(name: "r2", type: "real", defaultValue: .real(0.25)),
+                ColumnModel(name: "flag", type: "boolean", nullable: false, defaultValue: .integer(1)),
+                ColumnModel(name: "at", type: "text", defaultValue: .expression("CURRENT_TIMESTAMP")),
+                ColumnModel(name: "at2", type: "integer", defaultValue: DefaultValue.parse(sql: "strftime('%s','now')")),
+                ColumnModel(name: "none", type: ""),
+                ColumnModel(name: "v", type: "varchar(20)"),
+                ColumnModel(
+                    name: "parent \"id\"", type: "integer", references: ColumnReferenceModel(table: "my \"parents\"", column: "id")),
+                ColumnModel(name: "parent_pk", type: "integer", references: ColumnReferenceModel(table: "my \"parents\"", column: nil)),
+            ])
         let target = SchemaModel(version: 1, tables: [parent, child])
         let queue = try DatabaseQueue()
         try queue.write { db in
@@ -436,10 +459,12 @@ final class CreateTableSQLTests: XCTestCase {
     /// `default: {sql: "(strftime('%s','now'))"}` as the loader reads it: the created column
     /// must not show drift from the schema it was created from.
     func testCreateTableWithParenthesisedSQLDefaultReadsBackWithoutDrift() throws {
-        let table = TableModel(name: "t", columns: [
-            ColumnModel(name: "id", type: "integer", primaryKey: true),
-            ColumnModel(name: "at", type: "integer", defaultValue: DefaultValue.parse(sql: "(strftime('%s','now'))")),
-        ])
+        let table = TableModel(
+            name: "t",
+            columns: [
+                ColumnModel(name: "id", type: "integer", primaryKey: true),
+                ColumnModel(name: "at", type: "integer", defaultValue: DefaultValue.parse(sql: "(strftime('%s','now'))")),
+            ])
         let target = SchemaModel(version: 1, tables: [table])
         let queue = try DatabaseQueue()
         try queue.write { db in
@@ -449,11 +474,13 @@ final class CreateTableSQLTests: XCTestCase {
     }
 
     func testCreateTableWithCompositePrimaryKey() throws {
-        let table = TableModel(name: "links", columns: [
-            ColumnModel(name: "a", type: "integer", nullable: false, primaryKey: true),
-            ColumnModel(name: "b \"x\"", type: "integer", nullable: false, primaryKey: true),
-            ColumnModel(name: "note", type: "text"),
-        ])
+        let table = TableModel(
+            name: "links",
+            columns: [
+                ColumnModel(name: "a", type: "integer", nullable: false, primaryKey: true),
+                ColumnModel(name: "b \"x\"", type: "integer", nullable: false, primaryKey: true),
+                ColumnModel(name: "note", type: "text"),
+            ])
         let queue = try DatabaseQueue()
         try queue.write { db in
             try db.execute(sql: MigrationSQL.createTable(table))
@@ -474,14 +501,17 @@ final class CreateTableSQLTests: XCTestCase {
     }
 
     func testCreateIndexReadsBackAsTheModel() throws {
-        let table = TableModel(name: "we \"ird\"", columns: [
-            ColumnModel(name: "id", type: "integer", primaryKey: true),
-            ColumnModel(name: "e \"mail\"", type: "text"),
-            ColumnModel(name: "group", type: "text"),
-        ], indexes: [
-            IndexModel(name: "by \"mail\"", columns: ["e \"mail\"", "group"], unique: true),
-            IndexModel(name: "by group", columns: ["group"], unique: false),
-        ])
+        let table = TableModel(
+            name: "we \"ird\"",
+            columns: [
+                ColumnModel(name: "id", type: "integer", primaryKey: true),
+                ColumnModel(name: "e \"mail\"", type: "text"),
+                ColumnModel(name: "group", type: "text"),
+            ],
+            indexes: [
+                IndexModel(name: "by \"mail\"", columns: ["e \"mail\"", "group"], unique: true),
+                IndexModel(name: "by group", columns: ["group"], unique: false),
+            ])
         let queue = try DatabaseQueue()
         try queue.write { db in
             try db.execute(sql: MigrationSQL.createTable(table))
@@ -491,17 +521,20 @@ final class CreateTableSQLTests: XCTestCase {
             XCTAssertEqual(Set(live.tables[0].indexes.map(\.name)), ["by \"mail\"", "by group"])
             XCTAssertEqual(live.tables[0].indexes.first { $0.name == "by \"mail\"" }, table.indexes[0])
             try db.execute(sql: "INSERT INTO \"we \"\"ird\"\"\" (\"e \"\"mail\"\"\", \"group\") VALUES ('a', 'g')")
-            XCTAssertThrowsError(try db.execute(sql: "INSERT INTO \"we \"\"ird\"\"\" (\"e \"\"mail\"\"\", \"group\") VALUES ('a', 'g')"),
-                                 "the index is unique")
+            XCTAssertThrowsError(
+                try db.execute(sql: "INSERT INTO \"we \"\"ird\"\"\" (\"e \"\"mail\"\"\", \"group\") VALUES ('a', 'g')"),
+                "the index is unique")
         }
     }
 
     func testStepStatementsRunWithAwkwardIdentifiers() throws {
         let name = "we \"ird\"; DROP"
-        let table = TableModel(name: name, columns: [
-            ColumnModel(name: "id", type: "integer", primaryKey: true),
-            ColumnModel(name: "old \"c\"", type: "text"),
-        ])
+        let table = TableModel(
+            name: name,
+            columns: [
+                ColumnModel(name: "id", type: "integer", primaryKey: true),
+                ColumnModel(name: "old \"c\"", type: "text"),
+            ])
         let added = ColumnModel(name: "added \"x\"", type: "integer", nullable: false, defaultValue: .integer(3))
         let index = IndexModel(name: "ix \"1\"", columns: ["added \"x\""], unique: false)
         let queue = try DatabaseQueue()
@@ -520,9 +553,11 @@ final class CreateTableSQLTests: XCTestCase {
             let info = try xinfo(db, "renamed \"t\"")[2]
             XCTAssertTrue(info.notNull)
             XCTAssertEqual(info.dflt, "3")
-            for step in [MigrationStep.dropIndex(table: "renamed \"t\"", name: "ix \"1\""),
-                         .dropColumn(table: "renamed \"t\"", column: "new \"c\""),
-                         .dropTable("renamed \"t\"")] {
+            for step in [
+                MigrationStep.dropIndex(table: "renamed \"t\"", name: "ix \"1\""),
+                .dropColumn(table: "renamed \"t\"", column: "new \"c\""),
+                .dropTable("renamed \"t\""),
+            ] {
                 for sql in MigrationSQL.statements(step) { try db.execute(sql: sql) }
             }
             XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master"), 0)
@@ -545,8 +580,10 @@ final class CreateTableSQLTests: XCTestCase {
     }
 
     func testDefaultLiteralsReadBackFromSQLite() throws {
-        let values: [DefaultValue] = [.integer(0), .integer(-5), .real(1.5), .real(2.0), .real(-0.25), .text(""), .text("it's"),
-                                      .text("NULL"), .expression("CURRENT_TIMESTAMP")]
+        let values: [DefaultValue] = [
+            .integer(0), .integer(-5), .real(1.5), .real(2.0), .real(-0.25), .text(""), .text("it's"),
+            .text("NULL"), .expression("CURRENT_TIMESTAMP"),
+        ]
         let queue = try DatabaseQueue()
         try queue.write { db in
             for (i, value) in values.enumerated() {

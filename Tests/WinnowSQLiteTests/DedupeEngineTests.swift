@@ -37,7 +37,8 @@ final class DedupeEngineTests: XCTestCase {
 
     func testWinnerAscendingKeepsSmallestValue() throws {
         let path = try db(Self.peopleSQL)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: people
@@ -53,7 +54,8 @@ final class DedupeEngineTests: XCTestCase {
 
     func testWinnerDescendingKeepsLargestValue() throws {
         let path = try db(Self.peopleSQL)
-        try ScenarioKit.run("""
+        try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: people
@@ -65,11 +67,13 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testSecondWinnerTermBreaksTiesOfFirst() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER, name TEXT);
             INSERT INTO people VALUES (1, 'a', 10, 'm'), (2, 'a', 10, 'z'), (3, 'a', 10, 'a'), (4, 'a', 11, 'zz');
             """)
-        try ScenarioKit.run("""
+        try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: people
@@ -89,7 +93,8 @@ final class DedupeEngineTests: XCTestCase {
 
     func testEarliestIgnoresNullTimes() throws {
         let path = try db(Self.nullTimesSQL)
-        try ScenarioKit.run("""
+        try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: people
@@ -102,7 +107,8 @@ final class DedupeEngineTests: XCTestCase {
 
     func testLatestIgnoresNullTimes() throws {
         let path = try db(Self.nullTimesSQL)
-        try ScenarioKit.run("""
+        try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: people
@@ -114,7 +120,8 @@ final class DedupeEngineTests: XCTestCase {
 
     func testAscendingTermUsesSQLiteOrderWithNullsFirst() throws {
         let path = try db(Self.nullTimesSQL)
-        try ScenarioKit.run("""
+        try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: people
@@ -127,13 +134,15 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testMostCompleteWinsThenContent() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, city TEXT, zip TEXT);
             INSERT INTO people VALUES
               (1, 'a', NULL, NULL, NULL), (2, 'a', 'p', NULL, 'z'), (3, 'a', 'p', 'c', NULL),
               (4, 'b', NULL, NULL, NULL), (5, 'b', 'p', 'c', 'z'), (6, 'b', 'p', NULL, NULL);
             """)
-        try ScenarioKit.run("""
+        try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: people
@@ -145,13 +154,15 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testContentTieBreakColumnByColumnInTableOrder() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, x, y);
             INSERT INTO t VALUES (1, 'k', 2, 1), (2, 'k', 1, 9), (3, 'k', 1, NULL),
                                  (4, 'm', '4', 0), (5, 'm', 5, 0),
                                  (6, 'n', X'00', 0), (7, 'n', 'zzz', 0);
             """)
-        try ScenarioKit.run("""
+        try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: t
@@ -162,7 +173,8 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testContentTieBreakIsBinaryEvenWithNocaseColumn() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, x TEXT COLLATE NOCASE);
             INSERT INTO t VALUES (1, 'k', 'b'), (2, 'k', 'B');
             """)
@@ -172,7 +184,8 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testPrimaryKeyBreaksTiesNotRowid() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE tags (code TEXT PRIMARY KEY, k TEXT, v INTEGER);
             INSERT INTO tags VALUES ('b', 'k', 1);
             INSERT INTO tags VALUES ('a', 'k', 1);
@@ -183,7 +196,8 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testIdenticalContentKeepsLowestIntegerPrimaryKey() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER);
             INSERT INTO t VALUES (9, 'k', 1);
             INSERT INTO t VALUES (3, 'k', 1);
@@ -196,11 +210,13 @@ final class DedupeEngineTests: XCTestCase {
     // MARK: normalisation, NULLs and composite keys
 
     func testNormalizeTrimLowercaseIsUnicodeAware() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT);
             INSERT INTO people VALUES (1, ' ÉMILE '), (2, 'émile'), (3, 'Émile'), (4, 'emile'), (5, 'ÖSTERREICH'), (6, 'österreich');
             """)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: people
@@ -220,7 +236,8 @@ final class DedupeEngineTests: XCTestCase {
 
     func testNullsDistinctNeverGroupsNullKeyParts() throws {
         let path = try db(Self.nullKeySQL)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: t
@@ -234,7 +251,8 @@ final class DedupeEngineTests: XCTestCase {
 
     func testNullsEqualMatchesNullWithNull() throws {
         let path = try db(Self.nullKeySQL)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: t
@@ -335,8 +353,10 @@ final class DedupeEngineTests: XCTestCase {
         let queue = try DatabaseOpener.open(path: path, mode: .readOnly)
         defer { try? queue.close() }
         return try queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, winnow_hash(\(nullsEqual ? 1 : 0), winnow_lower(email), winnow_lower(name)) FROM h ORDER BY id")
-                .map { Array($0.databaseValues) }
+            try Row.fetchAll(
+                db, sql: "SELECT id, winnow_hash(\(nullsEqual ? 1 : 0), winnow_lower(email), winnow_lower(name)) FROM h ORDER BY id"
+            )
+            .map { Array($0.databaseValues) }
         }
     }
 
@@ -374,7 +394,8 @@ final class DedupeEngineTests: XCTestCase {
         let path = try db(Self.hashColumnSQL)
         let job = Self.hashColumnJob.replacingOccurrences(of: "NULLS", with: "distinct")
         try ScenarioKit.run(job, db: path)
-        try ScenarioKit.execute(path, "INSERT INTO h VALUES (20, 'E@x', 'q', NULL), (21, 'e@x', 'Q', 'wrong'); UPDATE h SET kh = 'tampered' WHERE id = 6")
+        try ScenarioKit.execute(
+            path, "INSERT INTO h VALUES (20, 'E@x', 'q', NULL), (21, 'e@x', 'Q', 'wrong'); UPDATE h SET kh = 'tampered' WHERE id = 6")
         let summary = try ScenarioKit.run(job, db: path)
         XCTAssertEqual(summary.counts.deleted, 1)
         XCTAssertGreaterThanOrEqual(summary.counts.hashed, 2, "at least the new winner and the tampered row")
@@ -384,7 +405,8 @@ final class DedupeEngineTests: XCTestCase {
     // MARK: merge
 
     func testEveryMergeStrategyIsAppliedToTheWinner() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE m (id INTEGER PRIMARY KEY, k TEXT, created INTEGER, phone TEXT, visits INTEGER, lo INTEGER, hi INTEGER,
                             note TEXT, tags TEXT, score REAL);
             INSERT INTO m VALUES
@@ -396,7 +418,8 @@ final class DedupeEngineTests: XCTestCase {
               (6, 'c', 1, '777', 4,    4, 4, 'same', 's', 1.0),
               (7, 'c', 2, NULL,  NULL, NULL, NULL, NULL, NULL, NULL);
             """)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: m
@@ -414,25 +437,39 @@ final class DedupeEngineTests: XCTestCase {
             """, db: path)
         let rows = try ScenarioKit.rows(path, "SELECT id, phone, visits, lo, hi, note, tags, score FROM m ORDER BY id")
         XCTAssertEqual(rows.count, 3)
-        XCTAssertEqual(rows[0], [1.databaseValue, "111".databaseValue, 5.databaseValue, 3.databaseValue, 9.databaseValue,
-                                 "abcd".databaseValue, "x, y".databaseValue, (3.75).databaseValue])
+        XCTAssertEqual(
+            rows[0],
+            [
+                1.databaseValue, "111".databaseValue, 5.databaseValue, 3.databaseValue, 9.databaseValue,
+                "abcd".databaseValue, "x, y".databaseValue, (3.75).databaseValue,
+            ])
         // fill_null keeps a winner's own value; NULLs take no part in sum, longest and concat.
-        XCTAssertEqual(rows[1], [4.databaseValue, "999".databaseValue, 2.databaseValue, 1.databaseValue, 1.databaseValue,
-                                 "q".databaseValue, "w, z".databaseValue, DatabaseValue.null])
+        XCTAssertEqual(
+            rows[1],
+            [
+                4.databaseValue, "999".databaseValue, 2.databaseValue, 1.databaseValue, 1.databaseValue,
+                "q".databaseValue, "w, z".databaseValue, DatabaseValue.null,
+            ])
         // A group whose losers add nothing leaves the winner untouched.
-        XCTAssertEqual(rows[2], [6.databaseValue, "777".databaseValue, 4.databaseValue, 4.databaseValue, 4.databaseValue,
-                                 "same".databaseValue, "s".databaseValue, (1.0).databaseValue])
+        XCTAssertEqual(
+            rows[2],
+            [
+                6.databaseValue, "777".databaseValue, 4.databaseValue, 4.databaseValue, 4.databaseValue,
+                "same".databaseValue, "s".databaseValue, (1.0).databaseValue,
+            ])
         XCTAssertEqual(summary.counts.updated, 2)
         XCTAssertEqual(summary.counts.deleted, 4)
         XCTAssertEqual(try ScenarioKit.column(path, "SELECT typeof(visits) FROM m WHERE id = 1", as: String.self), ["integer"])
     }
 
     func testFillNullTakesFirstNonNullLoserInWinnerOrder() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE m (id INTEGER PRIMARY KEY, k TEXT, rank INTEGER, phone TEXT);
             INSERT INTO m VALUES (1, 'a', 4, '4th'), (2, 'a', 1, NULL), (3, 'a', 3, '3rd'), (4, 'a', 2, NULL);
             """)
-        try ScenarioKit.run("""
+        try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: m
@@ -447,18 +484,21 @@ final class DedupeEngineTests: XCTestCase {
 
     /// concat joins the distinct non-empty values; an empty winner value adds nothing.
     func testConcatIgnoresEmptyWinnerValue() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE m (id INTEGER PRIMARY KEY, k TEXT, tags TEXT);
             INSERT INTO m VALUES (1, 'a', ''), (2, 'a', 'z');
             """)
-        try ScenarioKit.run("version: 1\ndedupe:\n  - entity: m\n    key: k\n    winner:\n      - id: asc\n    merge:\n      tags: concat\n", db: path)
+        try ScenarioKit.run(
+            "version: 1\ndedupe:\n  - entity: m\n    key: k\n    winner:\n      - id: asc\n    merge:\n      tags: concat\n", db: path)
         XCTAssertEqual(try ScenarioKit.rows(path, "SELECT id, tags FROM m"), [[1.databaseValue, "z".databaseValue]])
     }
 
     // MARK: references
 
     func testRepointMovesChildrenAndCascadeTakesNothing() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT);
             CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id) ON DELETE CASCADE, total INTEGER);
             CREATE TABLE notes (id INTEGER PRIMARY KEY, about INTEGER, FOREIGN KEY (about) REFERENCES customers ON DELETE CASCADE);
@@ -466,7 +506,8 @@ final class DedupeEngineTests: XCTestCase {
             INSERT INTO orders VALUES (10, 1, 100), (11, 2, 200), (12, 3, 300), (13, 3, 301), (14, 5, 500), (15, 4, 400);
             INSERT INTO notes VALUES (20, 2), (21, 5), (22, NULL);
             """)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: customers
@@ -474,10 +515,12 @@ final class DedupeEngineTests: XCTestCase {
                 references: repoint
             """, db: path)
         XCTAssertEqual(try ids(path, "customers"), [1, 4])
-        XCTAssertEqual(try ScenarioKit.rows(path, "SELECT id, customer_id FROM orders ORDER BY id"),
-                       [[10, 1], [11, 1], [12, 1], [13, 1], [14, 4], [15, 4]].map { $0.map(\.databaseValue) })
-        XCTAssertEqual(try ScenarioKit.rows(path, "SELECT id, about FROM notes ORDER BY id"),
-                       [[20.databaseValue, 1.databaseValue], [21.databaseValue, 4.databaseValue], [22.databaseValue, .null]])
+        XCTAssertEqual(
+            try ScenarioKit.rows(path, "SELECT id, customer_id FROM orders ORDER BY id"),
+            [[10, 1], [11, 1], [12, 1], [13, 1], [14, 4], [15, 4]].map { $0.map(\.databaseValue) })
+        XCTAssertEqual(
+            try ScenarioKit.rows(path, "SELECT id, about FROM notes ORDER BY id"),
+            [[20.databaseValue, 1.databaseValue], [21.databaseValue, 4.databaseValue], [22.databaseValue, .null]])
         XCTAssertEqual(summary.counts.repointed, 6)
         XCTAssertEqual(summary.counts.deleted, 3)
         XCTAssertEqual(summary.counts.childrenDeleted, 0)
@@ -485,7 +528,8 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testLinkTableCollisionDeletesTheCollidingChildRow() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE playlists (id INTEGER PRIMARY KEY, name TEXT);
             CREATE TABLE tracks (id INTEGER PRIMARY KEY, title TEXT);
             CREATE TABLE playlist_track (playlist_id INTEGER NOT NULL REFERENCES playlists(id) ON DELETE CASCADE,
@@ -497,8 +541,9 @@ final class DedupeEngineTests: XCTestCase {
             """)
         let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: playlists\n    key: name\n", db: path)
         XCTAssertEqual(try ids(path, "playlists"), [1, 4])
-        XCTAssertEqual(try ScenarioKit.rows(path, "SELECT playlist_id, track_id FROM playlist_track ORDER BY 1, 2"),
-                       [[1, 10], [1, 11], [1, 12], [1, 13], [4, 10]].map { $0.map(\.databaseValue) })
+        XCTAssertEqual(
+            try ScenarioKit.rows(path, "SELECT playlist_id, track_id FROM playlist_track ORDER BY 1, 2"),
+            [[1, 10], [1, 11], [1, 12], [1, 13], [4, 10]].map { $0.map(\.databaseValue) })
         XCTAssertEqual(summary.counts.repointed, 2)
         XCTAssertEqual(summary.counts.childrenDeleted, 3)
         XCTAssertEqual(summary.counts.deleted, 2)
@@ -525,7 +570,8 @@ final class DedupeEngineTests: XCTestCase {
     func testChinookEmployeesRepointCustomersAndSelfReferences() throws {
         let path = try ScenarioKit.copyDataset("chinook.sqlite", into: dir)
         let customers = try ScenarioKit.int(path, "SELECT count(*) FROM Customer")
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: Employee
@@ -534,32 +580,37 @@ final class DedupeEngineTests: XCTestCase {
                   - EmployeeId: desc
             """, db: path)
         XCTAssertEqual(try ids(path, "Employee", "EmployeeId"), [1, 2, 5, 6, 8])
-        XCTAssertEqual(try ScenarioKit.rows(path, "SELECT SupportRepId, count(*) FROM Customer GROUP BY 1"),
-                       [[5.databaseValue, customers.databaseValue]])
+        XCTAssertEqual(
+            try ScenarioKit.rows(path, "SELECT SupportRepId, count(*) FROM Customer GROUP BY 1"),
+            [[5.databaseValue, customers.databaseValue]])
         XCTAssertEqual(summary.counts.repointed, 41)
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
     }
 
     func testSelfReferenceFromWinnerToLoserIsRepointed() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE staff (id INTEGER PRIMARY KEY, name TEXT, manager_id INTEGER REFERENCES staff(id));
             INSERT INTO staff VALUES (1, 'x', 2), (2, 'x', NULL), (3, 'y', 2), (4, 'y', 1);
             """)
         let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: staff\n    key: name\n    winner:\n      - id: asc\n", db: path)
-        XCTAssertEqual(try ScenarioKit.rows(path, "SELECT id, manager_id FROM staff ORDER BY id"),
-                       [[1, 1], [3, 1]].map { $0.map(\.databaseValue) })
+        XCTAssertEqual(
+            try ScenarioKit.rows(path, "SELECT id, manager_id FROM staff ORDER BY id"),
+            [[1, 1], [3, 1]].map { $0.map(\.databaseValue) })
         XCTAssertEqual(summary.counts.deleted, 2)
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
     }
 
     func testForeignKeyToNonPrimaryUniqueColumnIsRepointed() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE accounts (id INTEGER PRIMARY KEY, code TEXT UNIQUE, email TEXT);
             CREATE TABLE logins (id INTEGER PRIMARY KEY, account_code TEXT REFERENCES accounts(code) ON DELETE CASCADE);
             INSERT INTO accounts VALUES (1, 'A-1', 'a@x'), (2, 'A-2', 'A@X'), (3, 'B-1', 'b@x');
             INSERT INTO logins VALUES (10, 'A-2'), (11, 'A-1'), (12, 'B-1');
             """)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: accounts
@@ -569,20 +620,23 @@ final class DedupeEngineTests: XCTestCase {
                   - id: asc
             """, db: path)
         XCTAssertEqual(try ids(path, "accounts"), [1, 3])
-        XCTAssertEqual(try ScenarioKit.rows(path, "SELECT id, account_code FROM logins ORDER BY id"),
-                       [[10.databaseValue, "A-1".databaseValue], [11.databaseValue, "A-1".databaseValue], [12.databaseValue, "B-1".databaseValue]])
+        XCTAssertEqual(
+            try ScenarioKit.rows(path, "SELECT id, account_code FROM logins ORDER BY id"),
+            [[10.databaseValue, "A-1".databaseValue], [11.databaseValue, "A-1".databaseValue], [12.databaseValue, "B-1".databaseValue]])
         XCTAssertEqual(summary.counts.repointed, 1)
     }
 
     func awkwardIdentifiers(weird: String, yamlWeird: String) throws {
         let quoted = "\"" + weird.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE "select" ("from" INTEGER PRIMARY KEY, "group" TEXT, \(quoted) INTEGER, "order by" TEXT);
             CREATE TABLE "child table" (id INTEGER PRIMARY KEY, "parent ref" INTEGER REFERENCES "select"("from"));
             INSERT INTO "select" VALUES (1, 'g', 1, 'x'), (2, 'G', 2, NULL), (3, 'h', 3, 'y'), (4, 'h', 2, 'z');
             INSERT INTO "child table" VALUES (1, 2), (2, 4);
             """)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: select
@@ -595,8 +649,9 @@ final class DedupeEngineTests: XCTestCase {
                   order by: fill_null
             """, db: path)
         XCTAssertEqual(summary.counts.deleted, 2)
-        XCTAssertEqual(try ScenarioKit.rows(path, #"SELECT "from", "order by" FROM "select" ORDER BY 1"#),
-                       [[2.databaseValue, "x".databaseValue], [3.databaseValue, "y".databaseValue]])
+        XCTAssertEqual(
+            try ScenarioKit.rows(path, #"SELECT "from", "order by" FROM "select" ORDER BY 1"#),
+            [[2.databaseValue, "x".databaseValue], [3.databaseValue, "y".databaseValue]])
         XCTAssertEqual(try ScenarioKit.column(path, #"SELECT "parent ref" FROM "child table" ORDER BY id"#, as: Int64.self), [2, 3])
     }
 
@@ -611,7 +666,8 @@ final class DedupeEngineTests: XCTestCase {
 
     func testIdentifiersMatchCaseInsensitively() throws {
         let path = try db(Self.peopleSQL)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: PEOPLE
@@ -624,7 +680,8 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testRestrictRefusesWith65AndChangesNothing() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, visits INTEGER, kh TEXT);
             CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id) ON DELETE CASCADE);
             CREATE TABLE other (id INTEGER PRIMARY KEY, k TEXT);
@@ -634,7 +691,8 @@ final class DedupeEngineTests: XCTestCase {
             """)
         let before = try ScenarioKit.userState(path)
         ScenarioKit.expectExit(65) {
-            try ScenarioKit.run("""
+            try ScenarioKit.run(
+                """
                 version: 1
                 dedupe:
                   - entity: other
@@ -652,7 +710,8 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testRestrictAllowsUnreferencedLosers() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT);
             CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id));
             INSERT INTO customers VALUES (1, 'a'), (2, 'a');
@@ -665,7 +724,8 @@ final class DedupeEngineTests: XCTestCase {
     func testReferencedByRepointsCoreDataBooks() throws {
         let path = try ScenarioKit.copyDataset("coredata-bookmigration-v1.sqlite", into: dir)
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM ZBOOK WHERE ZUSER = 3"), 4)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: ZUSER
@@ -685,7 +745,8 @@ final class DedupeEngineTests: XCTestCase {
         let path = try ScenarioKit.copyDataset("coredata-bookmigration-v1.sqlite", into: dir)
         let before = try ScenarioKit.userState(path)
         ScenarioKit.expectExit(65) {
-            try ScenarioKit.run("""
+            try ScenarioKit.run(
+                """
                 version: 1
                 dedupe:
                   - entity: ZUSER
@@ -702,7 +763,8 @@ final class DedupeEngineTests: XCTestCase {
     // MARK: guards
 
     func testMaxDeletePercentRefusesAndChangesNothing() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE a (id INTEGER PRIMARY KEY, k TEXT);
             CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT);
             INSERT INTO a VALUES (1, 'x'), (2, 'x');
@@ -711,7 +773,8 @@ final class DedupeEngineTests: XCTestCase {
         let before = try ScenarioKit.userState(path)
         // t would lose 4 of 10 rows (40 %); the guard is on the second rule, yet the first is not run either.
         ScenarioKit.expectExit(65) {
-            try ScenarioKit.run("""
+            try ScenarioKit.run(
+                """
                 version: 1
                 dedupe:
                   - entity: a
@@ -732,7 +795,8 @@ final class DedupeEngineTests: XCTestCase {
         var values: [String] = []
         for g in 0..<n { for r in 0..<3 { values.append("(\(g * 3 + r + 1), 'k\(g)', \(r))") } }
         values.append("(1000, 'single', 0)")
-        return try db("""
+        return try db(
+            """
             CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER);
             INSERT INTO t VALUES \(values.joined(separator: ", "));
             """)
@@ -781,7 +845,8 @@ final class DedupeEngineTests: XCTestCase {
 
     func testBatchSizeFromJobFile() throws {
         let path = try makeGroups(5)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             batch:
               size: 2
@@ -815,7 +880,8 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     func testPlanPredictsMergesRepointsAndHashes() throws {
-        let path = try db("""
+        let path = try db(
+            """
             CREATE TABLE c (id INTEGER PRIMARY KEY, email TEXT, visits INTEGER, phone TEXT, kh TEXT);
             CREATE TABLE o (id INTEGER PRIMARY KEY, cid INTEGER REFERENCES c(id));
             INSERT INTO c VALUES (1, 'A', 1, NULL, NULL), (2, 'a', 2, '5', NULL), (3, 'b', 1, NULL, NULL), (4, 'B ', 1, NULL, NULL),
@@ -860,7 +926,8 @@ final class DedupeEngineTests: XCTestCase {
         XCTAssertEqual(before.status, "duplicates")
         XCTAssertEqual(before.rules[0].counts.groups, 4)
         XCTAssertEqual(before.rules[0].counts.deleted, 4)
-        let customerStates = try ScenarioKit.rows(path, "SELECT State FROM Customer WHERE State IS NOT NULL GROUP BY State HAVING count(*) > 1")
+        let customerStates = try ScenarioKit.rows(
+            path, "SELECT State FROM Customer WHERE State IS NOT NULL GROUP BY State HAVING count(*) > 1")
         XCTAssertEqual(before.rules[1].counts.groups, customerStates.count)
         let plan = try ScenarioKit.plan(job, db: path)
         XCTAssertEqual(before.counts.groups, plan.counts.groups)
@@ -879,8 +946,9 @@ final class DedupeEngineTests: XCTestCase {
         let before = try ScenarioKit.userState(path)
         ScenarioKit.expectExit(65) { try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: nope\n", db: path) }
         ScenarioKit.expectExit(65) { _ = try ScenarioKit.plan("version: 1\ndedupe:\n  - entity: nope\n    key: k\n", db: path) }
-        ScenarioKit.expectExit(65) { _ = try ScenarioKit.check("version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - zz: asc\n", db: path) }
+        ScenarioKit.expectExit(65) {
+            _ = try ScenarioKit.check("version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - zz: asc\n", db: path)
+        }
         XCTAssertEqual(try ScenarioKit.userState(path), before)
     }
 }
-

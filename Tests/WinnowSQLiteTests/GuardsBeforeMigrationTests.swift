@@ -19,19 +19,22 @@ final class GuardsBeforeMigrationTests: XCTestCase {
 
     /// Five people, two of them sharing an email under another case; `nick` NULL for three.
     func makePeople() throws -> String {
-        try TestSupport.makeDatabase(at: path("db.sqlite"), sql: """
-            CREATE TABLE people (id INTEGER PRIMARY KEY, mail TEXT COLLATE NOCASE, nick TEXT, score INTEGER);
-            INSERT INTO people VALUES (1, 'a@x', 'ann', 1), (2, 'A@X', NULL, 2), (3, 'b@x', NULL, 3),
-                                      (4, 'c@x', 'cat', 4), (5, 'd@x', NULL, 5);
-            CREATE TABLE orders (id INTEGER PRIMARY KEY, person INTEGER REFERENCES people(id), total INTEGER);
-            INSERT INTO orders VALUES (1, 2, 10), (2, 3, 20);
-            """)
+        try TestSupport.makeDatabase(
+            at: path("db.sqlite"),
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, mail TEXT COLLATE NOCASE, nick TEXT, score INTEGER);
+                INSERT INTO people VALUES (1, 'a@x', 'ann', 1), (2, 'A@X', NULL, 2), (3, 'b@x', NULL, 3),
+                                          (4, 'c@x', 'cat', 4), (5, 'd@x', NULL, 5);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, person INTEGER REFERENCES people(id), total INTEGER);
+                INSERT INTO orders VALUES (1, 2, 10), (2, 3, 20);
+                """)
     }
 
     /// People v2: table renamed to contacts, `mail` renamed to email, `nick` made NOT NULL with a
     /// default (NULLs backfilled), a new column, and optional extra indexes.
     func writeSchema(indexes: String = "") throws {
-        try TestSupport.writeFile("""
+        try TestSupport.writeFile(
+            """
             version: 2
             tables:
               orders:
@@ -53,14 +56,18 @@ final class GuardsBeforeMigrationTests: XCTestCase {
 
     /// What must not change: every user object's SQL and every row.
     func state(_ db: String) throws -> String {
-        let objects = try ScenarioKit.rows(db, """
+        let objects = try ScenarioKit.rows(
+            db,
+            """
             SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'winnow%' AND name NOT LIKE 'sqlite%' ORDER BY type, name
             """)
         return "\(objects)\n\(try TestSupport.contentDump(db).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" })"
     }
 
-    func assertRefusedUnchanged(_ rules: String, indexes: String = "", mentions: String,
-                                file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertRefusedUnchanged(
+        _ rules: String, indexes: String = "", mentions: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let db = try makePeople()
         try writeSchema(indexes: indexes)
         let before = try state(db)
@@ -75,19 +82,22 @@ final class GuardsBeforeMigrationTests: XCTestCase {
 
     /// The rule keys on a column the migration renames: only the preview can count its losers.
     func testDeleteGuardOnARenamedColumnRefusesBeforeTheMigration() throws {
-        try assertRefusedUnchanged("dedupe:\n  - entity: contacts\n    key: email\n    max_delete_percent: 10\n",
-                                   mentions: "max_delete_percent")
+        try assertRefusedUnchanged(
+            "dedupe:\n  - entity: contacts\n    key: email\n    max_delete_percent: 10\n",
+            mentions: "max_delete_percent")
     }
 
     /// NULL nicks become "?" by the backfill: three rows then share a nick (two losers of five).
     func testDeleteGuardSeesTheBackfilledValues() throws {
-        try assertRefusedUnchanged("dedupe:\n  - entity: contacts\n    key: nick\n    max_delete_percent: 30\n",
-                                   mentions: "would delete 2 of 5 rows")
+        try assertRefusedUnchanged(
+            "dedupe:\n  - entity: contacts\n    key: nick\n    max_delete_percent: 30\n",
+            mentions: "would delete 2 of 5 rows")
     }
 
     /// The loser of the email group (id 2; the winner is id 1 by `id asc`) has an order.
     func testRestrictedReferenceRefusesBeforeTheMigration() throws {
-        try assertRefusedUnchanged("""
+        try assertRefusedUnchanged(
+            """
             dedupe:
               - entity: contacts
                 key: email
@@ -99,28 +109,32 @@ final class GuardsBeforeMigrationTests: XCTestCase {
 
     /// A unique index over a column the job does not deduplicate, with duplicates after the backfill.
     func testUniqueIndexOverBackfilledDuplicatesRefusesBeforeTheMigration() throws {
-        try assertRefusedUnchanged("", indexes: "      - {name: contacts_nick, columns: [nick], unique: true}\n",
-                                   mentions: "contacts_nick")
+        try assertRefusedUnchanged(
+            "", indexes: "      - {name: contacts_nick, columns: [nick], unique: true}\n",
+            mentions: "contacts_nick")
     }
 
     /// The column's NOCASE collation makes 'a@x' and 'A@X' one key of the unique index; the rule
     /// on `score` leaves both.
     func testUniqueIndexFollowsTheColumnCollation() throws {
-        try assertRefusedUnchanged("dedupe:\n  - entity: contacts\n    key: score\n",
-                                   indexes: "      - {name: contacts_email, columns: [email], unique: true}\n",
-                                   mentions: "1 group(s) share a key that the job's dedupe rules leave")
+        try assertRefusedUnchanged(
+            "dedupe:\n  - entity: contacts\n    key: score\n",
+            indexes: "      - {name: contacts_email, columns: [email], unique: true}\n",
+            mentions: "1 group(s) share a key that the job's dedupe rules leave")
     }
 
     /// The same index with a rule on its key: the rule removes the duplicates, the job runs.
     func testUniqueIndexWhoseDuplicatesTheRuleRemovesRuns() throws {
         let db = try makePeople()
         try writeSchema(indexes: "      - {name: contacts_email, columns: [email], unique: true}\n")
-        let job = try ScenarioKit.job("version: 1\nschema: schema.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    normalize: [lowercase]\n", dir: dir)
+        let job = try ScenarioKit.job(
+            "version: 1\nschema: schema.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    normalize: [lowercase]\n", dir: dir)
         let summary = try JobRunner.run(job, options: RunOptions(database: db))
         XCTAssertEqual(summary.counts.deleted, 1)
         XCTAssertEqual(try ScenarioKit.column(db, "SELECT nick FROM contacts ORDER BY id", as: String.self), ["?", "?", "cat", "?"])
-        XCTAssertEqual(try ScenarioKit.column(db, "SELECT name FROM sqlite_master WHERE name = 'contacts_email'", as: String.self),
-                       ["contacts_email"])
+        XCTAssertEqual(
+            try ScenarioKit.column(db, "SELECT name FROM sqlite_master WHERE name = 'contacts_email'", as: String.self),
+            ["contacts_email"])
     }
 
     /// A seed naming a table its file lacks is refused before the migration, not after it.
@@ -129,8 +143,11 @@ final class GuardsBeforeMigrationTests: XCTestCase {
         let db = try makePeople()
         try writeSchema()
         let before = try state(db)
-        for (tables, message) in [("[orders]", "the seed database has no table 'orders'"), ("[nowhere]", "the seed database has no table 'nowhere'")] {
-            let job = try ScenarioKit.job("version: 1\nschema: schema.yaml\nseed:\n  name: s\n  from: seed.sqlite\n  tables: \(tables)\n", dir: dir)
+        for (tables, message) in [
+            ("[orders]", "the seed database has no table 'orders'"), ("[nowhere]", "the seed database has no table 'nowhere'"),
+        ] {
+            let job = try ScenarioKit.job(
+                "version: 1\nschema: schema.yaml\nseed:\n  name: s\n  from: seed.sqlite\n  tables: \(tables)\n", dir: dir)
             XCTAssertThrowsError(try JobRunner.run(job, options: RunOptions(database: db))) { error in
                 XCTAssertEqual((error as? WinnowError)?.exitCode, 65, "\(error)")
                 XCTAssertTrue("\(error)".contains(message), "\(error)")
@@ -162,58 +179,79 @@ final class GuardsBeforeMigrationTests: XCTestCase {
     func testGuardThatPassesRuns() throws {
         let db = try makePeople()
         try writeSchema()
-        let job = try ScenarioKit.job("version: 1\nschema: schema.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    max_delete_percent: 25\n", dir: dir)
+        let job = try ScenarioKit.job(
+            "version: 1\nschema: schema.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    max_delete_percent: 25\n", dir: dir)
         let summary = try JobRunner.run(job, options: RunOptions(database: db))
         XCTAssertEqual(summary.counts.deleted, 1)
-        XCTAssertEqual(try ScenarioKit.column(db, "SELECT source FROM contacts ORDER BY id", as: String.self),
-                       ["import", "import", "import", "import"])
+        XCTAssertEqual(
+            try ScenarioKit.column(db, "SELECT source FROM contacts ORDER BY id", as: String.self),
+            ["import", "import", "import", "import"])
     }
 }
 
 /// ``MigrationPreview`` without SQLite: the SELECT it writes for each kind of step.
 final class MigrationPreviewTests: XCTestCase {
     let live = LiveSchema(tables: [
-        LiveTable(name: "people", columns: [
-            LiveColumn(name: "id", type: "INTEGER", notNull: false, defaultSQL: nil, primaryKeyIndex: 1, hidden: 0),
-            LiveColumn(name: "mail", type: "TEXT", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, hidden: 0, collation: "NOCASE"),
-            LiveColumn(name: "old", type: "TEXT", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, hidden: 0),
-        ], hasRowID: true, isVirtual: false, foreignKeys: [], indexes: []),
-        LiveTable(name: "plain", columns: [
-            LiveColumn(name: "v", type: "", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, hidden: 0),
-        ], hasRowID: true, isVirtual: false, foreignKeys: [], indexes: []),
+        LiveTable(
+            name: "people",
+            columns: [
+                LiveColumn(name: "id", type: "INTEGER", notNull: false, defaultSQL: nil, primaryKeyIndex: 1, hidden: 0),
+                LiveColumn(name: "mail", type: "TEXT", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, hidden: 0, collation: "NOCASE"),
+                LiveColumn(name: "old", type: "TEXT", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, hidden: 0),
+            ], hasRowID: true, isVirtual: false, foreignKeys: [], indexes: []),
+        LiveTable(
+            name: "plain",
+            columns: [
+                LiveColumn(name: "v", type: "", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, hidden: 0)
+            ], hasRowID: true, isVirtual: false, foreignKeys: [], indexes: []),
     ])
 
     func testUnchangedTablesSelectTheirColumnsAndRowID() {
         let preview = MigrationPreview(live: live, steps: [])
         XCTAssertEqual(preview.select("plain", rowID: "rowid"), "SELECT \"v\" AS \"v\", rowid AS rowid FROM main.\"plain\"")
-        XCTAssertEqual(preview.select("PEOPLE", rowID: "\"id\""),
-                       "SELECT \"id\" AS \"id\", \"mail\" AS \"mail\", \"old\" AS \"old\" FROM main.\"people\"")
+        XCTAssertEqual(
+            preview.select("PEOPLE", rowID: "\"id\""),
+            "SELECT \"id\" AS \"id\", \"mail\" AS \"mail\", \"old\" AS \"old\" FROM main.\"people\"")
     }
 
     func testRenamesAddsBackfillsAndDrops() {
-        let preview = MigrationPreview(live: live, steps: [
-            .renameTable(from: "people", to: "contacts"),
-            .renameColumn(table: "contacts", from: "mail", to: "email"),
-            .addColumn(table: "contacts", column: ColumnModel(name: "n", type: "integer", defaultValue: .integer(7))),
-            .rebuild(TableRebuild(table: "contacts", changed: [ColumnModel(name: "email", type: "text", nullable: false, defaultValue: .text("it's"))],
-                                  added: [], dropped: [], reasons: [])),
-            .dropColumn(table: "contacts", column: "old"),
-        ])
+        let preview = MigrationPreview(
+            live: live,
+            steps: [
+                .renameTable(from: "people", to: "contacts"),
+                .renameColumn(table: "contacts", from: "mail", to: "email"),
+                .addColumn(table: "contacts", column: ColumnModel(name: "n", type: "integer", defaultValue: .integer(7))),
+                .rebuild(
+                    TableRebuild(
+                        table: "contacts",
+                        changed: [ColumnModel(name: "email", type: "text", nullable: false, defaultValue: .text("it's"))],
+                        added: [], dropped: [], reasons: [])),
+                .dropColumn(table: "contacts", column: "old"),
+            ])
         XCTAssertNil(preview.select("people", rowID: "rowid"))
-        XCTAssertEqual(preview.select("contacts", rowID: "\"id\""), """
+        XCTAssertEqual(
+            preview.select("contacts", rowID: "\"id\""),
+            """
             SELECT "id" AS "id", coalesce("mail", 'it''s') COLLATE "NOCASE" AS "email", 7 AS "n" FROM main."people"
             """)
         XCTAssertTrue(preview.hasRows("contacts"))
     }
 
     func testRebuildAddsExpressionDefaultsAndNewTablesAreEmpty() {
-        let preview = MigrationPreview(live: live, steps: [
-            .rebuild(TableRebuild(table: "plain", changed: [], added: [ColumnModel(name: "at", type: "text", defaultValue: .expression("CURRENT_TIMESTAMP"))],
-                                  dropped: [], reasons: [])),
-            .createTable(TableModel(name: "fresh", columns: [ColumnModel(name: "k", type: "text")], indexes: [])),
-            .dropTable("people"),
-        ])
-        XCTAssertEqual(preview.select("plain", rowID: "rowid"), "SELECT \"v\" AS \"v\", CURRENT_TIMESTAMP AS \"at\", rowid AS rowid FROM main.\"plain\"")
+        let preview = MigrationPreview(
+            live: live,
+            steps: [
+                .rebuild(
+                    TableRebuild(
+                        table: "plain", changed: [],
+                        added: [ColumnModel(name: "at", type: "text", defaultValue: .expression("CURRENT_TIMESTAMP"))],
+                        dropped: [], reasons: [])),
+                .createTable(TableModel(name: "fresh", columns: [ColumnModel(name: "k", type: "text")], indexes: [])),
+                .dropTable("people"),
+            ])
+        XCTAssertEqual(
+            preview.select("plain", rowID: "rowid"),
+            "SELECT \"v\" AS \"v\", CURRENT_TIMESTAMP AS \"at\", rowid AS rowid FROM main.\"plain\"")
         XCTAssertEqual(preview.select("fresh", rowID: "rowid"), "SELECT NULL AS \"k\", NULL AS rowid WHERE 0")
         XCTAssertFalse(preview.hasRows("fresh"))
         XCTAssertNil(preview.select("people", rowID: "\"id\""))

@@ -85,7 +85,9 @@ final class HostileIdentifierTests: XCTestCase {
             let content = try rows(path, "SELECT id, note FROM canary ORDER BY id")
             let schema = try rows(path, "SELECT sql FROM sqlite_master WHERE name = 'canary'").first?.first
             XCTAssertEqual(content, Self.canaryRows, "canary rows \(context)", file: file, line: line)
-            XCTAssertEqual(schema, "CREATE TABLE canary (id INTEGER PRIMARY KEY, note TEXT)".databaseValue, "canary schema \(context)", file: file, line: line)
+            XCTAssertEqual(
+                schema, "CREATE TABLE canary (id INTEGER PRIMARY KEY, note TEXT)".databaseValue, "canary schema \(context)", file: file,
+                line: line)
         } catch {
             XCTFail("the canary table is gone or unreadable \(context): \(error)", file: file, line: line)
         }
@@ -109,7 +111,9 @@ final class HostileIdentifierTests: XCTestCase {
         try JobRunner.check(try JobLoader.load(path: try writeJob(job)), options: RunOptions(database: db))
     }
 
-    func expectExit(_ code: Int32, _ context: String, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) -> WinnowError? {
+    func expectExit(
+        _ code: Int32, _ context: String, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void
+    ) -> WinnowError? {
         do {
             try body()
             XCTFail("\(context): expected exit \(code), it succeeded", file: file, line: line)
@@ -125,26 +129,28 @@ final class HostileIdentifierTests: XCTestCase {
     /// The database with every hostile name: the table, two children and the canary.
     func makeHostileDatabase(_ file: String = "hostile.sqlite") throws -> String {
         let path = dir.appendingPathComponent(file).path
-        try TestSupport.makeDatabase(at: path, sql: """
-            \(canarySQL)
-            CREATE TABLE \(q(table)) (
-                \(q(id)) INTEGER PRIMARY KEY, \(q(email)) TEXT, \(q(select)) TEXT, \(q(created)) TEXT,
-                \(q(group)) INTEGER, \(q(kanji)) TEXT, \(q(unicode)) TEXT, \(q(emoji)) TEXT, \(q(bracket)) INTEGER,
-                \(q(backtick)) INTEGER, \(q(hash)) TEXT);
-            CREATE INDEX \(q("idx \"k\"; DROP TABLE canary; --")) ON \(q(table)) (\(q(email)), \(q(select)));
-            CREATE TABLE \(q(child)) (id INTEGER PRIMARY KEY, \(q(childColumn)) INTEGER REFERENCES \(q(table)) (\(q(id))) ON DELETE CASCADE);
-            CREATE TABLE \(q(loose)) (rid INTEGER PRIMARY KEY, \(q(looseColumn)) INTEGER);
-            INSERT INTO \(q(table)) (\(q(id)), \(q(email)), \(q(select)), \(q(created)), \(q(group)), \(q(kanji)), \(q(unicode)), \(q(emoji)), \(q(bracket)), \(q(backtick))) VALUES
-                (1, 'A@x.com',    's1', '2024-02', 1, 'ab',   'u1', 'n1', 5, 5),
-                (2, ' a@X.com ',  's1', '2024-01', 2, 'abcd', NULL, 'n2', 7, 3),
-                (3, 'a@x.com',    's1', '2024-03', 4, 'a',    'u3', 'n2', 1, 9),
-                (4, 'b@x.com',    's1', '2024-01', 8, 'b',    NULL, NULL, 0, 0),
-                (5, 'b@x.com',    's2', '2024-01', 16, 'c',   NULL, NULL, 0, 0),
-                (6, 'ÄÖ@x.com',   's3', '2024-05', 32, 'd',   NULL, 'n6', 0, 0),
-                (7, 'äö@X.COM',   's3', '2024-04', 64, NULL,  'u7', 'n7', 0, 0);
-            INSERT INTO \(q(child)) VALUES (1, 1), (2, 3), (3, 4), (4, 6);
-            INSERT INTO \(q(loose)) VALUES (1, 3), (2, 5), (3, 6);
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                \(canarySQL)
+                CREATE TABLE \(q(table)) (
+                    \(q(id)) INTEGER PRIMARY KEY, \(q(email)) TEXT, \(q(select)) TEXT, \(q(created)) TEXT,
+                    \(q(group)) INTEGER, \(q(kanji)) TEXT, \(q(unicode)) TEXT, \(q(emoji)) TEXT, \(q(bracket)) INTEGER,
+                    \(q(backtick)) INTEGER, \(q(hash)) TEXT);
+                CREATE INDEX \(q("idx \"k\"; DROP TABLE canary; --")) ON \(q(table)) (\(q(email)), \(q(select)));
+                CREATE TABLE \(q(child)) (id INTEGER PRIMARY KEY, \(q(childColumn)) INTEGER REFERENCES \(q(table)) (\(q(id))) ON DELETE CASCADE);
+                CREATE TABLE \(q(loose)) (rid INTEGER PRIMARY KEY, \(q(looseColumn)) INTEGER);
+                INSERT INTO \(q(table)) (\(q(id)), \(q(email)), \(q(select)), \(q(created)), \(q(group)), \(q(kanji)), \(q(unicode)), \(q(emoji)), \(q(bracket)), \(q(backtick))) VALUES
+                    (1, 'A@x.com',    's1', '2024-02', 1, 'ab',   'u1', 'n1', 5, 5),
+                    (2, ' a@X.com ',  's1', '2024-01', 2, 'abcd', NULL, 'n2', 7, 3),
+                    (3, 'a@x.com',    's1', '2024-03', 4, 'a',    'u3', 'n2', 1, 9),
+                    (4, 'b@x.com',    's1', '2024-01', 8, 'b',    NULL, NULL, 0, 0),
+                    (5, 'b@x.com',    's2', '2024-01', 16, 'c',   NULL, NULL, 0, 0),
+                    (6, 'ÄÖ@x.com',   's3', '2024-05', 32, 'd',   NULL, 'n6', 0, 0),
+                    (7, 'äö@X.COM',   's3', '2024-04', 64, NULL,  'u7', 'n7', 0, 0);
+                INSERT INTO \(q(child)) VALUES (1, 1), (2, 3), (3, 4), (4, 6);
+                INSERT INTO \(q(loose)) VALUES (1, 3), (2, 5), (3, 6);
+                """)
         return path
     }
 
@@ -179,7 +185,9 @@ final class HostileIdentifierTests: XCTestCase {
     /// Asserts the survivors and merged values of `hostileJob` on `makeHostileDatabase`.
     func assertHostileResult(_ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
         // Groups: {1, 2, 3} (trim+lowercase e-mail, s1) won by 2 (earliest); {6, 7} (Unicode lowercase) won by 7.
-        let survivors = try rows(path, """
+        let survivors = try rows(
+            path,
+            """
             SELECT \(q(id)), \(q(group)), \(q(kanji)), \(q(unicode)), \(q(emoji)), \(q(bracket)), \(q(backtick))
             FROM \(q(table)) ORDER BY 1
             """)
@@ -190,10 +198,12 @@ final class HostileIdentifierTests: XCTestCase {
             v(7, 96, "d", "u7", "n7, n6", 0, 0),
         ]
         XCTAssertEqual(survivors, expected, file: file, line: line)
-        XCTAssertEqual(try rows(path, "SELECT * FROM \(q(child)) ORDER BY 1"),
-                       [v(1, 2), v(2, 2), v(3, 4), v(4, 7)], "declared children re-pointed", file: file, line: line)
-        XCTAssertEqual(try rows(path, "SELECT * FROM \(q(loose)) ORDER BY 1"),
-                       [v(1, 2), v(2, 5), v(3, 7)], "referenced_by children re-pointed", file: file, line: line)
+        XCTAssertEqual(
+            try rows(path, "SELECT * FROM \(q(child)) ORDER BY 1"),
+            [v(1, 2), v(2, 2), v(3, 4), v(4, 7)], "declared children re-pointed", file: file, line: line)
+        XCTAssertEqual(
+            try rows(path, "SELECT * FROM \(q(loose)) ORDER BY 1"),
+            [v(1, 2), v(2, 5), v(3, 7)], "referenced_by children re-pointed", file: file, line: line)
         XCTAssertEqual(try rows(path, "PRAGMA foreign_key_check").count, 0, file: file, line: line)
         assertCanary(path, "after the run", file: file, line: line)
         let tables = try rows(path, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'winnow%' ORDER BY name")
@@ -251,7 +261,9 @@ final class HostileIdentifierTests: XCTestCase {
     }
 
     func testWinnerShorthandsWithHostileNames() throws {
-        for (number, winner) in ["    winner: {earliest: \(y(created))}", "    winner: most_complete", "    winner: {latest: \(y(id))}"].enumerated() {
+        for (number, winner) in ["    winner: {earliest: \(y(created))}", "    winner: most_complete", "    winner: {latest: \(y(id))}"]
+            .enumerated()
+        {
             let path = try makeHostileDatabase("winner\(number).sqlite")
             var job = hostileJob(hash: false)
             let start = try XCTUnwrap(job.range(of: "    winner:\n"))
@@ -272,9 +284,11 @@ final class HostileIdentifierTests: XCTestCase {
         let path = try makeHostileDatabase()
         let before = try TestSupport.contentDump(path)
         let job = try writeJob(hostileJob(hash: true), "cli.yaml")
-        for (arguments, status) in [(["validate", job], Int32(0)), (["plan", "--database", path, job], 0),
-                                    (["run", "--database", path, "--format", "json", job], 0), (["check", "--database", path, job], 0),
-                                    (["history", "--database", path], 0), (["restore", "--database", path, "--run", "1"], 0)] {
+        for (arguments, status) in [
+            (["validate", job], Int32(0)), (["plan", "--database", path, job], 0),
+            (["run", "--database", path, "--format", "json", job], 0), (["check", "--database", path, job], 0),
+            (["history", "--database", path], 0), (["restore", "--database", path, "--run", "1"], 0),
+        ] {
             let result = try TestSupport.winnow(arguments)
             XCTAssertEqual(result.status, status, "\(arguments.first!): \(result.stderr)")
             assertCanary(path, "after \(arguments.first!)")
@@ -296,8 +310,14 @@ final class HostileIdentifierTests: XCTestCase {
             ("merge", "  - entity: canary\n    key: note\n    merge:\n      \(y("note\" = 1; DROP TABLE canary; --")): sum\n"),
             ("merge-backtick", "  - entity: canary\n    key: note\n    merge:\n      \(y("`id`; DROP TABLE canary")): max\n"),
             ("hash-column", "  - entity: canary\n    key: note\n    hash: true\n    hash_column: \(y("x\"; DROP TABLE canary; --"))\n"),
-            ("referenced-by-table", "  - entity: canary\n    key: note\n    referenced_by: [{table: \(y("canary; DROP TABLE canary")), column: id}]\n"),
-            ("referenced-by-column", "  - entity: canary\n    key: note\n    referenced_by: [{table: canary, column: \(y("id\"; DROP TABLE canary; --"))}]\n"),
+            (
+                "referenced-by-table",
+                "  - entity: canary\n    key: note\n    referenced_by: [{table: \(y("canary; DROP TABLE canary")), column: id}]\n"
+            ),
+            (
+                "referenced-by-column",
+                "  - entity: canary\n    key: note\n    referenced_by: [{table: canary, column: \(y("id\"; DROP TABLE canary; --"))}]\n"
+            ),
             ("nul-in-name", "  - entity: \(y("canary\u{0}; DROP TABLE canary"))\n    key: note\n"),
         ]
         for (name, rule) in attempts {
@@ -315,14 +335,16 @@ final class HostileIdentifierTests: XCTestCase {
     func testColumnsNamedRowidOidAndRowidAlias() throws {
         let path = dir.appendingPathComponent("rowid.sqlite").path
         // No INTEGER PRIMARY KEY: the rowid is reachable only as _rowid_ (rowid and oid are columns).
-        try TestSupport.makeDatabase(at: path, sql: """
-            \(canarySQL)
-            CREATE TABLE t ("rowid" TEXT, "oid" INTEGER, "value" TEXT);
-            INSERT INTO t (_rowid_, "rowid", "oid", "value") VALUES
-                (10, 'k1', 3, 'a'), (20, 'k1', 1, NULL), (30, 'K1 ', 2, 'ccc'), (40, 'k2', 1, 'd');
-            CREATE TABLE c (id INTEGER PRIMARY KEY, t_ref INTEGER);
-            INSERT INTO c VALUES (1, 10), (2, 30);
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                \(canarySQL)
+                CREATE TABLE t ("rowid" TEXT, "oid" INTEGER, "value" TEXT);
+                INSERT INTO t (_rowid_, "rowid", "oid", "value") VALUES
+                    (10, 'k1', 3, 'a'), (20, 'k1', 1, NULL), (30, 'K1 ', 2, 'ccc'), (40, 'k2', 1, 'd');
+                CREATE TABLE c (id INTEGER PRIMARY KEY, t_ref INTEGER);
+                INSERT INTO c VALUES (1, 10), (2, 30);
+                """)
         let before = try TestSupport.contentDump(path)
         let job = """
             version: 1
@@ -339,37 +361,45 @@ final class HostileIdentifierTests: XCTestCase {
             """
         let summary = try run(job, db: path)
         XCTAssertEqual(summary.counts.deleted, 2)
-        XCTAssertEqual(try rows(path, "SELECT _rowid_, \"rowid\", \"oid\", \"value\" FROM t ORDER BY _rowid_"),
-                       [v(20, "k1", 1, "ccc"), v(40, "k2", 1, "d")])
+        XCTAssertEqual(
+            try rows(path, "SELECT _rowid_, \"rowid\", \"oid\", \"value\" FROM t ORDER BY _rowid_"),
+            [v(20, "k1", 1, "ccc"), v(40, "k2", 1, "d")])
         assertCanary(path)
         _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
         XCTAssertEqual(try TestSupport.contentDump(path), before)
 
         // _rowid_ as a column too, but an INTEGER PRIMARY KEY aliases the rowid: it works.
         let aliased = dir.appendingPathComponent("aliased.sqlite").path
-        try TestSupport.makeDatabase(at: aliased, sql: """
-            \(canarySQL)
-            CREATE TABLE t (id INTEGER PRIMARY KEY, "rowid" TEXT, "oid" TEXT, "_rowid_" TEXT);
-            INSERT INTO t VALUES (1, 'x', 'b', 'p'), (2, 'x', 'a', 'q'), (3, 'y', 'a', 'r');
-            """)
-        let second = try run("version: 1\ndedupe:\n  - entity: t\n    key: rowid\n    winner:\n      - oid: asc\n    merge:\n      _rowid_: concat\n", db: aliased)
+        try TestSupport.makeDatabase(
+            at: aliased,
+            sql: """
+                \(canarySQL)
+                CREATE TABLE t (id INTEGER PRIMARY KEY, "rowid" TEXT, "oid" TEXT, "_rowid_" TEXT);
+                INSERT INTO t VALUES (1, 'x', 'b', 'p'), (2, 'x', 'a', 'q'), (3, 'y', 'a', 'r');
+                """)
+        let second = try run(
+            "version: 1\ndedupe:\n  - entity: t\n    key: rowid\n    winner:\n      - oid: asc\n    merge:\n      _rowid_: concat\n",
+            db: aliased)
         XCTAssertEqual(second.counts.deleted, 1)
-        XCTAssertEqual(try rows(aliased, "SELECT * FROM t ORDER BY id"),
-                       [v(2, "x", "a", "q, p"), v(3, "y", "a", "r")])
+        XCTAssertEqual(
+            try rows(aliased, "SELECT * FROM t ORDER BY id"),
+            [v(2, "x", "a", "q, p"), v(3, "y", "a", "r")])
         assertCanary(aliased)
     }
 
     func testTableShadowingEveryRowidNameIsRefusedClearly() throws {
         let path = dir.appendingPathComponent("shadow.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: """
-            \(canarySQL)
-            CREATE TABLE shadow ("rowid" TEXT, "oid" TEXT, "_rowid_" TEXT, k TEXT);
-            INSERT INTO shadow VALUES ('a', 'b', 'c', 'k'), ('d', 'e', 'f', 'k');
-            CREATE TABLE parent (id INTEGER PRIMARY KEY, k TEXT);
-            INSERT INTO parent VALUES (1, 'p'), (2, 'p');
-            CREATE TABLE kids ("rowid" TEXT, "oid" TEXT, "_rowid_" TEXT, parent_id INTEGER REFERENCES parent(id));
-            INSERT INTO kids VALUES ('a', 'b', 'c', 2);
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                \(canarySQL)
+                CREATE TABLE shadow ("rowid" TEXT, "oid" TEXT, "_rowid_" TEXT, k TEXT);
+                INSERT INTO shadow VALUES ('a', 'b', 'c', 'k'), ('d', 'e', 'f', 'k');
+                CREATE TABLE parent (id INTEGER PRIMARY KEY, k TEXT);
+                INSERT INTO parent VALUES (1, 'p'), (2, 'p');
+                CREATE TABLE kids ("rowid" TEXT, "oid" TEXT, "_rowid_" TEXT, parent_id INTEGER REFERENCES parent(id));
+                INSERT INTO kids VALUES ('a', 'b', 'c', 2);
+                """)
         let before = try TestSupport.contentDump(path)
         let bytes = try TestSupport.fileBytes(path)
         let job = "version: 1\ndedupe:\n  - entity: shadow\n    key: k\n"
@@ -384,8 +414,10 @@ final class HostileIdentifierTests: XCTestCase {
             XCTAssertTrue(message.lowercased().contains("rowid"), "the refusal says why (rowid): \(message)")
             // `shadow` is an ordinary rowid table whose rowid is hidden by columns named rowid,
             // oid and _rowid_; calling it a WITHOUT ROWID table misleads the operator.
-            XCTAssertFalse(message.contains("WITHOUT ROWID table"),
-                           "the refusal should say the rowid is shadowed by columns named rowid, oid and _rowid_, not that the table is WITHOUT ROWID: \(message)")
+            XCTAssertFalse(
+                message.contains("WITHOUT ROWID table"),
+                "the refusal should say the rowid is shadowed by columns named rowid, oid and _rowid_, not that the table is WITHOUT ROWID: \(message)"
+            )
         }
         // A child that shadows all three cannot be re-pointed and journaled: refused, nothing changed.
         _ = expectExit(65, "run with a shadowing child") { _ = try run("version: 1\ndedupe:\n  - entity: parent\n    key: k\n", db: path) }
@@ -407,39 +439,41 @@ final class HostileIdentifierTests: XCTestCase {
         let index = "idx \"a\"; DROP TABLE canary; --"
         let hostileDefault = "'; DROP TABLE canary; --"
         let path = dir.appendingPathComponent("migrate.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: """
-            \(canarySQL)
-            CREATE TABLE \(q(oldTable)) (id INTEGER PRIMARY KEY, \(q(email)) TEXT, \(q(oldColumn)) TEXT, \(q(doomed)) TEXT, \(q(select)) TEXT);
-            INSERT INTO \(q(oldTable)) VALUES (1, 'a', 'x', 'gone', NULL), (2, 'b', 'y', 'gone', 'kept');
-            CREATE TABLE \(q(doomedTable)) (id INTEGER PRIMARY KEY);
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                \(canarySQL)
+                CREATE TABLE \(q(oldTable)) (id INTEGER PRIMARY KEY, \(q(email)) TEXT, \(q(oldColumn)) TEXT, \(q(doomed)) TEXT, \(q(select)) TEXT);
+                INSERT INTO \(q(oldTable)) VALUES (1, 'a', 'x', 'gone', NULL), (2, 'b', 'y', 'gone', 'kept');
+                CREATE TABLE \(q(doomedTable)) (id INTEGER PRIMARY KEY);
+                """)
         let schemaPath = dir.appendingPathComponent("schema.yaml").path
         try """
-            version: 2
-            tables:
-              canary:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: note, type: text}
-              \(y(created)):
-                columns:
-                  - {name: \(y(createdKey)), type: integer, primary_key: true}
-                  - {name: \(y(backtick)), type: text, default: \(y("it's \"quoted\""))}
-                indexes:
-                  - {name: \(y("[ix] `bt`")), columns: [\(y(backtick))]}
-              \(y(newTable)):
-                renamed_from: \(y(oldTable))
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: \(y(email)), type: text}
-                  - {name: \(y(newColumn)), type: text, renamed_from: [\(y("nope")), \(y(oldColumn))]}
-                  - {name: \(y(select)), type: text, nullable: false, default: \(y(hostileDefault))}
-                  - {name: \(y(kanji + " " + emoji)), type: text, default: \(y("x\"y"))}
-                  - {name: \(y("order")), type: integer, references: {table: \(y(created)), column: \(y(createdKey))}}
-                indexes:
-                  - {name: \(y(index)), columns: [\(y(email)), \(y(select))], unique: true}
+        version: 2
+        tables:
+          canary:
+            columns:
+              - {name: id, type: integer, primary_key: true}
+              - {name: note, type: text}
+          \(y(created)):
+            columns:
+              - {name: \(y(createdKey)), type: integer, primary_key: true}
+              - {name: \(y(backtick)), type: text, default: \(y("it's \"quoted\""))}
+            indexes:
+              - {name: \(y("[ix] `bt`")), columns: [\(y(backtick))]}
+          \(y(newTable)):
+            renamed_from: \(y(oldTable))
+            columns:
+              - {name: id, type: integer, primary_key: true}
+              - {name: \(y(email)), type: text}
+              - {name: \(y(newColumn)), type: text, renamed_from: [\(y("nope")), \(y(oldColumn))]}
+              - {name: \(y(select)), type: text, nullable: false, default: \(y(hostileDefault))}
+              - {name: \(y(kanji + " " + emoji)), type: text, default: \(y("x\"y"))}
+              - {name: \(y("order")), type: integer, references: {table: \(y(created)), column: \(y(createdKey))}}
+            indexes:
+              - {name: \(y(index)), columns: [\(y(email)), \(y(select))], unique: true}
 
-            """.write(toFile: schemaPath, atomically: true, encoding: .utf8)
+        """.write(toFile: schemaPath, atomically: true, encoding: .utf8)
         let job = "version: 1\nschema: schema.yaml\nallow_data_loss: true\n"
         XCTAssertNoThrow(try Validator.validate(path: schemaPath))
 
@@ -461,16 +495,24 @@ final class HostileIdentifierTests: XCTestCase {
         XCTAssertEqual(tables, ["canary", created, newTable].sorted())
         XCTAssertEqual(try columns(newTable), ["id", email, newColumn, select, kanji + " " + emoji, "order"])
         XCTAssertEqual(try columns(created), [createdKey, backtick])
-        XCTAssertEqual(try rows(path, "SELECT id, \(q(email)), \(q(newColumn)), \(q(select)), \(q(kanji + " " + emoji)) FROM \(q(newTable)) ORDER BY id"),
-                       [v(1, "a", "x", hostileDefault, "x\"y"), v(2, "b", "y", "kept", "x\"y")])
-        XCTAssertEqual(try rows(path, "SELECT name, \"unique\" FROM pragma_index_list(\(lit(newTable))) WHERE origin = 'c'"),
-                       [v(index, 1)])
-        XCTAssertEqual(try rows(path, "SELECT name FROM pragma_index_info(\(lit(index))) ORDER BY seqno").compactMap { String.fromDatabaseValue($0[0]) },
-                       [email, select])
-        XCTAssertEqual(try rows(path, "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(\(lit(newTable)))"),
-                       [v(created, "order", createdKey)])
-        XCTAssertEqual(try rows(path, "SELECT dflt_value FROM pragma_table_info(\(lit(created))) WHERE name = \(lit(backtick))").first?.first,
-                       lit("it's \"quoted\"").databaseValue)
+        XCTAssertEqual(
+            try rows(
+                path, "SELECT id, \(q(email)), \(q(newColumn)), \(q(select)), \(q(kanji + " " + emoji)) FROM \(q(newTable)) ORDER BY id"),
+            [v(1, "a", "x", hostileDefault, "x\"y"), v(2, "b", "y", "kept", "x\"y")])
+        XCTAssertEqual(
+            try rows(path, "SELECT name, \"unique\" FROM pragma_index_list(\(lit(newTable))) WHERE origin = 'c'"),
+            [v(index, 1)])
+        XCTAssertEqual(
+            try rows(path, "SELECT name FROM pragma_index_info(\(lit(index))) ORDER BY seqno").compactMap {
+                String.fromDatabaseValue($0[0])
+            },
+            [email, select])
+        XCTAssertEqual(
+            try rows(path, "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(\(lit(newTable)))"),
+            [v(created, "order", createdKey)])
+        XCTAssertEqual(
+            try rows(path, "SELECT dflt_value FROM pragma_table_info(\(lit(created))) WHERE name = \(lit(backtick))").first?.first,
+            lit("it's \"quoted\"").databaseValue)
         // A NOT NULL column with that default refuses NULLs by default, with the literal text.
         try ScenarioFree.execute(path, "INSERT INTO \(q(newTable)) (id, \(q(email))) VALUES (3, 'c')")
         XCTAssertEqual(try rows(path, "SELECT \(q(select)) FROM \(q(newTable)) WHERE id = 3").first?.first, hostileDefault.databaseValue)
@@ -503,22 +545,23 @@ final class HostileIdentifierTests: XCTestCase {
         ]
         for (name, column) in attempts {
             let path = dir.appendingPathComponent("\(name).sqlite").path
-            try TestSupport.makeDatabase(at: path, sql: "\(canarySQL) CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');")
+            try TestSupport.makeDatabase(
+                at: path, sql: "\(canarySQL) CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');")
             let schemaPath = dir.appendingPathComponent("\(name).yaml").path
             try """
-                version: 2
-                tables:
-                  canary:
-                    columns:
-                      - {name: id, type: integer, primary_key: true}
-                      - {name: note, type: text}
-                  t:
-                    columns:
-                      - {name: id, type: integer, primary_key: true}
-                      - {name: v, type: text}
-                      - \(column)
+            version: 2
+            tables:
+              canary:
+                columns:
+                  - {name: id, type: integer, primary_key: true}
+                  - {name: note, type: text}
+              t:
+                columns:
+                  - {name: id, type: integer, primary_key: true}
+                  - {name: v, type: text}
+                  - \(column)
 
-                """.write(toFile: schemaPath, atomically: true, encoding: .utf8)
+            """.write(toFile: schemaPath, atomically: true, encoding: .utf8)
             let job = "version: 1\nschema: \(name).yaml\n"
             let bytes = try TestSupport.fileBytes(path)
             do {
@@ -545,15 +588,19 @@ final class HostileIdentifierTests: XCTestCase {
     func testSeedWithHostileTableNames() throws {
         let seeded = "seed \"t\"; DROP TABLE canary; --"
         let seedPath = dir.appendingPathComponent("seed.sqlite").path
-        try TestSupport.makeDatabase(at: seedPath, sql: """
-            CREATE TABLE \(q(seeded)) (\(q(id)) INTEGER PRIMARY KEY, \(q(kanji)) TEXT, \(q(backtick)) TEXT);
-            INSERT INTO \(q(seeded)) VALUES (1, 'ä', 'x'), (2, '😀', NULL);
-            """)
+        try TestSupport.makeDatabase(
+            at: seedPath,
+            sql: """
+                CREATE TABLE \(q(seeded)) (\(q(id)) INTEGER PRIMARY KEY, \(q(kanji)) TEXT, \(q(backtick)) TEXT);
+                INSERT INTO \(q(seeded)) VALUES (1, 'ä', 'x'), (2, '😀', NULL);
+                """)
         let path = dir.appendingPathComponent("target.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: """
-            \(canarySQL)
-            CREATE TABLE \(q(seeded)) (\(q(id)) INTEGER PRIMARY KEY, \(q(kanji)) TEXT, \(q(backtick)) TEXT);
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                \(canarySQL)
+                CREATE TABLE \(q(seeded)) (\(q(id)) INTEGER PRIMARY KEY, \(q(kanji)) TEXT, \(q(backtick)) TEXT);
+                """)
         let job = """
             version: 1
             seed:
@@ -568,10 +615,11 @@ final class HostileIdentifierTests: XCTestCase {
             """
         let summary = try run(job, db: path)
         XCTAssertEqual(summary.status, "completed")
-        XCTAssertEqual(try rows(path, "SELECT * FROM \(q(seeded)) ORDER BY 1"),
-                       [v(1, "ä", "x"), v(2, "😀", nil)])
+        XCTAssertEqual(
+            try rows(path, "SELECT * FROM \(q(seeded)) ORDER BY 1"),
+            [v(1, "ä", "x"), v(2, "😀", nil)])
         assertCanary(path)
-        _ = try run(job, db: path)   // the marker with a hostile name is found: not seeded twice
+        _ = try run(job, db: path)  // the marker with a hostile name is found: not seeded twice
         XCTAssertEqual(try rows(path, "SELECT count(*) FROM \(q(seeded))").first?.first, 2.databaseValue)
         assertCanary(path, "after the second run")
     }
@@ -593,11 +641,13 @@ final class CompletenessTieTests: XCTestCase {
         let dir = try TestSupport.scratchDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("desc.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: """
-            CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, "x DESC" TEXT, "y DESC " TEXT);
-            INSERT INTO t VALUES (1, 'a', NULL, NULL), (2, 'a', 'v', NULL), (3, 'a', 'v', 'w'),
-                                 (4, 'b', 'v', NULL), (5, 'b', NULL, 'w'), (6, 'b', NULL, NULL);
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, "x DESC" TEXT, "y DESC " TEXT);
+                INSERT INTO t VALUES (1, 'a', NULL, NULL), (2, 'a', 'v', NULL), (3, 'a', 'v', 'w'),
+                                     (4, 'b', 'v', NULL), (5, 'b', NULL, 'w'), (6, 'b', NULL, NULL);
+                """)
         let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner: most_complete\n", db: path)
         XCTAssertEqual(summary.counts.deleted, 4)
         // Group a: row 3 has the most values. Group b: rows 4 and 5 tie on two values; content

@@ -13,22 +13,23 @@ final class IncrementalTests: XCTestCase {
     override func setUpWithError() throws { dir = try TestSupport.scratchDirectory("Incremental") }
     override func tearDownWithError() throws { if let dir { try? FileManager.default.removeItem(at: dir) } }
 
-
     func makeDatabase(_ name: String, seed: UInt64) throws -> String {
         var g = SplitMix64(state: seed)
         let path = dir.appendingPathComponent(name).path
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
-            try db.execute(sql: """
-                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, last TEXT, created INTEGER, kh TEXT);
-                CREATE INDEX people_email ON people (email);
-                CREATE INDEX people_kh ON people (kh);
-                CREATE TABLE orders (id INTEGER PRIMARY KEY, person INTEGER REFERENCES people(id));
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, last TEXT, created INTEGER, kh TEXT);
+                    CREATE INDEX people_email ON people (email);
+                    CREATE INDEX people_kh ON people (kh);
+                    CREATE TABLE orders (id INTEGER PRIMARY KEY, person INTEGER REFERENCES people(id));
+                    """)
             for i in 0..<600 {
                 let email = g.below(10) == 0 ? nil : "p\(g.below(400))@x"
-                try db.execute(sql: "INSERT INTO people (email, last, created) VALUES (?, ?, ?)",
-                               arguments: [email, ["a", "B", " b"][g.below(3)], g.below(50)])
+                try db.execute(
+                    sql: "INSERT INTO people (email, last, created) VALUES (?, ?, ?)",
+                    arguments: [email, ["a", "B", " b"][g.below(3)], g.below(50)])
                 if i % 3 == 0 { try db.execute(sql: "INSERT INTO orders (person) VALUES (?)", arguments: [i + 1]) }
             }
         }
@@ -45,10 +46,12 @@ final class IncrementalTests: XCTestCase {
             for _ in 0..<60 {
                 switch g.below(5) {
                 case 0, 1:
-                    try db.execute(sql: "INSERT INTO people (email, last, created) VALUES (?, ?, ?)",
-                                   arguments: ["p\(g.below(400))@x", ["a", "B", " b"][g.below(3)], g.below(50)])
+                    try db.execute(
+                        sql: "INSERT INTO people (email, last, created) VALUES (?, ?, ?)",
+                        arguments: ["p\(g.below(400))@x", ["a", "B", " b"][g.below(3)], g.below(50)])
                 case 2:
-                    try db.execute(sql: "UPDATE people SET email = ? WHERE id = ?", arguments: ["p\(g.below(400))@x", ids[g.below(ids.count)]])
+                    try db.execute(
+                        sql: "UPDATE people SET email = ? WHERE id = ?", arguments: ["p\(g.below(400))@x", ids[g.below(ids.count)]])
                 case 3:
                     try db.execute(sql: "UPDATE people SET created = ? WHERE id = ?", arguments: [g.below(50), ids[g.below(ids.count)]])
                 default:
@@ -61,16 +64,17 @@ final class IncrementalTests: XCTestCase {
     }
 
     func job(_ path: String, rule: String, incremental: Bool) throws -> Job {
-        try JobLoader.decode(yaml: """
-            version: 1
-            database: \(path)
-            dedupe:
-              - entity: people
-            \(rule)
-                winner:
-                  - created: asc
-                incremental: \(incremental)
-            """, file: "job.yaml")
+        try JobLoader.decode(
+            yaml: """
+                version: 1
+                database: \(path)
+                dedupe:
+                  - entity: people
+                \(rule)
+                    winner:
+                      - created: asc
+                    incremental: \(incremental)
+                """, file: "job.yaml")
     }
 
     static let plainRule = "    key: email"
@@ -138,7 +142,11 @@ final class IncrementalTests: XCTestCase {
         let path = try makeDatabase("stop.sqlite", seed: 4)
         _ = try JobRunner.run(try job(path, rule: Self.plainRule, incremental: true))
         let queue = try DatabaseQueue(path: path)
-        let triggers = { try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'winnow_track_%'") } }
+        let triggers = {
+            try queue.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'winnow_track_%'")
+            }
+        }
         XCTAssertEqual(try triggers(), 2)
         _ = try JobRunner.run(try job(path, rule: Self.plainRule, incremental: false))
         XCTAssertEqual(try triggers(), 0)

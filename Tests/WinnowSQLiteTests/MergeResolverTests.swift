@@ -15,8 +15,10 @@ final class MergeResolverTests: XCTestCase {
     private func blob(_ v: [UInt8]) -> DatabaseValue { Data(v).databaseValue }
 
     /// Same storage class and same bytes: an INTEGER 3 is not a REAL 3.0 here.
-    private func assertIdentical(_ actual: DatabaseValue, _ expected: DatabaseValue, _ message: String = "",
-                                 file: StaticString = #filePath, line: UInt = #line) {
+    private func assertIdentical(
+        _ actual: DatabaseValue, _ expected: DatabaseValue, _ message: String = "",
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let same: Bool
         switch (actual.storage, expected.storage) {
         case (.null, .null): same = true
@@ -38,8 +40,9 @@ final class MergeResolverTests: XCTestCase {
     }
 
     func testFillNullTakesTheFirstNonNullLoserInWinnerOrder() {
-        assertIdentical(MergeResolver.merge(.fillNull, [null, null, text("second loser"), text("third loser")]),
-                        text("second loser"))
+        assertIdentical(
+            MergeResolver.merge(.fillNull, [null, null, text("second loser"), text("third loser")]),
+            text("second loser"))
         assertIdentical(MergeResolver.merge(.fillNull, [null, int(7), text("x")]), int(7))
     }
 
@@ -218,7 +221,7 @@ final class MergeResolverTests: XCTestCase {
     func testCompareTextIsBinaryNotCanonical() {
         // Canonically equivalent but different bytes: not equal for SQLite's BINARY collation.
         XCTAssertNotEqual(SQLiteOrder.compare(text("e\u{301}"), text("\u{E9}")), 0)
-        XCTAssertEqual(SQLiteOrder.compare(text("e\u{301}"), text("\u{E9}")).signum(), -1) // 0x65 < 0xC3
+        XCTAssertEqual(SQLiteOrder.compare(text("e\u{301}"), text("\u{E9}")).signum(), -1)  // 0x65 < 0xC3
     }
 
     func testCompareAgreesWithSQLite() throws {

@@ -25,8 +25,9 @@ final class NormalizeFastPathTests: XCTestCase {
             for byte in UInt8(1)...UInt8(127) {
                 let c = String(UnicodeScalar(byte))
                 for text in [c, "a\(c)b", "\(c)\(c)x\(c)", " \(c) "] {
-                    XCTAssertEqual(try sqlNormalize(normalizer, text), Normalize.apply([normalizer], to: text),
-                                   "\(normalizer.rawValue) of \(Array(text.utf8))")
+                    XCTAssertEqual(
+                        try sqlNormalize(normalizer, text), Normalize.apply([normalizer], to: text),
+                        "\(normalizer.rawValue) of \(Array(text.utf8))")
                 }
             }
         }
@@ -39,14 +40,17 @@ final class NormalizeFastPathTests: XCTestCase {
             let length = Int(generator.next() % 12)
             let text = String(decoding: (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }, as: UTF8.self)
             for normalizer in Normalizer.allCases {
-                XCTAssertEqual(try sqlNormalize(normalizer, text), Normalize.apply([normalizer], to: text),
-                               "\(normalizer.rawValue) of \(Array(text.utf8))")
+                XCTAssertEqual(
+                    try sqlNormalize(normalizer, text), Normalize.apply([normalizer], to: text),
+                    "\(normalizer.rawValue) of \(Array(text.utf8))")
             }
         }
     }
 
     func testUnchangedTextKeepsItsValue() throws {
-        let row = try queue.read { db in try Row.fetchOne(db, sql: "SELECT winnow_lower('abc'), typeof(winnow_trim('x')), winnow_digits('123')") }
+        let row = try queue.read { db in
+            try Row.fetchOne(db, sql: "SELECT winnow_lower('abc'), typeof(winnow_trim('x')), winnow_digits('123')")
+        }
         XCTAssertEqual(row?[0] as String?, "abc")
         XCTAssertEqual(row?[1] as String?, "text")
         XCTAssertEqual(row?[2] as String?, "123")

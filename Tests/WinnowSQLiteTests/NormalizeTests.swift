@@ -13,8 +13,9 @@ final class NormalizeTests: XCTestCase {
     /// Swift's `==` on strings is canonical equivalence ("e\u{301}" == "é"); normalisers must be
     /// compared on their exact scalars.
     private func assertScalars(_ actual: String, _ expected: String, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(actual.unicodeScalars.map(\.value), expected.unicodeScalars.map(\.value),
-                       "'\(actual)' is not exactly '\(expected)'", file: file, line: line)
+        XCTAssertEqual(
+            actual.unicodeScalars.map(\.value), expected.unicodeScalars.map(\.value),
+            "'\(actual)' is not exactly '\(expected)'", file: file, line: line)
     }
 
     /// Every normaliser's SQL function is NULL exactly when its argument is NULL (a value that
@@ -51,7 +52,7 @@ final class NormalizeTests: XCTestCase {
 
     func testTrimLeavesCleanTextAlone() {
         assertScalars(Normalize.trim("a"), "a")
-        assertScalars(Normalize.trim("e\u{301}"), "e\u{301}") // does not normalise as a side effect
+        assertScalars(Normalize.trim("e\u{301}"), "e\u{301}")  // does not normalise as a side effect
     }
 
     // MARK: lowercase
@@ -93,7 +94,7 @@ final class NormalizeTests: XCTestCase {
     func testNFKC() {
         assertScalars(Normalize.nfkc("ﬁle"), "file")
         assertScalars(Normalize.nfkc("ＡＢＣ１"), "ABC1")
-        assertScalars(Normalize.nfkc("e\u{301}"), "\u{E9}") // composes
+        assertScalars(Normalize.nfkc("e\u{301}"), "\u{E9}")  // composes
         assertScalars(Normalize.nfkc("x²"), "x2")
     }
 
@@ -106,7 +107,7 @@ final class NormalizeTests: XCTestCase {
     func testDigitsOnly() {
         assertScalars(Normalize.digitsOnly("+1 (555) 010-9999"), "15550109999")
         assertScalars(Normalize.digitsOnly("no digits here"), "")
-        assertScalars(Normalize.digitsOnly("007"), "007") // leading zeros are part of the key
+        assertScalars(Normalize.digitsOnly("007"), "007")  // leading zeros are part of the key
     }
 
     // MARK: chains
@@ -145,8 +146,9 @@ final class NormalizeTests: XCTestCase {
 
     override func setUpWithError() throws {
         folder = try TestSupport.scratchDirectory()
-        queue = try DatabaseOpener.open(path: folder.appendingPathComponent("functions.sqlite").path,
-                                        mode: .readWrite(create: true))
+        queue = try DatabaseOpener.open(
+            path: folder.appendingPathComponent("functions.sqlite").path,
+            mode: .readWrite(create: true))
     }
 
     override func tearDownWithError() throws {
@@ -180,8 +182,9 @@ final class NormalizeTests: XCTestCase {
         XCTAssertEqual(try value("SELECT typeof(winnow_lower(42)) || ':' || winnow_lower(42)"), "integer:42".databaseValue)
         XCTAssertEqual(try value("SELECT winnow_lower(42)"), 42.databaseValue)
         XCTAssertEqual(try value("SELECT typeof(winnow_digits(1.5))"), "real".databaseValue)
-        XCTAssertEqual(try value("SELECT winnow_trim(x'20410A')"), Data([0x20, 0x41, 0x0A]).databaseValue,
-                       "a blob is not text: left alone")
+        XCTAssertEqual(
+            try value("SELECT winnow_trim(x'20410A')"), Data([0x20, 0x41, 0x0A]).databaseValue,
+            "a blob is not text: left alone")
         for function in ["winnow_trim", "winnow_lower", "winnow_collapse_ws", "winnow_nfkc", "winnow_digits"] {
             XCTAssertTrue(try flag("SELECT \(function)(NULL) IS NULL"), "\(function)(NULL) must stay NULL")
         }
@@ -216,7 +219,10 @@ final class NormalizeTests: XCTestCase {
     func testHashIsSixtyFourLowercaseHexCharacters() throws {
         for sql in ["SELECT winnow_hash(0, 'x')", "SELECT winnow_hash(1, NULL)", "SELECT winnow_hash(0, 1, 2.5, x'00')"] {
             let result = try value(sql)
-            guard case let .string(hex) = result.storage else { XCTFail("\(sql) gave \(result)"); continue }
+            guard case let .string(hex) = result.storage else {
+                XCTFail("\(sql) gave \(result)")
+                continue
+            }
             XCTAssertEqual(hex.utf8.count, 64, sql)
             XCTAssertTrue(hex.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }, "\(sql): \(hex)")
         }
@@ -230,8 +236,10 @@ final class NormalizeTests: XCTestCase {
     // MARK: winnow_pack
 
     /// Same storage class and same bytes (Double compared by bit pattern).
-    private func assertIdentical(_ actual: [DatabaseValue], _ expected: [DatabaseValue],
-                                 file: StaticString = #filePath, line: UInt = #line) {
+    private func assertIdentical(
+        _ actual: [DatabaseValue], _ expected: [DatabaseValue],
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertEqual(actual.count, expected.count, "\(actual) vs \(expected)", file: file, line: line)
         for (a, e) in zip(actual, expected) {
             switch (a.storage, e.storage) {

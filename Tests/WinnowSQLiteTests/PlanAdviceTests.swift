@@ -10,18 +10,24 @@ final class PlanAdviceTests: XCTestCase {
     }
 
     private func schema(orderIndexes: [LiveIndex]) -> LiveSchema {
-        let customers = LiveTable(name: "customers", columns: [column("id", "INTEGER", pk: 1), column("email")],
-                                  hasRowID: true, isVirtual: false, foreignKeys: [], indexes: [])
-        let orders = LiveTable(name: "order lines", columns: [column("id", "INTEGER", pk: 1), column("customer id", "INTEGER")],
-                               hasRowID: true, isVirtual: false,
-                               foreignKeys: [LiveForeignKey(childTable: "order lines", childColumns: ["customer id"],
-                                                            parentTable: "customers", parentColumns: ["id"])],
-                               indexes: orderIndexes)
+        let customers = LiveTable(
+            name: "customers", columns: [column("id", "INTEGER", pk: 1), column("email")],
+            hasRowID: true, isVirtual: false, foreignKeys: [], indexes: [])
+        let orders = LiveTable(
+            name: "order lines", columns: [column("id", "INTEGER", pk: 1), column("customer id", "INTEGER")],
+            hasRowID: true, isVirtual: false,
+            foreignKeys: [
+                LiveForeignKey(
+                    childTable: "order lines", childColumns: ["customer id"],
+                    parentTable: "customers", parentColumns: ["id"])
+            ],
+            indexes: orderIndexes)
         return LiveSchema(tables: [customers, orders])
     }
 
     private func compile(_ schema: LiveSchema) throws -> CompiledRule {
-        let job = try JobLoader.decode(yaml: "version: 1\ndedupe:\n  - entity: customers\n    key: email\n", file: "job.yaml", baseDirectory: nil)
+        let job = try JobLoader.decode(
+            yaml: "version: 1\ndedupe:\n  - entity: customers\n    key: email\n", file: "job.yaml", baseDirectory: nil)
         return try RuleCompiler.compile(job.dedupe[0], schema: schema)
     }
 
@@ -32,7 +38,10 @@ final class PlanAdviceTests: XCTestCase {
         XCTAssertFalse(rule.references[0].indexed)
         let warnings = PlanAdvice.warnings(rule, discovery: found, settings: BatchSettings())
         XCTAssertEqual(warnings.count, 1, "\(warnings)")
-        XCTAssertTrue(warnings[0].hasPrefix("order lines.customer id has no index: finding the rows that point at a customers row reads all of order lines"), warnings[0])
+        XCTAssertTrue(
+            warnings[0].hasPrefix(
+                "order lines.customer id has no index: finding the rows that point at a customers row reads all of order lines"),
+            warnings[0])
         XCTAssertTrue(warnings[0].hasSuffix(#"fix: CREATE INDEX "order lines_customer id" ON "order lines" ("customer id");"#), warnings[0])
     }
 
@@ -41,10 +50,12 @@ final class PlanAdviceTests: XCTestCase {
         XCTAssertEqual(PlanAdvice.warnings(try compile(schema(orderIndexes: [led])), discovery: found, settings: BatchSettings()), [])
         // An index where the reference is not the first column does not find a parent's children.
         let second = LiveIndex(name: "by_id_customer", columns: ["id", "customer id"], unique: false, partial: false, origin: "c")
-        XCTAssertEqual(PlanAdvice.warnings(try compile(schema(orderIndexes: [second])), discovery: found, settings: BatchSettings()).count, 1)
+        XCTAssertEqual(
+            PlanAdvice.warnings(try compile(schema(orderIndexes: [second])), discovery: found, settings: BatchSettings()).count, 1)
         // Nor does a partial index.
         let partial = LiveIndex(name: "some", columns: ["customer id"], unique: false, partial: true, origin: "c")
-        XCTAssertEqual(PlanAdvice.warnings(try compile(schema(orderIndexes: [partial])), discovery: found, settings: BatchSettings()).count, 1)
+        XCTAssertEqual(
+            PlanAdvice.warnings(try compile(schema(orderIndexes: [partial])), discovery: found, settings: BatchSettings()).count, 1)
     }
 
     func testSmallBatchesAreWarnedAboutOnlyWhenThereAreManyGroups() throws {
@@ -54,8 +65,9 @@ final class PlanAdviceTests: XCTestCase {
         let warnings = PlanAdvice.warnings(rule, discovery: found, settings: small)
         XCTAssertEqual(warnings.count, 1)
         XCTAssertTrue(warnings[0].hasPrefix("batch.size 50: 200 batches of 50 groups"), warnings[0])
-        XCTAssertEqual(PlanAdvice.warnings(rule, discovery: Discovery(groups: 40, losers: 80, tableRows: 30_000), settings: small), [],
-                       "one batch holds every group")
+        XCTAssertEqual(
+            PlanAdvice.warnings(rule, discovery: Discovery(groups: 40, losers: 80, tableRows: 30_000), settings: small), [],
+            "one batch holds every group")
         XCTAssertEqual(PlanAdvice.warnings(rule, discovery: found, settings: BatchSettings(size: 500)), [])
     }
 }

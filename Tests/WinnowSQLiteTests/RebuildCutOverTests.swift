@@ -17,19 +17,22 @@ final class RebuildCutOverTests: XCTestCase {
 
     func makeItems(rows: Int) throws -> String {
         let path = dir.appendingPathComponent("items.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: """
-            CREATE TABLE items (id INTEGER PRIMARY KEY, k INTEGER NOT NULL, note TEXT);
-            CREATE INDEX items_k ON items (k);
-            CREATE TABLE tags (id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE);
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
-            INSERT INTO items (id, k, note) SELECT i, i % 97, CASE WHEN i % 3 = 0 THEN NULL ELSE 'n' || i END FROM n;
-            INSERT INTO tags (item_id) SELECT id FROM items WHERE id % 10 = 0;
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE items (id INTEGER PRIMARY KEY, k INTEGER NOT NULL, note TEXT);
+                CREATE INDEX items_k ON items (k);
+                CREATE TABLE tags (id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE);
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
+                INSERT INTO items (id, k, note) SELECT i, i % 97, CASE WHEN i % 3 = 0 THEN NULL ELSE 'n' || i END FROM n;
+                INSERT INTO tags (item_id) SELECT id FROM items WHERE id % 10 = 0;
+                """)
         return path
     }
 
     func job(maxTransactionMilliseconds: Int) throws -> Job {
-        try TestSupport.writeFile("""
+        try TestSupport.writeFile(
+            """
             version: 2
             tables:
               items:
@@ -44,7 +47,8 @@ final class RebuildCutOverTests: XCTestCase {
                   - {name: id, type: integer, primary_key: true}
                   - {name: item_id, type: integer, nullable: false, references: {table: items, column: id}}
             """, to: dir.appendingPathComponent("schema.yaml").path)
-        return try ScenarioKit.job("""
+        return try ScenarioKit.job(
+            """
             version: 1
             schema: schema.yaml
             batch: {size: 100, max_transaction_ms: \(maxTransactionMilliseconds)}
@@ -52,10 +56,13 @@ final class RebuildCutOverTests: XCTestCase {
     }
 
     func winnowObjects(_ path: String) throws -> [String] {
-        try ScenarioKit.column(path, """
+        try ScenarioKit.column(
+            path,
+            """
             SELECT type || ' ' || name FROM sqlite_master
             WHERE name LIKE 'winnow\\_retired%' ESCAPE '\\' OR name LIKE 'winnow\\_rebuild%' ESCAPE '\\'
-            """, as: String.self).compactMap { $0 }
+            """, as: String.self
+        ).compactMap { $0 }
     }
 
     func assertRebuilt(_ path: String, rows: Int, file: StaticString = #filePath, line: UInt = #line) throws {
@@ -63,12 +70,14 @@ final class RebuildCutOverTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM items"), rows, file: file, line: line)
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM items WHERE note = '-'"), rows / 3, file: file, line: line)
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM tags"), rows / 10, "nothing cascaded", file: file, line: line)
-        XCTAssertEqual(try ScenarioKit.column(path, "SELECT tbl_name FROM sqlite_master WHERE name = 'items_k'", as: String.self), ["items"],
-                       file: file, line: line)
+        XCTAssertEqual(
+            try ScenarioKit.column(path, "SELECT tbl_name FROM sqlite_master WHERE name = 'items_k'", as: String.self), ["items"],
+            file: file, line: line)
         XCTAssertEqual(try ScenarioKit.column(path, "PRAGMA integrity_check", as: String.self), ["ok"], file: file, line: line)
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0, file: file, line: line)
-        XCTAssertTrue(try ScenarioKit.column(path, "SELECT sql FROM sqlite_master WHERE name = 'items'", as: String.self)
-            .first??.contains("NOT NULL DEFAULT") ?? false, file: file, line: line)
+        XCTAssertTrue(
+            try ScenarioKit.column(path, "SELECT sql FROM sqlite_master WHERE name = 'items'", as: String.self)
+                .first??.contains("NOT NULL DEFAULT") ?? false, file: file, line: line)
     }
 
     /// A tight `max_transaction_ms`: the old rows are emptied in several batches, then dropped.
@@ -91,7 +100,9 @@ final class RebuildCutOverTests: XCTestCase {
     func testRetiredTableLeftByAKilledRunIsFinishedByTheNextRun() throws {
         let path = try makeItems(rows: 3_000)
         try JobRunner.run(try job(maxTransactionMilliseconds: 5_000), options: RunOptions(database: path))
-        try ScenarioKit.execute(path, """
+        try ScenarioKit.execute(
+            path,
+            """
             CREATE TABLE winnow_retired_items (id INTEGER PRIMARY KEY, k INTEGER NOT NULL, note TEXT);
             CREATE INDEX winnow_retired_ix0_items ON winnow_retired_items (k);
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
@@ -106,11 +117,13 @@ final class RebuildCutOverTests: XCTestCase {
     /// The emptying itself: short transactions (more than one for a tight budget), then the DROP.
     func testDrainTakesSeveralShortTransactions() throws {
         let path = dir.appendingPathComponent("drain.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: """
-            CREATE TABLE winnow_retired_t (id INTEGER PRIMARY KEY, v TEXT);
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000)
-            INSERT INTO winnow_retired_t SELECT i, 'v' || i FROM n;
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE winnow_retired_t (id INTEGER PRIMARY KEY, v TEXT);
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000)
+                INSERT INTO winnow_retired_t SELECT i, 'v' || i FROM n;
+                """)
         let queue = try DatabaseQueue(path: path)
         let batches = try queue.inDatabase { db in
             try TableRebuilder.drain(db, table: "winnow_retired_t", settings: BatchSettings(size: 100, maxTransactionMilliseconds: 10))
@@ -128,8 +141,9 @@ extension RebuildCutOverTests {
         XCTAssertTrue(TableRebuilder.dropsAtOnce(copySeconds: 1.1, copied: 1_000_000, rows: 1_000_000, maxTransactionMilliseconds: 1000))
         XCTAssertFalse(TableRebuilder.dropsAtOnce(copySeconds: 1.1, copied: 1_000_000, rows: 1_000_000, maxTransactionMilliseconds: 50))
         XCTAssertTrue(TableRebuilder.dropsAtOnce(copySeconds: 0.011, copied: 10_000, rows: 10_000, maxTransactionMilliseconds: 50))
-        XCTAssertFalse(TableRebuilder.dropsAtOnce(copySeconds: 0.011, copied: 10_000, rows: 200_000, maxTransactionMilliseconds: 50),
-                       "rows replayed after the copy count too")
+        XCTAssertFalse(
+            TableRebuilder.dropsAtOnce(copySeconds: 0.011, copied: 10_000, rows: 200_000, maxTransactionMilliseconds: 50),
+            "rows replayed after the copy count too")
     }
 }
 
@@ -151,7 +165,7 @@ final class WriteGapTests: XCTestCase {
         var gap = WriteGap(settings: BatchSettings(size: 10, maxTransactionMilliseconds: 50))
         try mine.inDatabase { db in
             XCTAssertEqual(gap.gap(after: 0.02, db: db), 0.02 * WriteGap.idleShare, accuracy: 1e-9)
-            try db.execute(sql: "INSERT INTO t VALUES (1)")   // its own commits do not count
+            try db.execute(sql: "INSERT INTO t VALUES (1)")  // its own commits do not count
             XCTAssertEqual(gap.gap(after: 0.02, db: db), 0.02 * WriteGap.idleShare, accuracy: 1e-9)
         }
         try other.write { db in try db.execute(sql: "INSERT INTO t VALUES (2)") }

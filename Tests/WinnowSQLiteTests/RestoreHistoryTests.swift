@@ -33,8 +33,9 @@ final class RestoreHistoryTests: XCTestCase {
         for table in before.dump.keys.sorted() where after.dump[table] != before.dump[table] {
             let b = before.dump[table] ?? [], a = after.dump[table] ?? []
             let firstDiff = zip(b, a).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-            XCTFail("table \(table) differs after restore: \(b.count) rows before, \(a.count) after; first difference at \(firstDiff.map(String.init) ?? "end"): \(firstDiff.map { "\(b[$0]) vs \(a[$0])" } ?? "")",
-                    file: file, line: line)
+            XCTFail(
+                "table \(table) differs after restore: \(b.count) rows before, \(a.count) after; first difference at \(firstDiff.map(String.init) ?? "end"): \(firstDiff.map { "\(b[$0]) vs \(a[$0])" } ?? "")",
+                file: file, line: line)
         }
         XCTAssertEqual(after.dump, before.dump, file: file, line: line)
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0, file: file, line: line)
@@ -49,7 +50,8 @@ final class RestoreHistoryTests: XCTestCase {
 
     func testRestoreChinookEmployeesWithRepointedCustomersExactly() throws {
         let path = try ScenarioKit.copyDataset("chinook.sqlite", into: dir)
-        let run = try assertRoundTrip("""
+        let run = try assertRoundTrip(
+            """
             version: 1
             dedupe:
               - entity: Employee
@@ -65,7 +67,8 @@ final class RestoreHistoryTests: XCTestCase {
 
     func testRestoreCoreDataReferencedByExactly() throws {
         let path = try ScenarioKit.copyDataset("coredata-bookmigration-v1.sqlite", into: dir)
-        let run = try assertRoundTrip("""
+        let run = try assertRoundTrip(
+            """
             version: 1
             dedupe:
               - entity: ZUSER
@@ -84,42 +87,51 @@ final class RestoreHistoryTests: XCTestCase {
         let path = dir.appendingPathComponent("gen.sqlite").path
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
-            try db.execute(sql: """
-                CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, visits INTEGER, score REAL, photo BLOB,
-                                       anything, note TEXT, kh TEXT);
-                CREATE TABLE orders (id INTEGER PRIMARY KEY, contact_id INTEGER REFERENCES contacts(id) ON DELETE CASCADE, total REAL);
-                CREATE TABLE contact_tag (contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE, tag TEXT NOT NULL,
-                                          PRIMARY KEY (contact_id, tag));
-                CREATE TABLE plain (k TEXT, v);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, visits INTEGER, score REAL, photo BLOB,
+                                           anything, note TEXT, kh TEXT);
+                    CREATE TABLE orders (id INTEGER PRIMARY KEY, contact_id INTEGER REFERENCES contacts(id) ON DELETE CASCADE, total REAL);
+                    CREATE TABLE contact_tag (contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE, tag TEXT NOT NULL,
+                                              PRIMARY KEY (contact_id, tag));
+                    CREATE TABLE plain (k TEXT, v);
+                    """)
             var rng = SeededGenerator(seed: 99)
-            let odd: [DatabaseValue] = [.null, Int64.max.databaseValue, Int64.min.databaseValue, (0.1).databaseValue,
-                                        (1e-300).databaseValue, (-2.5).databaseValue, Data().databaseValue,
-                                        Data([0, 255, 1, 0]).databaseValue, "ünïcödé ✓".databaseValue, "".databaseValue,
-                                        "a\u{0}b".databaseValue]
-            let emails: [DatabaseValue] = [.null, "A@x".databaseValue, "a@x ".databaseValue, "b@x".databaseValue, "B@X".databaseValue,
-                                           "c@x".databaseValue, "é@x".databaseValue, "É@x".databaseValue]
+            let odd: [DatabaseValue] = [
+                .null, Int64.max.databaseValue, Int64.min.databaseValue, (0.1).databaseValue,
+                (1e-300).databaseValue, (-2.5).databaseValue, Data().databaseValue,
+                Data([0, 255, 1, 0]).databaseValue, "ünïcödé ✓".databaseValue, "".databaseValue,
+                "a\u{0}b".databaseValue,
+            ]
+            let emails: [DatabaseValue] = [
+                .null, "A@x".databaseValue, "a@x ".databaseValue, "b@x".databaseValue, "B@X".databaseValue,
+                "c@x".databaseValue, "é@x".databaseValue, "É@x".databaseValue,
+            ]
             func pick<T>(_ items: [T]) -> T { items[Int(rng.next() % UInt64(items.count))] }
             for id in 1...80 {
                 let phone: DatabaseValue = rng.next() % 2 == 0 ? .null : "555-\(id)".databaseValue
                 let visits: DatabaseValue = rng.next() % 3 == 0 ? .null : Int(rng.next() % 10).databaseValue
                 let score: DatabaseValue = rng.next() % 3 == 0 ? .null : (Double(rng.next() % 1000) / 7).databaseValue
-                let photo: DatabaseValue = rng.next() % 2 == 0 ? .null : Data((0..<Int(rng.next() % 6)).map { _ in UInt8(rng.next() % 256) }).databaseValue
+                let photo: DatabaseValue =
+                    rng.next() % 2 == 0 ? .null : Data((0..<Int(rng.next() % 6)).map { _ in UInt8(rng.next() % 256) }).databaseValue
                 let note: DatabaseValue = rng.next() % 2 == 0 ? .null : "note \(rng.next() % 4)".databaseValue
                 let kh: DatabaseValue = rng.next() % 4 == 0 ? "stale".databaseValue : .null
-                try db.execute(sql: "INSERT INTO contacts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                               arguments: [id, pick(emails), phone, visits, score, photo, pick(odd), note, kh])
+                try db.execute(
+                    sql: "INSERT INTO contacts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    arguments: [id, pick(emails), phone, visits, score, photo, pick(odd), note, kh])
             }
             for id in 1...120 {
                 try db.execute(sql: "INSERT INTO orders VALUES (?, ?, ?)", arguments: [id, Int(rng.next() % 80) + 1, pick(odd)])
             }
             for _ in 1...150 {
-                try db.execute(sql: "INSERT OR IGNORE INTO contact_tag VALUES (?, ?)", arguments: [Int(rng.next() % 80) + 1, pick(["x", "y", "z"])])
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO contact_tag VALUES (?, ?)", arguments: [Int(rng.next() % 80) + 1, pick(["x", "y", "z"])])
             }
             try db.execute(sql: "INSERT INTO plain VALUES ('k', 1), ('k', 2.5), ('k', X'00'), ('j', NULL)")
         }
         try queue.close()
-        let run = try assertRoundTrip("""
+        let run = try assertRoundTrip(
+            """
             version: 1
             batch:
               size: 2
@@ -158,9 +170,11 @@ final class RestoreHistoryTests: XCTestCase {
     }
 
     func testRestoringUnknownRunIsUsageError() throws {
-        let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("db.sqlite").path, sql: """
-            CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT); INSERT INTO t VALUES (1, 'a'), (2, 'a');
-            """)
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("db.sqlite").path,
+            sql: """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT); INSERT INTO t VALUES (1, 'a'), (2, 'a');
+                """)
         // Before any run: no bookkeeping at all.
         ScenarioKit.expectExit(64) { _ = try Restorer.restore(database: path, runID: 1) }
         try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path)
@@ -172,10 +186,13 @@ final class RestoreHistoryTests: XCTestCase {
     }
 
     func testRunWithoutArchiveCannotBeRestored() throws {
-        let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("db.sqlite").path, sql: """
-            CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, n INTEGER); INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 3);
-            """)
-        let run = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n    archive: false\n    merge:\n      n: sum\n", db: path)
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("db.sqlite").path,
+            sql: """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, n INTEGER); INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 3);
+                """)
+        let run = try ScenarioKit.run(
+            "version: 1\ndedupe:\n  - entity: t\n    key: k\n    archive: false\n    merge:\n      n: sum\n", db: path)
         XCTAssertEqual(run.counts.deleted, 1)
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM winnow_journal"), 0, "archive: false journals nothing")
         let state = try ScenarioKit.userState(path)
@@ -206,9 +223,11 @@ final class RestoreHistoryTests: XCTestCase {
     }
 
     func testHistoryRecordsARefusedRun() throws {
-        let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("db.sqlite").path, sql: """
-            CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT); INSERT INTO t VALUES (1, 'a'), (2, 'a');
-            """)
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("db.sqlite").path,
+            sql: """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT); INSERT INTO t VALUES (1, 'a'), (2, 'a');
+                """)
         try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path)
         try ScenarioKit.execute(path, "INSERT INTO t VALUES (3, 'b'), (4, 'b'), (5, 'b')")
         ScenarioKit.expectExit(65) {

@@ -14,54 +14,72 @@ final class RuleCompilerTests: XCTestCase {
         LiveColumn(name: name, type: type, notNull: false, defaultSQL: nil, primaryKeyIndex: pk, hidden: hidden)
     }
 
-    private func table(_ name: String, _ columns: [LiveColumn], hasRowID: Bool = true, isVirtual: Bool = false,
-                       foreignKeys: [LiveForeignKey] = [], indexes: [LiveIndex] = []) -> LiveTable {
-        LiveTable(name: name, columns: columns, hasRowID: hasRowID, isVirtual: isVirtual,
-                  foreignKeys: foreignKeys, indexes: indexes)
+    private func table(
+        _ name: String, _ columns: [LiveColumn], hasRowID: Bool = true, isVirtual: Bool = false,
+        foreignKeys: [LiveForeignKey] = [], indexes: [LiveIndex] = []
+    ) -> LiveTable {
+        LiveTable(
+            name: name, columns: columns, hasRowID: hasRowID, isVirtual: isVirtual,
+            foreignKeys: foreignKeys, indexes: indexes)
     }
 
     private func index(_ name: String, _ columns: [String?], unique: Bool, origin: String = "c") -> LiveIndex {
         LiveIndex(name: name, columns: columns, unique: unique, partial: false, origin: origin)
     }
 
-    private lazy var contacts = table("contacts", [
-        column("id", "INTEGER", pk: 1), column("email"), column("name"), column("created_at", "INTEGER"),
-        column("visits", "INTEGER"), column("key_hash"),
-    ])
+    private lazy var contacts = table(
+        "contacts",
+        [
+            column("id", "INTEGER", pk: 1), column("email"), column("name"), column("created_at", "INTEGER"),
+            column("visits", "INTEGER"), column("key_hash"),
+        ])
 
-    private lazy var orders = table("orders", [
-        column("id", "INTEGER", pk: 1), column("customer_id", "INTEGER"), column("order_no"),
-    ], foreignKeys: [
-        LiveForeignKey(childTable: "orders", childColumns: ["customer_id"], parentTable: "contacts", parentColumns: ["ID"]),
-    ], indexes: [
-        index("orders_no_customer", ["order_no", "customer_id"], unique: true),
-        index("orders_customer", ["customer_id"], unique: false),
-        index("orders_no", ["order_no"], unique: true, origin: "u"),
-    ])
+    private lazy var orders = table(
+        "orders",
+        [
+            column("id", "INTEGER", pk: 1), column("customer_id", "INTEGER"), column("order_no"),
+        ],
+        foreignKeys: [
+            LiveForeignKey(childTable: "orders", childColumns: ["customer_id"], parentTable: "contacts", parentColumns: ["ID"])
+        ],
+        indexes: [
+            index("orders_no_customer", ["order_no", "customer_id"], unique: true),
+            index("orders_customer", ["customer_id"], unique: false),
+            index("orders_no", ["order_no"], unique: true, origin: "u"),
+        ])
 
     /// A link table (composite primary key, so no rowid alias) whose foreign key names no
     /// parent columns, which means the parent's primary key.
-    private lazy var links = table("links", [
-        column("contact_id", "INTEGER", pk: 1), column("tag_id", "INTEGER", pk: 2),
-    ], foreignKeys: [
-        LiveForeignKey(childTable: "links", childColumns: ["contact_id"], parentTable: "Contacts", parentColumns: nil),
-    ], indexes: [
-        index("sqlite_autoindex_links_1", ["contact_id", "tag_id"], unique: true, origin: "pk"),
-    ])
+    private lazy var links = table(
+        "links",
+        [
+            column("contact_id", "INTEGER", pk: 1), column("tag_id", "INTEGER", pk: 2),
+        ],
+        foreignKeys: [
+            LiveForeignKey(childTable: "links", childColumns: ["contact_id"], parentTable: "Contacts", parentColumns: nil)
+        ],
+        indexes: [
+            index("sqlite_autoindex_links_1", ["contact_id", "tag_id"], unique: true, origin: "pk")
+        ])
 
     /// One row per contact: the reference is the rowid alias itself.
-    private lazy var profiles = table("profiles", [
-        column("contact_id", "INTEGER", pk: 1), column("bio"),
-    ], foreignKeys: [
-        LiveForeignKey(childTable: "profiles", childColumns: ["contact_id"], parentTable: "contacts", parentColumns: ["id"]),
-    ])
+    private lazy var profiles = table(
+        "profiles",
+        [
+            column("contact_id", "INTEGER", pk: 1), column("bio"),
+        ],
+        foreignKeys: [
+            LiveForeignKey(childTable: "profiles", childColumns: ["contact_id"], parentTable: "contacts", parentColumns: ["id"])
+        ])
 
     /// No declared foreign key: only `referenced_by:` knows about it.
     private lazy var notes = table("notes", [column("id", "INTEGER", pk: 1), column("contact_id", "INTEGER"), column("body")])
 
-    private lazy var memberships = table("memberships", [
-        column("group_id", "INTEGER", pk: 1), column("member_id", "INTEGER", pk: 2), column("role"),
-    ], indexes: [index("sqlite_autoindex_memberships_1", ["group_id", "member_id"], unique: true, origin: "pk")])
+    private lazy var memberships = table(
+        "memberships",
+        [
+            column("group_id", "INTEGER", pk: 1), column("member_id", "INTEGER", pk: 2), column("role"),
+        ], indexes: [index("sqlite_autoindex_memberships_1", ["group_id", "member_id"], unique: true, origin: "pk")])
 
     private lazy var events = table("events", [column("kind"), column("at", "INTEGER")])
 
@@ -77,17 +95,22 @@ final class RuleCompilerTests: XCTestCase {
         Located(value, at: line == 0 ? nil : at(line, col))
     }
 
-    private func rule(_ entity: String, key: [String], index: Int = 0, normalize: [String: [Normalizer]] = [:],
-                      hash: Bool = false, nulls: NullPolicy = .distinct, winner: WinnerRule = .ordered([]),
-                      merge: [MergeRule] = [], referencedBy: [ColumnReference] = []) -> DedupeRule {
-        DedupeRule(index: index, location: at(3, 5), entity: name(entity, 3, 13), key: key.map { name($0) },
-                   hash: hash, normalize: normalize, nulls: nulls, winner: winner, merge: merge,
-                   referencedBy: referencedBy)
+    private func rule(
+        _ entity: String, key: [String], index: Int = 0, normalize: [String: [Normalizer]] = [:],
+        hash: Bool = false, nulls: NullPolicy = .distinct, winner: WinnerRule = .ordered([]),
+        merge: [MergeRule] = [], referencedBy: [ColumnReference] = []
+    ) -> DedupeRule {
+        DedupeRule(
+            index: index, location: at(3, 5), entity: name(entity, 3, 13), key: key.map { name($0) },
+            hash: hash, normalize: normalize, nulls: nulls, winner: winner, merge: merge,
+            referencedBy: referencedBy)
     }
 
-    private func assertInvalid(_ rule: DedupeRule, in schema: LiveSchema? = nil, at location: SourceLocation,
-                               path: String, mentions fragments: [String] = [],
-                               file: StaticString = #filePath, line: UInt = #line) {
+    private func assertInvalid(
+        _ rule: DedupeRule, in schema: LiveSchema? = nil, at location: SourceLocation,
+        path: String, mentions fragments: [String] = [],
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         do {
             let compiled = try RuleCompiler.compile(rule, schema: schema ?? self.schema)
             XCTFail("expected an invalid-file error, compiled \(compiled.table)", file: file, line: line)
@@ -112,8 +135,9 @@ final class RuleCompilerTests: XCTestCase {
     // MARK: Unknown names
 
     func testUnknownTablePointsAtTheEntity() {
-        assertInvalid(rule("customers", key: ["email"], index: 2), at: at(3, 13), path: "dedupe[2].entity",
-                      mentions: ["customers"])
+        assertInvalid(
+            rule("customers", key: ["email"], index: 2), at: at(3, 13), path: "dedupe[2].entity",
+            mentions: ["customers"])
     }
 
     func testUnknownKeyColumnPointsAtThatColumn() {
@@ -124,14 +148,16 @@ final class RuleCompilerTests: XCTestCase {
 
     func testUnknownWinnerColumn() {
         let winner = WinnerRule.ordered([WinnerTerm(column: name("created", 6, 9), descending: false)])
-        assertInvalid(rule("contacts", key: ["email"], winner: winner), at: at(6, 9), path: "dedupe[0].winner",
-                      mentions: ["created"])
+        assertInvalid(
+            rule("contacts", key: ["email"], winner: winner), at: at(6, 9), path: "dedupe[0].winner",
+            mentions: ["created"])
     }
 
     func testUnknownMergeColumn() {
         let merge = [MergeRule(column: name("phone", 8, 7), strategy: .fillNull)]
-        assertInvalid(rule("contacts", key: ["email"], merge: merge), at: at(8, 7), path: "dedupe[0].merge",
-                      mentions: ["phone"])
+        assertInvalid(
+            rule("contacts", key: ["email"], merge: merge), at: at(8, 7), path: "dedupe[0].merge",
+            mentions: ["phone"])
     }
 
     func testUnknownHashColumn() {
@@ -142,11 +168,13 @@ final class RuleCompilerTests: XCTestCase {
 
     func testUnknownReferencingTableAndColumn() {
         let missingTable = ColumnReference(table: "invoices", column: "contact_id", location: at(9, 9))
-        assertInvalid(rule("contacts", key: ["email"], referencedBy: [missingTable]), at: at(9, 9),
-                      path: "dedupe[0].referenced_by", mentions: ["invoices"])
+        assertInvalid(
+            rule("contacts", key: ["email"], referencedBy: [missingTable]), at: at(9, 9),
+            path: "dedupe[0].referenced_by", mentions: ["invoices"])
         let missingColumn = ColumnReference(table: "notes", column: "author_id", location: at(10, 9))
-        assertInvalid(rule("contacts", key: ["email"], referencedBy: [missingColumn]), at: at(10, 9),
-                      path: "dedupe[0].referenced_by", mentions: ["author_id"])
+        assertInvalid(
+            rule("contacts", key: ["email"], referencedBy: [missingColumn]), at: at(10, 9),
+            path: "dedupe[0].referenced_by", mentions: ["author_id"])
     }
 
     func testKeyColumnNamedTwiceInDifferentCase() {
@@ -169,24 +197,28 @@ final class RuleCompilerTests: XCTestCase {
     func testMergingAGeneratedColumnIsRefused() {
         let people = table("people", [column("id", "INTEGER", pk: 1), column("first"), column("full", hidden: 2)])
         let merge = [MergeRule(column: name("full", 8, 7), strategy: .longest)]
-        assertInvalid(rule("people", key: ["first"], merge: merge), in: LiveSchema(tables: [people]), at: at(8, 7),
-                      path: "dedupe[0].merge", mentions: ["generated"])
+        assertInvalid(
+            rule("people", key: ["first"], merge: merge), in: LiveSchema(tables: [people]), at: at(8, 7),
+            path: "dedupe[0].merge", mentions: ["generated"])
     }
 
     // MARK: Tables that cannot be deduplicated
 
     func testWinnowTablesAreRefused() {
         let bookkeeping = LiveSchema(tables: [table("winnow_runs", [column("id", "INTEGER", pk: 1), column("job")])])
-        assertInvalid(rule("winnow_runs", key: ["job"]), in: bookkeeping, at: at(3, 13), path: "dedupe[0].entity",
-                      mentions: ["winnow_"])
+        assertInvalid(
+            rule("winnow_runs", key: ["job"]), in: bookkeeping, at: at(3, 13), path: "dedupe[0].entity",
+            mentions: ["winnow_"])
         assertInvalid(rule("WINNOW_Journal", key: ["job"]), in: bookkeeping, at: at(3, 13), path: "dedupe[0].entity")
     }
 
     func testWithoutRowIDTableIsRefused() {
-        let kv = table("kv", [column("k", pk: 1), column("v")], hasRowID: false,
-                       indexes: [index("sqlite_autoindex_kv_1", ["k"], unique: true, origin: "pk")])
-        assertInvalid(rule("kv", key: ["v"]), in: LiveSchema(tables: [kv]), at: at(3, 13), path: "dedupe[0].entity",
-                      mentions: ["WITHOUT ROWID"])
+        let kv = table(
+            "kv", [column("k", pk: 1), column("v")], hasRowID: false,
+            indexes: [index("sqlite_autoindex_kv_1", ["k"], unique: true, origin: "pk")])
+        assertInvalid(
+            rule("kv", key: ["v"]), in: LiveSchema(tables: [kv]), at: at(3, 13), path: "dedupe[0].entity",
+            mentions: ["WITHOUT ROWID"])
     }
 
     func testVirtualTableIsRefused() {
@@ -198,8 +230,9 @@ final class RuleCompilerTests: XCTestCase {
 
     func testNamesResolveCaseInsensitivelyToTheirCanonicalSpelling() throws {
         let winner = WinnerRule.ordered([WinnerTerm(column: name("CREATED_AT"), descending: true)])
-        var r = rule("CONTACTS", key: ["EMAIL"], normalize: ["EMAIL": [.lowercase]], hash: true, winner: winner,
-                     merge: [MergeRule(column: name("Visits"), strategy: .sum)])
+        var r = rule(
+            "CONTACTS", key: ["EMAIL"], normalize: ["EMAIL": [.lowercase]], hash: true, winner: winner,
+            merge: [MergeRule(column: name("Visits"), strategy: .sum)])
         r.hashColumn = name("Key_Hash")
         let compiled = try RuleCompiler.compile(r, schema: schema)
         XCTAssertEqual(compiled.table, "contacts")
@@ -226,15 +259,17 @@ final class RuleCompilerTests: XCTestCase {
     func testOrderByIsWinnerTermsThenContentThenPrimaryKey() throws {
         let winner = WinnerRule.ordered([WinnerTerm(column: name("created_at"), descending: true)])
         let compiled = try RuleCompiler.compile(rule("contacts", key: ["email"], winner: winner), schema: schema)
-        XCTAssertEqual(terms(compiled.orderBy()), [
-            "\"created_at\" DESC",
-            "\"email\" COLLATE BINARY ASC",
-            "\"name\" COLLATE BINARY ASC",
-            "\"created_at\" COLLATE BINARY ASC",
-            "\"visits\" COLLATE BINARY ASC",
-            "\"key_hash\" COLLATE BINARY ASC",
-            "\"id\" ASC",
-        ])
+        XCTAssertEqual(
+            terms(compiled.orderBy()),
+            [
+                "\"created_at\" DESC",
+                "\"email\" COLLATE BINARY ASC",
+                "\"name\" COLLATE BINARY ASC",
+                "\"created_at\" COLLATE BINARY ASC",
+                "\"visits\" COLLATE BINARY ASC",
+                "\"key_hash\" COLLATE BINARY ASC",
+                "\"id\" ASC",
+            ])
         XCTAssertEqual(terms(compiled.orderBy(alias: "t")).first, "t.\"created_at\" DESC")
         XCTAssertEqual(terms(compiled.orderBy(alias: "t")).last, "t.\"id\" ASC")
     }
@@ -254,8 +289,9 @@ final class RuleCompilerTests: XCTestCase {
     }
 
     func testOrderByWithANonIntegerKeyEndsWithKeyThenRowID() throws {
-        let codes = table("codes", [column("code", "TEXT", pk: 1), column("label")],
-                          indexes: [index("sqlite_autoindex_codes_1", ["code"], unique: true, origin: "pk")])
+        let codes = table(
+            "codes", [column("code", "TEXT", pk: 1), column("label")],
+            indexes: [index("sqlite_autoindex_codes_1", ["code"], unique: true, origin: "pk")])
         let compiled = try RuleCompiler.compile(rule("codes", key: ["label"]), schema: LiveSchema(tables: [codes]))
         XCTAssertEqual(terms(compiled.orderBy()), ["\"label\" COLLATE BINARY ASC", "\"code\" ASC", "rowid ASC"])
     }
@@ -293,14 +329,17 @@ final class RuleCompilerTests: XCTestCase {
     // MARK: Grouping
 
     func testNormalisersApplyInnermostFirst() throws {
-        let r = rule("contacts", key: ["email", "name", "visits"],
-                     normalize: ["email": [.trim, .lowercase], "name": [.collapseWhitespace, .nfkc], "visits": [.digitsOnly]])
+        let r = rule(
+            "contacts", key: ["email", "name", "visits"],
+            normalize: ["email": [.trim, .lowercase], "name": [.collapseWhitespace, .nfkc], "visits": [.digitsOnly]])
         let compiled = try RuleCompiler.compile(r, schema: schema)
-        XCTAssertEqual(compiled.groupExpressions(), [
-            "winnow_lower(winnow_trim(\"email\"))",
-            "winnow_nfkc(winnow_collapse_ws(\"name\"))",
-            "winnow_digits(\"visits\")",
-        ])
+        XCTAssertEqual(
+            compiled.groupExpressions(),
+            [
+                "winnow_lower(winnow_trim(\"email\"))",
+                "winnow_nfkc(winnow_collapse_ws(\"name\"))",
+                "winnow_digits(\"visits\")",
+            ])
         XCTAssertEqual(compiled.groupExpressions(alias: "a").first, "winnow_lower(winnow_trim(a.\"email\"))")
     }
 
@@ -310,17 +349,22 @@ final class RuleCompilerTests: XCTestCase {
     }
 
     func testHashModeGroupsByOneHashExpression() throws {
-        let distinct = try RuleCompiler.compile(rule("contacts", key: ["email", "name"], normalize: ["email": [.lowercase]],
-                                                     hash: true), schema: schema)
+        let distinct = try RuleCompiler.compile(
+            rule(
+                "contacts", key: ["email", "name"], normalize: ["email": [.lowercase]],
+                hash: true), schema: schema)
         XCTAssertEqual(distinct.groupExpressions(), ["winnow_hash(0, winnow_lower(\"email\"), \"name\")"])
-        let equal = try RuleCompiler.compile(rule("contacts", key: ["email", "name"], normalize: ["email": [.lowercase]],
-                                                  hash: true, nulls: .equal), schema: schema)
+        let equal = try RuleCompiler.compile(
+            rule(
+                "contacts", key: ["email", "name"], normalize: ["email": [.lowercase]],
+                hash: true, nulls: .equal), schema: schema)
         XCTAssertEqual(equal.groupExpressions(), ["winnow_hash(1, winnow_lower(\"email\"), \"name\")"])
     }
 
     func testCandidateFilterForNullPolicies() throws {
-        let distinct = try RuleCompiler.compile(rule("contacts", key: ["email", "name"], normalize: ["email": [.trim]]),
-                                                schema: schema)
+        let distinct = try RuleCompiler.compile(
+            rule("contacts", key: ["email", "name"], normalize: ["email": [.trim]]),
+            schema: schema)
         // Normalisers keep NULL as NULL and never make NULL of a value (NormalizeTests), so the
         // raw columns are tested: no normaliser runs twice per row.
         XCTAssertEqual(distinct.candidateFilter(), "\"email\" IS NOT NULL AND \"name\" IS NOT NULL")
@@ -391,14 +435,16 @@ final class RuleCompilerTests: XCTestCase {
 
     func testReferencedByOnACompositePrimaryKeyIsRefused() {
         let ref = ColumnReference(table: "notes", column: "contact_id", location: at(12, 9))
-        assertInvalid(rule("memberships", key: ["role"], referencedBy: [ref]), at: at(12, 9),
-                      path: "dedupe[0].referenced_by", mentions: ["memberships"])
+        assertInvalid(
+            rule("memberships", key: ["role"], referencedBy: [ref]), at: at(12, 9),
+            path: "dedupe[0].referenced_by", mentions: ["memberships"])
     }
 
     func testReferencedByOnATableWithoutPrimaryKeyIsRefused() {
         let ref = ColumnReference(table: "notes", column: "contact_id", location: at(12, 9))
-        assertInvalid(rule("events", key: ["kind"], referencedBy: [ref]), at: at(12, 9),
-                      path: "dedupe[0].referenced_by", mentions: ["events"])
+        assertInvalid(
+            rule("events", key: ["kind"], referencedBy: [ref]), at: at(12, 9),
+            path: "dedupe[0].referenced_by", mentions: ["events"])
     }
 
     func testTableWithoutReferencesHasNone() throws {
@@ -409,21 +455,26 @@ final class RuleCompilerTests: XCTestCase {
     // MARK: Quoting
 
     func testIdentifiersAreQuoted() throws {
-        let weird = table("we\"ird table", [
-            column("id", "INTEGER", pk: 1), column("we\"ird"), column("first name"), column("x\"); DROP TABLE t; --"),
-        ])
-        var r = rule("we\"ird table", key: ["we\"ird", "first name"], normalize: ["first name": [.trim]],
-                     merge: [MergeRule(column: name("x\"); DROP TABLE t; --"), strategy: .fillNull)])
+        let weird = table(
+            "we\"ird table",
+            [
+                column("id", "INTEGER", pk: 1), column("we\"ird"), column("first name"), column("x\"); DROP TABLE t; --"),
+            ])
+        var r = rule(
+            "we\"ird table", key: ["we\"ird", "first name"], normalize: ["first name": [.trim]],
+            merge: [MergeRule(column: name("x\"); DROP TABLE t; --"), strategy: .fillNull)])
         r.index = 0
         let compiled = try RuleCompiler.compile(r, schema: LiveSchema(tables: [weird]))
         XCTAssertEqual(compiled.qualifiedTable, "main.\"we\"\"ird table\"")
         XCTAssertEqual(compiled.keyExpressions(), ["\"we\"\"ird\"", "winnow_trim(\"first name\")"])
-        XCTAssertEqual(compiled.orderBy(), [
-            "\"we\"\"ird\" COLLATE BINARY ASC",
-            "\"first name\" COLLATE BINARY ASC",
-            "\"x\"\"); DROP TABLE t; --\" COLLATE BINARY ASC",
-            "\"id\" ASC",
-        ].joined(separator: ", "))
+        XCTAssertEqual(
+            compiled.orderBy(),
+            [
+                "\"we\"\"ird\" COLLATE BINARY ASC",
+                "\"first name\" COLLATE BINARY ASC",
+                "\"x\"\"); DROP TABLE t; --\" COLLATE BINARY ASC",
+                "\"id\" ASC",
+            ].joined(separator: ", "))
         XCTAssertEqual(compiled.candidateFilter(), "\"we\"\"ird\" IS NOT NULL AND \"first name\" IS NOT NULL")
         XCTAssertEqual(compiled.mergeColumns.map(\.name), ["x\"); DROP TABLE t; --"])
     }

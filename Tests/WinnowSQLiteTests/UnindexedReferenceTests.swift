@@ -19,19 +19,21 @@ final class UnindexedReferenceTests: XCTestCase {
     /// customer row; `cascade` adds ON DELETE CASCADE, `indexed` an index on the reference.
     func makeStore(customers: Int, indexed: Bool, cascade: Bool = false) throws -> String {
         let path = dir.appendingPathComponent("store-\(indexed)-\(cascade).sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: """
-            CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL);
-            CREATE TABLE orders (id INTEGER PRIMARY KEY,
-                customer_id INTEGER REFERENCES customers(id)\(cascade ? " ON DELETE CASCADE" : ""), amount INTEGER);
-            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
-            INSERT INTO customers (email, created_at, visits)
-            SELECT CASE i % 3 WHEN 0 THEN 'u' || (i / 3) || '@x.org' WHEN 1 THEN 'U' || (i / 3) || '@x.org' ELSE 'u' || (i / 3) || '@X.ORG' END,
-                   1000 + (i * 7919) % 100003, i % 5
-            FROM s ORDER BY (i * 2654435761) % 4294967311;
-            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
-            INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(customers), i FROM s;
-            \(indexed ? "CREATE INDEX orders_customer ON orders (customer_id);" : "")
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY,
+                    customer_id INTEGER REFERENCES customers(id)\(cascade ? " ON DELETE CASCADE" : ""), amount INTEGER);
+                WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
+                INSERT INTO customers (email, created_at, visits)
+                SELECT CASE i % 3 WHEN 0 THEN 'u' || (i / 3) || '@x.org' WHEN 1 THEN 'U' || (i / 3) || '@x.org' ELSE 'u' || (i / 3) || '@X.ORG' END,
+                       1000 + (i * 7919) % 100003, i % 5
+                FROM s ORDER BY (i * 2654435761) % 4294967311;
+                WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
+                INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(customers), i FROM s;
+                \(indexed ? "CREATE INDEX orders_customer ON orders (customer_id);" : "")
+                """)
         return path
     }
 
@@ -52,14 +54,16 @@ final class UnindexedReferenceTests: XCTestCase {
     /// Every order points at a surviving customer, and at the one its old customer lost to.
     func assertRepointed(_ path: String, before: [Int64: String], file: StaticString = #filePath, line: UInt = #line) throws {
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0, file: file, line: line)
-        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM orders"), before.count, "no order cascaded away", file: file, line: line)
+        XCTAssertEqual(
+            try ScenarioKit.int(path, "SELECT count(*) FROM orders"), before.count, "no order cascaded away", file: file, line: line)
         let now = try ScenarioKit.rows(path, "SELECT o.id, lower(c.email) FROM orders o JOIN customers c ON c.id = o.customer_id")
         XCTAssertEqual(now.count, before.count, file: file, line: line)
         for row in now {
             XCTAssertEqual(String.fromDatabaseValue(row[1]), before[Int64.fromDatabaseValue(row[0])!], file: file, line: line)
         }
-        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers"),
-                       try ScenarioKit.int(path, "SELECT count(DISTINCT lower(email)) FROM customers"), file: file, line: line)
+        XCTAssertEqual(
+            try ScenarioKit.int(path, "SELECT count(*) FROM customers"),
+            try ScenarioKit.int(path, "SELECT count(DISTINCT lower(email)) FROM customers"), file: file, line: line)
     }
 
     func ordersByEmail(_ path: String) throws -> [Int64: String] {
@@ -75,7 +79,9 @@ final class UnindexedReferenceTests: XCTestCase {
             let path = try makeStore(customers: 600, indexed: false, cascade: cascade)
             let original = try ScenarioKit.userState(path)
             let before = try ordersByEmail(path)
-            let ofLosers = try ScenarioKit.int(path, """
+            let ofLosers = try ScenarioKit.int(
+                path,
+                """
                 SELECT count(*) FROM orders o JOIN customers c ON c.id = o.customer_id
                 WHERE c.created_at > (SELECT min(created_at) FROM customers d WHERE lower(d.email) = lower(c.email))
                 """)
@@ -105,18 +111,24 @@ final class UnindexedReferenceTests: XCTestCase {
     func testChildAddedByAnotherWriterMidRunIsRepointed() throws {
         let path = try makeStore(customers: 300, indexed: false)
         // The loser of the group found last (highest first-loser rowid): its batch comes last.
-        let lateLoser = try XCTUnwrap(ScenarioKit.column(path, """
-            SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at) AS n,
-                                   min(id) FILTER (WHERE 1) OVER (PARTITION BY lower(email)) AS g FROM customers)
-            WHERE n > 1 ORDER BY id DESC LIMIT 1
-            """, as: Int64.self).first ?? nil)
+        let lateLoser = try XCTUnwrap(
+            ScenarioKit.column(
+                path,
+                """
+                SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at) AS n,
+                                       min(id) FILTER (WHERE 1) OVER (PARTITION BY lower(email)) AS g FROM customers)
+                WHERE n > 1 ORDER BY id DESC LIMIT 1
+                """, as: Int64.self
+            ).first ?? nil)
         let other = try DatabaseQueue(path: path)
         defer { try? other.close() }
         var inserted = false
         let summary = try ScenarioKit.run(Self.job, db: path) { event in
             guard case .batch = event, !inserted else { return }
             inserted = true
-            try? other.write { db in try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (100000, ?, -1)", arguments: [lateLoser]) }
+            try? other.write { db in
+                try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (100000, ?, -1)", arguments: [lateLoser])
+            }
         }
         XCTAssertTrue(inserted)
         XCTAssertGreaterThan(summary.counts.batches, 2)
@@ -130,13 +142,16 @@ final class UnindexedReferenceTests: XCTestCase {
     /// too, or they would be left pointing at a deleted row.
     func testCandidateWinnerThatSettlingMakesALoserHasItsChildrenRepointed() throws {
         let path = dir.appendingPathComponent("swap.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: """
-            CREATE TABLE c (id INTEGER PRIMARY KEY, email TEXT, visits INTEGER);
-            CREATE TABLE o (id INTEGER PRIMARY KEY, cid INTEGER REFERENCES c(id));
-            INSERT INTO c VALUES (1, 'A', 1), (2, 'a', 2), (3, 'b', 1), (4, 'B ', 1), (6, 'c', 1);
-            INSERT INTO o VALUES (1, 2), (2, 3), (3, 3), (4, 6), (5, 1), (6, 4);
-            """)
-        let summary = try ScenarioKit.run("""
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE c (id INTEGER PRIMARY KEY, email TEXT, visits INTEGER);
+                CREATE TABLE o (id INTEGER PRIMARY KEY, cid INTEGER REFERENCES c(id));
+                INSERT INTO c VALUES (1, 'A', 1), (2, 'a', 2), (3, 'b', 1), (4, 'B ', 1), (6, 'c', 1);
+                INSERT INTO o VALUES (1, 2), (2, 3), (3, 3), (4, 6), (5, 1), (6, 4);
+                """)
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: c
@@ -167,18 +182,26 @@ final class UnindexedReferenceTests: XCTestCase {
         for indexed in [false, true] {
             let path = try makeStore(customers: 300, indexed: indexed)
             try ScenarioKit.execute(path, "DELETE FROM orders")
-            let lateLoser = try XCTUnwrap(ScenarioKit.column(path, """
-                SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at) AS n FROM customers)
-                WHERE n > 1 ORDER BY id DESC LIMIT 1
-                """, as: Int64.self).first ?? nil)
+            let lateLoser = try XCTUnwrap(
+                ScenarioKit.column(
+                    path,
+                    """
+                    SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at) AS n FROM customers)
+                    WHERE n > 1 ORDER BY id DESC LIMIT 1
+                    """, as: Int64.self
+                ).first ?? nil)
             let other = try DatabaseQueue(path: path)
             var inserted = false
             let job = Self.job.replacingOccurrences(of: "    archive: true", with: "    archive: true\n    references: restrict")
-            XCTAssertThrowsError(try ScenarioKit.run(job, db: path) { event in
-                guard case .batch = event, !inserted else { return }
-                inserted = true
-                try? other.write { db in try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (1, ?, 1)", arguments: [lateLoser]) }
-            }) { error in
+            XCTAssertThrowsError(
+                try ScenarioKit.run(job, db: path) { event in
+                    guard case .batch = event, !inserted else { return }
+                    inserted = true
+                    try? other.write { db in
+                        try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (1, ?, 1)", arguments: [lateLoser])
+                    }
+                }
+            ) { error in
                 XCTAssertEqual((error as? WinnowError)?.exitCode, 65, "\(error)")
             }
             try other.close()
@@ -196,19 +219,22 @@ final class UnindexedReferenceTests: XCTestCase {
     /// winners, all re-pointed with enforcement off; `restore` brings every row back exactly.
     func testSelfReferenceWithoutAnIndexIsRepointedAndRestored() throws {
         let path = dir.appendingPathComponent("staff.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: """
-            CREATE TABLE staff (id INTEGER PRIMARY KEY, email TEXT, hired INTEGER NOT NULL, manager_id INTEGER REFERENCES staff(id));
-            WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 240)
-            INSERT INTO staff (id, email, hired, manager_id)
-            SELECT i, 'p' || (i % 80) || '@x.org', (i * 7919) % 1009, CASE WHEN i > 3 THEN 1 + (i * 31) % (i - 1) END FROM s;
-            """)
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE staff (id INTEGER PRIMARY KEY, email TEXT, hired INTEGER NOT NULL, manager_id INTEGER REFERENCES staff(id));
+                WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 240)
+                INSERT INTO staff (id, email, hired, manager_id)
+                SELECT i, 'p' || (i % 80) || '@x.org', (i * 7919) % 1009, CASE WHEN i > 3 THEN 1 + (i * 31) % (i - 1) END FROM s;
+                """)
         let original = try ScenarioKit.userState(path)
         let rule = try DatabaseQueue(path: path).read { db in
             try JobRunner.compile(try ScenarioKit.job("version: 1\ndedupe:\n  - entity: staff\n    key: email\n"), db)
         }[0]
         XCTAssertTrue(rule.foreignKeysSuspendable)
         XCTAssertFalse(rule.references[0].indexed)
-        let summary = try ScenarioKit.run("""
+        let summary = try ScenarioKit.run(
+            """
             version: 1
             dedupe:
               - entity: staff
@@ -222,7 +248,9 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(summary.counts.deleted, 160)
         XCTAssertGreaterThan(summary.counts.repointed, 50)
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
-        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM staff WHERE manager_id IS NOT NULL AND manager_id NOT IN (SELECT id FROM staff)"), 0)
+        XCTAssertEqual(
+            try ScenarioKit.int(
+                path, "SELECT count(*) FROM staff WHERE manager_id IS NOT NULL AND manager_id NOT IN (SELECT id FROM staff)"), 0)
         _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
@@ -263,13 +291,19 @@ final class UnindexedReferenceTests: XCTestCase {
         let rule = "version: 1\ndedupe:\n  - entity: p\n    key: k\n"
         XCTAssertTrue(try suspendable(parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pid REFERENCES p(id));", rule))
         XCTAssertFalse(try suspendable(parent, rule), "nothing references the table: nothing to gain")
-        XCTAssertFalse(try suspendable(parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pcode REFERENCES p(code));",
-                                       rule + "    merge: {code: fill_null}\n"), "merging a referenced column")
-        XCTAssertTrue(try suspendable(parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pcode REFERENCES p(code));",
-                                      rule + "    merge: {n: sum}\n"))
-        XCTAssertFalse(try suspendable(parent + """
-            CREATE TABLE link (id INTEGER PRIMARY KEY, pid REFERENCES p(id), tag TEXT, UNIQUE (pid, tag));
-            CREATE TABLE note (id INTEGER PRIMARY KEY, link_id REFERENCES link(id));
-            """, rule), "a link row that may be deleted is referenced itself")
+        XCTAssertFalse(
+            try suspendable(
+                parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pcode REFERENCES p(code));",
+                rule + "    merge: {code: fill_null}\n"), "merging a referenced column")
+        XCTAssertTrue(
+            try suspendable(
+                parent + "CREATE TABLE c (id INTEGER PRIMARY KEY, pcode REFERENCES p(code));",
+                rule + "    merge: {n: sum}\n"))
+        XCTAssertFalse(
+            try suspendable(
+                parent + """
+                    CREATE TABLE link (id INTEGER PRIMARY KEY, pid REFERENCES p(id), tag TEXT, UNIQUE (pid, tag));
+                    CREATE TABLE note (id INTEGER PRIMARY KEY, link_id REFERENCES link(id));
+                    """, rule), "a link row that may be deleted is referenced itself")
     }
 }

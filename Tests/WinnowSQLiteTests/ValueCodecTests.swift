@@ -12,7 +12,6 @@ final class ValueCodecTests: XCTestCase {
 
     // MARK: Helpers
 
-
     /// Same storage class and same bytes (a Double by its bit pattern, text by its UTF-8).
     static func identical(_ a: DatabaseValue, _ b: DatabaseValue) -> Bool {
         switch (a.storage, b.storage) {
@@ -25,8 +24,10 @@ final class ValueCodecTests: XCTestCase {
         }
     }
 
-    private func assertIdentical(_ actual: [DatabaseValue], _ expected: [DatabaseValue], _ message: String = "",
-                                 file: StaticString = #filePath, line: UInt = #line) {
+    private func assertIdentical(
+        _ actual: [DatabaseValue], _ expected: [DatabaseValue], _ message: String = "",
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let same = actual.count == expected.count && zip(actual, expected).allSatisfy(Self.identical)
         XCTAssertTrue(same, "\(message) decoded \(actual), expected \(expected)", file: file, line: line)
     }
@@ -37,11 +38,11 @@ final class ValueCodecTests: XCTestCase {
         for _ in 0..<length {
             let scalar: Unicode.Scalar
             switch Int.random(in: 0..<6, using: &rng) {
-            case 0: scalar = Unicode.Scalar(UInt8.random(in: 0...0x7F, using: &rng))             // ASCII incl. NUL
-            case 1: scalar = Unicode.Scalar(UInt32.random(in: 0x80...0x7FF, using: &rng))!         // 2-byte UTF-8
-            case 2: scalar = Unicode.Scalar(UInt32.random(in: 0x800...0xD7FF, using: &rng))!       // 3-byte UTF-8
-            case 3: scalar = Unicode.Scalar(UInt32.random(in: 0x1F300...0x1FAFF, using: &rng))!   // emoji, 4-byte
-            case 4: scalar = Unicode.Scalar(UInt32.random(in: 0x300...0x36F, using: &rng))!        // combining marks
+            case 0: scalar = Unicode.Scalar(UInt8.random(in: 0...0x7F, using: &rng))  // ASCII incl. NUL
+            case 1: scalar = Unicode.Scalar(UInt32.random(in: 0x80...0x7FF, using: &rng))!  // 2-byte UTF-8
+            case 2: scalar = Unicode.Scalar(UInt32.random(in: 0x800...0xD7FF, using: &rng))!  // 3-byte UTF-8
+            case 3: scalar = Unicode.Scalar(UInt32.random(in: 0x1F300...0x1FAFF, using: &rng))!  // emoji, 4-byte
+            case 4: scalar = Unicode.Scalar(UInt32.random(in: 0x300...0x36F, using: &rng))!  // combining marks
             default: scalar = " "
             }
             scalars.append(scalar)
@@ -56,14 +57,17 @@ final class ValueCodecTests: XCTestCase {
             return .null
         case 1:
             let special: [Int64] = [0, 1, -1, .min, .max, 127, 128, -128, 255, 256]
-            return Bool.random(using: &rng) ? special.randomElement(using: &rng)!.databaseValue
-                                            : Int64(bitPattern: rng.next()).databaseValue
+            return Bool.random(using: &rng)
+                ? special.randomElement(using: &rng)!.databaseValue
+                : Int64(bitPattern: rng.next()).databaseValue
         case 2:
-            let special: [Double] = [0, -0.0, 0.1, -1.5, .infinity, -.infinity, .leastNonzeroMagnitude,
-                                     .greatestFiniteMagnitude, 1e-300]
+            let special: [Double] = [
+                0, -0.0, 0.1, -1.5, .infinity, -.infinity, .leastNonzeroMagnitude,
+                .greatestFiniteMagnitude, 1e-300,
+            ]
             if Bool.random(using: &rng) { return special.randomElement(using: &rng)!.databaseValue }
             var d = Double(bitPattern: rng.next())
-            while d.isNaN { d = Double(bitPattern: rng.next()) } // SQLite stores no NaN
+            while d.isNaN { d = Double(bitPattern: rng.next()) }  // SQLite stores no NaN
             return d.databaseValue
         case 3:
             return randomString(&rng).databaseValue
@@ -95,17 +99,19 @@ final class ValueCodecTests: XCTestCase {
     }
 
     func testLongLengthsUseAMultiByteVarint() throws {
-        let text = String(repeating: "é", count: 150) // 300 UTF-8 bytes
+        let text = String(repeating: "é", count: 150)  // 300 UTF-8 bytes
         let bytes = ValueCodec.encode([text.databaseValue])
         XCTAssertEqual(bytes.count, 1 + 2 + 300)
         assertIdentical(try ValueCodec.decode(bytes), [text.databaseValue])
     }
 
     func testSeparatorSafety() {
-        XCTAssertNotEqual(ValueCodec.encode(["ab".databaseValue, "c".databaseValue]),
-                          ValueCodec.encode(["a".databaseValue, "bc".databaseValue]))
-        XCTAssertNotEqual(ValueCodec.encode(["".databaseValue, "x".databaseValue]),
-                          ValueCodec.encode(["x".databaseValue]))
+        XCTAssertNotEqual(
+            ValueCodec.encode(["ab".databaseValue, "c".databaseValue]),
+            ValueCodec.encode(["a".databaseValue, "bc".databaseValue]))
+        XCTAssertNotEqual(
+            ValueCodec.encode(["".databaseValue, "x".databaseValue]),
+            ValueCodec.encode(["x".databaseValue]))
         XCTAssertNotEqual(ValueCodec.encode([.null]), ValueCodec.encode(["".databaseValue]))
         XCTAssertNotEqual(ValueCodec.encode([1.databaseValue]), ValueCodec.encode(["1".databaseValue]))
         XCTAssertNotEqual(ValueCodec.encode([1.databaseValue]), ValueCodec.encode([Double(1.0).databaseValue]))
@@ -196,15 +202,15 @@ final class ValueCodecTests: XCTestCase {
     }
 
     func testTruncatedFixedWidthValuesThrow() {
-        XCTAssertThrowsError(try ValueCodec.decode([1]))                  // INTEGER without its 8 bytes
-        XCTAssertThrowsError(try ValueCodec.decode([1, 0, 0, 0, 0, 0, 0, 0])) // 7 of 8 bytes
-        XCTAssertThrowsError(try ValueCodec.decode([2, 0, 0, 0]))         // REAL cut short
+        XCTAssertThrowsError(try ValueCodec.decode([1]))  // INTEGER without its 8 bytes
+        XCTAssertThrowsError(try ValueCodec.decode([1, 0, 0, 0, 0, 0, 0, 0]))  // 7 of 8 bytes
+        XCTAssertThrowsError(try ValueCodec.decode([2, 0, 0, 0]))  // REAL cut short
     }
 
     func testLengthLongerThanInputThrows() {
-        XCTAssertThrowsError(try ValueCodec.decode([3, 5, 0x61, 0x62]))   // TEXT of 5 bytes, 2 present
-        XCTAssertThrowsError(try ValueCodec.decode([4, 0x80]))           // varint continues past the end
-        XCTAssertThrowsError(try ValueCodec.decode([4, 0xAC, 0x02] + [UInt8](repeating: 0, count: 299))) // 300 wanted
+        XCTAssertThrowsError(try ValueCodec.decode([3, 5, 0x61, 0x62]))  // TEXT of 5 bytes, 2 present
+        XCTAssertThrowsError(try ValueCodec.decode([4, 0x80]))  // varint continues past the end
+        XCTAssertThrowsError(try ValueCodec.decode([4, 0xAC, 0x02] + [UInt8](repeating: 0, count: 299)))  // 300 wanted
     }
 
     func testOverlongVarintThrows() {
@@ -231,8 +237,10 @@ final class ValueCodecTests: XCTestCase {
     /// Runs `body` here when this process is the child started for `test`; otherwise starts a
     /// copy of the test executable that runs only `test`, and fails if it did not exit cleanly
     /// (a Swift trap ends it with a signal).
-    private func inChildProcess(_ test: String, file: StaticString = #filePath, line: UInt = #line,
-                                _ body: () throws -> Void) throws {
+    private func inChildProcess(
+        _ test: String, file: StaticString = #filePath, line: UInt = #line,
+        _ body: () throws -> Void
+    ) throws {
         if ProcessInfo.processInfo.environment[Self.childVariable] == test {
             return try body()
         }
@@ -256,9 +264,10 @@ final class ValueCodecTests: XCTestCase {
         let lines = text.split(separator: "\n")
         let notable = lines.filter { $0.contains("runtime failure") || $0.contains("Fatal error") }
         let tail = (notable.isEmpty ? Array(lines.suffix(12)) : notable).joined(separator: "\n")
-        XCTAssertEqual(process.terminationReason, .exit,
-                       "the child was killed by signal \(process.terminationStatus) (a trap, not a thrown error):\n\(tail)",
-                       file: file, line: line)
+        XCTAssertEqual(
+            process.terminationReason, .exit,
+            "the child was killed by signal \(process.terminationStatus) (a trap, not a thrown error):\n\(tail)",
+            file: file, line: line)
         XCTAssertEqual(process.terminationStatus, 0, "the child test failed:\n\(tail)", file: file, line: line)
     }
 

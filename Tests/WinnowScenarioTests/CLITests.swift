@@ -15,8 +15,9 @@ final class CLITests: XCTestCase {
 
     override func setUpWithError() throws {
         dir = try TestSupport.scratchDirectory("CLI")
-        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: TestSupport.executable.path),
-                      "build the winnow executable first (swift build --build-tests)")
+        XCTAssertTrue(
+            FileManager.default.isExecutableFile(atPath: TestSupport.executable.path),
+            "build the winnow executable first (swift build --build-tests)")
     }
 
     override func tearDownWithError() throws {
@@ -58,9 +59,10 @@ final class CLITests: XCTestCase {
         group.wait()
         let errData = errBox.data
         process.waitUntilExit()
-        let result = CLIResult(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-                               stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self),
-                               seconds: Date().timeIntervalSince(started))
+        let result = CLIResult(
+            status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+            stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self),
+            seconds: Date().timeIntervalSince(started))
         let label = "winnow \(args.joined(separator: " "))"
         XCTAssertFalse(result.signaled, "\(label) was killed by signal \(result.status)\n\(result.stderr)", file: file, line: line)
         XCTAssertNotEqual(result.status, 70, "\(label) reported an internal error\n\(result.stderr)", file: file, line: line)
@@ -78,14 +80,16 @@ final class CLITests: XCTestCase {
     /// data.sqlite with duplicates in `t` (3 groups) and a referenced `parent`.
     @discardableResult
     func makeData(_ name: String = "data.sqlite") throws -> String {
-        try TestSupport.makeDatabase(at: path(name), sql: """
-            CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER);
-            INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 1), (4, 'b', 2), (5, 'b', 3), (6, 'c', 1), (7, 'c', 1), (8, 'd', 1);
-            CREATE TABLE parent (id INTEGER PRIMARY KEY, k TEXT);
-            CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id));
-            INSERT INTO parent VALUES (1, 'p'), (2, 'p');
-            INSERT INTO child VALUES (1, 2);
-            """)
+        try TestSupport.makeDatabase(
+            at: path(name),
+            sql: """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER);
+                INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 1), (4, 'b', 2), (5, 'b', 3), (6, 'c', 1), (7, 'c', 1), (8, 'd', 1);
+                CREATE TABLE parent (id INTEGER PRIMARY KEY, k TEXT);
+                CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES parent(id));
+                INSERT INTO parent VALUES (1, 'p'), (2, 'p');
+                INSERT INTO child VALUES (1, 2);
+                """)
     }
 
     static let job = """
@@ -118,8 +122,9 @@ final class CLITests: XCTestCase {
         try winnow(["run", "--dry-run", "job.yaml"], expect: 0)
         XCTAssertEqual(try TestSupport.fileBytes(db), bytes, "check, plan and --dry-run never change a byte")
         try winnow(["run", "job.yaml"], expect: 0)
-        XCTAssertEqual(try ScenarioKit.rows(db, "SELECT id, v FROM t ORDER BY id"),
-                       [[1, 3], [3, 6], [6, 2], [8, 1]].map { $0.map(\.databaseValue) })
+        XCTAssertEqual(
+            try ScenarioKit.rows(db, "SELECT id, v FROM t ORDER BY id"),
+            [[1, 3], [3, 6], [6, 2], [8, 1]].map { $0.map(\.databaseValue) })
         let clean = try winnow(["check", "job.yaml"], expect: 0)
         XCTAssertTrue(clean.stdout.contains("OK"), clean.stdout)
         try winnow(["run", "job.yaml"], expect: 0)
@@ -172,7 +177,9 @@ final class CLITests: XCTestCase {
 
     func testInvalidJobExits65WithLocation() throws {
         let db = try makeData()
-        try write("bad.yaml", """
+        try write(
+            "bad.yaml",
+            """
             version: 1
             database: data.sqlite
             dedupe:
@@ -200,7 +207,9 @@ final class CLITests: XCTestCase {
 
     func testUnknownColumnExits65WithLocation() throws {
         let db = try makeData()
-        try write("col.yaml", """
+        try write(
+            "col.yaml",
+            """
             version: 1
             database: data.sqlite
             dedupe:
@@ -225,7 +234,9 @@ final class CLITests: XCTestCase {
 
     func testRestrictExits65AndChangesNoUserData() throws {
         let db = try makeData()
-        try write("restrict.yaml", """
+        try write(
+            "restrict.yaml",
+            """
             version: 1
             database: data.sqlite
             dedupe:
@@ -279,7 +290,8 @@ final class CLITests: XCTestCase {
         try queue.write { db in
             try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v TEXT)")
             for i in 0..<4000 {
-                try db.execute(sql: "INSERT INTO t VALUES (?, ?, ?)", arguments: [i, "k\(i % 1500)", String(repeating: "x", count: 40 + i % 50)])
+                try db.execute(
+                    sql: "INSERT INTO t VALUES (?, ?, ?)", arguments: [i, "k\(i % 1500)", String(repeating: "x", count: 40 + i % 50)])
             }
         }
         try queue.close()
@@ -314,7 +326,9 @@ final class CLITests: XCTestCase {
         try write("other.yaml", "version: 1\ndatabase: data.sqlite\ndedupe:\n  - entity: parent\n    key: k\n")
         try winnow(["run", "job.yaml"], expect: 0)
         try ScenarioKit.execute(db, "INSERT INTO t VALUES (100, 'a', 1)")
-        try ScenarioKit.execute(db, """
+        try ScenarioKit.execute(
+            db,
+            """
             INSERT INTO winnow_lock (id, run_id, pid, process_start, host, acquired_at) VALUES (1, NULL, ?, NULL, ?, '2024-01-01T00:00:00Z')
             """, arguments: [ProcessInfo.processInfo.processIdentifier, Self.hostName])
         let bytes = try TestSupport.fileBytes(db)
@@ -343,7 +357,9 @@ final class CLITests: XCTestCase {
         try write("job.yaml", Self.job)
         try winnow(["run", "job.yaml"], expect: 0)
         // Our own pid, but a start time that is not ours: the pid was reused, the holder is gone.
-        try ScenarioKit.execute(db, """
+        try ScenarioKit.execute(
+            db,
+            """
             INSERT INTO winnow_lock (id, run_id, pid, process_start, host, acquired_at) VALUES (1, 1, ?, '1', ?, '2024-01-01T00:00:00Z')
             """, arguments: [ProcessInfo.processInfo.processIdentifier, Self.hostName])
         try winnow(["run", "job.yaml"], expect: 0)
@@ -362,12 +378,14 @@ final class CLITests: XCTestCase {
                 orders.append("(\(id), \(id))")
             }
         }
-        return try TestSupport.makeDatabase(at: path(name), sql: """
-            CREATE TABLE people (id INTEGER PRIMARY KEY, k TEXT, visits INTEGER, note TEXT);
-            CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE);
-            INSERT INTO people VALUES \(people.joined(separator: ", "));
-            INSERT INTO orders VALUES \(orders.joined(separator: ", "));
-            """)
+        return try TestSupport.makeDatabase(
+            at: path(name),
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, k TEXT, visits INTEGER, note TEXT);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE);
+                INSERT INTO people VALUES \(people.joined(separator: ", "));
+                INSERT INTO orders VALUES \(orders.joined(separator: ", "));
+                """)
     }
 
     static let slowJob = """
@@ -525,8 +543,10 @@ final class CLITests: XCTestCase {
     final class FailureCounter: NSObject, XMLParserDelegate {
         var failures = 0
         var testcases = 0
-        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             if elementName == "failure" { failures += 1 }
             if elementName == "testcase" { testcases += 1 }
         }

@@ -165,7 +165,9 @@ final class CrashHarnessTests: XCTestCase {
         /// Migration steps a first run applies before its first batch.
         var stepsBeforeDedupe: Int
         var description: String {
-            String(format: "migration until %.3f s (rebuild done at %.3f s), batches %.3f–%.3f s, exit at %.3f s", migrationEnd, rebuildEnd ?? -1, firstBatch, lastBatch, end)
+            String(
+                format: "migration until %.3f s (rebuild done at %.3f s), batches %.3f–%.3f s, exit at %.3f s", migrationEnd,
+                rebuildEnd ?? -1, firstBatch, lastBatch, end)
         }
     }
 
@@ -223,9 +225,11 @@ final class CrashHarnessTests: XCTestCase {
         let queue = try DatabaseQueue(path: template)
         try queue.write { db in try db.execute(sql: fixtureSQL) }
         let (tables, columns) = try queue.read { db -> ([String], [String: [String]]) in
-            let tables = try String.fetchAll(db, sql: """
-                SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid
-                """)
+            let tables = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid
+                    """)
             var columns: [String: [String]] = [:]
             for table in tables {
                 columns[table] = try Row.fetchAll(db, sql: "PRAGMA table_info(\(table.sqlIdentifier))").map { $0["name"] as String }
@@ -239,7 +243,9 @@ final class CrashHarnessTests: XCTestCase {
         let fixture = Fixture(dir: dir, template: template, columns: columns, tables: tables)
         fixture.full = try reference(job: fullJob, name: "reference-full.sqlite", fixture: fixture, migrates: true)
         fixture.dedupeOnly = try reference(job: dedupeJob, name: "reference-dedupe.sqlite", fixture: fixture, migrates: false)
-        log("fixture: \(contactRows) contacts (\(groups) duplicate groups), \(orderRows) orders, link table; built and calibrated in \(format(Date().timeIntervalSince(started))) s")
+        log(
+            "fixture: \(contactRows) contacts (\(groups) duplicate groups), \(orderRows) orders, link table; built and calibrated in \(format(Date().timeIntervalSince(started))) s"
+        )
         return fixture
     }
 
@@ -278,21 +284,26 @@ final class CrashHarnessTests: XCTestCase {
         }
         let batchTimes = events.filter { ($0.1["event"] as? String) == "batch" }.map(\.0)
         guard let firstBatch = batchTimes.first, let lastBatch = batchTimes.last,
-              let summary = events.last(where: { ($0.1["event"] as? String) == "summary" })?.1 else {
+            let summary = events.last(where: { ($0.1["event"] as? String) == "summary" })?.1
+        else {
             throw WinnowError.internal("the reference run of \(job) reported no batches: \(events.map(\.1))")
         }
         let migrationEnd = events.filter { ($0.1["event"] as? String) == "migration" && $0.0 <= firstBatch }.map(\.0).last ?? 0
         let rebuildEnd = events.first { ($0.1["event"] as? String) == "migration" && ($0.1["rebuild"] as? Bool) == true }?.0
         let stepsBeforeDedupe = events.filter { ($0.1["event"] as? String) == "migration" && $0.0 <= firstBatch }.count
-        let calibration = Calibration(migrationEnd: migrationEnd, rebuildEnd: rebuildEnd, firstBatch: firstBatch, lastBatch: lastBatch, end: end,
-                                      stepsBeforeDedupe: stepsBeforeDedupe)
+        let calibration = Calibration(
+            migrationEnd: migrationEnd, rebuildEnd: rebuildEnd, firstBatch: firstBatch, lastBatch: lastBatch, end: end,
+            stepsBeforeDedupe: stepsBeforeDedupe)
         // The reference is only read from now on (by several connections at once): no WAL.
         let queue = try DatabaseQueue(path: path)
         _ = try queue.writeWithoutTransaction { try String.fetchOne($0, sql: "PRAGMA journal_mode = DELETE") }
         try queue.close()
-        let reference = Reference(job: job, path: path, calibration: calibration, deleted: summary["deleted"] as? Int ?? -1,
-                                  batches: summary["batches"] as? Int ?? -1, migrates: migrates)
-        log("calibration of \(URL(fileURLWithPath: job).lastPathComponent): \(calibration); \(reference.batches) batches, \(reference.deleted) deleted, \(summary["repointed"] ?? "?") re-pointed, \(summary["children_deleted"] ?? "?") link rows deleted, \(summary["updated"] ?? "?") merged")
+        let reference = Reference(
+            job: job, path: path, calibration: calibration, deleted: summary["deleted"] as? Int ?? -1,
+            batches: summary["batches"] as? Int ?? -1, migrates: migrates)
+        log(
+            "calibration of \(URL(fileURLWithPath: job).lastPathComponent): \(calibration); \(reference.batches) batches, \(reference.deleted) deleted, \(summary["repointed"] ?? "?") re-pointed, \(summary["children_deleted"] ?? "?") link rows deleted, \(summary["updated"] ?? "?") merged"
+        )
         return reference
     }
 
@@ -395,7 +406,10 @@ final class CrashHarnessTests: XCTestCase {
         process.waitUntilExit()
         try? errHandle?.close()
         if process.terminationReason == .uncaughtSignal {
-            return (process.terminationStatus == SIGKILL ? .killed : .exited(-process.terminationStatus, "signal \(process.terminationStatus)"), pid, started)
+            return (
+                process.terminationStatus == SIGKILL ? .killed : .exited(-process.terminationStatus, "signal \(process.terminationStatus)"),
+                pid, started
+            )
         }
         let stderr = (try? String(contentsOfFile: errFile, encoding: .utf8)) ?? ""
         return (.exited(process.terminationStatus, stderr), pid, started)
@@ -410,8 +424,9 @@ final class CrashHarnessTests: XCTestCase {
         let queue = try connection(path)
         defer { try? queue.close() }
         let text = try queue.inDatabase { db in
-            try String.fetchOne(db, sql: "SELECT started_at FROM winnow_runs WHERE id = coalesce(?, (SELECT max(id) FROM winnow_runs))",
-                                arguments: [id])
+            try String.fetchOne(
+                db, sql: "SELECT started_at FROM winnow_runs WHERE id = coalesce(?, (SELECT max(id) FROM winnow_runs))",
+                arguments: [id])
         }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -489,13 +504,18 @@ final class CrashHarnessTests: XCTestCase {
             let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
             if integrity != ["ok"] { problem("integrity_check: \(integrity.prefix(5))") }
             let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
-            if !violations.isEmpty { problem("foreign_key_check: \(violations.count) violations, first \(violations.prefix(3).map { "\($0)" })") }
+            if !violations.isEmpty {
+                problem("foreign_key_check: \(violations.count) violations, first \(violations.prefix(3).map { "\($0)" })")
+            }
 
             // 2. Where the kill landed.
             let hasRuns = try db.tableExists("winnow_runs")
             var totalDeleted = 0
             var stepsRecorded = 0
-            if hasRuns, let run = try Row.fetchOne(db, sql: "SELECT id, status, migration_steps, batches, deleted FROM winnow_runs ORDER BY id DESC LIMIT 1") {
+            if hasRuns,
+                let run = try Row.fetchOne(
+                    db, sql: "SELECT id, status, migration_steps, batches, deleted FROM winnow_runs ORDER BY id DESC LIMIT 1")
+            {
                 let id: Int64 = run[0]
                 if id > previousRun, (run[1] as String) == "running" {
                     inspection.runID = id
@@ -508,13 +528,16 @@ final class CrashHarnessTests: XCTestCase {
                 }
                 totalDeleted = try Int.fetchOne(db, sql: "SELECT coalesce(sum(deleted), 0) FROM winnow_runs WHERE command = 'run'") ?? 0
             }
-            let rebuildTables = try String.fetchAll(db, sql: """
-                SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'winnow\\_rebuild\\_%' ESCAPE '\\'
-                """)
+            let rebuildTables = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'winnow\\_rebuild\\_%' ESCAPE '\\'
+                    """)
             let nameNotNull = try Int.fetchOne(db, sql: "SELECT \"notnull\" FROM pragma_table_info('contacts') WHERE name = 'name'") ?? 0
             let hasSource = try Int.fetchOne(db, sql: "SELECT count(*) FROM pragma_table_info('contacts') WHERE name = 'source'") ?? 0
             let migrated = !reference.migrates || (nameNotNull == 1 && hasSource == 1 && rebuildTables.isEmpty)
-            let uniqueIndex = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'contacts_email_unique'") ?? 0
+            let uniqueIndex =
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'contacts_email_unique'") ?? 0
             if inspection.runID == nil {
                 inspection.phase = .startup
                 inspection.detail = "no run recorded yet"
@@ -525,7 +548,8 @@ final class CrashHarnessTests: XCTestCase {
                     let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM contacts") ?? 0
                     inspection.insideRebuild = true
                     inspection.copyComplete = copied >= rows
-                    inspection.detail += "; rebuild of contacts: \(copied) of \(rows) rows copied\(copied >= rows ? " (replay or cut-over)" : "")"
+                    inspection.detail +=
+                        "; rebuild of contacts: \(copied) of \(rows) rows copied\(copied >= rows ? " (replay or cut-over)" : "")"
                 } else if hasSource == 0 {
                     inspection.detail += "; before ADD COLUMN"
                 } else {
@@ -537,7 +561,9 @@ final class CrashHarnessTests: XCTestCase {
                 inspection.detail += "; the migration is complete, but its last step was not recorded yet"
             } else if uniqueIndex == 1 || totalDeleted >= reference.deleted {
                 inspection.phase = .finishing
-            } else if (try Int.fetchOne(db, sql: "SELECT batches FROM winnow_runs WHERE id = ?", arguments: [inspection.runID ?? 0]) ?? 0) == 0 {
+            } else if (try Int.fetchOne(db, sql: "SELECT batches FROM winnow_runs WHERE id = ?", arguments: [inspection.runID ?? 0]) ?? 0)
+                == 0
+            {
                 inspection.phase = .discovery
             } else {
                 inspection.phase = .dedupe
@@ -545,24 +571,28 @@ final class CrashHarnessTests: XCTestCase {
 
             // 3. The run counters match the journal: the batch in flight left neither.
             if hasRuns, try db.tableExists("winnow_journal") {
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT r.id, r.deleted, r.children_deleted, r.updated, r.repointed, r.hashed,
-                      (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
-                        WHERE j.run_id = r.id AND j.op = 'delete' AND s.tbl = 'contacts'),
-                      (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
-                        WHERE j.run_id = r.id AND j.op = 'delete' AND s.tbl <> 'contacts'),
-                      (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
-                        WHERE j.run_id = r.id AND j.op = 'update' AND s.tbl = 'contacts' AND json_array_length(s.columns) > 1),
-                      (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
-                        WHERE j.run_id = r.id AND j.op = 'update' AND s.tbl <> 'contacts'),
-                      (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
-                        WHERE j.run_id = r.id AND j.op = 'update' AND s.tbl = 'contacts' AND json_array_length(s.columns) = 1)
-                    FROM winnow_runs r WHERE r.command = 'run' AND r.archive
-                    """)
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT r.id, r.deleted, r.children_deleted, r.updated, r.repointed, r.hashed,
+                          (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
+                            WHERE j.run_id = r.id AND j.op = 'delete' AND s.tbl = 'contacts'),
+                          (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
+                            WHERE j.run_id = r.id AND j.op = 'delete' AND s.tbl <> 'contacts'),
+                          (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
+                            WHERE j.run_id = r.id AND j.op = 'update' AND s.tbl = 'contacts' AND json_array_length(s.columns) > 1),
+                          (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
+                            WHERE j.run_id = r.id AND j.op = 'update' AND s.tbl <> 'contacts'),
+                          (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
+                            WHERE j.run_id = r.id AND j.op = 'update' AND s.tbl = 'contacts' AND json_array_length(s.columns) = 1)
+                        FROM winnow_runs r WHERE r.command = 'run' AND r.archive
+                        """)
                 for row in rows {
                     let names = ["deleted", "children_deleted", "updated", "repointed", "hashed"]
                     for (offset, name) in names.enumerated() where (row[1 + offset] as Int) != (row[6 + offset] as Int) {
-                        problem("run \(row[0] as Int64): winnow_runs.\(name) = \(row[1 + offset] as Int) but the journal holds \(row[6 + offset] as Int) such entries")
+                        problem(
+                            "run \(row[0] as Int64): winnow_runs.\(name) = \(row[1 + offset] as Int) but the journal holds \(row[6 + offset] as Int) such entries"
+                        )
                     }
                 }
             }
@@ -596,39 +626,50 @@ final class CrashHarnessTests: XCTestCase {
                     let c = name.sqlIdentifier
                     let exact = "(c.\(c) IS o.\(c) AND typeof(c.\(c)) = typeof(o.\(c)))"
                     if reference.migrates, table == backfilled.table, name == backfilled.column {
-                        return "(\(exact) OR (o.\(c) IS NULL AND c.\(c) IS '\(backfilled.value.replacingOccurrences(of: "'", with: "''"))'))"
+                        return
+                            "(\(exact) OR (o.\(c) IS NULL AND c.\(c) IS '\(backfilled.value.replacingOccurrences(of: "'", with: "''"))'))"
                     }
                     return exact
                 }.joined(separator: " AND ")
                 let selected = columns.map { "o.\($0.sqlIdentifier)" }.joined(separator: ", ")
                 // Rows whose original content is not in the table as it was.
                 var mismatched: [Int64: (present: Bool, values: [DatabaseValue])] = [:]
-                for row in try Row.fetchAll(db, sql: """
-                    SELECT o.rowid, c.rowid IS NOT NULL, \(selected) FROM orig.\(t) AS o LEFT JOIN main.\(t) AS c ON c.rowid = o.rowid
-                    WHERE c.rowid IS NULL OR NOT (\(same))
-                    """) {
+                for row in try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT o.rowid, c.rowid IS NOT NULL, \(selected) FROM orig.\(t) AS o LEFT JOIN main.\(t) AS c ON c.rowid = o.rowid
+                        WHERE c.rowid IS NULL OR NOT (\(same))
+                        """)
+                {
                     let present: Bool = row[1]
                     mismatched[row[0]] = (present: present, values: (0..<columns.count).map { row[2 + $0] as DatabaseValue })
                 }
-                let extra = try Int64.fetchAll(db, sql: "SELECT rowid FROM main.\(t) WHERE rowid NOT IN (SELECT rowid FROM orig.\(t)) LIMIT 5")
+                let extra = try Int64.fetchAll(
+                    db, sql: "SELECT rowid FROM main.\(t) WHERE rowid NOT IN (SELECT rowid FROM orig.\(t)) LIMIT 5")
                 if !extra.isEmpty { problems.append("\(table): rows that were never in the table: rowid \(extra)") }
                 let tableShapes = shapes.filter { $0.value.table == table }
                 guard hasJournal, !tableShapes.isEmpty else {
                     if !mismatched.isEmpty {
                         let sample = mismatched.keys.sorted().prefix(5)
-                        problems.append("\(table): \(mismatched.count) rows changed or missing, and no journal for the table (rowid \(Array(sample)))")
+                        problems.append(
+                            "\(table): \(mismatched.count) rows changed or missing, and no journal for the table (rowid \(Array(sample)))")
                     }
                     continue
                 }
                 let shapeList = tableShapes.keys.map(String.init).joined(separator: ",")
-                let resurrected = try Int64.fetchAll(db, sql: """
-                    SELECT j.rid FROM main.winnow_journal AS j WHERE j.op = 'delete' AND j.shape_id IN (\(shapeList))
-                    AND j.rid IN (SELECT rowid FROM main.\(t)) LIMIT 5
-                    """)
-                if !resurrected.isEmpty { problems.append("\(table): rows journaled as deleted are still in the table: rowid \(resurrected)") }
+                let resurrected = try Int64.fetchAll(
+                    db,
+                    sql: """
+                        SELECT j.rid FROM main.winnow_journal AS j WHERE j.op = 'delete' AND j.shape_id IN (\(shapeList))
+                        AND j.rid IN (SELECT rowid FROM main.\(t)) LIMIT 5
+                        """)
+                if !resurrected.isEmpty {
+                    problems.append("\(table): rows journaled as deleted are still in the table: rowid \(resurrected)")
+                }
                 guard !mismatched.isEmpty else { continue }
                 var entries: [Int64: [(op: String, shape: Int64, image: Data)]] = [:]
-                let cursor = try Row.fetchCursor(db, sql: "SELECT rid, op, shape_id, image FROM main.winnow_journal WHERE shape_id IN (\(shapeList)) ORDER BY id")
+                let cursor = try Row.fetchCursor(
+                    db, sql: "SELECT rid, op, shape_id, image FROM main.winnow_journal WHERE shape_id IN (\(shapeList)) ORDER BY id")
                 while let row = try cursor.next() {
                     let rid: Int64 = row[0]
                     guard mismatched[rid] != nil else { continue }
@@ -667,7 +708,9 @@ final class CrashHarnessTests: XCTestCase {
                         report("is missing but journaled only as \(list.map(\.op))")
                     }
                 }
-                if badCount > 0 { problems.append("\(table): \(badCount) original rows lost or wrongly journaled, e.g. \(bad.joined(separator: "; "))") }
+                if badCount > 0 {
+                    problems.append("\(table): \(badCount) original rows lost or wrongly journaled, e.g. \(bad.joined(separator: "; "))")
+                }
             }
         } catch {
             problems.append("row check failed: \(error)")
@@ -688,10 +731,12 @@ final class CrashHarnessTests: XCTestCase {
             let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
             if integrity != ["ok"] { problems.append("integrity_check: \(integrity.prefix(5))") }
             if try !Row.fetchAll(db, sql: "PRAGMA foreign_key_check").isEmpty { problems.append("foreign_key_check is not empty") }
-            let leftovers = try String.fetchAll(db, sql: """
-                SELECT type || ' ' || name FROM sqlite_master
-                WHERE name LIKE 'winnow\\_rebuild%' ESCAPE '\\' OR name LIKE 'winnow\\_capture%' ESCAPE '\\'
-                """)
+            let leftovers = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT type || ' ' || name FROM sqlite_master
+                    WHERE name LIKE 'winnow\\_rebuild%' ESCAPE '\\' OR name LIKE 'winnow\\_capture%' ESCAPE '\\'
+                    """)
             if !leftovers.isEmpty { problems.append("rebuild leftovers: \(leftovers)") }
             if let holder = try Row.fetchOne(db, sql: "SELECT run_id, pid FROM winnow_lock") {
                 problems.append("the lock is still held after the run completed: \(holder)")
@@ -699,20 +744,26 @@ final class CrashHarnessTests: XCTestCase {
             try db.execute(sql: "ATTACH DATABASE ? AS ref", arguments: [other])
             defer { try? db.execute(sql: "DETACH DATABASE ref") }
             func schema(_ name: String) throws -> [String] {
-                try String.fetchAll(db, sql: """
-                    SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM \(name).sqlite_master
-                    WHERE lower(name) NOT LIKE 'winnow\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name
-                    """)
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM \(name).sqlite_master
+                        WHERE lower(name) NOT LIKE 'winnow\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name
+                        """)
             }
             let mine = try schema("main")
             let theirs = try schema("ref")
             if mine != theirs {
-                problems.append("user schema differs from \(otherName): only here \(mine.filter { !theirs.contains($0) }), only there \(theirs.filter { !mine.contains($0) })")
+                problems.append(
+                    "user schema differs from \(otherName): only here \(mine.filter { !theirs.contains($0) }), only there \(theirs.filter { !mine.contains($0) })"
+                )
             }
-            let tables = try String.fetchAll(db, sql: """
-                SELECT name FROM ref.sqlite_master WHERE type = 'table' AND lower(name) NOT LIKE 'winnow\\_%' ESCAPE '\\'
-                AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name
-                """)
+            let tables = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT name FROM ref.sqlite_master WHERE type = 'table' AND lower(name) NOT LIKE 'winnow\\_%' ESCAPE '\\'
+                    AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name
+                    """)
             for table in tables {
                 let columns = try Row.fetchAll(db, sql: "PRAGMA ref.table_info(\(table.sqlIdentifier))").map { $0["name"] as String }
                 let mineColumns = try Row.fetchAll(db, sql: "PRAGMA main.table_info(\(table.sqlIdentifier))").map { $0["name"] as String }
@@ -722,13 +773,21 @@ final class CrashHarnessTests: XCTestCase {
                 }
                 let quoted = (["rowid"] + columns.map(\.sqlIdentifier)).joined(separator: ", ")
                 let t = table.sqlIdentifier
-                let onlyHere = try Int.fetchOne(db, sql: "SELECT count(*) FROM (SELECT \(quoted) FROM main.\(t) EXCEPT SELECT \(quoted) FROM ref.\(t))") ?? -1
-                let onlyThere = try Int.fetchOne(db, sql: "SELECT count(*) FROM (SELECT \(quoted) FROM ref.\(t) EXCEPT SELECT \(quoted) FROM main.\(t))") ?? -1
+                let onlyHere =
+                    try Int.fetchOne(
+                        db, sql: "SELECT count(*) FROM (SELECT \(quoted) FROM main.\(t) EXCEPT SELECT \(quoted) FROM ref.\(t))") ?? -1
+                let onlyThere =
+                    try Int.fetchOne(
+                        db, sql: "SELECT count(*) FROM (SELECT \(quoted) FROM ref.\(t) EXCEPT SELECT \(quoted) FROM main.\(t))") ?? -1
                 let counts = try Row.fetchOne(db, sql: "SELECT (SELECT count(*) FROM main.\(t)), (SELECT count(*) FROM ref.\(t))")!
                 if onlyHere != 0 || onlyThere != 0 || (counts[0] as Int) != (counts[1] as Int) {
-                    let sample = try Row.fetchAll(db, sql: "SELECT \(quoted) FROM main.\(t) EXCEPT SELECT \(quoted) FROM ref.\(t) LIMIT 3").map { "\($0)" }
-                    let missing = try Row.fetchAll(db, sql: "SELECT \(quoted) FROM ref.\(t) EXCEPT SELECT \(quoted) FROM main.\(t) LIMIT 3").map { "\($0)" }
-                    problems.append("\(table): \(counts[0] as Int) rows vs \(counts[1] as Int) in \(otherName); \(onlyHere) rows only here, e.g. \(sample); \(onlyThere) only there, e.g. \(missing)")
+                    let sample = try Row.fetchAll(db, sql: "SELECT \(quoted) FROM main.\(t) EXCEPT SELECT \(quoted) FROM ref.\(t) LIMIT 3")
+                        .map { "\($0)" }
+                    let missing = try Row.fetchAll(db, sql: "SELECT \(quoted) FROM ref.\(t) EXCEPT SELECT \(quoted) FROM main.\(t) LIMIT 3")
+                        .map { "\($0)" }
+                    problems.append(
+                        "\(table): \(counts[0] as Int) rows vs \(counts[1] as Int) in \(otherName); \(onlyHere) rows only here, e.g. \(sample); \(onlyThere) only there, e.g. \(missing)"
+                    )
                 }
             }
         }
@@ -754,7 +813,10 @@ final class CrashHarnessTests: XCTestCase {
 
         func take() -> Int? {
             lock.withLock { () -> Int? in
-                if single { defer { next += 1 }; return next == 0 ? 0 : nil }
+                if single {
+                    defer { next += 1 }
+                    return next == 0 ? 0 : nil
+                }
                 guard kills < target, next < maxScenarios else { return nil }
                 defer { next += 1 }
                 return next
@@ -774,11 +836,15 @@ final class CrashHarnessTests: XCTestCase {
             let t = text.lowercased()
             return t.hasPrefix("0x") ? UInt64(t.dropFirst(2), radix: 16) : UInt64(t)
         }
-        let forced = Self.env["WINNOW_CRASH_DELAYS"].map { $0.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) } }
+        let forced = Self.env["WINNOW_CRASH_DELAYS"].map {
+            $0.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        }
         let target = Self.mainKills
         let shared = Shared(target: target, maxScenarios: target * 3, single: replay != nil)
         let workers = replay == nil ? Self.workers : 1
-        Self.log("kill suite: at least \(target) kills, \(workers) worker(s), base seed 0x\(String(Self.baseSeed, radix: 16)), \(reference.calibration)")
+        Self.log(
+            "kill suite: at least \(target) kills, \(workers) worker(s), base seed 0x\(String(Self.baseSeed, radix: 16)), \(reference.calibration)"
+        )
         let failuresBefore = Tally.shared.lock.withLock { Tally.shared.failures.count }
         let group = DispatchGroup()
         for _ in 0..<workers {
@@ -856,14 +922,20 @@ final class CrashHarnessTests: XCTestCase {
                     let inspection = try inspect(db, fixture: fixture, reference: reference, previousRun: previousRun)
                     if inspection.finished, inspection.problems.isEmpty {
                         Tally.shared.lock.withLock { Tally.shared.missed += 1 }
-                        log("\(tag): kill \(attempt + 1) at \(format(delay)) s landed after the run (pid \(pid)) had completed, while it closed")
+                        log(
+                            "\(tag): kill \(attempt + 1) at \(format(delay)) s landed after the run (pid \(pid)) had completed, while it closed"
+                        )
                         completed = true
                         break
                     }
                     kills += 1
                     Tally.shared.kill(inspection.phase, rebuild: inspection.insideRebuild, copied: inspection.copyComplete)
-                    log("\(tag): kill \(attempt + 1)/\(delays.count) at \(format(delay)) s (pid \(pid)) → \(inspection.phase.rawValue): \(inspection.detail) [checked in \(format(Date().timeIntervalSince(checking))) s]")
-                    for text in inspection.problems { fail("kill \(attempt + 1) at \(format(delay)) s (\(inspection.phase.rawValue): \(inspection.detail)): \(text)") }
+                    log(
+                        "\(tag): kill \(attempt + 1)/\(delays.count) at \(format(delay)) s (pid \(pid)) → \(inspection.phase.rawValue): \(inspection.detail) [checked in \(format(Date().timeIntervalSince(checking))) s]"
+                    )
+                    for text in inspection.problems {
+                        fail("kill \(attempt + 1) at \(format(delay)) s (\(inspection.phase.rawValue): \(inspection.detail)): \(text)")
+                    }
                     if let id = inspection.runID {
                         if !killedRuns.isEmpty, let wait = try secondsToStart(db, run: id, launched: launched), wait > lockTakeover {
                             fail("kill \(attempt + 1): the resumed run \(id) took \(format(wait)) s to take the killed run's lock")
@@ -872,7 +944,9 @@ final class CrashHarnessTests: XCTestCase {
                         previousRun = id
                         let statuses = try historyStatuses(db)
                         if statuses[id] != "interrupted" {
-                            fail("kill \(attempt + 1) at \(format(delay)) s: winnow history shows run \(id) as \(statuses[id] ?? "missing"), not interrupted")
+                            fail(
+                                "kill \(attempt + 1) at \(format(delay)) s: winnow history shows run \(id) as \(statuses[id] ?? "missing"), not interrupted"
+                            )
                         }
                     }
                 }
@@ -887,7 +961,9 @@ final class CrashHarnessTests: XCTestCase {
                 }
                 let summary = jsonLines(result.stdout).last { ($0["event"] as? String) == "summary" }
                 if result.status != 0 || (summary?["status"] as? String) != "completed" {
-                    fail("the resumed run exited \(result.status) (\(summary?["status"] ?? "no summary")) after \(format(Date().timeIntervalSince(began))) s: \(result.stderr.prefix(400))")
+                    fail(
+                        "the resumed run exited \(result.status) (\(summary?["status"] ?? "no summary")) after \(format(Date().timeIntervalSince(began))) s: \(result.stderr.prefix(400))"
+                    )
                     return kills
                 }
                 Tally.shared.lock.withLock { Tally.shared.completions += 1 }
@@ -948,7 +1024,8 @@ final class CrashHarnessTests: XCTestCase {
                 try FileManager.default.copyItem(atPath: fixture.template, toPath: db)
                 let (outcome, pid, _) = try Self.runAndKill(arguments, after: delay, scratch: db)
                 if case .killed = outcome,
-                   !(try Self.inspect(db, fixture: fixture, reference: reference, previousRun: 0).finished) {
+                    !(try Self.inspect(db, fixture: fixture, reference: reference, previousRun: 0).finished)
+                {
                     killed = (outcome, pid)
                     break
                 }
@@ -979,7 +1056,9 @@ final class CrashHarnessTests: XCTestCase {
             let began = Date()
             let restored = try TestSupport.winnow(["restore", "--database", db, "--run", String(runID), "--format", "json"])
             let seconds = Date().timeIntervalSince(began)
-            Self.log("\(tag): restore of run \(runID) exited \(restored.status) in \(Self.format(seconds)) s: \(Self.jsonLines(restored.stdout).last?["message"] ?? restored.stderr)")
+            Self.log(
+                "\(tag): restore of run \(runID) exited \(restored.status) in \(Self.format(seconds)) s: \(Self.jsonLines(restored.stdout).last?["message"] ?? restored.stderr)"
+            )
             XCTAssertNotEqual(restored.status, 75, "\(tag): the killed run's lock blocked restore: \(restored.stderr)")
             XCTAssertEqual(restored.status, 0, "\(tag): \(restored.stdout) \(restored.stderr)")
             XCTAssertLessThan(seconds, 20, "\(tag): restore took too long")
@@ -1012,7 +1091,9 @@ final class CrashHarnessTests: XCTestCase {
             }
             try? FileManager.default.removeItem(at: dir)
         }
-        Self.log("restore suite: \(count) kills (\(landed) inside the dedupe batches) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+        Self.log(
+            "restore suite: \(count) kills (\(landed) inside the dedupe batches) in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
+        )
         XCTAssertGreaterThan(landed, 0, "no kill landed inside the dedupe batches")
     }
 

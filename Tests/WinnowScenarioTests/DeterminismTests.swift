@@ -27,10 +27,14 @@ final class DeterminismTests: XCTestCase {
     func generateRows(seed: UInt64) -> [LogicalRow] {
         var rng = SeededGenerator(seed: seed)
         func pick<T>(_ items: [T]) -> T { items[Int(rng.next() % UInt64(items.count))] }
-        let emails = ["ÉMILE@x.org", "émile@x.org", " Émile@X.org ", "emile@x.org", "zoë@x.org", "ZOË@X.ORG", "a@x", "A@X",
-                      " a@x", "b@x", "İstanbul@x", "istanbul@x", "ß@x", "SS@x"]
-        let names: [DatabaseValue] = [.null, "Émile".databaseValue, "émile".databaseValue, "Zoë".databaseValue, "".databaseValue,
-                                      "a long name".databaseValue, "ab".databaseValue, "cd".databaseValue]
+        let emails = [
+            "ÉMILE@x.org", "émile@x.org", " Émile@X.org ", "emile@x.org", "zoë@x.org", "ZOË@X.ORG", "a@x", "A@X",
+            " a@x", "b@x", "İstanbul@x", "istanbul@x", "ß@x", "SS@x",
+        ]
+        let names: [DatabaseValue] = [
+            .null, "Émile".databaseValue, "émile".databaseValue, "Zoë".databaseValue, "".databaseValue,
+            "a long name".databaseValue, "ab".databaseValue, "cd".databaseValue,
+        ]
         let times: [DatabaseValue] = [.null, 1.databaseValue, 2.databaseValue, 2.databaseValue, 3.databaseValue]
         let visits: [DatabaseValue] = [.null, 0.databaseValue, 1.databaseValue, 5.databaseValue]
         let scores: [DatabaseValue] = [.null, (0.5).databaseValue, (0.25).databaseValue, (1.0).databaseValue]
@@ -53,15 +57,17 @@ final class DeterminismTests: XCTestCase {
         let path = dir.appendingPathComponent(name).path
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
-            try db.execute(sql: """
-                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, name TEXT, created_at INTEGER, visits INTEGER,
-                                     score REAL, note TEXT, tag, kh TEXT);
-                CREATE TABLE visits_log (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE, what TEXT);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, name TEXT, created_at INTEGER, visits INTEGER,
+                                         score REAL, note TEXT, tag, kh TEXT);
+                    CREATE TABLE visits_log (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE, what TEXT);
+                    """)
             for (position, index) in order.enumerated() {
                 let id = idOffset + position * 7 + 1
-                try db.execute(sql: "INSERT INTO people VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-                               arguments: StatementArguments([id.databaseValue] + rows[index]))
+                try db.execute(
+                    sql: "INSERT INTO people VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                    arguments: StatementArguments([id.databaseValue] + rows[index]))
                 // A child row per person, tagged with the logical row, to follow re-pointing.
                 try db.execute(sql: "INSERT INTO visits_log (person_id, what) VALUES (?, ?)", arguments: [id, "row \(index)"])
             }
@@ -75,18 +81,25 @@ final class DeterminismTests: XCTestCase {
         let queue = try DatabaseQueue(path: path)
         defer { try? queue.close() }
         return try queue.read { db in
-            let people = try Row.fetchAll(db, sql: "SELECT \(Self.columns.joined(separator: ", ")), typeof(score), typeof(visits) FROM people")
-                .map { row in row.databaseValues.map { "\($0)" }.joined(separator: " | ") }
-            let children = try Row.fetchAll(db, sql: """
-                SELECT p.email, p.name, p.created_at, p.visits, p.score, p.note, p.tag, v.what
-                FROM visits_log v LEFT JOIN people p ON p.id = v.person_id
-                """).map { row in "child: " + row.databaseValues.map { "\($0)" }.joined(separator: " | ") }
+            let people = try Row.fetchAll(
+                db, sql: "SELECT \(Self.columns.joined(separator: ", ")), typeof(score), typeof(visits) FROM people"
+            )
+            .map { row in row.databaseValues.map { "\($0)" }.joined(separator: " | ") }
+            let children = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT p.email, p.name, p.created_at, p.visits, p.score, p.note, p.tag, v.what
+                    FROM visits_log v LEFT JOIN people p ON p.id = v.person_id
+                    """
+            ).map { row in "child: " + row.databaseValues.map { "\($0)" }.joined(separator: " | ") }
             return (people + children).sorted()
         }
     }
 
-    func assertSameSurvivors(job: String, seeds: ClosedRange<UInt64>, peers: Int = 4,
-                             file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertSameSurvivors(
+        job: String, seeds: ClosedRange<UInt64>, peers: Int = 4,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         var totalGroups = 0
         for seed in seeds {
             let rows = generateRows(seed: seed)
@@ -109,8 +122,9 @@ final class DeterminismTests: XCTestCase {
                 if results[peer] != results[0] {
                     let onlyHere = Set(results[peer]).subtracting(results[0]).sorted()
                     let onlyThere = Set(results[0]).subtracting(results[peer]).sorted()
-                    XCTFail("seed \(seed): peer \(peer) kept different content.\nonly in peer \(peer): \(onlyHere)\nonly in peer 0: \(onlyThere)",
-                            file: file, line: line)
+                    XCTFail(
+                        "seed \(seed): peer \(peer) kept different content.\nonly in peer \(peer): \(onlyHere)\nonly in peer 0: \(onlyThere)",
+                        file: file, line: line)
                 }
             }
         }
@@ -118,66 +132,71 @@ final class DeterminismTests: XCTestCase {
     }
 
     func testOrderedWinnerGivesSameSurvivorsOnEveryPeer() throws {
-        try assertSameSurvivors(job: """
-            version: 1
-            dedupe:
-              - entity: people
-                key: email
-                normalize: [trim, lowercase]
-                winner:
-                  - created_at: asc
-                merge:
-                  name: longest
-                  visits: sum
-                  score: max
-                  note: concat
-                  tag: fill_null
-            """, seeds: 1...20)
+        try assertSameSurvivors(
+            job: """
+                version: 1
+                dedupe:
+                  - entity: people
+                    key: email
+                    normalize: [trim, lowercase]
+                    winner:
+                      - created_at: asc
+                    merge:
+                      name: longest
+                      visits: sum
+                      score: max
+                      note: concat
+                      tag: fill_null
+                """, seeds: 1...20)
     }
 
     func testWinnerlessRuleGivesSameSurvivorsOnEveryPeer() throws {
-        try assertSameSurvivors(job: """
-            version: 1
-            dedupe:
-              - entity: people
-                key: email
-                normalize: [trim, lowercase]
-                merge:
-                  visits: sum
-                  note: concat
-            """, seeds: 101...120)
+        try assertSameSurvivors(
+            job: """
+                version: 1
+                dedupe:
+                  - entity: people
+                    key: email
+                    normalize: [trim, lowercase]
+                    merge:
+                      visits: sum
+                      note: concat
+                """, seeds: 101...120)
     }
 
     func testShorthandsAndCompositeHashedKeyGiveSameSurvivorsOnEveryPeer() throws {
-        try assertSameSurvivors(job: """
-            version: 1
-            dedupe:
-              - entity: people
-                key: [email, name]
-                normalize: [trim, lowercase]
-                hash: true
-                hash_column: kh
-                nulls: equal
-                winner: {latest: created_at}
-                merge:
-                  score: sum
-                  tag: min
-            """, seeds: 201...210, peers: 3)
-        try assertSameSurvivors(job: """
-            version: 1
-            dedupe:
-              - entity: people
-                key: email
-                normalize: [lowercase]
-                winner: most_complete
-            """, seeds: 301...310, peers: 3)
+        try assertSameSurvivors(
+            job: """
+                version: 1
+                dedupe:
+                  - entity: people
+                    key: [email, name]
+                    normalize: [trim, lowercase]
+                    hash: true
+                    hash_column: kh
+                    nulls: equal
+                    winner: {latest: created_at}
+                    merge:
+                      score: sum
+                      tag: min
+                """, seeds: 201...210, peers: 3)
+        try assertSameSurvivors(
+            job: """
+                version: 1
+                dedupe:
+                  - entity: people
+                    key: email
+                    normalize: [lowercase]
+                    winner: most_complete
+                """, seeds: 301...310, peers: 3)
     }
 
     /// A second run on a deduplicated database finds nothing and changes nothing.
     func testSecondRunIsANoOp() throws {
         let rows = generateRows(seed: 42)
         let path = try makePeer(rows, order: Array(rows.indices), name: "noop.sqlite", idOffset: 0)
-        let job = try ScenarioKit.job("""
+        let job = try ScenarioKit.job(
+            """
             version: 1
             dedupe:
               - entity: people

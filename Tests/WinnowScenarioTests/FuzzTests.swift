@@ -53,8 +53,10 @@ final class FuzzTests: XCTestCase {
             try FileManager.default.createDirectory(at: dir.appendingPathComponent(folder), withIntermediateDirectories: true)
         }
         let repo = Self.repository
-        for (from, to) in [("examples/contacts.sqlite", "work/contacts.sqlite"), ("examples/crm-v1.sqlite", "work/crm.sqlite"),
-                           ("examples/crm-seed.sqlite", "examples/crm-seed.sqlite")] {
+        for (from, to) in [
+            ("examples/contacts.sqlite", "work/contacts.sqlite"), ("examples/crm-v1.sqlite", "work/crm.sqlite"),
+            ("examples/crm-seed.sqlite", "examples/crm-seed.sqlite"),
+        ] {
             try FileManager.default.copyItem(at: repo.appendingPathComponent(from), to: dir.appendingPathComponent(to))
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: dir.appendingPathComponent(to).path)
         }
@@ -105,7 +107,9 @@ final class FuzzTests: XCTestCase {
         }
         let seed = Self.seed
         let cases = Self.onlyCase.map { [$0] } ?? Array(0..<Self.caseCount)
-        print("FuzzTests.testMutatedFilesInProcess: seed \(seed), \(cases.count) cases; replay one with WINNOW_FUZZ_SEED=\(seed) WINNOW_FUZZ_CASE=N")
+        print(
+            "FuzzTests.testMutatedFilesInProcess: seed \(seed), \(cases.count) cases; replay one with WINNOW_FUZZ_SEED=\(seed) WINNOW_FUZZ_CASE=N"
+        )
         guard let worker = Self.workerCommand() else {
             // No way to start the test binary again: run the cases here.
             let progress = dir.appendingPathComponent("progress.txt")
@@ -134,8 +138,9 @@ final class FuzzTests: XCTestCase {
                 env["WINNOW_FUZZ_FROM"] = String(cases[next])
                 env["WINNOW_FUZZ_TO"] = String(cases.last! + 1)
             }
-            let result = try FuzzProcess.run(worker.arguments, executable: worker.executable, environment: env,
-                                             timeout: Double(cases.count - next) * 2 + 300)
+            let result = try FuzzProcess.run(
+                worker.arguments, executable: worker.executable, environment: env,
+                timeout: Double(cases.count - next) * 2 + 300)
             let lines = ((try? String(contentsOf: progress, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
             var current: (index: Int, label: String)?
             var finished = false
@@ -143,8 +148,12 @@ final class FuzzTests: XCTestCase {
                 let parts = line.split(separator: "\t", maxSplits: 2).map(String.init)
                 switch parts.first {
                 case "CASE" where parts.count == 3: current = (Int(parts[1]) ?? -1, parts[2])
-                case "DONE" where parts.count >= 2: outcomes[parts[1], default: 0] += 1; current = nil
-                case "FAIL" where parts.count >= 2: failures.append(parts.dropFirst().joined(separator: "\t")); current = nil
+                case "DONE" where parts.count >= 2:
+                    outcomes[parts[1], default: 0] += 1
+                    current = nil
+                case "FAIL" where parts.count >= 2:
+                    failures.append(parts.dropFirst().joined(separator: "\t"))
+                    current = nil
                 case "END": finished = true
                 default: break
                 }
@@ -154,16 +163,23 @@ final class FuzzTests: XCTestCase {
                 XCTFail("the fuzz worker ended without a result (status \(result.status)): \(result.stderr.suffix(2000))")
                 break
             }
-            let how = result.timedOut ? "hung (worker killed)" : (result.signaled ? "crashed (signal \(result.status))" : "ended the process (status \(result.status))")
+            let how =
+                result.timedOut
+                ? "hung (worker killed)"
+                : (result.signaled ? "crashed (signal \(result.status))" : "ended the process (status \(result.status))")
             let reason = result.stderr.components(separatedBy: "\n").first { $0.contains("Fatal error") || $0.contains("HANG") } ?? ""
-            failures.append("\(crashed.label): \(how) in process: \(reason)\n  input kept at \(FuzzHarness.failureFolder.path)/seed\(seed)-case\(crashed.index)-*")
+            failures.append(
+                "\(crashed.label): \(how) in process: \(reason)\n  input kept at \(FuzzHarness.failureFolder.path)/seed\(seed)-case\(crashed.index)-*"
+            )
             outcomes["crash", default: 0] += 1
             next = position + 1
             if Self.onlyCase != nil { break }
         }
         for failure in failures.prefix(25) { XCTFail(failure) }
         if failures.count > 25 { XCTFail("seed \(seed): \(failures.count) failing cases in all (first 25 reported)") }
-        print("FuzzTests.testMutatedFilesInProcess: seed \(seed), \(cases.count) cases in \(String(format: "%.1f", Date().timeIntervalSince(started))) s (\(workers) worker\(workers == 1 ? "" : "s")), \(failures.count) failing; outcomes: \(outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))")
+        print(
+            "FuzzTests.testMutatedFilesInProcess: seed \(seed), \(cases.count) cases in \(String(format: "%.1f", Date().timeIntervalSince(started))) s (\(workers) worker\(workers == 1 ? "" : "s")), \(failures.count) failing; outcomes: \(outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))"
+        )
     }
 
     /// How to start this test binary again running only `testMutatedFilesInProcess`.
@@ -198,7 +214,7 @@ final class FuzzTests: XCTestCase {
             let document = rng.pick(corpus)
             let (bytes, steps) = FuzzMutator.mutate(document.text, rng: &rng)
             let label = "seed \(seed) case \(index) (\(document.name): \(steps.joined(separator: "; ")))"
-            _ = FuzzHarness.keepFailure(bytes, seed: seed, index: index, document: document)   // removed again when the case passes
+            _ = FuzzHarness.keepFailure(bytes, seed: seed, index: index, document: document)  // removed again when the case passes
             write("CASE\t\(index)\t\(label)")
             watchdog.begin(label)
             let report = harness.runInProcess(bytes, document: document)
@@ -221,7 +237,9 @@ final class FuzzTests: XCTestCase {
         let harness = FuzzHarness(dir: dir)
         let seed = Self.seed
         let cases = Self.onlyCase.map { [$0] } ?? Array(0..<Self.cliCaseCount)
-        print("FuzzTests.testMutatedFilesThroughTheExecutable: seed \(seed), \(cases.count) cases (validate, plan, run each); executable \(TestSupport.executable.path)")
+        print(
+            "FuzzTests.testMutatedFilesThroughTheExecutable: seed \(seed), \(cases.count) cases (validate, plan, run each); executable \(TestSupport.executable.path)"
+        )
         let started = Date()
         let lock = NSLock()
         var problems: [(Int, String)] = []
@@ -243,7 +261,9 @@ final class FuzzTests: XCTestCase {
         }
         for (_, problem) in problems.sorted(by: { $0.0 < $1.0 }).prefix(25) { XCTFail(problem) }
         if problems.count > 25 { XCTFail("seed \(seed): \(problems.count) failing executable cases in all (first 25 reported)") }
-        print("FuzzTests.testMutatedFilesThroughTheExecutable: seed \(seed), \(cases.count) cases in \(String(format: "%.1f", Date().timeIntervalSince(started))) s, \(problems.count) failing; outcomes: \(outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))")
+        print(
+            "FuzzTests.testMutatedFilesThroughTheExecutable: seed \(seed), \(cases.count) cases in \(String(format: "%.1f", Date().timeIntervalSince(started))) s, \(problems.count) failing; outcomes: \(outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))"
+        )
     }
 
     // MARK: Targeted hostile files
@@ -252,15 +272,19 @@ final class FuzzTests: XCTestCase {
     /// with a timeout, so a crash or hang is reported rather than taking the test run down),
     /// then, when the executable survived, in process. Returns the in-process report.
     @discardableResult
-    private func assertHostile(_ bytes: Data, as kind: FuzzDocument.Kind = .job, database: String = "contacts.sqlite",
-                               name: String, expectValid: Bool = false,
-                               file: StaticString = #filePath, line: UInt = #line) -> FuzzHarness.Report? {
+    private func assertHostile(
+        _ bytes: Data, as kind: FuzzDocument.Kind = .job, database: String = "contacts.sqlite",
+        name: String, expectValid: Bool = false,
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> FuzzHarness.Report? {
         let harness = FuzzHarness(dir: dir)
         let document = FuzzDocument(name: name, kind: kind, text: "", database: database, plannable: false)
         let cli = harness.runThroughExecutable(bytes, document: document, tag: "targeted-\(name)", timeout: FuzzTests.targetedTimeout)
         if let problem = cli.problem { XCTFail("\(name) (executable): \(problem)", file: file, line: line) }
         if expectValid, cli.validateStatus != 0 {
-            XCTFail("\(name): expected validate to succeed, got exit \(cli.validateStatus.map(String.init) ?? "none"): \(cli.detail)", file: file, line: line)
+            XCTFail(
+                "\(name): expected validate to succeed, got exit \(cli.validateStatus.map(String.init) ?? "none"): \(cli.detail)",
+                file: file, line: line)
         }
         if !expectValid, cli.validateStatus == 0 {
             XCTFail("\(name): expected validate to refuse the file, it accepted it", file: file, line: line)
@@ -301,13 +325,14 @@ final class FuzzTests: XCTestCase {
         for round in 0..<6 {
             let count = [1, 17, 512, 4096, 65_536, 300_000][round]
             var bytes = Data((0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
-            if round == 2 { bytes = Data("version: 1\ndedupe:\n".utf8) + bytes }   // a valid start, then garbage
+            if round == 2 { bytes = Data("version: 1\ndedupe:\n".utf8) + bytes }  // a valid start, then garbage
             assertHostile(bytes, name: "garbage-\(count)")
         }
         assertHostile(Data([0xFF, 0xFE, 0x00, 0x00]) + Data("version: 1\n".utf8), name: "utf32-bom")
         assertHostile(Data("version: 1\u{0}\ndedupe: []\n".utf8), name: "nul-byte")
-        assertHostile(Data("version: 1\ndedupe: [{entity: contacts, key: \"".utf8) + Data([0xC0, 0x80, 0xED, 0xA0, 0x80]) + Data("\"}]\n".utf8),
-                      name: "invalid-utf8-in-name")
+        assertHostile(
+            Data("version: 1\ndedupe: [{entity: contacts, key: \"".utf8) + Data([0xC0, 0x80, 0xED, 0xA0, 0x80]) + Data("\"}]\n".utf8),
+            name: "invalid-utf8-in-name")
         // SQLite's own file: a database is not a job.
         if let sqlite = try? Data(contentsOf: Self.repository.appendingPathComponent("examples/crm-v1.sqlite")) {
             assertHostile(sqlite, name: "a-database-file")
@@ -361,31 +386,52 @@ final class FuzzTests: XCTestCase {
         timed("laughs-key-first", "version: 1\ndedupe:\n  - entity: contacts\n    key:\n\(laughs(indent: "      ").anchors)\n")
         // Under an unknown key, and under known keys of other types.
         timed("laughs-unknown", "version: 1\nbombs:\n\(bomb.anchors)\n")
-        timed("laughs-unknown-rule-key", "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    bombs:\n\(laughs(indent: "      ").anchors)\n")
-        timed("laughs-normalize", "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    normalize:\n\(laughs(indent: "      ").anchors)\n")
-        timed("laughs-referenced-by", "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    referenced_by:\n\(laughs(indent: "      ").anchors)\n")
+        timed(
+            "laughs-unknown-rule-key",
+            "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    bombs:\n\(laughs(indent: "      ").anchors)\n")
+        timed(
+            "laughs-normalize",
+            "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    normalize:\n\(laughs(indent: "      ").anchors)\n")
+        timed(
+            "laughs-referenced-by",
+            "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    referenced_by:\n\(laughs(indent: "      ").anchors)\n")
         // As a mapping key (a composer that hashes keys would expand it).
         timed("laughs-as-key", "version: 1\nx:\n\(bomb.anchors)\n? *l8\n: 1\n")
-        timed("laughs-as-merge-key", "version: 1\nx:\n\(bomb.anchors)\ndedupe:\n  - entity: contacts\n    key: email\n    merge:\n      ? *l8\n      : sum\n")
+        timed(
+            "laughs-as-merge-key",
+            "version: 1\nx:\n\(bomb.anchors)\ndedupe:\n  - entity: contacts\n    key: email\n    merge:\n      ? *l8\n      : sum\n")
         // In schema files.
-        timed("laughs-tables", "version: 3\ntables:\n  t:\n    columns:\n\(laughs(indent: "      ").anchors)\n", as: .schema, database: "crm.sqlite")
-        timed("laughs-indexes", "version: 3\ntables:\n  t:\n    columns: [{name: id}]\n    indexes:\n\(laughs(indent: "      ").anchors)\n", as: .schema, database: "crm.sqlite")
-        timed("laughs-renamed-from", "version: 3\ntables:\n  t:\n    renamed_from:\n\(laughs(indent: "      ").anchors)\n    columns: [{name: id}]\n", as: .schema, database: "crm.sqlite")
+        timed(
+            "laughs-tables", "version: 3\ntables:\n  t:\n    columns:\n\(laughs(indent: "      ").anchors)\n", as: .schema,
+            database: "crm.sqlite")
+        timed(
+            "laughs-indexes", "version: 3\ntables:\n  t:\n    columns: [{name: id}]\n    indexes:\n\(laughs(indent: "      ").anchors)\n",
+            as: .schema, database: "crm.sqlite")
+        timed(
+            "laughs-renamed-from",
+            "version: 3\ntables:\n  t:\n    renamed_from:\n\(laughs(indent: "      ").anchors)\n    columns: [{name: id}]\n", as: .schema,
+            database: "crm.sqlite")
     }
 
     func testHugeSingleLine() {
         let long = String(repeating: "x", count: 1_500_000)
         // Valid files (a long name is a name): validate accepts them, plan refuses them (no such column).
-        let report = assertHostile(Data("version: 1\ndedupe: [{entity: contacts, key: \(long)}]\n".utf8), name: "huge-key-line", expectValid: true)
+        let report = assertHostile(
+            Data("version: 1\ndedupe: [{entity: contacts, key: \(long)}]\n".utf8), name: "huge-key-line", expectValid: true)
         XCTAssertEqual(report?.outcome, "valid+plan65+check65")
         let columns = (0..<150_000).map { "c\($0)" }.joined(separator: ", ")
-        assertHostile(Data("version: 1\ndedupe: [{entity: contacts, key: [\(columns)], winner: [{id: asc}]}]\n".utf8),
-                      name: "huge-list-line", expectValid: true)
+        assertHostile(
+            Data("version: 1\ndedupe: [{entity: contacts, key: [\(columns)], winner: [{id: asc}]}]\n".utf8),
+            name: "huge-list-line", expectValid: true)
         assertHostile(Data("version: 1\n\(long): 1\n".utf8), name: "huge-unknown-key")
-        assertHostile(Data("version: 1\ndedupe: [{entity: \"\(String(repeating: "\\\"; DROP TABLE contacts; --", count: 40_000))\", key: email}]\n".utf8),
-                      name: "huge-hostile-entity", expectValid: true)
-        assertHostile(Data("version: 3\ntables: {t: {columns: [{name: id, default: \(long)}]}}\n".utf8), as: .schema, database: "crm.sqlite",
-                      name: "huge-schema-line", expectValid: true)
+        assertHostile(
+            Data(
+                "version: 1\ndedupe: [{entity: \"\(String(repeating: "\\\"; DROP TABLE contacts; --", count: 40_000))\", key: email}]\n"
+                    .utf8),
+            name: "huge-hostile-entity", expectValid: true)
+        assertHostile(
+            Data("version: 3\ntables: {t: {columns: [{name: id, default: \(long)}]}}\n".utf8), as: .schema, database: "crm.sqlite",
+            name: "huge-schema-line", expectValid: true)
     }
 
     /// CRLF line endings and a UTF-8 byte order mark are ordinary: every corpus file still
@@ -394,20 +440,26 @@ final class FuzzTests: XCTestCase {
         let harness = FuzzHarness(dir: dir)
         for document in FuzzCorpus.documents(repository: Self.repository) {
             let plain = try harness.write(Data(document.text.utf8), for: document, tag: "plain")
-            let expected = document.plannable ? try JobRunner.plan(try harness.job(for: document, at: plain),
-                                                                   options: RunOptions(database: harness.database(for: document))) : nil
+            let expected =
+                document.plannable
+                ? try JobRunner.plan(
+                    try harness.job(for: document, at: plain),
+                    options: RunOptions(database: harness.database(for: document))) : nil
             let crlf = document.text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
-            let variants: [(String, Data)] = [("crlf", Data(crlf.utf8)),
-                                              ("bom", Data([0xEF, 0xBB, 0xBF]) + Data(document.text.utf8)),
-                                              ("bom-crlf", Data([0xEF, 0xBB, 0xBF]) + Data(crlf.utf8))]
+            let variants: [(String, Data)] = [
+                ("crlf", Data(crlf.utf8)),
+                ("bom", Data([0xEF, 0xBB, 0xBF]) + Data(document.text.utf8)),
+                ("bom-crlf", Data([0xEF, 0xBB, 0xBF]) + Data(crlf.utf8)),
+            ]
             for (tag, bytes) in variants {
                 let path = try harness.write(bytes, for: document, tag: tag)
                 do {
                     let result = try Validator.validate(path: path)
                     XCTAssertEqual(result.summary, try Validator.validate(path: plain).summary, "\(document.name) \(tag)")
                     guard let expected else { continue }
-                    let summary = try JobRunner.plan(try harness.job(for: document, at: path),
-                                                     options: RunOptions(database: harness.database(for: document)))
+                    let summary = try JobRunner.plan(
+                        try harness.job(for: document, at: path),
+                        options: RunOptions(database: harness.database(for: document)))
                     XCTAssertEqual(summary.counts, expected.counts, "\(document.name) \(tag)")
                     XCTAssertEqual(summary.migration, expected.migration, "\(document.name) \(tag)")
                 } catch {
@@ -419,7 +471,9 @@ final class FuzzTests: XCTestCase {
         }
         // An error in a CRLF file still points at the right line and column.
         let text = "version: 1\r\ndedupe:\r\n  - entity: contacts\r\n    key: email\r\n    nulls: sometimes\r\n"
-        let path = try harness.write(Data(text.utf8), for: FuzzDocument(name: "crlf-error.yaml", kind: .job, text: "", database: "contacts.sqlite", plannable: false))
+        let path = try harness.write(
+            Data(text.utf8), for: FuzzDocument(name: "crlf-error.yaml", kind: .job, text: "", database: "contacts.sqlite", plannable: false)
+        )
         XCTAssertThrowsError(try Validator.validate(path: path)) { error in
             XCTAssertEqual(FuzzHarness.location(of: error).map { [$0.line, $0.column] }, [5, 12], "\(error)")
         }
@@ -432,7 +486,10 @@ final class FuzzTests: XCTestCase {
             ("quoted", "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    \"key\": phone\n", .job, 5),
             ("flow", "version: 1\ndedupe: [{entity: contacts, key: email, entity: orders}]\n", .job, 2),
             ("batch", "version: 1\nbatch:\n  size: 1\n  pause_ms: 0\n  size: 2\n", .job, 5),
-            ("merge", "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    merge:\n      visits: sum\n      visits: max\n", .job, 7),
+            (
+                "merge", "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    merge:\n      visits: sum\n      visits: max\n",
+                .job, 7
+            ),
             ("crlf", "version: 1\r\ndedupe: []\r\nversion: 1\r\n", .job, 3),
             // A duplicate in a nested mapping of a CRLF or CR file (the mapping starts after line 1).
             ("rule-crlf", "version: 1\r\ndedupe:\r\n  - entity: contacts\r\n    key: email\r\n    key: phone\r\n", .job, 5),
@@ -441,8 +498,9 @@ final class FuzzTests: XCTestCase {
             ("schema-column-key", "version: 3\ntables:\n  t:\n    columns:\n      - {name: id, type: integer, type: text}\n", .schema, 5),
         ]
         for (name, text, kind, expectedLine) in cases {
-            let report = assertHostile(Data(text.utf8), as: kind, database: kind == .schema ? "crm.sqlite" : "contacts.sqlite",
-                                       name: "duplicate-\(name)")
+            let report = assertHostile(
+                Data(text.utf8), as: kind, database: kind == .schema ? "crm.sqlite" : "contacts.sqlite",
+                name: "duplicate-\(name)")
             guard let error = report?.validateError else { continue }
             XCTAssertEqual(error.exitCode, 65, "\(name)")
             XCTAssertTrue(error.description.contains("'"), "\(name): the message should name the key: \(error)")
@@ -460,35 +518,44 @@ final class FuzzTests: XCTestCase {
             ("missing-column", "version: 1\nschema: ../schemas/crm-v2.yaml\ndedupe:\n  - entity: contacts\n    key: no_such_column\n"),
             ("missing-table", "version: 1\nschema: ../schemas/crm-v2.yaml\ndedupe:\n  - entity: no_such_table\n    key: email\n"),
             ("renamed-away", "version: 1\nschema: ../schemas/crm-v2.yaml\ndedupe:\n  - entity: people\n    key: email\n"),
-            ("bad-merge", "version: 1\nschema: ../schemas/crm-v3.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    merge: {nothing: sum}\n"),
+            (
+                "bad-merge",
+                "version: 1\nschema: ../schemas/crm-v3.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    merge: {nothing: sum}\n"
+            ),
             // The delete guard refuses "with nothing changed": the migration before it must not stay applied.
-            ("delete-guard", "version: 1\nschema: ../schemas/crm-v2.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    normalize: [trim, lowercase]\n    max_delete_percent: 0.5\n"),
+            (
+                "delete-guard",
+                "version: 1\nschema: ../schemas/crm-v2.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    normalize: [trim, lowercase]\n    max_delete_percent: 0.5\n"
+            ),
             // A unique index that the table's duplicates make impossible (no rule for them): known
             // from the data before any step runs, so the steps before it must not stay applied.
             ("unique-index-over-duplicates", "version: 1\nschema: ../schemas/fuzz-unique.yaml\n"),
         ]
         try """
-            version: 2
-            tables:
-              people:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: email, type: text}
-                  - {name: name, type: text}
-                  - {name: phone_number, type: text}
-                  - {name: created_at, type: text, nullable: false, default: {sql: CURRENT_TIMESTAMP}}
-                  - {name: extra, type: text}
-                indexes:
-                  - {name: people_created, columns: [created_at]}
-                  - {name: people_email, columns: [email], unique: true}
+        version: 2
+        tables:
+          people:
+            columns:
+              - {name: id, type: integer, primary_key: true}
+              - {name: email, type: text}
+              - {name: name, type: text}
+              - {name: phone_number, type: text}
+              - {name: created_at, type: text, nullable: false, default: {sql: CURRENT_TIMESTAMP}}
+              - {name: extra, type: text}
+            indexes:
+              - {name: people_created, columns: [created_at]}
+              - {name: people_email, columns: [email], unique: true}
 
-            """.write(to: dir.appendingPathComponent("schemas/fuzz-unique.yaml"), atomically: true, encoding: .utf8)
+        """.write(to: dir.appendingPathComponent("schemas/fuzz-unique.yaml"), atomically: true, encoding: .utf8)
         for (name, text) in cases {
             let copy = dir.appendingPathComponent("cases/\(name).sqlite").path
             try FileManager.default.copyItem(atPath: database, toPath: copy)
             let before = try FuzzState.user(copy)
-            let path = try harness.write(Data(text.utf8), for: FuzzDocument(name: "\(name).yaml", kind: .job, text: text,
-                                                                              database: "crm.sqlite", plannable: false))
+            let path = try harness.write(
+                Data(text.utf8),
+                for: FuzzDocument(
+                    name: "\(name).yaml", kind: .job, text: text,
+                    database: "crm.sqlite", plannable: false))
             do {
                 _ = try JobRunner.run(try JobLoader.load(path: path), options: RunOptions(database: copy))
                 XCTFail("\(name): run succeeded")
@@ -506,7 +573,8 @@ final class FuzzTests: XCTestCase {
     func testLargestPauseDoesNotHangPlan() throws {
         let harness = FuzzHarness(dir: dir)
         let document = FuzzDocument(name: "pause.yaml", kind: .job, text: "", database: "contacts.sqlite", plannable: true)
-        let text = "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    normalize: [trim, lowercase]\n    hash: true\n    hash_column: key_hash\nbatch:\n  size: 1000\n  pause_ms: 3600000\n"
+        let text =
+            "version: 1\ndedupe:\n  - entity: contacts\n    key: email\n    normalize: [trim, lowercase]\n    hash: true\n    hash_column: key_hash\nbatch:\n  size: 1000\n  pause_ms: 3600000\n"
         let path = try harness.write(Data(text.utf8), for: document)
         let started = Date()
         let plan = try FuzzProcess.run(["plan", "--database", harness.database(for: document), path], timeout: FuzzTests.targetedTimeout)
@@ -588,8 +656,10 @@ enum FuzzCorpus {
                     // contacts-restrict.yaml is refused on purpose (max_delete_percent: 10).
                     plannable = (name.hasPrefix("contacts") && name != "contacts-restrict.yaml") || name == "example.yaml" || crm
                 }
-                documents.append(FuzzDocument(name: name, kind: folder == "jobs" ? .job : .schema, text: text,
-                                              database: crm ? "crm.sqlite" : "contacts.sqlite", plannable: plannable))
+                documents.append(
+                    FuzzDocument(
+                        name: name, kind: folder == "jobs" ? .job : .schema, text: text,
+                        database: crm ? "crm.sqlite" : "contacts.sqlite", plannable: plannable))
             }
         }
         documents += own
@@ -597,166 +667,177 @@ enum FuzzCorpus {
     }
 
     static let own: [FuzzDocument] = [
-        FuzzDocument(name: "fuzz-every-key.yaml", kind: .job, text: """
-            # Every key of a job file, in block style.
-            version: 1
-            database: ../work/contacts.sqlite
-            schema: ../schemas/fuzz-contacts-v2.yaml
-            allow_data_loss: false
-            seed:
-              name: fuzz-companies
-              from: ../examples/crm-seed.sqlite
-              tables: [companies]
-            dedupe:
-              - entity: contacts
-                key: [first_name, last_name, birth_date]
-                hash: true
-                hash_column: key_hash
-                normalize:
-                  first_name: [nfkc, trim, lowercase]
-                  last_name: [collapse_whitespace, lowercase]
-                  birth_date: trim
-                nulls: equal
-                winner: most_complete
-                merge:
-                  visits: sum
-                  notes: concat
-                  phone: fill_null
-                  company_id: max
-                  email: longest
-                references: repoint
-                referenced_by: [{table: orders, column: contact_id}, contact_tags.contact_id]
-                archive: true
-                max_delete_percent: 50.5
-              - entity: orders
-                key: contact_id
-                winner:
-                  - placed_at: desc
-                  - id: asc
-                merge:
-                  total: min
-                references: restrict
-                archive: false
-                max_delete_percent: 100
-            batch:
-              size: 2
-              max_transaction_ms: 100
-              pause_ms: 0
+        FuzzDocument(
+            name: "fuzz-every-key.yaml", kind: .job,
+            text: """
+                # Every key of a job file, in block style.
+                version: 1
+                database: ../work/contacts.sqlite
+                schema: ../schemas/fuzz-contacts-v2.yaml
+                allow_data_loss: false
+                seed:
+                  name: fuzz-companies
+                  from: ../examples/crm-seed.sqlite
+                  tables: [companies]
+                dedupe:
+                  - entity: contacts
+                    key: [first_name, last_name, birth_date]
+                    hash: true
+                    hash_column: key_hash
+                    normalize:
+                      first_name: [nfkc, trim, lowercase]
+                      last_name: [collapse_whitespace, lowercase]
+                      birth_date: trim
+                    nulls: equal
+                    winner: most_complete
+                    merge:
+                      visits: sum
+                      notes: concat
+                      phone: fill_null
+                      company_id: max
+                      email: longest
+                    references: repoint
+                    referenced_by: [{table: orders, column: contact_id}, contact_tags.contact_id]
+                    archive: true
+                    max_delete_percent: 50.5
+                  - entity: orders
+                    key: contact_id
+                    winner:
+                      - placed_at: desc
+                      - id: asc
+                    merge:
+                      total: min
+                    references: restrict
+                    archive: false
+                    max_delete_percent: 100
+                batch:
+                  size: 2
+                  max_transaction_ms: 100
+                  pause_ms: 0
 
-            """, database: "contacts.sqlite", plannable: true),
-        FuzzDocument(name: "fuzz-flow.yaml", kind: .job, text: """
-            {version: 1, database: "../work/contacts.sqlite", allow_data_loss: true,
-             dedupe: [{entity: contacts, key: email, normalize: [trim, lowercase, nfkc, digits_only, collapse_whitespace],
-                       nulls: distinct, winner: {latest: created_at}, merge: {phone: fill_null, visits: max, notes: longest},
-                       references: repoint, archive: true},
-                      {entity: 'tags', key: ['label'], winner: {earliest: id}, hash: true}],
-             batch: {size: 1000000, max_transaction_ms: 3600000, pause_ms: 1}}
+                """, database: "contacts.sqlite", plannable: true),
+        FuzzDocument(
+            name: "fuzz-flow.yaml", kind: .job,
+            text: """
+                {version: 1, database: "../work/contacts.sqlite", allow_data_loss: true,
+                 dedupe: [{entity: contacts, key: email, normalize: [trim, lowercase, nfkc, digits_only, collapse_whitespace],
+                           nulls: distinct, winner: {latest: created_at}, merge: {phone: fill_null, visits: max, notes: longest},
+                           references: repoint, archive: true},
+                          {entity: 'tags', key: ['label'], winner: {earliest: id}, hash: true}],
+                 batch: {size: 1000000, max_transaction_ms: 3600000, pause_ms: 1}}
 
-            """, database: "contacts.sqlite", plannable: true),
-        FuzzDocument(name: "fuzz-crm.yaml", kind: .job, text: """
-            version: 1
-            database: "../work/crm.sqlite"
-            schema: '../schemas/crm-v2.yaml'
-            dedupe:
-              - entity: contacts
-                key: [email]
-                normalize: {email: [trim, lowercase]}
-                winner:
-                  - created_at: asc
-                merge: {name: longest, phone: fill_null}
-                max_delete_percent: 50
-                archive: false
+                """, database: "contacts.sqlite", plannable: true),
+        FuzzDocument(
+            name: "fuzz-crm.yaml", kind: .job,
+            text: """
+                version: 1
+                database: "../work/crm.sqlite"
+                schema: '../schemas/crm-v2.yaml'
+                dedupe:
+                  - entity: contacts
+                    key: [email]
+                    normalize: {email: [trim, lowercase]}
+                    winner:
+                      - created_at: asc
+                    merge: {name: longest, phone: fill_null}
+                    max_delete_percent: 50
+                    archive: false
 
-            """, database: "crm.sqlite", plannable: true),
-        FuzzDocument(name: "fuzz-minimal.yaml", kind: .job, text: "version: 1\ndedupe:\n- entity: contacts\n  key: email\n",
-                     database: "contacts.sqlite", plannable: true),
-        FuzzDocument(name: "fuzz-contacts-v2.yaml", kind: .schema, text: """
-            # The example contacts database, one version on: every key of a schema file.
-            version: 2
-            tables:
-              companies:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: name, type: text, nullable: false}
-              contacts:
-                renamed_from: [people, persons]
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: email, type: text}
-                  - {name: first_name, type: text}
-                  - {name: last_name, type: text}
-                  - {name: birth_date, type: text}
-                  - {name: phone, type: text, renamed_from: phone_number}
-                  - {name: visits, type: integer, nullable: false, default: 0}
-                  - {name: notes, type: text}
-                  - {name: company_id, type: integer, references: {table: companies, column: id}}
-                  - {name: created_at, type: text, nullable: false}
-                  - {name: key_hash, type: text}
-                  - name: nickname
-                    type: text
-                    nullable: true
-                    default: "n/a"
-                    renamed_from: [nick, alias]
-                  - {name: score, type: real, default: 1.5}
-                  - {name: active, type: integer, default: true}
-                  - {name: stamp, type: text, default: {sql: CURRENT_TIMESTAMP}}
-                  - {name: nothing, type: text, default: null}
-                indexes:
-                  - {name: contacts_key_hash, columns: [key_hash]}
-                  - {name: contacts_nick, columns: nickname, unique: false}
-              orders:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: contact_id, type: integer, nullable: false, references: {table: contacts, column: id}}
-                  - {name: total, type: real, nullable: false}
-                  - {name: placed_at, type: text, nullable: false}
-                indexes:
-                  - {name: orders_contact, columns: [contact_id]}
-              tags:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: label, type: text, nullable: false}
-              contact_tags:
-                columns:
-                  - {name: contact_id, type: integer, nullable: false, primary_key: true, references: {table: contacts, column: id}}
-                  - {name: tag_id, type: integer, nullable: false, primary_key: true, references: {table: tags, column: id}}
-
-            """, database: "contacts.sqlite", plannable: true),
-        FuzzDocument(name: "fuzz-crm-block.yaml", kind: .schema, text: """
-            version: 4
-            tables:
-              contacts:
-                renamed_from: people
-                columns:
-                  - name: id
-                    type: integer
-                    primary_key: true
-                  - name: email
-                    type: text
-                    nullable: false
-                    default: ""
-                  - name: name
-                    type: text
-                  - name: phone
-                    type: text
-                    renamed_from: [phone_number]
-                  - name: created_at
-                    type: text
-                    nullable: false
-                    default:
-                      sql: CURRENT_TIMESTAMP
-                  - name: visits
-                    type: integer
-                    default: -1
-                indexes:
-                  - name: people_created
+                """, database: "crm.sqlite", plannable: true),
+        FuzzDocument(
+            name: "fuzz-minimal.yaml", kind: .job, text: "version: 1\ndedupe:\n- entity: contacts\n  key: email\n",
+            database: "contacts.sqlite", plannable: true),
+        FuzzDocument(
+            name: "fuzz-contacts-v2.yaml", kind: .schema,
+            text: """
+                # The example contacts database, one version on: every key of a schema file.
+                version: 2
+                tables:
+                  companies:
                     columns:
-                      - created_at
-                  - name: contacts_email
-                    columns: [email]
-                    unique: true
+                      - {name: id, type: integer, primary_key: true}
+                      - {name: name, type: text, nullable: false}
+                  contacts:
+                    renamed_from: [people, persons]
+                    columns:
+                      - {name: id, type: integer, primary_key: true}
+                      - {name: email, type: text}
+                      - {name: first_name, type: text}
+                      - {name: last_name, type: text}
+                      - {name: birth_date, type: text}
+                      - {name: phone, type: text, renamed_from: phone_number}
+                      - {name: visits, type: integer, nullable: false, default: 0}
+                      - {name: notes, type: text}
+                      - {name: company_id, type: integer, references: {table: companies, column: id}}
+                      - {name: created_at, type: text, nullable: false}
+                      - {name: key_hash, type: text}
+                      - name: nickname
+                        type: text
+                        nullable: true
+                        default: "n/a"
+                        renamed_from: [nick, alias]
+                      - {name: score, type: real, default: 1.5}
+                      - {name: active, type: integer, default: true}
+                      - {name: stamp, type: text, default: {sql: CURRENT_TIMESTAMP}}
+                      - {name: nothing, type: text, default: null}
+                    indexes:
+                      - {name: contacts_key_hash, columns: [key_hash]}
+                      - {name: contacts_nick, columns: nickname, unique: false}
+                  orders:
+                    columns:
+                      - {name: id, type: integer, primary_key: true}
+                      - {name: contact_id, type: integer, nullable: false, references: {table: contacts, column: id}}
+                      - {name: total, type: real, nullable: false}
+                      - {name: placed_at, type: text, nullable: false}
+                    indexes:
+                      - {name: orders_contact, columns: [contact_id]}
+                  tags:
+                    columns:
+                      - {name: id, type: integer, primary_key: true}
+                      - {name: label, type: text, nullable: false}
+                  contact_tags:
+                    columns:
+                      - {name: contact_id, type: integer, nullable: false, primary_key: true, references: {table: contacts, column: id}}
+                      - {name: tag_id, type: integer, nullable: false, primary_key: true, references: {table: tags, column: id}}
 
-            """, database: "crm.sqlite", plannable: true),
+                """, database: "contacts.sqlite", plannable: true),
+        FuzzDocument(
+            name: "fuzz-crm-block.yaml", kind: .schema,
+            text: """
+                version: 4
+                tables:
+                  contacts:
+                    renamed_from: people
+                    columns:
+                      - name: id
+                        type: integer
+                        primary_key: true
+                      - name: email
+                        type: text
+                        nullable: false
+                        default: ""
+                      - name: name
+                        type: text
+                      - name: phone
+                        type: text
+                        renamed_from: [phone_number]
+                      - name: created_at
+                        type: text
+                        nullable: false
+                        default:
+                          sql: CURRENT_TIMESTAMP
+                      - name: visits
+                        type: integer
+                        default: -1
+                    indexes:
+                      - name: people_created
+                        columns:
+                          - created_at
+                      - name: contacts_email
+                        columns: [email]
+                        unique: true
+
+                """, database: "crm.sqlite", plannable: true),
     ]
 }
 
@@ -797,8 +878,10 @@ enum FuzzMutator {
         "😀", "sqlite_x", "winnow_x",
     ]
 
-    static let tags = ["!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!map", "!!seq", "!custom", "!<tag:yaml.org,2002:str>",
-                       "!!timestamp", "!!set", "!!omap", "!", "!!python/object"]
+    static let tags = [
+        "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!map", "!!seq", "!custom", "!<tag:yaml.org,2002:str>",
+        "!!timestamp", "!!set", "!!omap", "!", "!!python/object",
+    ]
 
     static let byteInsertions: [[UInt8]] = [
         [0x00], [0x01], [0x07], [0x08], [0x0B], [0x0C], [0x1B], [0x7F], [0x09], [0x0D], [0xFF], [0xFE], [0xC0, 0x80], [0xED, 0xA0, 0x80],
@@ -847,14 +930,17 @@ enum FuzzMutator {
 
     static func nested(_ rng: inout FuzzRandom) -> String {
         let depth = rng.pick([2, 10, 100, 400])
-        return rng.chance(50) ? String(repeating: "[", count: depth) + "x" + String(repeating: "]", count: depth)
-                              : String(repeating: "{a: ", count: depth) + "1" + String(repeating: "}", count: depth)
+        return rng.chance(50)
+            ? String(repeating: "[", count: depth) + "x" + String(repeating: "]", count: depth)
+            : String(repeating: "{a: ", count: depth) + "1" + String(repeating: "}", count: depth)
     }
 
     static func smallBomb(_ rng: inout FuzzRandom) -> String {
         let levels = 2 + rng.below(4)
         var parts = ["&b0 [lol, lol, lol, lol]"]
-        for level in 1..<levels { parts.append("&b\(level) [" + Array(repeating: "*b\(level - 1)", count: 4).joined(separator: ", ") + "]") }
+        for level in 1..<levels {
+            parts.append("&b\(level) [" + Array(repeating: "*b\(level - 1)", count: 4).joined(separator: ", ") + "]")
+        }
         return "[" + parts.joined(separator: ", ") + "]"
     }
 
@@ -900,9 +986,12 @@ enum FuzzMutator {
         case 4, 5, 6, 7:
             guard let v = valueLines.isEmpty ? nil : rng.pick(valueLines), let start = valueStart(lines[v]) else { break }
             let replacement = value(&rng)
-            let (head, tail) = replacement.contains("\n") && !replacement.hasPrefix("\"")
-                ? (replacement.components(separatedBy: "\n")[0],
-                   replacement.components(separatedBy: "\n").dropFirst().map { indentation(lines[v]) + "  " + $0 }.joined(separator: "\n"))
+            let (head, tail) =
+                replacement.contains("\n") && !replacement.hasPrefix("\"")
+                ? (
+                    replacement.components(separatedBy: "\n")[0],
+                    replacement.components(separatedBy: "\n").dropFirst().map { indentation(lines[v]) + "  " + $0 }.joined(separator: "\n")
+                )
                 : (replacement, "")
             lines[v] = String(lines[v][..<start]) + head + (tail.isEmpty ? "" : "\n" + tail)
             return (lines.joined(separator: "\n"), "value of line \(v + 1) -> \(String(replacement.prefix(40)).debugDescription)")
@@ -921,8 +1010,10 @@ enum FuzzMutator {
             return (lines.joined(separator: "\n"), "anchor line \(a + 1), alias line \(b + 1)")
         case 10:
             let indent = indentation(lines[i])
-            let merge = rng.pick(["<<: *x", "<<: {entity: contacts, key: email}", "<<: [{nulls: equal}, {archive: false}]", "<<: 1", "<<: *nope",
-                                  "<<: {columns: [{name: id}]}", "'<<': {a: 1}"])
+            let merge = rng.pick([
+                "<<: *x", "<<: {entity: contacts, key: email}", "<<: [{nulls: equal}, {archive: false}]", "<<: 1", "<<: *nope",
+                "<<: {columns: [{name: id}]}", "'<<': {a: 1}",
+            ])
             lines.insert(indent + merge, at: min(lines.count, i + 1))
             if rng.chance(60), let v = valueLines.isEmpty ? nil : rng.pick(valueLines), let start = valueStart(lines[v]) {
                 lines[v] = String(lines[v][..<start]) + "&x " + lines[v][start...]
@@ -1119,12 +1210,15 @@ struct FuzzHarness {
             return "\(step) failed with exit \(error.exitCode) (expected 0, 64, 65 or 66): \(error.description)"
         }
         let description = error.description
-        guard !description.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return "\(step): exit \(error.exitCode) with an empty message" }
+        guard !description.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            return "\(step): exit \(error.exitCode) with an empty message"
+        }
         if case let .invalidFile(location, message) = error {
             guard let location else { return "\(step): exit 65 for a file error without FILE:LINE:COLUMN: \(description)" }
             // A location in another file the job names (its schema) is fine when it is inside that file.
             guard let bytes = files[location.file] ?? FileManager.default.contents(atPath: location.file) else {
-                return "\(step): the error points at \(location.file), which is not one of the files read (\(files.keys.sorted().joined(separator: ", "))): \(description)"
+                return
+                    "\(step): the error points at \(location.file), which is not one of the files read (\(files.keys.sorted().joined(separator: ", "))): \(description)"
             }
             guard description.hasPrefix("\(location.file):\(location.line):\(location.column): ") else {
                 return "\(step): message does not start with FILE:LINE:COLUMN: : \(description)"
@@ -1142,7 +1236,10 @@ struct FuzzHarness {
     func runInProcess(_ bytes: Data, document: FuzzDocument) -> Report {
         var report = Report()
         let path: String
-        do { path = try write(bytes, for: document) } catch { report.problem = "cannot write the case: \(error)"; return report }
+        do { path = try write(bytes, for: document) } catch {
+            report.problem = "cannot write the case: \(error)"
+            return report
+        }
         var files: [String: Data] = [path: bytes]
         let result: Validator.Result
         do {
@@ -1164,7 +1261,10 @@ struct FuzzHarness {
             jobPath = path
             if let schema = job.schema?.value, let data = try? Data(contentsOf: URL(fileURLWithPath: schema)) { files[schema] = data }
         case .schema:
-            guard let p = try? schemaJob(for: path) else { report.problem = "cannot write the schema's job"; return report }
+            guard let p = try? schemaJob(for: path) else {
+                report.problem = "cannot write the schema's job"
+                return report
+            }
             jobPath = p
             files[p] = try? Data(contentsOf: URL(fileURLWithPath: p))
         }
@@ -1202,7 +1302,8 @@ struct FuzzHarness {
     private func addSchemaFile(of bytes: Data, document: FuzzDocument, path: String, to files: inout [String: Data]) {
         // Found by text, not by composing the YAML again (a hostile file can make composing slow).
         guard document.kind == .job, let text = String(data: bytes, encoding: .utf8),
-              let line = text.components(separatedBy: .newlines).first(where: { $0.hasPrefix("schema:") }) else { return }
+            let line = text.components(separatedBy: .newlines).first(where: { $0.hasPrefix("schema:") })
+        else { return }
         let schema = line.dropFirst("schema:".count).trimmingCharacters(in: CharacterSet(charactersIn: " \t\"'"))
         guard !schema.isEmpty else { return }
         let resolved = JobLoader.resolve(schema, against: URL(fileURLWithPath: path).deletingLastPathComponent())
@@ -1211,14 +1312,22 @@ struct FuzzHarness {
 
     /// `validate FILE`, `plan --database COPY JOB`, `run --database COPY JOB` through the
     /// executable, each with a timeout.
-    func runThroughExecutable(_ bytes: Data, document: FuzzDocument, tag: String, timeout: TimeInterval = FuzzTests.processTimeout) -> Report {
+    func runThroughExecutable(
+        _ bytes: Data, document: FuzzDocument, tag: String, timeout: TimeInterval = FuzzTests.processTimeout
+    ) -> Report {
         var report = Report()
         let safeTag = tag.filter { $0.isLetter || $0.isNumber || $0 == "-" }
         let path: String
-        do { path = try write(bytes, for: document, tag: safeTag) } catch { report.problem = "cannot write the case: \(error)"; return report }
+        do { path = try write(bytes, for: document, tag: safeTag) } catch {
+            report.problem = "cannot write the case: \(error)"
+            return report
+        }
         let jobPath: String
         if document.kind == .schema {
-            guard let p = try? schemaJob(for: path) else { report.problem = "cannot write the schema's job"; return report }
+            guard let p = try? schemaJob(for: path) else {
+                report.problem = "cannot write the schema's job"
+                return report
+            }
             jobPath = p
         } else {
             jobPath = path
@@ -1245,9 +1354,11 @@ struct FuzzHarness {
         let runBefore = try? FuzzState.user(runCopy)
         var problems: [String] = []
         var outcome: [String] = []
-        let commands: [(String, [String])] = [("validate", ["validate", path]),
-                                              ("plan", ["plan", "--database", planCopy, jobPath]),
-                                              ("run", ["run", "--database", runCopy, jobPath])]
+        let commands: [(String, [String])] = [
+            ("validate", ["validate", path]),
+            ("plan", ["plan", "--database", planCopy, jobPath]),
+            ("run", ["run", "--database", runCopy, jobPath]),
+        ]
         var statuses: [String: Int32] = [:]
         for (name, arguments) in commands {
             let result: FuzzProcess.Result
@@ -1261,10 +1372,11 @@ struct FuzzHarness {
                 problems.append("\(name) hung (killed after \(Int(timeout)) s)")
                 report.survived = false
                 outcome.append("\(name)-hang")
-                break   // the next commands read the same file: they would hang too
+                break  // the next commands read the same file: they would hang too
             }
             if result.signaled {
-                problems.append("\(name) was ended by signal \(result.status)\(result.stderr.isEmpty ? "" : ": " + String(result.stderr.suffix(400)))")
+                problems.append(
+                    "\(name) was ended by signal \(result.status)\(result.stderr.isEmpty ? "" : ": " + String(result.stderr.suffix(400)))")
                 report.survived = false
                 outcome.append("\(name)-signal\(result.status)")
                 break
@@ -1278,7 +1390,9 @@ struct FuzzHarness {
             } else if result.status != 0 {
                 let message = result.stderr.components(separatedBy: "winnow: error: ").dropFirst().first ?? ""
                 if message.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty && result.status != 64 {
-                    problems.append("\(name) exited \(result.status) without a 'winnow: error: MESSAGE' line: \(result.stderr.prefix(300).debugDescription)")
+                    problems.append(
+                        "\(name) exited \(result.status) without a 'winnow: error: MESSAGE' line: \(result.stderr.prefix(300).debugDescription)"
+                    )
                 }
             }
         }
@@ -1292,7 +1406,8 @@ struct FuzzHarness {
         }
         if let run = statuses["run"], run != 0, run != 1 {
             if let after = try? FuzzState.user(runCopy), after != runBefore {
-                problems.append("run was refused (exit \(run)) but changed user tables or schema: \(FuzzState.difference(runBefore, after))")
+                problems.append(
+                    "run was refused (exit \(run)) but changed user tables or schema: \(FuzzState.difference(runBefore, after))")
             }
         }
         report.outcome = outcome.joined(separator: "+")
@@ -1312,18 +1427,23 @@ struct FuzzState: Equatable {
         let queue = try DatabaseQueue(path: path, configuration: config)
         defer { try? queue.close() }
         let schema = try queue.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT type, name, tbl_name, sql FROM sqlite_master
-                WHERE lower(substr(name, 1, 7)) NOT IN ('winnow_', 'sqlite_') AND lower(substr(tbl_name, 1, 7)) <> 'winnow_'
-                ORDER BY type, name
-                """).map { "\($0[0] as String) \($0[1] as String): \(($0[3] as String?) ?? "")" }
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT type, name, tbl_name, sql FROM sqlite_master
+                    WHERE lower(substr(name, 1, 7)) NOT IN ('winnow_', 'sqlite_') AND lower(substr(tbl_name, 1, 7)) <> 'winnow_'
+                    ORDER BY type, name
+                    """
+            ).map { "\($0[0] as String) \($0[1] as String): \(($0[3] as String?) ?? "")" }
         }
         return FuzzState(schema: schema, rows: try TestSupport.contentDump(path))
     }
 
     static func difference(_ a: FuzzState?, _ b: FuzzState) -> String {
         guard let a else { return "no state before" }
-        if a.schema != b.schema { return "schema \(a.schema.filter { !b.schema.contains($0) }) -> \(b.schema.filter { !a.schema.contains($0) })" }
+        if a.schema != b.schema {
+            return "schema \(a.schema.filter { !b.schema.contains($0) }) -> \(b.schema.filter { !a.schema.contains($0) })"
+        }
         let tables = Set(a.rows.keys).union(b.rows.keys).filter { a.rows[$0] != b.rows[$0] }.sorted()
         return "rows of \(tables.joined(separator: ", "))"
     }
@@ -1339,8 +1459,10 @@ enum FuzzProcess {
         var stderr: String
     }
 
-    static func run(_ arguments: [String], executable: URL = TestSupport.executable, environment: [String: String]? = nil,
-                    timeout: TimeInterval) throws -> Result {
+    static func run(
+        _ arguments: [String], executable: URL = TestSupport.executable, environment: [String: String]? = nil,
+        timeout: TimeInterval
+    ) throws -> Result {
         let fm = FileManager.default
         let base = fm.temporaryDirectory.appendingPathComponent("winnow-fuzz-out-\(UUID().uuidString)")
         let outURL = base.appendingPathExtension("out"), errURL = base.appendingPathExtension("err")
@@ -1373,8 +1495,9 @@ enum FuzzProcess {
         }
         let stdout = String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self)
         let stderr = String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self)
-        return Result(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal && !timedOut,
-                      timedOut: timedOut, stdout: stdout, stderr: stderr)
+        return Result(
+            status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal && !timedOut,
+            timedOut: timedOut, stdout: stdout, stderr: stderr)
     }
 }
 

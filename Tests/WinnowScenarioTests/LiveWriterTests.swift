@@ -16,8 +16,9 @@ final class LiveWriterTests: XCTestCase {
 
     override func setUpWithError() throws {
         dir = try TestSupport.scratchDirectory("LiveWriter")
-        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: TestSupport.executable.path),
-                      "build the winnow executable first (swift build --build-tests)")
+        XCTAssertTrue(
+            FileManager.default.isExecutableFile(atPath: TestSupport.executable.path),
+            "build the winnow executable first (swift build --build-tests)")
     }
 
     override func tearDownWithError() throws {
@@ -75,9 +76,10 @@ final class LiveWriterTests: XCTestCase {
         }
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
-            try db.execute(sql: """
-                CREATE TABLE items (id INTEGER PRIMARY KEY, k TEXT NOT NULL, v INTEGER NOT NULL, note TEXT DEFAULT 'none', created_at INTEGER);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE items (id INTEGER PRIMARY KEY, k TEXT NOT NULL, v INTEGER NOT NULL, note TEXT DEFAULT 'none', created_at INTEGER);
+                    """)
             let insert = try db.makeStatement(sql: "INSERT INTO items (id, k, v, note, created_at) VALUES (?, ?, ?, ?, ?)")
             for id in Int64(1)...Int64(Self.rows) {
                 let item = items[id]!
@@ -134,12 +136,12 @@ final class LiveWriterTests: XCTestCase {
 
         // Owned by the writer thread until `done` is signalled.
         var model: [Int64: Item]
-        private var free: [Int64]                 // rows outside every group: update and delete
+        private var free: [Int64]  // rows outside every group: update and delete
         private var freeIndex: [Int64: Int]
-        private var candidates: [Int64]           // losers whose key it will change
+        private var candidates: [Int64]  // losers whose key it will change
         private var nextCandidate = 0
-        var escaped: Set<Int64> = []              // the change committed: the row is no longer a duplicate
-        var tooLate: Set<Int64> = []              // winnow had already deleted the loser
+        var escaped: Set<Int64> = []  // the change committed: the row is no longer a duplicate
+        var tooLate: Set<Int64> = []  // winnow had already deleted the loser
         var inserts = 0, updates = 0, deletes = 0
         var failures: [String] = []
         /// (seconds since start, how long the operation took)
@@ -208,8 +210,9 @@ final class LiveWriterTests: XCTestCase {
             let id = LiveWriterTests.insertBase + Int64(n)
             let item = Item(k: "w\(n)", v: Int64(n % 1000), note: n % 3 == 0 ? nil : "wn\(n)", createdAt: 2_000_000 + Int64(n))
             try write { db in
-                try db.execute(sql: "INSERT INTO items (id, k, v, note, created_at) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [id, item.k, item.v, item.note, item.createdAt])
+                try db.execute(
+                    sql: "INSERT INTO items (id, k, v, note, created_at) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [id, item.k, item.v, item.note, item.createdAt])
             }
             model[id] = item
             freeIndex[id] = free.count
@@ -274,7 +277,9 @@ final class LiveWriterTests: XCTestCase {
         let built = Date()
         let fixture = try makeFixture(db)
         let losers = fixture.groups.reduce(0) { $0 + $1.count - 1 }
-        print("[LiveWriter] \(Self.rows) rows, \(fixture.groups.count) duplicate groups, \(losers) losers; built in \(String(format: "%.1f", Date().timeIntervalSince(built))) s")
+        print(
+            "[LiveWriter] \(Self.rows) rows, \(fixture.groups.count) duplicate groups, \(losers) losers; built in \(String(format: "%.1f", Date().timeIntervalSince(built))) s"
+        )
         XCTAssertEqual(try ScenarioKit.column(db, "PRAGMA journal_mode", as: String.self), ["delete"])
         try TestSupport.writeFile(Self.schema, to: path("schema.yaml"))
         try TestSupport.writeFile(Self.job, to: path("job.yaml"))
@@ -306,7 +311,8 @@ final class LiveWriterTests: XCTestCase {
         }
         let longest = app.waits.max { $0.seconds < $1.seconds }
         let ms = { (s: Double) in String(format: "%.1f ms", s * 1000) }
-        print("""
+        print(
+            """
             [LiveWriter] winnow run: exit \(outcome.status) in \(String(format: "%.2f", outcome.seconds)) s; \
             summary \(outcome.summary.map { s in ["groups", "deleted", "updated", "batches", "migration_steps"].map { "\($0)=\(s[$0] ?? "?")" }.joined(separator: " ") } ?? "none")
             [LiveWriter] application: \(app.waits.count) operations (\(opsDuring) during the run): \(app.inserts) inserts, \
@@ -323,9 +329,12 @@ final class LiveWriterTests: XCTestCase {
         XCTAssertEqual(summary["status"] as? String, "completed")
         XCTAssertGreaterThanOrEqual(summary["migration_steps"] as? Int ?? 0, 2, "\(summary)")
         let steps = outcome.objects.filter { $0["event"] as? String == "migration" }
-        XCTAssertTrue(steps.contains { $0["rebuild"] as? Bool == true },
-                      "the migration should rebuild items (a changed default): \(steps.map { $0["summary"] ?? "?" })")
-        for step in steps { print("[LiveWriter] migration step \(step["step"] ?? "?"): \(step["summary"] ?? "?") in \(step["seconds"] ?? "?") s") }
+        XCTAssertTrue(
+            steps.contains { $0["rebuild"] as? Bool == true },
+            "the migration should rebuild items (a changed default): \(steps.map { $0["summary"] ?? "?" })")
+        for step in steps {
+            print("[LiveWriter] migration step \(step["step"] ?? "?"): \(step["summary"] ?? "?") in \(step["seconds"] ?? "?") s")
+        }
 
         // No statement of the application failed, and it really wrote while winnow worked.
         XCTAssertEqual(Array(app.failures.prefix(10)), [], "\(app.failures.count) operations failed")
@@ -374,12 +383,17 @@ final class LiveWriterTests: XCTestCase {
         // The target schema, clean, in WAL mode.
         XCTAssertEqual(try ScenarioKit.column(db, "PRAGMA journal_mode", as: String.self), ["wal"])
         XCTAssertEqual(try ScenarioKit.column(db, "PRAGMA integrity_check", as: String.self), ["ok"])
-        XCTAssertEqual(try ScenarioKit.column(db, "SELECT dflt_value FROM pragma_table_info('items') WHERE name = 'note'", as: String.self), ["'unknown'"])
+        XCTAssertEqual(
+            try ScenarioKit.column(db, "SELECT dflt_value FROM pragma_table_info('items') WHERE name = 'note'", as: String.self),
+            ["'unknown'"])
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM items WHERE extra IS NOT NULL"), 0)
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT \"unique\" FROM pragma_index_list('items') WHERE name = 'items_k_unique'"), 1)
-        XCTAssertEqual(try ScenarioKit.int(db, """
-            SELECT count(*) FROM sqlite_master WHERE name LIKE 'winnow\\_rebuild%' ESCAPE '\\' OR name LIKE 'winnow\\_capture%' ESCAPE '\\'
-            """), 0, "rebuild leftovers")
+        XCTAssertEqual(
+            try ScenarioKit.int(
+                db,
+                """
+                SELECT count(*) FROM sqlite_master WHERE name LIKE 'winnow\\_rebuild%' ESCAPE '\\' OR name LIKE 'winnow\\_capture%' ESCAPE '\\'
+                """), 0, "rebuild leftovers")
         try SpawnedWinnow.run(["check", "--database", db, "job.yaml"], in: dir, expect: 0)
     }
 

@@ -96,17 +96,20 @@ final class SpawnedWinnow {
         readers.wait()
         let ended = lock.withLock { exitedAt } ?? Date()
         return lock.withLock {
-            Outcome(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-                    stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
-                    seconds: ended.timeIntervalSince(startedAt), startedAt: startedAt, endedAt: ended)
+            Outcome(
+                status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+                stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
+                seconds: ended.timeIntervalSince(startedAt), startedAt: startedAt, endedAt: ended)
         }
     }
 
     /// Runs `winnow ARGS` to its end, checking that it was not killed by a signal, did not report
     /// an internal error (70) and, with `expect`, exited with that code.
     @discardableResult
-    static func run(_ arguments: [String], in directory: URL, expect: Int32? = nil, fileSizeLimitBlocks: Int? = nil,
-                    file: StaticString = #filePath, line: UInt = #line) throws -> Outcome {
+    static func run(
+        _ arguments: [String], in directory: URL, expect: Int32? = nil, fileSizeLimitBlocks: Int? = nil,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Outcome {
         let spawned = SpawnedWinnow(arguments, in: directory, fileSizeLimitBlocks: fileSizeLimitBlocks)
         try spawned.start()
         let outcome = spawned.wait()
@@ -118,8 +121,9 @@ final class SpawnedWinnow {
         XCTAssertFalse(outcome.signaled, "\(label) was killed by signal \(outcome.status)\n\(outcome.stderr)", file: file, line: line)
         XCTAssertNotEqual(outcome.status, 70, "\(label) reported an internal error\n\(outcome.stderr)", file: file, line: line)
         if let expect {
-            XCTAssertEqual(outcome.status, expect, "\(label)\nstdout: \(outcome.stdout.suffix(2000))\nstderr: \(outcome.stderr.suffix(2000))",
-                           file: file, line: line)
+            XCTAssertEqual(
+                outcome.status, expect, "\(label)\nstdout: \(outcome.stdout.suffix(2000))\nstderr: \(outcome.stderr.suffix(2000))",
+                file: file, line: line)
         }
     }
 }
@@ -140,8 +144,9 @@ final class LockAndExitCodeTests: XCTestCase {
 
     override func setUpWithError() throws {
         dir = try TestSupport.scratchDirectory("LockExit")
-        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: TestSupport.executable.path),
-                      "build the winnow executable first (swift build --build-tests)")
+        XCTAssertTrue(
+            FileManager.default.isExecutableFile(atPath: TestSupport.executable.path),
+            "build the winnow executable first (swift build --build-tests)")
     }
 
     override func tearDownWithError() throws {
@@ -154,8 +159,10 @@ final class LockAndExitCodeTests: XCTestCase {
     func write(_ name: String, _ text: String) throws -> String { try TestSupport.writeFile(text, to: path(name)) }
 
     @discardableResult
-    func winnow(_ args: [String], expect: Int32? = nil, fileSizeLimitBlocks: Int? = nil,
-                file: StaticString = #filePath, line: UInt = #line) throws -> SpawnedWinnow.Outcome {
+    func winnow(
+        _ args: [String], expect: Int32? = nil, fileSizeLimitBlocks: Int? = nil,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> SpawnedWinnow.Outcome {
         try SpawnedWinnow.run(args, in: dir, expect: expect, fileSizeLimitBlocks: fileSizeLimitBlocks, file: file, line: line)
     }
 
@@ -180,15 +187,17 @@ final class LockAndExitCodeTests: XCTestCase {
                 orders.append("(\(id), \(id))")
             }
         }
-        return try TestSupport.makeDatabase(at: path(name), sql: """
-            CREATE TABLE people (id INTEGER PRIMARY KEY, k TEXT, visits INTEGER, note TEXT);
-            CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE);
-            CREATE TABLE other (id INTEGER PRIMARY KEY, k TEXT);
-            INSERT INTO people VALUES \(people.joined(separator: ", "));
-            INSERT INTO orders VALUES \(orders.joined(separator: ", "));
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40)
-            INSERT INTO other (id, k) SELECT i, 'o' || (i % 20) FROM n;
-            """)
+        return try TestSupport.makeDatabase(
+            at: path(name),
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, k TEXT, visits INTEGER, note TEXT);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE);
+                CREATE TABLE other (id INTEGER PRIMARY KEY, k TEXT);
+                INSERT INTO people VALUES \(people.joined(separator: ", "));
+                INSERT INTO orders VALUES \(orders.joined(separator: ", "));
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40)
+                INSERT INTO other (id, k) SELECT i, 'o' || (i % 20) FROM n;
+                """)
     }
 
     /// One group per batch with a pause: about 20 ms a group, so 150 groups take ~3 s or more.
@@ -225,7 +234,9 @@ final class LockAndExitCodeTests: XCTestCase {
         XCTAssertTrue(first.isRunning, "the first run must still hold the lock when the second gives up")
         let firstOutcome = first.wait()
         SpawnedWinnow.check(firstOutcome, first.label, expect: 0)
-        print("[LockAndExitCode] first run \(String(format: "%.2f", firstOutcome.seconds)) s; the second gave up after \(String(format: "%.3f", second.seconds)) s")
+        print(
+            "[LockAndExitCode] first run \(String(format: "%.2f", firstOutcome.seconds)) s; the second gave up after \(String(format: "%.3f", second.seconds)) s"
+        )
 
         // "At once": no waiting for the lock (the first commits a batch every ~20 ms, so only
         // process start and one short busy wait are in it), and well under the first's duration.
@@ -257,7 +268,9 @@ final class LockAndExitCodeTests: XCTestCase {
         let second = try winnow(["run", "--wait", "60", "--format", "json", "--database", "db.sqlite", "other.yaml"], expect: 0)
         let firstOutcome = first.wait()
         SpawnedWinnow.check(firstOutcome, first.label, expect: 0)
-        print("[LockAndExitCode] first run \(String(format: "%.2f", firstOutcome.seconds)) s; the waiting run took \(String(format: "%.2f", second.seconds)) s")
+        print(
+            "[LockAndExitCode] first run \(String(format: "%.2f", firstOutcome.seconds)) s; the waiting run took \(String(format: "%.2f", second.seconds)) s"
+        )
 
         XCTAssertGreaterThan(second.endedAt, firstOutcome.endedAt, "the waiting run finished before the run that held the lock")
         XCTAssertGreaterThan(second.seconds, 0.5, "the second run did not wait")
@@ -293,7 +306,9 @@ final class LockAndExitCodeTests: XCTestCase {
         XCTAssertLessThan(remaining, 450, "batches were committed before the kill")
 
         let next = try winnow(["run", "--batch-size", "500", "--database", "db.sqlite", "job.yaml"], expect: 0)
-        print("[LockAndExitCode] run after SIGKILL took \(String(format: "%.3f", next.seconds)) s (\(remaining) people rows left by the killed run)")
+        print(
+            "[LockAndExitCode] run after SIGKILL took \(String(format: "%.3f", next.seconds)) s (\(remaining) people rows left by the killed run)"
+        )
         // At once: nowhere near the 5 s busy timeout, let alone a wait for the lock.
         XCTAssertLessThan(next.seconds, 3.0, "the lock of a killed run must be taken over at once")
         XCTAssertEqual(try TestSupport.contentDump(db), try TestSupport.contentDump(path("solo.sqlite")))
@@ -314,11 +329,16 @@ final class LockAndExitCodeTests: XCTestCase {
         sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
         sleeper.arguments = ["60"]
         try sleeper.run()
-        defer { sleeper.terminate(); sleeper.waitUntilExit() }
+        defer {
+            sleeper.terminate()
+            sleeper.waitUntilExit()
+        }
         let start = try XCTUnwrap(ProcessIdentity.startTime(of: sleeper.processIdentifier), "no /proc/PID/stat")
         let host = ProcessIdentity.hostName
-        try ScenarioKit.execute(db, "INSERT INTO winnow_lock (id, run_id, pid, process_start, host, acquired_at) VALUES (1, 7, ?, ?, ?, '2024-01-01T00:00:00Z')",
-                                arguments: [sleeper.processIdentifier, start, host])
+        try ScenarioKit.execute(
+            db,
+            "INSERT INTO winnow_lock (id, run_id, pid, process_start, host, acquired_at) VALUES (1, 7, ?, ?, ?, '2024-01-01T00:00:00Z')",
+            arguments: [sleeper.processIdentifier, start, host])
         let state = try ScenarioKit.userState(db)
         let held = try winnow(["run", "--database", "db.sqlite", "job.yaml"], expect: 75)
         XCTAssertTrue(held.stderr.contains("\(sleeper.processIdentifier)"), held.stderr)
@@ -354,8 +374,9 @@ final class LockAndExitCodeTests: XCTestCase {
     /// WAL mode: readers pass, so the run opens the database and reads it, and then its
     /// `BEGIN IMMEDIATE` waits the busy timeout (5 s) three times before it gives up.
     func testWriteLockHeldByAnotherConnectionExits75AfterTheRetries() throws {
-        try XCTSkipIf(["true", "1", "yes"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? ""),
-                      "takes about 15 s (3 attempts x 5 s busy timeout); skipped under CI=true")
+        try XCTSkipIf(
+            ["true", "1", "yes"].contains(ProcessInfo.processInfo.environment["CI"]?.lowercased() ?? ""),
+            "takes about 15 s (3 attempts x 5 s busy timeout); skipped under CI=true")
         let db = try makeSlowData("db.sqlite", groups: 5)
         let queue = try DatabaseQueue(path: db)
         _ = try queue.writeWithoutTransaction { try String.fetchOne($0, sql: "PRAGMA journal_mode = WAL") }
@@ -398,7 +419,9 @@ final class LockAndExitCodeTests: XCTestCase {
         }
         try holder.release()
         for result in results {
-            print("[LockAndExitCode] exclusive lock (rollback journal): exit \(result.status) after \(String(format: "%.2f", result.seconds)) s")
+            print(
+                "[LockAndExitCode] exclusive lock (rollback journal): exit \(result.status) after \(String(format: "%.2f", result.seconds)) s"
+            )
             XCTAssertGreaterThanOrEqual(result.seconds, DatabaseOpener.busyTimeout - 0.5, "gave up before the busy timeout")
             XCTAssertLessThan(result.seconds, Double(Database.writeAttempts) * DatabaseOpener.busyTimeout + 5)
         }
@@ -411,13 +434,18 @@ final class LockAndExitCodeTests: XCTestCase {
     func testDirectoryAsDatabaseExits66ForEveryCommand() throws {
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("db.sqlite"), withIntermediateDirectories: true)
         try write("job.yaml", "version: 1\ndatabase: db.sqlite\ndedupe:\n  - entity: t\n    key: k\n")
-        try write("schema.yaml", "version: 1\ntables:\n  t:\n    columns:\n      - {name: id, type: integer, primary_key: true}\n      - {name: k, type: text}\n")
+        try write(
+            "schema.yaml",
+            "version: 1\ntables:\n  t:\n    columns:\n      - {name: id, type: integer, primary_key: true}\n      - {name: k, type: text}\n"
+        )
         // A job with a schema may create a missing database, but not in place of a directory.
         try write("schemajob.yaml", "version: 1\ndatabase: db.sqlite\nschema: schema.yaml\n")
-        for args in [["run", "job.yaml"], ["plan", "job.yaml"], ["check", "job.yaml"], ["run", "schemajob.yaml"],
-                     ["run", "--dry-run", "schemajob.yaml"], ["check", "schemajob.yaml"],
-                     ["history", "--database", "db.sqlite"], ["schema", "inspect", "--database", "db.sqlite"],
-                     ["restore", "--database", "db.sqlite", "--run", "1"]] {
+        for args in [
+            ["run", "job.yaml"], ["plan", "job.yaml"], ["check", "job.yaml"], ["run", "schemajob.yaml"],
+            ["run", "--dry-run", "schemajob.yaml"], ["check", "schemajob.yaml"],
+            ["history", "--database", "db.sqlite"], ["schema", "inspect", "--database", "db.sqlite"],
+            ["restore", "--database", "db.sqlite", "--run", "1"],
+        ] {
             let result = try winnow(args, expect: 66)
             XCTAssertTrue(result.stderr.contains("db.sqlite"), "\(args): \(result.stderr)")
         }
@@ -433,7 +461,10 @@ final class LockAndExitCodeTests: XCTestCase {
     func testEmptyFileIsAnEmptyDatabaseNotExit66() throws {
         let db = try write("empty.sqlite", "")
         try write("job.yaml", "version: 1\ndatabase: empty.sqlite\ndedupe:\n  - entity: t\n    key: k\n")
-        try write("schema.yaml", "version: 1\ntables:\n  t:\n    columns:\n      - {name: id, type: integer, primary_key: true}\n      - {name: k, type: text}\n")
+        try write(
+            "schema.yaml",
+            "version: 1\ntables:\n  t:\n    columns:\n      - {name: id, type: integer, primary_key: true}\n      - {name: k, type: text}\n"
+        )
         try write("schemajob.yaml", "version: 1\ndatabase: empty.sqlite\nschema: schema.yaml\ndedupe:\n  - entity: t\n    key: k\n")
 
         for command in ["plan", "check"] {
@@ -441,7 +472,7 @@ final class LockAndExitCodeTests: XCTestCase {
             XCTAssertTrue(result.stderr.contains("job.yaml:4:13:"), "\(command): \(result.stderr)")
         }
         try winnow(["plan", "schemajob.yaml"], expect: 0)
-        try winnow(["check", "schemajob.yaml"], expect: 1)   // drift: the table is missing
+        try winnow(["check", "schemajob.yaml"], expect: 1)  // drift: the table is missing
         try winnow(["schema", "inspect", "--database", "empty.sqlite"], expect: 0)
         try winnow(["history", "--database", "empty.sqlite"], expect: 0)
         XCTAssertEqual(try TestSupport.fileBytes(db).count, 0, "read-only commands never change a byte, even of an empty file")
@@ -456,11 +487,15 @@ final class LockAndExitCodeTests: XCTestCase {
     /// A seed database that is not there is an input file not found (66), and the job is
     /// refused before it starts: neither its migration nor its dedupe rules are applied.
     func testMissingSeedDatabaseExits66AndChangesNothing() throws {
-        let db = try TestSupport.makeDatabase(at: path("db.sqlite"), sql: """
-            CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT);
-            INSERT INTO contacts VALUES (1, 'a@x'), (2, 'a@x'), (3, 'b@x');
-            """)
-        try write("schema.yaml", """
+        let db = try TestSupport.makeDatabase(
+            at: path("db.sqlite"),
+            sql: """
+                CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT);
+                INSERT INTO contacts VALUES (1, 'a@x'), (2, 'a@x'), (3, 'b@x');
+                """)
+        try write(
+            "schema.yaml",
+            """
             version: 2
             tables:
               contacts:
@@ -473,7 +508,9 @@ final class LockAndExitCodeTests: XCTestCase {
                   - {name: id, type: integer, primary_key: true}
                   - {name: name, type: text}
             """)
-        try write("job.yaml", """
+        try write(
+            "job.yaml",
+            """
             version: 1
             database: db.sqlite
             schema: schema.yaml
@@ -485,7 +522,9 @@ final class LockAndExitCodeTests: XCTestCase {
               - entity: contacts
                 key: email
             """)
-        try write("noschema.yaml", """
+        try write(
+            "noschema.yaml",
+            """
             version: 1
             database: db.sqlite
             seed:
@@ -522,15 +561,19 @@ final class LockAndExitCodeTests: XCTestCase {
     /// fails with EFBIG and the run must end with a clean 74, its batch in flight rolled back.
     func testFileSizeLimitExits74CleanlyAndARunWithoutItFinishesTheJob() throws {
         func makeData(_ name: String) throws -> String {
-            try TestSupport.makeDatabase(at: path(name), sql: """
-                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER, pad TEXT);
-                WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 17999)
-                INSERT INTO t (id, k, v, pad) SELECT i + 1, 'k' || (i / 3), i % 7 + 1, printf('%.80c', 'p') || i FROM n;
-                """)
+            try TestSupport.makeDatabase(
+                at: path(name),
+                sql: """
+                    CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER, pad TEXT);
+                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 17999)
+                    INSERT INTO t (id, k, v, pad) SELECT i + 1, 'k' || (i / 3), i % 7 + 1, printf('%.80c', 'p') || i FROM n;
+                    """)
         }
         let db = try makeData("db.sqlite")
         _ = try makeData("reference.sqlite")
-        try write("job.yaml", """
+        try write(
+            "job.yaml",
+            """
             version: 1
             batch: {size: 20}
             dedupe:
@@ -546,11 +589,15 @@ final class LockAndExitCodeTests: XCTestCase {
         // 64 KiB above the file's size: room for winnow's own tables, created (in the rollback
         // journal mode the file is in before the run switches it to WAL) before the first batch.
         let blocks = size / 512 + 128
-        let limited = try winnow(["run", "--format", "json", "--database", "db.sqlite", "job.yaml"], expect: 74, fileSizeLimitBlocks: blocks)
+        let limited = try winnow(
+            ["run", "--format", "json", "--database", "db.sqlite", "job.yaml"], expect: 74, fileSizeLimitBlocks: blocks)
         let committedBatches = limited.objects.filter { $0["event"] as? String == "batch" }.count
-        print("[LockAndExitCode] ulimit -f \(blocks) (file \(size) bytes): exit \(limited.status) after \(committedBatches) batches; \(limited.stderr.prefix(300))")
-        XCTAssertTrue(limited.stderr.lowercased().contains("disk") || limited.stderr.lowercased().contains("full")
-                      || limited.stderr.lowercased().contains("i/o"), limited.stderr)
+        print(
+            "[LockAndExitCode] ulimit -f \(blocks) (file \(size) bytes): exit \(limited.status) after \(committedBatches) batches; \(limited.stderr.prefix(300))"
+        )
+        XCTAssertTrue(
+            limited.stderr.lowercased().contains("disk") || limited.stderr.lowercased().contains("full")
+                || limited.stderr.lowercased().contains("i/o"), limited.stderr)
         XCTAssertGreaterThan(committedBatches, 0, "the limit should hit after some batches, not at once")
 
         // Integrity, and no partial batch: every group is either fully resolved or untouched,
@@ -571,10 +618,12 @@ final class LockAndExitCodeTests: XCTestCase {
         XCTAssertLessThan(resolved, 6000, "the limit hit before the end")
         let deleted = 18000 - (try ScenarioKit.int(db, "SELECT count(*) FROM t"))
         XCTAssertEqual(deleted, 2 * resolved)
-        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM winnow_journal WHERE op = 'delete'"), deleted,
-                       "the journal holds exactly the committed deletes")
-        XCTAssertEqual(try ScenarioKit.int(db, "SELECT deleted FROM winnow_runs WHERE id = 1"), deleted,
-                       "the run's recorded progress matches the committed batches")
+        XCTAssertEqual(
+            try ScenarioKit.int(db, "SELECT count(*) FROM winnow_journal WHERE op = 'delete'"), deleted,
+            "the journal holds exactly the committed deletes")
+        XCTAssertEqual(
+            try ScenarioKit.int(db, "SELECT deleted FROM winnow_runs WHERE id = 1"), deleted,
+            "the run's recorded progress matches the committed batches")
 
         // Without the limit, run again: the same result as an uninterrupted run.
         let again = try winnow(["run", "--database", "db.sqlite", "job.yaml"], expect: 0)
@@ -588,19 +637,23 @@ final class LockAndExitCodeTests: XCTestCase {
     /// is rolled back, and once the page is repaired a new run finishes like an uninterrupted one.
     func testCorruptionMetInTheMiddleOfARunExits74AndKeepsCommittedBatches() throws {
         func makeData(_ name: String) throws -> String {
-            try TestSupport.makeDatabase(at: path(name), sql: """
-                CREATE TABLE people (id INTEGER PRIMARY KEY, k TEXT, visits INTEGER);
-                CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id), pad TEXT);
-                WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1799)
-                INSERT INTO people (id, k, visits) SELECT i + 1, 'k' || (i / 3), i % 5 FROM n;
-                WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 8999)
-                INSERT INTO orders (id, person_id, pad) SELECT i + 1, i / 5 + 1, printf('%.60c', 'o') FROM n;
-                CREATE INDEX orders_person ON orders (person_id);
-                """)
+            try TestSupport.makeDatabase(
+                at: path(name),
+                sql: """
+                    CREATE TABLE people (id INTEGER PRIMARY KEY, k TEXT, visits INTEGER);
+                    CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id), pad TEXT);
+                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1799)
+                    INSERT INTO people (id, k, visits) SELECT i + 1, 'k' || (i / 3), i % 5 FROM n;
+                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 8999)
+                    INSERT INTO orders (id, person_id, pad) SELECT i + 1, i / 5 + 1, printf('%.60c', 'o') FROM n;
+                    CREATE INDEX orders_person ON orders (person_id);
+                    """)
         }
         let db = try makeData("db.sqlite")
         _ = try makeData("reference.sqlite")
-        try write("job.yaml", """
+        try write(
+            "job.yaml",
+            """
             version: 1
             batch: {size: 20}
             dedupe:
@@ -615,7 +668,9 @@ final class LockAndExitCodeTests: XCTestCase {
         // The leaf page of `orders` in the middle of the table (rows in rowid order, so it holds
         // the orders of people in the middle), found with dbstat or, without it, from the layout.
         let pageSize = try ScenarioKit.int(db, "PRAGMA page_size")
-        let leaves = (try? ScenarioKit.column(db, "SELECT pageno FROM dbstat WHERE name = 'orders' AND pagetype = 'leaf' ORDER BY path", as: Int.self)) ?? []
+        let leaves =
+            (try? ScenarioKit.column(
+                db, "SELECT pageno FROM dbstat WHERE name = 'orders' AND pagetype = 'leaf' ORDER BY path", as: Int.self)) ?? []
         let page: Int
         if leaves.count > 10 {
             page = leaves[leaves.count / 2]!
@@ -633,7 +688,9 @@ final class LockAndExitCodeTests: XCTestCase {
 
         let broken = try winnow(["run", "--format", "json", "--database", "db.sqlite", "job.yaml"], expect: 74)
         let batches = broken.objects.filter { $0["event"] as? String == "batch" }.count
-        print("[LockAndExitCode] corrupt page \(page): exit \(broken.status) after \(batches) committed batches; \(broken.stderr.prefix(200))")
+        print(
+            "[LockAndExitCode] corrupt page \(page): exit \(broken.status) after \(batches) committed batches; \(broken.stderr.prefix(200))"
+        )
         XCTAssertTrue(broken.stderr.lowercased().contains("corrupt"), broken.stderr)
         XCTAssertGreaterThan(batches, 0, "the corruption should be met in the middle of the run, not before it")
 
@@ -683,8 +740,10 @@ final class LockAndExitCodeTests: XCTestCase {
     // MARK: - 65
 
     func testMaxDeletePercentGuardExits65AndNoRuleChangesAnything() throws {
-        let db = try makeSlowData("db.sqlite", groups: 10)   // people: 30 rows, 20 losers (66.7%)
-        try write("job.yaml", """
+        let db = try makeSlowData("db.sqlite", groups: 10)  // people: 30 rows, 20 losers (66.7%)
+        try write(
+            "job.yaml",
+            """
             version: 1
             dedupe:
               - entity: other
@@ -709,12 +768,16 @@ final class LockAndExitCodeTests: XCTestCase {
     }
 
     func testNotLightweightMigrationExits65NamingTheChangeAndAppliesNoStep() throws {
-        let db = try TestSupport.makeDatabase(at: path("db.sqlite"), sql: """
-            CREATE TABLE items (id INTEGER PRIMARY KEY, qty INTEGER, k TEXT);
-            INSERT INTO items VALUES (1, 5, 'a'), (2, 6, 'a'), (3, 7, 'b');
-            """)
+        let db = try TestSupport.makeDatabase(
+            at: path("db.sqlite"),
+            sql: """
+                CREATE TABLE items (id INTEGER PRIMARY KEY, qty INTEGER, k TEXT);
+                INSERT INTO items VALUES (1, 5, 'a'), (2, 6, 'a'), (3, 7, 'b');
+                """)
         // A lightweight step (a new column, a new table) next to a type change: nothing at all is applied.
-        try write("schema.yaml", """
+        try write(
+            "schema.yaml",
+            """
             version: 2
             tables:
               items:
@@ -738,15 +801,18 @@ final class LockAndExitCodeTests: XCTestCase {
             XCTAssertTrue(planned.stderr.lowercased().contains(needle), "plan's refusal does not name \(needle): \(planned.stderr)")
         }
         XCTAssertEqual(try ScenarioKit.userState(db), state)
-        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'winnow_schema'"), 0,
-                       "no schema version was recorded")
+        XCTAssertEqual(
+            try ScenarioKit.int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'winnow_schema'"), 0,
+            "no schema version was recorded")
     }
 
     func testDatabaseNewerThanTheTargetExits65AndIsNeverDowngraded() throws {
-        let db = try TestSupport.makeDatabase(at: path("db.sqlite"), sql: """
-            CREATE TABLE items (id INTEGER PRIMARY KEY, k TEXT);
-            INSERT INTO items VALUES (1, 'a'), (2, 'a');
-            """)
+        let db = try TestSupport.makeDatabase(
+            at: path("db.sqlite"),
+            sql: """
+                CREATE TABLE items (id INTEGER PRIMARY KEY, k TEXT);
+                INSERT INTO items VALUES (1, 'a'), (2, 'a');
+                """)
         let v3 = """
             version: 3
             tables:
@@ -757,7 +823,10 @@ final class LockAndExitCodeTests: XCTestCase {
                   - {name: note, type: text}
             """
         try write("v3.yaml", v3)
-        try write("v2.yaml", "version: 2\ntables:\n  items:\n    columns:\n      - {name: id, type: integer, primary_key: true}\n      - {name: k, type: text}\n")
+        try write(
+            "v2.yaml",
+            "version: 2\ntables:\n  items:\n    columns:\n      - {name: id, type: integer, primary_key: true}\n      - {name: k, type: text}\n"
+        )
         try write("job3.yaml", "version: 1\nschema: v3.yaml\n")
         try write("job2.yaml", "version: 1\nschema: v2.yaml\nallow_data_loss: true\ndedupe:\n  - entity: items\n    key: k\n")
         try winnow(["run", "--database", "db.sqlite", "job3.yaml"], expect: 0)

@@ -72,20 +72,30 @@ final class MigrationScenarioTests: XCTestCase {
     func recordedVersion(_ path: String) throws -> Int? { try recordedRecord(path)?.version }
 
     func recordedRecord(_ path: String) throws -> SchemaVersions.Record? {
-        let queue = try DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let queue = try DatabaseQueue(
+            path: path,
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }())
         defer { try? queue.close() }
         return try queue.read { try SchemaVersions.recorded($0) }
     }
 
     /// (type, name) of every user object of the schema.
     func objects(_ db: String) throws -> [String] {
-        try strings(db, """
+        try strings(
+            db,
+            """
             SELECT type || ' ' || name FROM sqlite_master WHERE lower(tbl_name) NOT LIKE 'winnow\\_%' ESCAPE '\\' ORDER BY type, name
-            """).compactMap { $0 }
+            """
+        ).compactMap { $0 }
     }
 
     func tableSQL(_ db: String, _ table: String) throws -> String {
-        try strings(db, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = \(ScenarioKit.lit(table))").first.flatMap { $0 } ?? ""
+        try strings(db, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = \(ScenarioKit.lit(table))").first.flatMap { $0 }
+            ?? ""
     }
 
     /// What must hold after every successful migration: integrity ok, no foreign key violation,
@@ -99,7 +109,9 @@ final class MigrationScenarioTests: XCTestCase {
         let checked = try check(job, db)
         XCTAssertEqual(checked.drift, [], "check reports drift", file: file, line: line)
         XCTAssertNotEqual(checked.status, "drift", file: file, line: line)
-        let leftovers = try strings(db, """
+        let leftovers = try strings(
+            db,
+            """
             SELECT name FROM sqlite_master WHERE name LIKE 'winnow\\_rebuild%' ESCAPE '\\' OR name LIKE 'winnow\\_capture%' ESCAPE '\\'
             """)
         XCTAssertEqual(leftovers, [], "rebuild leftovers", file: file, line: line)
@@ -109,15 +121,18 @@ final class MigrationScenarioTests: XCTestCase {
     /// the user tables' content and schema are unchanged.
     func assertRefused(_ job: Job, _ db: String, naming: [String], file: StaticString = #filePath, line: UInt = #line) throws {
         let before = try ScenarioKit.userState(db)
-        for (command, body) in [("run", { _ = try self.run(job, db) }), ("plan", { _ = try self.plan(job, db) })] as [(String, () throws -> Void)] {
+        for (command, body) in [("run", { _ = try self.run(job, db) }), ("plan", { _ = try self.plan(job, db) })]
+            as [(String, () throws -> Void)]
+        {
             do {
                 try body()
                 XCTFail("\(command): expected a refusal (65)", file: file, line: line)
             } catch let error as WinnowError {
                 XCTAssertEqual(error.exitCode, 65, "\(command): \(error)", file: file, line: line)
                 for name in naming {
-                    XCTAssertTrue(error.description.contains(name), "\(command): the message does not name '\(name)': \(error)",
-                                  file: file, line: line)
+                    XCTAssertTrue(
+                        error.description.contains(name), "\(command): the message does not name '\(name)': \(error)",
+                        file: file, line: line)
                 }
             } catch {
                 XCTFail("\(command): expected a WinnowError, got \(error)", file: file, line: line)
@@ -165,9 +180,11 @@ final class MigrationScenarioTests: XCTestCase {
     static let baseIndexes = ["{name: people_email, columns: [email]}"]
 
     /// A schema file: companies as in version 1 (unless replaced), people with the given columns.
-    static func schema(_ version: Int, people columns: [String] = baseColumns, indexes: [String] = baseIndexes,
-                       peopleName: String = "people", peopleExtra: String = "", companies: String = companiesYAML,
-                       extraTables: String = "") -> String {
+    static func schema(
+        _ version: Int, people columns: [String] = baseColumns, indexes: [String] = baseIndexes,
+        peopleName: String = "people", peopleExtra: String = "", companies: String = companiesYAML,
+        extraTables: String = ""
+    ) -> String {
         var text = "version: \(version)\ntables:\n\(companies)\n  \(peopleName):\n"
         if !peopleExtra.isEmpty { text += "    \(peopleExtra)\n" }
         text += "    columns:\n" + columns.map { "      - \($0)\n" }.joined()
@@ -188,8 +205,10 @@ final class MigrationScenarioTests: XCTestCase {
     /// Migrates the base database to `yaml`: plan shows steps and changes nothing, run applies
     /// them, and the result is settled. Returns the database path and the job.
     @discardableResult
-    func migrate(_ yaml: String, allowDataLoss: Bool = false, sql: String = baseSQL,
-                 file: StaticString = #filePath, line: UInt = #line) throws -> (db: String, job: Job, summary: RunSummary) {
+    func migrate(
+        _ yaml: String, allowDataLoss: Bool = false, sql: String = baseSQL,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (db: String, job: Job, summary: RunSummary) {
         let db = try makeDB(sql)
         try writeSchema(yaml)
         let job = try job(allowDataLoss: allowDataLoss)
@@ -199,8 +218,9 @@ final class MigrationScenarioTests: XCTestCase {
         XCTAssertEqual(try TestSupport.fileBytes(db), bytes, "plan changed the database file", file: file, line: line)
         let summary = try run(job, db)
         XCTAssertEqual(summary.status, "completed", file: file, line: line)
-        XCTAssertEqual(summary.migrationSteps, planned.migration.count, "run applied another number of steps than planned",
-                       file: file, line: line)
+        XCTAssertEqual(
+            summary.migrationSteps, planned.migration.count, "run applied another number of steps than planned",
+            file: file, line: line)
         try assertSettled(job, db, file: file, line: line)
         return (db, job, summary)
     }
@@ -222,28 +242,33 @@ final class MigrationScenarioTests: XCTestCase {
 
     func testAddTable() throws {
         let before = try ScenarioKit.userState(try makeDB(Self.baseSQL, name: "reference.sqlite"))
-        let (db, _, _) = try migrate(Self.schema(2, extraTables: """
-              tags:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: label, type: text, nullable: false, default: "none"}
-                  - {name: person_id, type: integer, references: {table: people, column: id}}
-                indexes:
-                  - {name: tags_label, columns: [label], unique: true}
-            """))
+        let (db, _, _) = try migrate(
+            Self.schema(
+                2,
+                extraTables: """
+                      tags:
+                        columns:
+                          - {name: id, type: integer, primary_key: true}
+                          - {name: label, type: text, nullable: false, default: "none"}
+                          - {name: person_id, type: integer, references: {table: people, column: id}}
+                        indexes:
+                          - {name: tags_label, columns: [label], unique: true}
+                    """))
         XCTAssertEqual(try columns(db, "tags"), ["id", "label", "person_id"])
         XCTAssertEqual(try masterNames(db, type: "index", table: "tags").filter { !$0.hasPrefix("sqlite_") }, ["tags_label"])
         let after = try ScenarioKit.userState(db)
         XCTAssertEqual(after.dump["people"], before.dump["people"])
         XCTAssertEqual(after.dump["companies"], before.dump["companies"])
         XCTAssertEqual(after.dump["tags"], [])
-        XCTAssertThrowsError(try ScenarioKit.execute(db, "INSERT INTO tags (label, person_id) VALUES ('x', 99)"), "tags.person_id references people")
+        XCTAssertThrowsError(
+            try ScenarioKit.execute(db, "INSERT INTO tags (label, person_id) VALUES ('x', 99)"), "tags.person_id references people")
     }
 
     func testRenameTableByHint() throws {
         let reference = try ScenarioKit.userState(try makeDB(Self.baseSQL, name: "reference.sqlite"))
         let (db, _, summary) = try migrate(Self.schema(2, peopleName: "contacts", peopleExtra: "renamed_from: people"))
-        XCTAssertTrue(summary.migration.contains { $0.summary.contains("rename table people to contacts") }, "\(summary.migration.map(\.summary))")
+        XCTAssertTrue(
+            summary.migration.contains { $0.summary.contains("rename table people to contacts") }, "\(summary.migration.map(\.summary))")
         XCTAssertFalse(summary.migration.contains { $0.rebuildsTable })
         XCTAssertEqual(try masterNames(db, type: "table").filter { !$0.hasPrefix("winnow_") }, ["companies", "contacts"])
         let after = try ScenarioKit.userState(db)
@@ -256,20 +281,25 @@ final class MigrationScenarioTests: XCTestCase {
     /// Renaming a table that a child references: SQLite's RENAME updates the child's foreign
     /// key, so the target (which names the new table, the only one it can name) is reachable.
     func testRenameTableReferencedByChild() throws {
-        let sql = Self.baseSQL + """
+        let sql =
+            Self.baseSQL + """
 
-            CREATE TABLE notes (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE, body TEXT);
-            INSERT INTO notes VALUES (1, 1, 'n1'), (2, 1, 'n2'), (3, 3, 'n3');
-            """
+                CREATE TABLE notes (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE, body TEXT);
+                INSERT INTO notes VALUES (1, 1, 'n1'), (2, 1, 'n2'), (3, 3, 'n3');
+                """
         let reference = try ScenarioKit.userState(try makeDB(sql, name: "reference.sqlite"))
-        let (db, _, summary) = try migrate(Self.schema(2, peopleName: "contacts", peopleExtra: "renamed_from: [persons, people]", extraTables: """
-              notes:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: person_id, type: integer, references: {table: contacts, column: id}}
-                  - {name: body, type: text}
-            """), sql: sql)
-        XCTAssertTrue(summary.migration.contains { $0.summary.contains("rename table people to contacts") }, "\(summary.migration.map(\.summary))")
+        let (db, _, summary) = try migrate(
+            Self.schema(
+                2, peopleName: "contacts", peopleExtra: "renamed_from: [persons, people]",
+                extraTables: """
+                      notes:
+                        columns:
+                          - {name: id, type: integer, primary_key: true}
+                          - {name: person_id, type: integer, references: {table: contacts, column: id}}
+                          - {name: body, type: text}
+                    """), sql: sql)
+        XCTAssertTrue(
+            summary.migration.contains { $0.summary.contains("rename table people to contacts") }, "\(summary.migration.map(\.summary))")
         XCTAssertEqual(try masterNames(db, type: "table").filter { !$0.hasPrefix("winnow_") }, ["companies", "contacts", "notes"])
         let after = try ScenarioKit.userState(db)
         XCTAssertEqual(after.dump["contacts"], reference.dump["people"])
@@ -287,10 +317,13 @@ final class MigrationScenarioTests: XCTestCase {
 
     func testAddNotNullColumnWithDefault() throws {
         let reference = try people(try makeDB(Self.baseSQL, name: "reference.sqlite"))
-        let (db, _, _) = try migrate(Self.schema(2, people: Self.baseColumns + [
-            "{name: visits, type: integer, nullable: false, default: 0}",
-            "{name: status, type: text, nullable: false, default: \"it's new\"}",
-        ]))
+        let (db, _, _) = try migrate(
+            Self.schema(
+                2,
+                people: Self.baseColumns + [
+                    "{name: visits, type: integer, nullable: false, default: 0}",
+                    "{name: status, type: text, nullable: false, default: \"it's new\"}",
+                ]))
         XCTAssertEqual(try people(db), reference)
         XCTAssertEqual(try rows(db, "SELECT DISTINCT visits, status FROM people"), [[0.databaseValue, "it's new".databaseValue]])
         try ScenarioKit.execute(db, "INSERT INTO people (id, email) VALUES (10, 'new@x')")
@@ -299,7 +332,8 @@ final class MigrationScenarioTests: XCTestCase {
 
     func testRenameColumn() throws {
         let reference = try people(try makeDB(Self.baseSQL, name: "reference.sqlite"), "id, phone_number")
-        let (db, _, summary) = try migrate(Self.schema(2, people: Self.replacing("phone_number", with: "{name: phone, type: text, renamed_from: phone_number}")))
+        let (db, _, summary) = try migrate(
+            Self.schema(2, people: Self.replacing("phone_number", with: "{name: phone, type: text, renamed_from: phone_number}")))
         XCTAssertTrue(summary.migration.contains { $0.summary.contains("rename column") }, "\(summary.migration)")
         XCTAssertFalse(summary.migration.contains { $0.rebuildsTable }, "a rename is ALTER TABLE RENAME COLUMN, not a rebuild")
         XCTAssertEqual(try columns(db, "people"), ["id", "email", "name", "phone", "score", "company_id"])
@@ -314,11 +348,13 @@ final class MigrationScenarioTests: XCTestCase {
         try run(try job(schema: "v1.yaml"), db)
         XCTAssertEqual(try recordedVersion(db), 1)
         // Version 2 said {name: phone, renamed_from: phone_number}; version 3 says:
-        try writeSchema(Self.schema(3, people: Self.replacing("phone_number", with: "{name: mobile, type: text, renamed_from: [phone, phone_number]}")),
-                        name: "v3.yaml")
+        try writeSchema(
+            Self.schema(3, people: Self.replacing("phone_number", with: "{name: mobile, type: text, renamed_from: [phone, phone_number]}")),
+            name: "v3.yaml")
         let v3 = try job(schema: "v3.yaml")
         let summary = try run(v3, db)
-        XCTAssertTrue(summary.migration.contains { $0.summary.contains("phone_number") && $0.summary.contains("mobile") }, "\(summary.migration)")
+        XCTAssertTrue(
+            summary.migration.contains { $0.summary.contains("phone_number") && $0.summary.contains("mobile") }, "\(summary.migration)")
         XCTAssertEqual(try columns(db, "people"), ["id", "email", "name", "mobile", "score", "company_id"])
         XCTAssertEqual(try people(db, "id, mobile"), reference)
         XCTAssertEqual(try recordedVersion(db), 3)
@@ -350,12 +386,13 @@ final class MigrationScenarioTests: XCTestCase {
     }
 
     func testDropTableOnlyWithAllowDataLoss() throws {
-        let db = try makeDB(Self.baseSQL + """
+        let db = try makeDB(
+            Self.baseSQL + """
 
-            CREATE TABLE legacy_log (id INTEGER PRIMARY KEY, line TEXT);
-            CREATE INDEX legacy_log_line ON legacy_log (line);
-            INSERT INTO legacy_log VALUES (1, 'a'), (2, 'b');
-            """)
+                CREATE TABLE legacy_log (id INTEGER PRIMARY KEY, line TEXT);
+                CREATE INDEX legacy_log_line ON legacy_log (line);
+                INSERT INTO legacy_log VALUES (1, 'a'), (2, 'b');
+                """)
         let reference = try people(db)
         try writeSchema(Self.schema(2))
         try assertRefused(try job(), db, naming: ["legacy_log"])
@@ -370,12 +407,15 @@ final class MigrationScenarioTests: XCTestCase {
 
     func testMakeColumnNullable() throws {
         let reference = try ScenarioKit.userState(try makeDB(Self.baseSQL, name: "reference.sqlite"))
-        let (db, _, _) = try migrate(Self.schema(2, companies: """
-              companies:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-                  - {name: name, type: text}
-            """))
+        let (db, _, _) = try migrate(
+            Self.schema(
+                2,
+                companies: """
+                      companies:
+                        columns:
+                          - {name: id, type: integer, primary_key: true}
+                          - {name: name, type: text}
+                    """))
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT \"notnull\" FROM pragma_table_info('companies') WHERE name = 'name'"), 0)
         let after = try ScenarioKit.userState(db)
         XCTAssertEqual(after.dump, reference.dump, "rows (and rowids) kept")
@@ -384,7 +424,8 @@ final class MigrationScenarioTests: XCTestCase {
 
     func testMakeNotNullWithDefaultBackfillsNulls() throws {
         let reference = try people(try makeDB(Self.baseSQL, name: "reference.sqlite"), "id, email, score, company_id")
-        let (db, _, summary) = try migrate(Self.schema(2, people: Self.replacing("name", with: "{name: name, type: text, nullable: false, default: anon}")))
+        let (db, _, summary) = try migrate(
+            Self.schema(2, people: Self.replacing("name", with: "{name: name, type: text, nullable: false, default: anon}")))
         XCTAssertTrue(summary.migration.contains { $0.rebuildsTable })
         XCTAssertEqual(try strings(db, "SELECT name FROM people ORDER BY id"), ["Ada", "anon", "Grace", "Ada L."])
         XCTAssertEqual(try people(db, "id, email, score, company_id"), reference)
@@ -403,29 +444,37 @@ final class MigrationScenarioTests: XCTestCase {
 
     func testAddAndDropIndex() throws {
         let reference = try ScenarioKit.userState(try makeDB(Self.baseSQL, name: "reference.sqlite"))
-        let (db, _, summary) = try migrate(Self.schema(2, indexes: [
-            "{name: people_name_email, columns: [name, email]}",
-            "{name: people_phone, columns: [phone_number], unique: true}",
-        ]))
+        let (db, _, summary) = try migrate(
+            Self.schema(
+                2,
+                indexes: [
+                    "{name: people_name_email, columns: [name, email]}",
+                    "{name: people_phone, columns: [phone_number], unique: true}",
+                ]))
         XCTAssertFalse(summary.migration.contains { $0.rebuildsTable })
         XCTAssertEqual(try masterNames(db, type: "index", table: "people"), ["people_name_email", "people_phone"])
-        XCTAssertEqual(try rows(db, "SELECT name, \"unique\" FROM pragma_index_list('people') ORDER BY name"),
-                       [["people_name_email".databaseValue, 0.databaseValue], ["people_phone".databaseValue, 1.databaseValue]])
+        XCTAssertEqual(
+            try rows(db, "SELECT name, \"unique\" FROM pragma_index_list('people') ORDER BY name"),
+            [["people_name_email".databaseValue, 0.databaseValue], ["people_phone".databaseValue, 1.databaseValue]])
         XCTAssertEqual(try strings(db, "SELECT name FROM pragma_index_info('people_name_email') ORDER BY seqno"), ["name", "email"])
         XCTAssertEqual(try ScenarioKit.userState(db).dump, reference.dump)
     }
 
     func testNonConstantDefaultAddedByRebuild() throws {
         let reference = try ScenarioKit.userState(try makeDB(Self.baseSQL, name: "reference.sqlite"))
-        let (db, _, summary) = try migrate(Self.schema(2, people: Self.baseColumns + [
-            "{name: created_at, type: text, nullable: false, default: {sql: CURRENT_TIMESTAMP}}",
-            "{name: stamp, type: integer, default: {sql: \"(strftime('%s','now'))\"}}",
-        ]))
+        let (db, _, summary) = try migrate(
+            Self.schema(
+                2,
+                people: Self.baseColumns + [
+                    "{name: created_at, type: text, nullable: false, default: {sql: CURRENT_TIMESTAMP}}",
+                    "{name: stamp, type: integer, default: {sql: \"(strftime('%s','now'))\"}}",
+                ]))
         XCTAssertTrue(summary.migration.contains { $0.rebuildsTable }, "ALTER TABLE ADD COLUMN cannot add a non-constant default")
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM people WHERE created_at IS NULL OR stamp IS NULL"), 0)
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM people WHERE created_at LIKE '20__-__-__ __:__:__'"), 4)
-        XCTAssertEqual(try rows(db, "SELECT rowid, id, email, name, phone_number, score, company_id FROM people ORDER BY rowid"),
-                       reference.dump["people"])
+        XCTAssertEqual(
+            try rows(db, "SELECT rowid, id, email, name, phone_number, score, company_id FROM people ORDER BY rowid"),
+            reference.dump["people"])
         XCTAssertEqual(try masterNames(db, type: "index", table: "people"), ["people_email"])
     }
 
@@ -433,14 +482,18 @@ final class MigrationScenarioTests: XCTestCase {
     /// default of `DEFAULT (expr)` without its parentheses).
     func testNonConstantDefaultWithoutParenthesesAddedByRebuild() throws {
         let reference = try ScenarioKit.userState(try makeDB(Self.baseSQL, name: "reference.sqlite"))
-        let (db, _, summary) = try migrate(Self.schema(2, people: Self.baseColumns + [
-            "{name: stamp, type: integer, default: {sql: \"strftime('%s','now')\"}}",
-            "{name: day, type: text, default: {sql: CURRENT_DATE}}",
-        ]))
+        let (db, _, summary) = try migrate(
+            Self.schema(
+                2,
+                people: Self.baseColumns + [
+                    "{name: stamp, type: integer, default: {sql: \"strftime('%s','now')\"}}",
+                    "{name: day, type: text, default: {sql: CURRENT_DATE}}",
+                ]))
         XCTAssertTrue(summary.migration.contains { $0.rebuildsTable }, "\(summary.migration.map(\.summary))")
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM people WHERE stamp > 1600000000 AND day LIKE '20__-__-__'"), 4)
-        XCTAssertEqual(try rows(db, "SELECT rowid, id, email, name, phone_number, score, company_id FROM people ORDER BY rowid"),
-                       reference.dump["people"])
+        XCTAssertEqual(
+            try rows(db, "SELECT rowid, id, email, name, phone_number, score, company_id FROM people ORDER BY rowid"),
+            reference.dump["people"])
     }
 
     // MARK: - Refusals
@@ -457,12 +510,15 @@ final class MigrationScenarioTests: XCTestCase {
         try assertRefused(try job(allowDataLoss: true), db, naming: ["people", "uid"])
 
         // Moving the primary key to another column.
-        try writeSchema(Self.schema(2, companies: """
-              companies:
-                columns:
-                  - {name: id, type: integer}
-                  - {name: name, type: text, nullable: false, primary_key: true}
-            """))
+        try writeSchema(
+            Self.schema(
+                2,
+                companies: """
+                      companies:
+                        columns:
+                          - {name: id, type: integer}
+                          - {name: name, type: text, nullable: false, primary_key: true}
+                    """))
         try assertRefused(try job(allowDataLoss: true), db, naming: ["companies", "name"])
     }
 
@@ -480,11 +536,14 @@ final class MigrationScenarioTests: XCTestCase {
         let db = try makeDB(Self.baseSQL)
         var columns = Self.replacing("phone_number", with: "{name: phone, type: text, renamed_from: phone_number}")
         columns = Self.replacing("score", with: "{name: score, type: real, default: 0}", in: columns)
-        try writeSchema(Self.schema(2, people: columns + ["{name: nickname, type: text}"], extraTables: """
-              tags:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-            """))
+        try writeSchema(
+            Self.schema(
+                2, people: columns + ["{name: nickname, type: text}"],
+                extraTables: """
+                      tags:
+                        columns:
+                          - {name: id, type: integer, primary_key: true}
+                    """))
         try assertRefused(try job(), db, naming: ["people", "score"])
         XCTAssertNil(try recordedVersion(db))
     }
@@ -556,8 +615,9 @@ final class MigrationScenarioTests: XCTestCase {
         let reference = try ScenarioKit.userState(try makeDB(Self.richSQL, name: "reference.sqlite"))
         // people: default of score changes (rebuild); companies: name becomes nullable (rebuild).
         let (db, _, summary) = try migrate(Self.richYAML, sql: Self.richSQL)
-        XCTAssertEqual(Set(summary.migration.filter(\.rebuildsTable).map { $0.summary.components(separatedBy: ":")[0] }),
-                       ["rebuild table people", "rebuild table companies"], "\(summary.migration.map(\.summary))")
+        XCTAssertEqual(
+            Set(summary.migration.filter(\.rebuildsTable).map { $0.summary.components(separatedBy: ":")[0] }),
+            ["rebuild table people", "rebuild table companies"], "\(summary.migration.map(\.summary))")
 
         // Every row of every table kept, with its rowid; the children were not cascaded.
         let after = try ScenarioKit.userState(db)
@@ -566,21 +626,25 @@ final class MigrationScenarioTests: XCTestCase {
 
         // Same objects by name: indexes (same names), triggers, views.
         XCTAssertEqual(try objects(db), try objects(path("reference.sqlite")))
-        XCTAssertEqual(try masterNames(db, type: "index", table: "people"),
-                       ["people code+score", "people_email", "sqlite_autoindex_people_1"])
+        XCTAssertEqual(
+            try masterNames(db, type: "index", table: "people"),
+            ["people code+score", "people_email", "sqlite_autoindex_people_1"])
         XCTAssertEqual(try masterNames(db, type: "trigger"), ["companies_audit", "people_audit"])
         XCTAssertEqual(try masterNames(db, type: "view"), ["company_count", "people_view"])
 
         // Clauses kept in the table definitions.
         let peopleSQL = try tableSQL(db, "people")
-        for clause in ["COLLATE NOCASE", "UNIQUE", "CHECK (score >= 0)", "CHECK (email IS NULL OR email LIKE '%@%')",
-                       "REFERENCES companies(id) ON DELETE CASCADE"] {
+        for clause in [
+            "COLLATE NOCASE", "UNIQUE", "CHECK (score >= 0)", "CHECK (email IS NULL OR email LIKE '%@%')",
+            "REFERENCES companies(id) ON DELETE CASCADE",
+        ] {
             XCTAssertTrue(peopleSQL.contains(clause), "people lost '\(clause)': \(peopleSQL)")
         }
         let companiesSQL = try tableSQL(db, "companies")
         XCTAssertTrue(companiesSQL.contains("CHECK (length(name) > 0)"), companiesSQL)
         XCTAssertEqual(try strings(db, "SELECT \"table\" FROM pragma_foreign_key_list('notes')"), ["people"])
-        XCTAssertEqual(try strings(db, "SELECT \"table\" || ':' || on_delete FROM pragma_foreign_key_list('people')"), ["companies:CASCADE"])
+        XCTAssertEqual(
+            try strings(db, "SELECT \"table\" || ':' || on_delete FROM pragma_foreign_key_list('people')"), ["companies:CASCADE"])
 
         // ...and in force.
         func fails(_ sql: String, _ what: String, line: UInt = #line) {
@@ -661,8 +725,10 @@ final class MigrationScenarioTests: XCTestCase {
             DELETE FROM "log table";
             """#
         let reference = try makeDB(sql, name: "reference.sqlite")
-        let expected = try rows(reference, #"SELECT rowid, "key", coalesce("first name", '?'), "true", "名前" FROM "my table" ORDER BY rowid"#)
-        let (db, _, summary) = try migrate(#"""
+        let expected = try rows(
+            reference, #"SELECT rowid, "key", coalesce("first name", '?'), "true", "名前" FROM "my table" ORDER BY rowid"#)
+        let (db, _, summary) = try migrate(
+            #"""
             version: 2
             tables:
               "my table":
@@ -683,9 +749,11 @@ final class MigrationScenarioTests: XCTestCase {
         XCTAssertEqual(try objects(db), try objects(reference))
         try ScenarioKit.execute(db, #"INSERT INTO "my table" ("key") VALUES ('new')"#)
         XCTAssertEqual(try strings(db, #"SELECT what FROM "log table""#), ["new"], "the trigger fires")
-        XCTAssertEqual(try rows(db, #"SELECT v."first name", t."true" FROM "my view" v JOIN "my table" t USING ("key") WHERE "key" = 'new'"#).first,
-                       ["?".databaseValue, 1.databaseValue])
-        XCTAssertThrowsError(try ScenarioKit.execute(db, #"INSERT INTO "my table" ("key") VALUES ('k1')"#), "the primary key is still unique")
+        XCTAssertEqual(
+            try rows(db, #"SELECT v."first name", t."true" FROM "my view" v JOIN "my table" t USING ("key") WHERE "key" = 'new'"#).first,
+            ["?".databaseValue, 1.databaseValue])
+        XCTAssertThrowsError(
+            try ScenarioKit.execute(db, #"INSERT INTO "my table" ("key") VALUES ('k1')"#), "the primary key is still unique")
     }
 
     /// Dropping a column that a view uses would break the view: refused, nothing changed.
@@ -717,7 +785,8 @@ final class MigrationScenarioTests: XCTestCase {
         try assertSettled(job2, db)
 
         // Same model, other formatting: same checksum.
-        let reformatted = try writeSchema("""
+        let reformatted = try writeSchema(
+            """
             # the same model, written differently
             version: 2
             tables:
@@ -761,16 +830,19 @@ final class MigrationScenarioTests: XCTestCase {
     func testRunCreatesMissingDatabaseFromSchema() throws {
         let db = path("fresh/new.sqlite")
         try FileManager.default.createDirectory(atPath: path("fresh"), withIntermediateDirectories: true)
-        try writeSchema(Self.schema(1, extraTables: """
-              "order lines":
-                columns:
-                  - {name: order_id, type: integer, primary_key: true}
-                  - {name: line, type: integer, primary_key: true}
-                  - {name: person_id, type: integer, references: {table: people, column: id}}
-                  - {name: qty, type: integer, nullable: false, default: 1}
-                indexes:
-                  - {name: order_lines_person, columns: [person_id]}
-            """))
+        try writeSchema(
+            Self.schema(
+                1,
+                extraTables: """
+                      "order lines":
+                        columns:
+                          - {name: order_id, type: integer, primary_key: true}
+                          - {name: line, type: integer, primary_key: true}
+                          - {name: person_id, type: integer, references: {table: people, column: id}}
+                          - {name: qty, type: integer, nullable: false, default: 1}
+                        indexes:
+                          - {name: order_lines_person, columns: [person_id]}
+                    """))
         let job = try job()
         ScenarioKit.expectExit(66, "plan on a missing file") { _ = try self.plan(job, db) }
         ScenarioKit.expectExit(66, "check on a missing file") { _ = try self.check(job, db) }
@@ -782,8 +854,9 @@ final class MigrationScenarioTests: XCTestCase {
         let summary = try run(job, db)
         XCTAssertEqual(summary.status, "completed")
         XCTAssertEqual(summary.migrationSteps, summary.migration.count)
-        XCTAssertEqual(try masterNames(db, type: "table").filter { !$0.hasPrefix("winnow_") && !$0.hasPrefix("sqlite_") },
-                       ["companies", "order lines", "people"])
+        XCTAssertEqual(
+            try masterNames(db, type: "table").filter { !$0.hasPrefix("winnow_") && !$0.hasPrefix("sqlite_") },
+            ["companies", "order lines", "people"])
         XCTAssertEqual(try masterNames(db, type: "index", table: "people"), ["people_email"])
         XCTAssertEqual(try masterNames(db, type: "index", table: "order lines").filter { !$0.hasPrefix("sqlite_") }, ["order_lines_person"])
         XCTAssertEqual(try strings(db, "SELECT name FROM pragma_table_info('order lines') WHERE pk > 0 ORDER BY pk"), ["order_id", "line"])
@@ -796,12 +869,13 @@ final class MigrationScenarioTests: XCTestCase {
         let seedState = try ScenarioKit.userState(seed)
         try writeSchema(Self.schema(1))
         let db = path("new.sqlite")
-        let job = try job(extra: """
-            seed:
-              name: initial
-              from: seed.sqlite
-              tables: [companies, people]
-            """)
+        let job = try job(
+            extra: """
+                seed:
+                  name: initial
+                  from: seed.sqlite
+                  tables: [companies, people]
+                """)
         try run(job, db)
         XCTAssertEqual(try ScenarioKit.userState(db).dump, seedState.dump, "an empty database is filled with the seed as it is")
         try assertSettled(job, db)
@@ -810,7 +884,8 @@ final class MigrationScenarioTests: XCTestCase {
     // MARK: - Seed
 
     func testSeedCopiesOnceAndRemapsTakenKeys() throws {
-        try makeDB("""
+        try makeDB(
+            """
             CREATE TABLE companies (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
             CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, name TEXT, phone_number TEXT, score INTEGER DEFAULT 0,
                                  company_id INTEGER REFERENCES companies(id));
@@ -822,12 +897,13 @@ final class MigrationScenarioTests: XCTestCase {
         let db = try makeDB(Self.baseSQL)
         let before = try ScenarioKit.userState(db)
         try writeSchema(Self.schema(1))
-        let job = try job(extra: """
-            seed:
-              name: crm-seed
-              from: seed.sqlite
-              tables: [people, companies]
-            """)
+        let job = try job(
+            extra: """
+                seed:
+                  name: crm-seed
+                  from: seed.sqlite
+                  tables: [people, companies]
+                """)
         let planned = try plan(job, db)
         XCTAssertTrue(planned.notes.contains { $0.contains("crm-seed") }, "\(planned.notes)")
         try run(job, db)
@@ -840,16 +916,26 @@ final class MigrationScenarioTests: XCTestCase {
         XCTAssertEqual(after.dump["people"]!.count, 9)
 
         // Taken keys got new ones, free keys were kept; the children follow their parents' keys.
-        let companyIDs = Dictionary(uniqueKeysWithValues: try rows(db, "SELECT name, id FROM companies").map { (String.fromDatabaseValue($0[0])!, Int64.fromDatabaseValue($0[1])!) })
+        let companyIDs = Dictionary(
+            uniqueKeysWithValues: try rows(db, "SELECT name, id FROM companies").map {
+                (String.fromDatabaseValue($0[0])!, Int64.fromDatabaseValue($0[1])!)
+            })
         XCTAssertEqual(companyIDs["Acme"], 1)
         XCTAssertEqual(companyIDs["Globex"], 2)
         XCTAssertEqual(companyIDs["Seed Seven"], 7, "a free key is kept")
         XCTAssertFalse([1, 2].contains(companyIDs["Seed One"]!), "a taken key gets a new one")
         XCTAssertFalse([1, 2].contains(companyIDs["Seed Two"]!))
-        XCTAssertEqual(try rows(db, """
-            SELECT p.name, c.name FROM people p LEFT JOIN companies c ON c.id = p.company_id WHERE p.name LIKE 'S%' ORDER BY p.name
-            """), [["S1", "Seed One"], ["S2", "Seed Two"], ["S50", "Seed Seven"], ["S51", nil], ["S52", "Seed One"]].map { $0.map { $0?.databaseValue ?? .null } })
-        XCTAssertEqual(try ScenarioKit.column(db, "SELECT id FROM people WHERE name IN ('S50', 'S51') ORDER BY id", as: Int64.self), [50, 51])
+        XCTAssertEqual(
+            try rows(
+                db,
+                """
+                SELECT p.name, c.name FROM people p LEFT JOIN companies c ON c.id = p.company_id WHERE p.name LIKE 'S%' ORDER BY p.name
+                """),
+            [["S1", "Seed One"], ["S2", "Seed Two"], ["S50", "Seed Seven"], ["S51", nil], ["S52", "Seed One"]].map {
+                $0.map { $0?.databaseValue ?? .null }
+            })
+        XCTAssertEqual(
+            try ScenarioKit.column(db, "SELECT id FROM people WHERE name IN ('S50', 'S51') ORDER BY id", as: Int64.self), [50, 51])
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM people WHERE name IN ('S1', 'S2') AND id IN (1, 2)"), 0)
         XCTAssertEqual(try strings(db, "SELECT name FROM winnow_seeds"), ["crm-seed"])
         XCTAssertEqual(try rows(db, "PRAGMA foreign_key_check").count, 0)
@@ -869,20 +955,23 @@ final class MigrationScenarioTests: XCTestCase {
     func testUniqueIndexIsCreatedAfterDedupe() throws {
         let db = try makeDB(Self.baseSQL)
         try writeSchema(Self.schema(2, indexes: Self.baseIndexes + ["{name: people_email_unique, columns: [email], unique: true}"]))
-        let job = try job(extra: """
-            dedupe:
-              - entity: people
-                key: email
-                winner:
-                  - id: asc
-            """)
+        let job = try job(
+            extra: """
+                dedupe:
+                  - entity: people
+                    key: email
+                    winner:
+                      - id: asc
+                """)
         let planned = try plan(job, db)
-        XCTAssertTrue(planned.migration.contains { $0.summary.contains("people_email_unique") && $0.summary.contains("after deduplication") },
-                      "\(planned.migration.map(\.summary))")
+        XCTAssertTrue(
+            planned.migration.contains { $0.summary.contains("people_email_unique") && $0.summary.contains("after deduplication") },
+            "\(planned.migration.map(\.summary))")
         let summary = try run(job, db)
         XCTAssertEqual(summary.counts.deleted, 1)
         XCTAssertEqual(try ScenarioKit.column(db, "SELECT id FROM people ORDER BY id", as: Int64.self), [1, 2, 3])
-        XCTAssertEqual(try rows(db, "SELECT \"unique\" FROM pragma_index_list('people') WHERE name = 'people_email_unique'"), [[1.databaseValue]])
+        XCTAssertEqual(
+            try rows(db, "SELECT \"unique\" FROM pragma_index_list('people') WHERE name = 'people_email_unique'"), [[1.databaseValue]])
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) - count(DISTINCT email) FROM people WHERE email IS NOT NULL"), 0)
         try assertSettled(job, db)
         XCTAssertEqual(try check(job, db).status, "clean")
@@ -895,11 +984,14 @@ final class MigrationScenarioTests: XCTestCase {
         var columns = Self.replacing("email", with: "{name: email, type: text, nullable: false, default: \"\"}")
         columns = Self.replacing("score", with: "{name: score, type: integer, default: 5}", in: columns)
         columns = columns.filter { !$0.hasPrefix("{name: phone_number,") } + ["{name: nickname, type: text}"]
-        try writeSchema(Self.schema(2, people: columns, indexes: ["{name: people_name, columns: [name]}"], extraTables: """
-              tags:
-                columns:
-                  - {name: id, type: integer, primary_key: true}
-            """))
+        try writeSchema(
+            Self.schema(
+                2, people: columns, indexes: ["{name: people_name, columns: [name]}"],
+                extraTables: """
+                      tags:
+                        columns:
+                          - {name: id, type: integer, primary_key: true}
+                    """))
         let job = try job()
         let bytes = try TestSupport.fileBytes(db)
         let summary = try check(job, db)
@@ -966,7 +1058,9 @@ final class MigrationScenarioTests: XCTestCase {
 
     func testInspectRoundTripCoreDataTestModel() throws {
         // A store may ship with its WAL beside it: copy it too when there is one.
-        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: ScenarioKit.datasets.appendingPathComponent("coredata-testmodel.sqlite" + suffix).path) {
+        for suffix in ["-wal", "-shm"]
+        where FileManager.default.fileExists(atPath: ScenarioKit.datasets.appendingPathComponent("coredata-testmodel.sqlite" + suffix).path)
+        {
             _ = try ScenarioKit.copyDataset("coredata-testmodel.sqlite" + suffix, into: dir)
         }
         let db = try ScenarioKit.copyDataset("coredata-testmodel.sqlite", into: dir)
@@ -974,7 +1068,8 @@ final class MigrationScenarioTests: XCTestCase {
     }
 
     func testInspectRoundTripAwkwardSchema() throws {
-        let db = try makeDB(#"""
+        let db = try makeDB(
+            #"""
             CREATE TABLE "my table" (
                 "id" INTEGER PRIMARY KEY,
                 "first name" TEXT NOT NULL DEFAULT 'O''Brien',

@@ -38,19 +38,20 @@ final class OnlineRebuildTests: XCTestCase {
         let queue = try DatabaseQueue(path: path)
         if wal { _ = try queue.writeWithoutTransaction { try String.fetchOne($0, sql: "PRAGMA journal_mode = WAL") } }
         try queue.write { db in
-            try db.execute(sql: """
-                CREATE TABLE items (
-                    id INTEGER PRIMARY KEY,
-                    k INTEGER NOT NULL,
-                    v TEXT DEFAULT 'a',
-                    note TEXT
-                );
-                CREATE INDEX items_k ON items (k);
-                CREATE TABLE tags (id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE, label TEXT);
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
-                INSERT INTO items (id, k, v, note) SELECT i, (i * 7919) % 1000, 'v' || i, CASE WHEN i % 3 = 0 THEN NULL ELSE 'n' || i END FROM n;
-                INSERT INTO tags (item_id, label) SELECT id, 't' || id FROM items WHERE id <= \(Self.tagged);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE items (
+                        id INTEGER PRIMARY KEY,
+                        k INTEGER NOT NULL,
+                        v TEXT DEFAULT 'a',
+                        note TEXT
+                    );
+                    CREATE INDEX items_k ON items (k);
+                    CREATE TABLE tags (id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE, label TEXT);
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
+                    INSERT INTO items (id, k, v, note) SELECT i, (i * 7919) % 1000, 'v' || i, CASE WHEN i % 3 = 0 THEN NULL ELSE 'n' || i END FROM n;
+                    INSERT INTO tags (item_id, label) SELECT id, 't' || id FROM items WHERE id <= \(Self.tagged);
+                    """)
         }
         try queue.close()
     }
@@ -96,11 +97,14 @@ final class OnlineRebuildTests: XCTestCase {
     func strings(_ db: String, _ sql: String) throws -> [String?] { try ScenarioKit.column(db, sql, as: String.self) }
 
     func leftovers(_ db: String) throws -> [String] {
-        try strings(db, """
+        try strings(
+            db,
+            """
             SELECT type || ' ' || name FROM sqlite_master
             WHERE name LIKE 'winnow\\_rebuild%' ESCAPE '\\' OR name LIKE 'winnow\\_capture%' ESCAPE '\\'
                OR name LIKE 'winnow\\_retired%' ESCAPE '\\'
-            """).compactMap { $0 }
+            """
+        ).compactMap { $0 }
     }
 
     // MARK: - Another connection that keeps writing
@@ -245,18 +249,23 @@ final class OnlineRebuildTests: XCTestCase {
         case notNullWithDefault
     }
 
-    func rebuildWhileWriting(_ change: Change, wal: Bool, rows: Int, seed: UInt64, file: StaticString = #filePath, line: UInt = #line) throws {
+    func rebuildWhileWriting(
+        _ change: Change, wal: Bool, rows: Int, seed: UInt64, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let db = path("items.sqlite")
         try makeItems(db, rows: rows, wal: wal)
         let tagsBefore = try ScenarioKit.rows(db, "SELECT * FROM tags ORDER BY id")
         switch change {
         case .changeDefault:
-            try TestSupport.writeFile(Self.schema(v: "{name: v, type: text, default: b}", note: "{name: note, type: text}"), to: path("schema.yaml"))
+            try TestSupport.writeFile(
+                Self.schema(v: "{name: v, type: text, default: b}", note: "{name: note, type: text}"), to: path("schema.yaml"))
         case .notNullWithDefault:
-            try TestSupport.writeFile(Self.schema(v: "{name: v, type: text, default: a}", note: "{name: note, type: text, nullable: false, default: \"\"}"),
-                                      to: path("schema.yaml"))
+            try TestSupport.writeFile(
+                Self.schema(v: "{name: v, type: text, default: a}", note: "{name: note, type: text, nullable: false, default: \"\"}"),
+                to: path("schema.yaml"))
         }
-        let job = try JobLoader.decode(yaml: "version: 1\nschema: schema.yaml\n" + Self.slowBatch, file: path("job.yaml"), baseDirectory: dir)
+        let job = try JobLoader.decode(
+            yaml: "version: 1\nschema: schema.yaml\n" + Self.slowBatch, file: path("job.yaml"), baseDirectory: dir)
 
         let initial = try readItems(db)
         XCTAssertEqual(initial.count, rows, file: file, line: line)
@@ -278,14 +287,19 @@ final class OnlineRebuildTests: XCTestCase {
         let during = writer.committedCount - before
         writer.stop()
         XCTAssertEqual(writer.done.wait(timeout: .now() + 30), .success, "the writer did not stop", file: file, line: line)
-        print("""
+        print(
+            """
             [OnlineRebuild] \(change) wal=\(wal) rows=\(rows): run \(String(format: "%.2f", seconds)) s; \
             other connection: \(writer.committed) writes (\(during) during the run; \(writer.inserts) inserts, \(writer.updates) updates, \
             \(writer.deletes) deletes), longest wait \(String(format: "%.3f", writer.longestWait)) s, failures \(writer.failures.count)
             """)
-        if let runError { XCTFail("run failed: \(runError)", file: file, line: line); return }
+        if let runError {
+            XCTFail("run failed: \(runError)", file: file, line: line)
+            return
+        }
         XCTAssertEqual(summary?.status, "completed", file: file, line: line)
-        XCTAssertTrue(summary?.migration.contains { $0.rebuildsTable } ?? false, "\(summary?.migration.map(\.summary) ?? [])", file: file, line: line)
+        XCTAssertTrue(
+            summary?.migration.contains { $0.rebuildsTable } ?? false, "\(summary?.migration.map(\.summary) ?? [])", file: file, line: line)
 
         // The other connection never failed, and really wrote while the table was rebuilt.
         XCTAssertEqual(writer.failures, [], file: file, line: line)
@@ -305,21 +319,27 @@ final class OnlineRebuildTests: XCTestCase {
         }
         for id in actual.keys where expected[id] == nil { wrong.append("id \(id): unexpected row \(actual[id]!)") }
         XCTAssertEqual(Array(wrong.sorted().prefix(20)), [], "\(wrong.count) rows differ", file: file, line: line)
-        XCTAssertEqual(try ScenarioKit.rows(db, "SELECT * FROM tags ORDER BY id"), tagsBefore, "tags changed (a cascade?)", file: file, line: line)
+        XCTAssertEqual(
+            try ScenarioKit.rows(db, "SELECT * FROM tags ORDER BY id"), tagsBefore, "tags changed (a cascade?)", file: file, line: line)
 
         // The result is the target, clean.
         XCTAssertEqual(try strings(db, "PRAGMA integrity_check"), ["ok"], file: file, line: line)
         XCTAssertEqual(try ScenarioKit.rows(db, "PRAGMA foreign_key_check").count, 0, file: file, line: line)
         XCTAssertEqual(try leftovers(db), [], file: file, line: line)
-        XCTAssertEqual(try strings(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'items'"), ["items_k"], file: file, line: line)
+        XCTAssertEqual(
+            try strings(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'items'"), ["items_k"], file: file,
+            line: line)
         let checked = try JobRunner.check(job, options: RunOptions(database: db))
         XCTAssertEqual(checked.drift, [], file: file, line: line)
         XCTAssertEqual(try JobRunner.plan(job, options: RunOptions(database: db)).migration.map(\.summary), [], file: file, line: line)
         switch change {
         case .changeDefault:
-            XCTAssertEqual(try strings(db, "SELECT dflt_value FROM pragma_table_info('items') WHERE name = 'v'"), ["'b'"], file: file, line: line)
+            XCTAssertEqual(
+                try strings(db, "SELECT dflt_value FROM pragma_table_info('items') WHERE name = 'v'"), ["'b'"], file: file, line: line)
         case .notNullWithDefault:
-            XCTAssertEqual(try ScenarioKit.int(db, "SELECT \"notnull\" FROM pragma_table_info('items') WHERE name = 'note'"), 1, file: file, line: line)
+            XCTAssertEqual(
+                try ScenarioKit.int(db, "SELECT \"notnull\" FROM pragma_table_info('items') WHERE name = 'note'"), 1, file: file, line: line
+            )
         }
     }
 
@@ -338,8 +358,10 @@ final class OnlineRebuildTests: XCTestCase {
         let rows = 100_000
         try makeItems(db, rows: rows, wal: false)
         let reference = try readItems(db)
-        try TestSupport.writeFile(Self.schema(v: "{name: v, type: text, default: b}", note: "{name: note, type: text}"), to: path("schema.yaml"))
-        let jobPath = try TestSupport.writeFile("""
+        try TestSupport.writeFile(
+            Self.schema(v: "{name: v, type: text, default: b}", note: "{name: note, type: text}"), to: path("schema.yaml"))
+        let jobPath = try TestSupport.writeFile(
+            """
             version: 1
             schema: schema.yaml
             batch: {size: 50, max_transaction_ms: 20, pause_ms: 15}
@@ -363,7 +385,9 @@ final class OnlineRebuildTests: XCTestCase {
         while Date() < deadline, process.isRunning {
             do {
                 copied = try observer.read { db -> Int in
-                    guard try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE name = 'winnow_rebuild_items'") == 1 else { return 0 }
+                    guard try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE name = 'winnow_rebuild_items'") == 1 else {
+                        return 0
+                    }
                     return try Int.fetchOne(db, sql: "SELECT count(*) FROM winnow_rebuild_items") ?? 0
                 }
             } catch {
@@ -374,7 +398,9 @@ final class OnlineRebuildTests: XCTestCase {
         }
         try observer.close()
         guard process.isRunning else {
-            XCTFail("winnow finished (status \(process.terminationStatus)) before it could be killed mid-rebuild; copied \(copied); observer errors: \(observed.prefix(3))")
+            XCTFail(
+                "winnow finished (status \(process.terminationStatus)) before it could be killed mid-rebuild; copied \(copied); observer errors: \(observed.prefix(3))"
+            )
             return
         }
         XCTAssertGreaterThanOrEqual(copied, 10_000, "the rebuild never got under way")

@@ -59,7 +59,8 @@ final class SqldefSuiteTests: XCTestCase {
             for note in outcome.notes { report += "      note: \(note)\n" }
         }
         report += String(repeating: "-", count: 110) + "\n"
-        report += "PASS \(passed.count)  REFUSED \(refused.count)  FAIL \(failed.count)  (of \(cases.count), \(String(format: "%.1f", seconds)) s)\n"
+        report +=
+            "PASS \(passed.count)  REFUSED \(refused.count)  FAIL \(failed.count)  (of \(cases.count), \(String(format: "%.1f", seconds)) s)\n"
         if !refused.isEmpty {
             report += "\nRefusal messages (each should say which table and what change is not lightweight):\n"
             for outcome in refused { report += "  \(outcome.testCase.name): \(outcome.detail)\n" }
@@ -70,8 +71,9 @@ final class SqldefSuiteTests: XCTestCase {
         XCTAssertEqual(failed.count, 0, "failing cases:\n" + failed.map { "\($0.testCase.name): \($0.detail)" }.joined(separator: "\n"))
         XCTAssertEqual(passed.count + refused.count, cases.count)
         for outcome in refused {
-            XCTAssertTrue(SqldefSuite.isSensibleRefusal(outcome.detail, testCase: outcome.testCase),
-                          "\(outcome.testCase.name): the refusal should name the table and the change that is not lightweight: \(outcome.detail)")
+            XCTAssertTrue(
+                SqldefSuite.isSensibleRefusal(outcome.detail, testCase: outcome.testCase),
+                "\(outcome.testCase.name): the refusal should name the table and the change that is not lightweight: \(outcome.detail)")
         }
         XCTAssertLessThan(seconds, 60, "the suite should stay fast")
     }
@@ -130,11 +132,13 @@ private enum SqldefSuite {
                     throw HarnessError("\(file): case \(key) is not a mapping")
                 }
                 let keys = body.keys.compactMap(\.string)
-                cases.append(Case(file: file, name: name,
-                                  current: body["current"]?.string ?? "",
-                                  desired: body["desired"]?.string ?? "",
-                                  enableDrop: body["enable_drop"]?.bool,
-                                  unknownKeys: keys.filter { !knownKeys.contains($0) }))
+                cases.append(
+                    Case(
+                        file: file, name: name,
+                        current: body["current"]?.string ?? "",
+                        desired: body["desired"]?.string ?? "",
+                        enableDrop: body["enable_drop"]?.bool,
+                        unknownKeys: keys.filter { !knownKeys.contains($0) }))
             }
         }
         return cases
@@ -164,7 +168,11 @@ private enum SqldefSuite {
             while let c = rest.first {
                 rest = rest.dropFirst()
                 if c == closer {
-                    if closer != "]", rest.first == closer { name.append(c); rest = rest.dropFirst(); continue }
+                    if closer != "]", rest.first == closer {
+                        name.append(c)
+                        rest = rest.dropFirst()
+                        continue
+                    }
                     return (name, rest)
                 }
                 name.append(c)
@@ -234,7 +242,8 @@ private enum SqldefSuite {
                 model.tables[t].renamedFrom.append(hint.from)
             case let .column(table, column):
                 guard let t = model.tables.firstIndex(where: { $0.name.caseInsensitiveCompare(table) == .orderedSame }),
-                      let c = model.tables[t].columns.firstIndex(where: { $0.name.caseInsensitiveCompare(column) == .orderedSame }) else {
+                    let c = model.tables[t].columns.firstIndex(where: { $0.name.caseInsensitiveCompare(column) == .orderedSame })
+                else {
                     throw HarnessError("rename hint for column '\(table).\(column)', which the inspected schema lacks")
                 }
                 model.tables[t].columns[c].renamedFrom.append(hint.from)
@@ -286,22 +295,28 @@ private enum SqldefSuite {
     }
 
     static func tables(_ db: Database) throws -> [TableInfo] {
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT name, coalesce(sql, '') FROM main.sqlite_master
-            WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'winnow\\_%' ESCAPE '\\'
-            ORDER BY rowid
-            """)
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, coalesce(sql, '') FROM main.sqlite_master
+                WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'winnow\\_%' ESCAPE '\\'
+                ORDER BY rowid
+                """)
         return try rows.map { row in
             let name: String = row[0]
             let sql: String = row[1]
             let isVirtual = sql.range(of: #"^\s*CREATE\s+VIRTUAL\s+TABLE"#, options: [.regularExpression, .caseInsensitive]) != nil
             if isVirtual { return TableInfo(name: name, sql: sql, isVirtual: true, columns: [], foreignKeys: []) }
-            let columns = try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid",
-                                           arguments: [name]).map {
+            let columns = try Row.fetchAll(
+                db, sql: "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid",
+                arguments: [name]
+            ).map {
                 ColumnInfo(name: $0[0], type: $0[1] ?? "", notNull: $0[2], pk: $0[3], hidden: $0[4])
             }
-            let fks = try Row.fetchAll(db, sql: "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq",
-                                       arguments: [name]).map { ForeignKeyInfo(from: $0[0], table: $0[1], to: $0[2]) }
+            let fks = try Row.fetchAll(
+                db, sql: "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq",
+                arguments: [name]
+            ).map { ForeignKeyInfo(from: $0[0], table: $0[1], to: $0[2]) }
             return TableInfo(name: name, sql: sql, isVirtual: false, columns: columns, foreignKeys: fks)
         }
     }
@@ -316,7 +331,7 @@ private enum SqldefSuite {
         if t.contains("REAL") || t.contains("FLOA") || t.contains("DOUB") { return (Double(i * 100 + position) + 0.5).databaseValue }
         if t.isEmpty { return "\(column.name)-\(i)".databaseValue }
         if t.contains("DATE") || t.contains("TIME") { return "2024-01-0\(i) 12:00:0\(position % 10)".databaseValue }
-        return Int64(i * 100 + position).databaseValue   // NUMERIC affinity, ANY
+        return Int64(i * 100 + position).databaseValue  // NUMERIC affinity, ANY
     }
 
     /// Where `seed` keeps the rowid of a row it inserted (no column name can hold a NUL).
@@ -326,7 +341,8 @@ private enum SqldefSuite {
     static func rowIDAlias(_ table: TableInfo) -> String? {
         let key = table.columns.filter { $0.pk > 0 }
         guard key.count == 1, key[0].type.uppercased() == "INTEGER",
-              table.sql.range(of: "WITHOUT ROWID", options: .caseInsensitive) == nil else { return nil }
+            table.sql.range(of: "WITHOUT ROWID", options: .caseInsensitive) == nil
+        else { return nil }
         return key[0].name
     }
 
@@ -360,24 +376,34 @@ private enum SqldefSuite {
                     for (position, column) in stored.enumerated() { row[key(column.name)] = value(column, position: position, row: i) }
                     // A rowid alias takes the next free number: a trigger may have filled the table already.
                     if let alias = rowIDAlias(table) {
-                        let next = try Int64.fetchOne(db, sql: "SELECT coalesce(max(\(alias.quotedDatabaseIdentifier)), 0) + 1 FROM \(table.name.quotedDatabaseIdentifier)") ?? Int64(i)
+                        let next =
+                            try Int64.fetchOne(
+                                db,
+                                sql:
+                                    "SELECT coalesce(max(\(alias.quotedDatabaseIdentifier)), 0) + 1 FROM \(table.name.quotedDatabaseIdentifier)"
+                            ) ?? Int64(i)
                         row[key(alias)] = next.databaseValue
                     }
                     for fk in table.foreignKeys {
                         let parentRow = key(fk.table) == key(table.name) ? row : inserted[key(fk.table)]?[i - 1]
-                        guard let parentRow else { row[key(fk.from)] = .null; continue }
+                        guard let parentRow else {
+                            row[key(fk.from)] = .null
+                            continue
+                        }
                         let parent = all.first { key($0.name) == key(fk.table) }
                         if let target = fk.to ?? parent?.columns.first(where: { $0.pk == 1 })?.name {
                             row[key(fk.from)] = parentRow[key(target)] ?? .null
                         } else {
-                            row[key(fk.from)] = parentRow[rowIDKey] ?? .null   // the parent's rowid
+                            row[key(fk.from)] = parentRow[rowIDKey] ?? .null  // the parent's rowid
                         }
                     }
                     if stored.isEmpty {
                         try db.execute(sql: "INSERT INTO \(table.name.quotedDatabaseIdentifier) DEFAULT VALUES")
                     } else {
-                        try db.execute(sql: "INSERT INTO \(table.name.quotedDatabaseIdentifier) (\(stored.map { $0.name.quotedDatabaseIdentifier }.joined(separator: ", "))) VALUES (\(stored.map { _ in "?" }.joined(separator: ", ")))",
-                                       arguments: StatementArguments(stored.map { row[key($0.name)]! }))
+                        try db.execute(
+                            sql:
+                                "INSERT INTO \(table.name.quotedDatabaseIdentifier) (\(stored.map { $0.name.quotedDatabaseIdentifier }.joined(separator: ", "))) VALUES (\(stored.map { _ in "?" }.joined(separator: ", ")))",
+                            arguments: StatementArguments(stored.map { row[key($0.name)]! }))
                     }
                     row[rowIDKey] = db.lastInsertedRowID.databaseValue
                     rows.append(row)
@@ -405,14 +431,18 @@ private enum SqldefSuite {
         let q = try queue(path, readonly: true)
         defer { try? q.close() }
         return try q.read { db in
-            let objects = try String.fetchAll(db, sql: """
-                SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM main.sqlite_master
-                WHERE name NOT LIKE 'winnow\\_%' ESCAPE '\\' AND tbl_name NOT LIKE 'winnow\\_%' ESCAPE '\\' ORDER BY type, name
-                """)
-            let extras = try String.fetchAll(db, sql: """
-                SELECT type || ' ' || name FROM main.sqlite_master WHERE type IN ('view', 'trigger')
-                AND name NOT LIKE 'winnow\\_%' ESCAPE '\\' ORDER BY type, name
-                """)
+            let objects = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM main.sqlite_master
+                    WHERE name NOT LIKE 'winnow\\_%' ESCAPE '\\' AND tbl_name NOT LIKE 'winnow\\_%' ESCAPE '\\' ORDER BY type, name
+                    """)
+            let extras = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT type || ' ' || name FROM main.sqlite_master WHERE type IN ('view', 'trigger')
+                    AND name NOT LIKE 'winnow\\_%' ESCAPE '\\' ORDER BY type, name
+                    """)
             var result: [String: Snapshot.Rows] = [:]
             for table in try tables(db) where !table.isVirtual {
                 let columns = table.stored.map(\.name)
@@ -471,7 +501,9 @@ private enum SqldefSuite {
 
     static func runCase(_ testCase: Case, in dir: URL) throws -> Outcome {
         var notes: [String] = []
-        if !testCase.unknownKeys.isEmpty { notes.append("keys not understood by this harness: \(testCase.unknownKeys.joined(separator: ", "))") }
+        if !testCase.unknownKeys.isEmpty {
+            notes.append("keys not understood by this harness: \(testCase.unknownKeys.joined(separator: ", "))")
+        }
         let currentPath = dir.appendingPathComponent("current.sqlite").path
         let desiredPath = dir.appendingPathComponent("desired.sqlite").path
         let schemaPath = dir.appendingPathComponent("schema.yaml").path
@@ -502,14 +534,20 @@ private enum SqldefSuite {
         }
         var drops: [String] = []
         for table in currentModel.tables {
-            guard let kept = newTable(for: table.name) else { drops.append("table \(table.name)"); continue }
-            for column in table.columns where newColumn(in: kept, for: column.name) == nil { drops.append("column \(table.name).\(column.name)") }
+            guard let kept = newTable(for: table.name) else {
+                drops.append("table \(table.name)")
+                continue
+            }
+            for column in table.columns where newColumn(in: kept, for: column.name) == nil {
+                drops.append("column \(table.name).\(column.name)")
+            }
         }
         let allowDataLoss = testCase.enableDrop != nil || !drops.isEmpty
         if !drops.isEmpty { notes.append("drops \(drops.joined(separator: ", "))") }
 
         // 3. the job.
-        try TestSupport.writeFile("""
+        try TestSupport.writeFile(
+            """
             version: 1
             database: current.sqlite
             schema: schema.yaml
@@ -544,7 +582,9 @@ private enum SqldefSuite {
         if migratedComparable != desiredComparable {
             let drift = migratedModel.drift(to: desiredModel).map(\.description)
             if drift.isEmpty {
-                problems.append("schema differs in order only: migrated\n\(try SchemaPrinter.render(migratedComparable))\ndesired\n\(try SchemaPrinter.render(desiredComparable))")
+                problems.append(
+                    "schema differs in order only: migrated\n\(try SchemaPrinter.render(migratedComparable))\ndesired\n\(try SchemaPrinter.render(desiredComparable))"
+                )
             } else {
                 problems.append("schema differs from desired: \(drift.joined(separator: "; "))")
             }
@@ -589,7 +629,8 @@ private enum SqldefSuite {
         do {
             let again = try JobRunner.plan(job)
             if !again.migration.isEmpty || again.migrationSteps != 0 {
-                problems.append("a second plan still has \(again.migration.count) step(s): \(again.migration.map(\.summary).joined(separator: "; "))")
+                problems.append(
+                    "a second plan still has \(again.migration.count) step(s): \(again.migration.map(\.summary).joined(separator: "; "))")
             }
         } catch {
             problems.append("a second plan failed: \(error)")
@@ -605,7 +646,9 @@ private enum SqldefSuite {
     static func outsideTheFormat(_ testCase: Case, desiredPath: String, desired: Snapshot, current: Snapshot) -> [String] {
         var notes: [String] = []
         let sql = testCase.desired.uppercased()
-        if sql.range(of: #"\)\s*STRICT"#, options: .regularExpression) != nil || sql.contains(", STRICT") { notes.append("desired STRICT table option (outside the format)") }
+        if sql.range(of: #"\)\s*STRICT"#, options: .regularExpression) != nil || sql.contains(", STRICT") {
+            notes.append("desired STRICT table option (outside the format)")
+        }
         if sql.contains("WITHOUT ROWID") { notes.append("desired WITHOUT ROWID (outside the format)") }
         if sql.contains("CHECK") { notes.append("desired CHECK constraint (outside the format)") }
         if let info = try? queue(desiredPath, readonly: true).read({ db -> (generated: [String], partial: [String], constraint: [String]) in
@@ -621,12 +664,18 @@ private enum SqldefSuite {
             }
             return (generated, partial, constraint)
         }) {
-            if !info.generated.isEmpty { notes.append("generated column(s) \(info.generated.joined(separator: ", ")) (outside the format)") }
+            if !info.generated.isEmpty {
+                notes.append("generated column(s) \(info.generated.joined(separator: ", ")) (outside the format)")
+            }
             if !info.partial.isEmpty { notes.append("partial index(es) \(info.partial.joined(separator: ", ")) (outside the format)") }
-            if !info.constraint.isEmpty { notes.append("UNIQUE constraint(s) \(info.constraint.joined(separator: ", ")) (outside the format)") }
+            if !info.constraint.isEmpty {
+                notes.append("UNIQUE constraint(s) \(info.constraint.joined(separator: ", ")) (outside the format)")
+            }
         }
         if !desired.extras.isEmpty || !current.extras.isEmpty {
-            notes.append("views/triggers (not compared): current [\(current.extras.joined(separator: ", "))], desired [\(desired.extras.joined(separator: ", "))]")
+            notes.append(
+                "views/triggers (not compared): current [\(current.extras.joined(separator: ", "))], desired [\(desired.extras.joined(separator: ", "))]"
+            )
         }
         return notes
     }
@@ -646,12 +695,13 @@ private enum SqldefSuite {
 
     static func tableAndColumnNames(_ sql: String) -> (tables: [String], columns: [String]) {
         guard !sql.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty,
-              let q = try? DatabaseQueue(), // in memory
-              let result = try? q.write({ db -> ([String], [String]) in
-                  try db.execute(sql: sql)
-                  let all = try tables(db)
-                  return (all.map(\.name), all.flatMap { $0.columns.map(\.name) })
-              }) else { return ([], []) }
+            let q = try? DatabaseQueue(),  // in memory
+            let result = try? q.write({ db -> ([String], [String]) in
+                try db.execute(sql: sql)
+                let all = try tables(db)
+                return (all.map(\.name), all.flatMap { $0.columns.map(\.name) })
+            })
+        else { return ([], []) }
         return result
     }
 }

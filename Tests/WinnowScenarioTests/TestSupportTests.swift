@@ -27,12 +27,14 @@ final class TestSupportTests: XCTestCase {
     func testTheExecutableIsTheBuiltProduct() throws {
         let executable = TestSupport.executable
         var isDirectory: ObjCBool = false
-        XCTAssertTrue(FileManager.default.fileExists(atPath: executable.path, isDirectory: &isDirectory),
-                      "build the winnow executable first (swift build --build-tests)")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: executable.path, isDirectory: &isDirectory),
+            "build the winnow executable first (swift build --build-tests)")
         XCTAssertFalse(isDirectory.boolValue, executable.path)
         if ProcessInfo.processInfo.environment["WINNOW_EXECUTABLE"] == nil {
-            XCTAssertEqual(executable.deletingLastPathComponent().resolvingSymlinksInPath().path,
-                           try TestSupport.binPath().resolvingSymlinksInPath().path)
+            XCTAssertEqual(
+                executable.deletingLastPathComponent().resolvingSymlinksInPath().path,
+                try TestSupport.binPath().resolvingSymlinksInPath().path)
         }
         let result = try TestSupport.winnow(["--help"])
         XCTAssertEqual(result.status, 0, result.stderr)

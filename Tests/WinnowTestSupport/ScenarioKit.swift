@@ -15,8 +15,10 @@ package enum ScenarioKit {
     }
 
     @discardableResult
-    package static func run(_ yaml: String, db: String, batchSize: Int? = nil,
-                    onEvent: @escaping (RunEvent) -> Void = { _ in }) throws -> RunSummary {
+    package static func run(
+        _ yaml: String, db: String, batchSize: Int? = nil,
+        onEvent: @escaping (RunEvent) -> Void = { _ in }
+    ) throws -> RunSummary {
         try JobRunner.run(try job(yaml), options: RunOptions(database: db, batchSize: batchSize), onEvent: onEvent)
     }
 
@@ -60,12 +62,20 @@ package enum ScenarioKit {
     }
 
     package static func userState(_ path: String) throws -> UserState {
-        let queue = try DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let queue = try DatabaseQueue(
+            path: path,
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }())
         let schema = try queue.read { db in
-            try String.fetchAll(db, sql: """
-                SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master
-                WHERE lower(tbl_name) NOT LIKE 'winnow\\_%' ESCAPE '\\' ORDER BY type, name
-                """)
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master
+                    WHERE lower(tbl_name) NOT LIKE 'winnow\\_%' ESCAPE '\\' ORDER BY type, name
+                    """)
         }
         try queue.close()
         return UserState(schema: schema, dump: try TestSupport.contentDump(path))
@@ -81,8 +91,10 @@ package enum ScenarioKit {
     }
 
     /// Asserts that `body` throws a ``WinnowError`` with the given exit code.
-    package static func expectExit(_ code: Int32, _ message: String = "", file: StaticString = #filePath, line: UInt = #line,
-                           _ body: () throws -> Void) {
+    package static func expectExit(
+        _ code: Int32, _ message: String = "", file: StaticString = #filePath, line: UInt = #line,
+        _ body: () throws -> Void
+    ) {
         do {
             try body()
             XCTFail("expected exit \(code), but nothing was thrown. \(message)", file: file, line: line)

@@ -4,8 +4,6 @@ import XCTest
 import WinnowCore
 import WinnowSQLite
 
-
-
 /// Shared helpers for the scenario tests: scratch folders, databases built from SQL, content
 /// digests, and the `winnow` executable.
 package enum TestSupport {
@@ -36,13 +34,21 @@ package enum TestSupport {
 
     /// Every user table's rows (with rowids), in a canonical order: equal content gives equal dumps.
     package static func contentDump(_ path: String, includeRowIDs: Bool = true) throws -> [String: [[DatabaseValue]]] {
-        let queue = try DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let queue = try DatabaseQueue(
+            path: path,
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }())
         defer { try? queue.close() }
         return try queue.read { db in
             var dump: [String: [[DatabaseValue]]] = [:]
             for name in try SchemaInspector.tableNames(db) {
-                let select = includeRowIDs ? "SELECT rowid, * FROM \(name.sqlIdentifier) ORDER BY rowid"
-                                           : "SELECT * FROM \(name.sqlIdentifier)"
+                let select =
+                    includeRowIDs
+                    ? "SELECT rowid, * FROM \(name.sqlIdentifier) ORDER BY rowid"
+                    : "SELECT * FROM \(name.sqlIdentifier)"
                 var rows = try Row.fetchAll(db, sql: select).map { Array($0.databaseValues) }
                 if !includeRowIDs { rows.sort { "\($0)" < "\($1)" } }
                 dump[name] = rows
@@ -108,7 +114,8 @@ package enum TestSupport {
         let candidate = bin.appendingPathComponent(name)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue,
-              FileManager.default.isExecutableFile(atPath: candidate.path) else { return nil }
+            FileManager.default.isExecutableFile(atPath: candidate.path)
+        else { return nil }
         return candidate
     }
 
@@ -133,8 +140,9 @@ package enum TestSupport {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
     }
 }
 

@@ -25,12 +25,14 @@ public struct DedupeRule: Sendable {
     /// Look up only the keys of rows inserted or changed since the last run (needs an index).
     public var incremental = false
 
-    public init(index: Int = 0, location: SourceLocation? = nil, entity: Located<String>,
-                key: [Located<String>], hash: Bool = false, hashColumn: Located<String>? = nil,
-                normalize: [String: [Normalizer]] = [:], nulls: NullPolicy = .distinct,
-                winner: WinnerRule = .ordered([]), merge: [MergeRule] = [],
-                references: ReferencePolicy = .repoint, referencedBy: [ColumnReference] = [],
-                archive: Bool = true, maxDeletePercent: Double? = nil) {
+    public init(
+        index: Int = 0, location: SourceLocation? = nil, entity: Located<String>,
+        key: [Located<String>], hash: Bool = false, hashColumn: Located<String>? = nil,
+        normalize: [String: [Normalizer]] = [:], nulls: NullPolicy = .distinct,
+        winner: WinnerRule = .ordered([]), merge: [MergeRule] = [],
+        references: ReferencePolicy = .repoint, referencedBy: [ColumnReference] = [],
+        archive: Bool = true, maxDeletePercent: Double? = nil
+    ) {
         self.index = index
         self.location = location
         self.entity = entity

@@ -30,9 +30,11 @@ public struct Job: Sendable {
     public var dedupe: [DedupeRule]
     public var batch: BatchSettings
 
-    public init(file: String, version: Int = 1, database: Located<String>? = nil,
-                schema: Located<String>? = nil, allowDataLoss: Bool = false,
-                seed: SeedSpec? = nil, dedupe: [DedupeRule] = [], batch: BatchSettings = .init()) {
+    public init(
+        file: String, version: Int = 1, database: Located<String>? = nil,
+        schema: Located<String>? = nil, allowDataLoss: Bool = false,
+        seed: SeedSpec? = nil, dedupe: [DedupeRule] = [], batch: BatchSettings = .init()
+    ) {
         self.file = file
         self.version = version
         self.database = database

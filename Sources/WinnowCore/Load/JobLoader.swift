@@ -6,8 +6,10 @@ import Yams
 /// of the offending node.
 public enum JobLoader {
     package static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "batch"]
-    package static let ruleKeys = ["entity", "key", "hash", "hash_column", "normalize", "nulls", "winner", "merge",
-                           "references", "referenced_by", "archive", "max_delete_percent", "incremental"]
+    package static let ruleKeys = [
+        "entity", "key", "hash", "hash_column", "normalize", "nulls", "winner", "merge",
+        "references", "referenced_by", "archive", "max_delete_percent", "incremental",
+    ]
     package static let supportedVersions = 1...1
 
     /// Loads and checks a job file. Relative paths inside it are resolved against its folder.
@@ -20,16 +22,18 @@ public enum JobLoader {
     public static func decode(yaml: String, file: String = "job.yaml", baseDirectory: URL? = nil) throws -> Job {
         let reader = YAMLReader(file: file)
         let root = try reader.compose(yaml)
-        return try decode(root, reader: reader,
-                          baseDirectory: baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        return try decode(
+            root, reader: reader,
+            baseDirectory: baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
     }
 
     package static func decode(_ root: Node, reader: YAMLReader, baseDirectory: URL) throws -> Job {
         let map = try reader.mapping(root, "", allowed: rootKeys, what: "a job")
         let version = try reader.int(try map.required("version", what: "the job format version, 1"), "version", range: 0...Int.max)
         guard supportedVersions.contains(version) else {
-            throw reader.error(try map.required("version", what: ""), "version",
-                               "unsupported job format version \(version); this winnow reads version \(supportedVersions.upperBound)")
+            throw reader.error(
+                try map.required("version", what: ""), "version",
+                "unsupported job format version \(version); this winnow reads version \(supportedVersions.upperBound)")
         }
         var job = Job(file: reader.file, version: version)
         func path(_ key: String) throws -> Located<String>? {
@@ -59,12 +63,15 @@ public enum JobLoader {
         let map = try reader.mapping(node, "seed", allowed: ["name", "from", "tables"], what: "the seed section")
         let name = try reader.string(try map.required("name", what: "the seed marker's name"), map.child("name"))
         let fromRaw = try reader.string(try map.required("from", what: "the seed database path"), map.child("from"), what: "a file path")
-        let tables = try reader.list(try map.required("tables", what: "the tables to copy"), map.child("tables"),
-                                     allowScalar: true, allowEmpty: false)
-            .map { try reader.string($0.0, $0.1, what: "a table name") }
+        let tables = try reader.list(
+            try map.required("tables", what: "the tables to copy"), map.child("tables"),
+            allowScalar: true, allowEmpty: false
+        )
+        .map { try reader.string($0.0, $0.1, what: "a table name") }
         try rejectDuplicates(tables, reader: reader, path: map.child("tables"), what: "table")
-        return SeedSpec(name: name, from: Located(resolve(fromRaw.value, against: baseDirectory), at: fromRaw.location),
-                        tables: tables)
+        return SeedSpec(
+            name: name, from: Located(resolve(fromRaw.value, against: baseDirectory), at: fromRaw.location),
+            tables: tables)
     }
 
     package static func decodeBatch(_ node: Node, reader: YAMLReader) throws -> BatchSettings {
@@ -88,7 +95,8 @@ public enum JobLoader {
     package static func decodeRule(_ node: Node, index: Int, reader: YAMLReader) throws -> DedupeRule {
         let path = "dedupe[\(index)]"
         let map = try reader.mapping(node, path, allowed: ruleKeys, what: "a dedupe rule")
-        let entity = try reader.string(try map.required("entity", what: "the table to deduplicate"), map.child("entity"), what: "a table name")
+        let entity = try reader.string(
+            try map.required("entity", what: "the table to deduplicate"), map.child("entity"), what: "a table name")
         let keyNode = try map.required("key", what: "a column or a list of columns")
         let key = try reader.list(keyNode, map.child("key"), allowScalar: true, allowEmpty: false)
             .map { try reader.string($0.0, $0.1, what: "a column name") }
@@ -108,7 +116,9 @@ public enum JobLoader {
         if let node = map.optional("normalize") {
             rule.normalize = try decodeNormalize(node, key: key, reader: reader, path: map.child("normalize"))
         }
-        if let node = map.optional("nulls") { rule.nulls = try reader.word(node, map.child("nulls"), as: NullPolicy.self, what: "NULL policy") }
+        if let node = map.optional("nulls") {
+            rule.nulls = try reader.word(node, map.child("nulls"), as: NullPolicy.self, what: "NULL policy")
+        }
         if let node = map.optional("winner") { rule.winner = try decodeWinner(node, reader: reader, path: map.child("winner")) }
         if let node = map.optional("merge") {
             let mergeMap = try reader.mapping(node, map.child("merge"), allowed: [], what: "the merge section")
@@ -116,8 +126,9 @@ public enum JobLoader {
                 let column = Located(entry.key, at: reader.location(entry.keyNode))
                 guard !entry.key.isEmpty else { throw reader.error(entry.keyNode, mergeMap.path, "expected a column name") }
                 if key.contains(where: { $0.value == entry.key }) || rule.hashColumn?.value == entry.key {
-                    throw reader.error(entry.keyNode, mergeMap.child(entry.key),
-                                       "a key column cannot be merged: every row of a group already shares its value")
+                    throw reader.error(
+                        entry.keyNode, mergeMap.child(entry.key),
+                        "a key column cannot be merged: every row of a group already shares its value")
                 }
                 let strategy = try reader.word(entry.value, mergeMap.child(entry.key), as: MergeStrategy.self, what: "merge strategy")
                 return MergeRule(column: column, strategy: strategy)
@@ -142,7 +153,9 @@ public enum JobLoader {
         return rule
     }
 
-    package static func decodeNormalize(_ node: Node, key: [Located<String>], reader: YAMLReader, path: String) throws -> [String: [Normalizer]] {
+    package static func decodeNormalize(
+        _ node: Node, key: [Located<String>], reader: YAMLReader, path: String
+    ) throws -> [String: [Normalizer]] {
         func chain(_ node: Node, _ path: String) throws -> [Normalizer] {
             try reader.list(node, path, allowScalar: true).map { try reader.word($0.0, $0.1, as: Normalizer.self, what: "normaliser") }
         }
@@ -151,8 +164,9 @@ public enum JobLoader {
             var result: [String: [Normalizer]] = [:]
             for entry in map.entries {
                 guard key.contains(where: { $0.value == entry.key }) else {
-                    throw reader.error(entry.keyNode, path,
-                                       "'\(entry.key)' is not a key column; key columns are \(key.map(\.value).joined(separator: ", "))")
+                    throw reader.error(
+                        entry.keyNode, path,
+                        "'\(entry.key)' is not a key column; key columns are \(key.map(\.value).joined(separator: ", "))")
                 }
                 result[entry.key] = try chain(entry.value, map.child(entry.key))
             }
@@ -166,7 +180,10 @@ public enum JobLoader {
         switch node {
         case let .scalar(scalar) where scalar.tagName == .str:
             guard scalar.string == "most_complete" else {
-                throw reader.error(node, path, "unknown winner shorthand '\(scalar.string)'; expected most_complete, {earliest: COLUMN}, {latest: COLUMN} or a list of COLUMN: asc|desc")
+                throw reader.error(
+                    node, path,
+                    "unknown winner shorthand '\(scalar.string)'; expected most_complete, {earliest: COLUMN}, {latest: COLUMN} or a list of COLUMN: asc|desc"
+                )
             }
             return .mostComplete
         case .mapping:
@@ -195,23 +212,30 @@ public enum JobLoader {
             }
             return .ordered(terms)
         default:
-            throw reader.error(node, path, "expected most_complete, {earliest: COLUMN}, {latest: COLUMN} or a list of COLUMN: asc|desc, found \(YAMLReader.describe(node))")
+            throw reader.error(
+                node, path,
+                "expected most_complete, {earliest: COLUMN}, {latest: COLUMN} or a list of COLUMN: asc|desc, found \(YAMLReader.describe(node))"
+            )
         }
     }
 
     package static func decodeColumnReference(_ node: Node, reader: YAMLReader, path: String) throws -> ColumnReference {
         if case .mapping = node {
             let map = try reader.mapping(node, path, allowed: ["table", "column"], what: "a column reference")
-            let table = try reader.string(try map.required("table", what: "the referencing table"), map.child("table"), what: "a table name")
-            let column = try reader.string(try map.required("column", what: "the referencing column"), map.child("column"), what: "a column name")
+            let table = try reader.string(
+                try map.required("table", what: "the referencing table"), map.child("table"), what: "a table name")
+            let column = try reader.string(
+                try map.required("column", what: "the referencing column"), map.child("column"), what: "a column name")
             return ColumnReference(table: table.value, column: column.value, location: reader.location(node))
         }
         let text = try reader.string(node, path, what: "TABLE.COLUMN")
         guard let dot = text.value.lastIndex(of: "."), dot != text.value.startIndex,
-              text.value.index(after: dot) != text.value.endIndex else {
+            text.value.index(after: dot) != text.value.endIndex
+        else {
             throw reader.error(node, path, "expected TABLE.COLUMN (or {table: T, column: C}), found '\(text.value)'")
         }
-        return ColumnReference(table: String(text.value[..<dot]), column: String(text.value[text.value.index(after: dot)...]),
-                               location: text.location)
+        return ColumnReference(
+            table: String(text.value[..<dot]), column: String(text.value[text.value.index(after: dot)...]),
+            location: text.location)
     }
 }

@@ -27,8 +27,9 @@ public enum SchemaLoader {
 
     package static func decode(_ root: Node, reader: YAMLReader) throws -> SchemaModel {
         let map = try reader.mapping(root, "", allowed: rootKeys, what: "a schema")
-        let version = try reader.int(try map.required("version", what: "the model version, an increasing integer"), "version",
-                                     range: 1...Int(Int32.max))
+        let version = try reader.int(
+            try map.required("version", what: "the model version, an increasing integer"), "version",
+            range: 1...Int(Int32.max))
         let tablesNode = try map.required("tables", what: "the tables of the model")
         let tablesMap = try reader.mapping(tablesNode, "tables", allowed: [], what: "the tables")
         var tables: [TableModel] = []
@@ -67,15 +68,21 @@ public enum SchemaLoader {
         if let node = map.optional("indexes") {
             for (item, itemPath) in try reader.list(node, map.child("indexes")) {
                 let imap = try reader.mapping(item, itemPath, allowed: indexKeys, what: "an index")
-                let indexName = try reader.string(try imap.required("name", what: "the index name"), imap.child("name"), what: "an index name")
+                let indexName = try reader.string(
+                    try imap.required("name", what: "the index name"), imap.child("name"), what: "an index name")
                 if Self.isReserved(indexName.value) {
-                    throw WinnowError.invalidFile(indexName.location, "\(imap.child("name")): '\(indexName.value)': names starting with winnow_ or sqlite_ are reserved")
+                    throw WinnowError.invalidFile(
+                        indexName.location,
+                        "\(imap.child("name")): '\(indexName.value)': names starting with winnow_ or sqlite_ are reserved")
                 }
-                let columns = try reader.list(try imap.required("columns", what: "the indexed columns"), imap.child("columns"),
-                                              allowScalar: true, allowEmpty: false)
-                    .map { try reader.string($0.0, $0.1, what: "a column name") }
+                let columns = try reader.list(
+                    try imap.required("columns", what: "the indexed columns"), imap.child("columns"),
+                    allowScalar: true, allowEmpty: false
+                )
+                .map { try reader.string($0.0, $0.1, what: "a column name") }
                 for column in columns where table.column(named: column.value) == nil {
-                    throw WinnowError.invalidFile(column.location, "\(imap.child("columns")): table '\(name)' has no column '\(column.value)'")
+                    throw WinnowError.invalidFile(
+                        column.location, "\(imap.child("columns")): table '\(name)' has no column '\(column.value)'")
                 }
                 let unique = try imap.optional("unique").map { try reader.bool($0, imap.child("unique")) } ?? false
                 var index = IndexModel(name: indexName.value, columns: columns.map { table.column(named: $0.value)!.name }, unique: unique)
@@ -93,9 +100,11 @@ public enum SchemaLoader {
         if let node = map.optional("type") {
             column.type = try reader.text(node, map.child("type")).lowercased()
             // A type is pasted into DDL: only SQLite's type-name grammar (words, optional (n) or (n, m)).
-            let grammar = #"^[a-z_][a-z0-9_]*( +[a-z_][a-z0-9_]*)*( *\( *[+-]?[0-9]+(\.[0-9]+)? *(, *[+-]?[0-9]+(\.[0-9]+)? *)?\))?( +[a-z_][a-z0-9_]*)*$"#
+            let grammar =
+                #"^[a-z_][a-z0-9_]*( +[a-z_][a-z0-9_]*)*( *\( *[+-]?[0-9]+(\.[0-9]+)? *(, *[+-]?[0-9]+(\.[0-9]+)? *)?\))?( +[a-z_][a-z0-9_]*)*$"#
             if !column.type.isEmpty, column.type.range(of: grammar, options: .regularExpression) == nil {
-                throw reader.error(node, map.child("type"), "'\(column.type)' is not a type name (words, optionally followed by (n) or (n, m))")
+                throw reader.error(
+                    node, map.child("type"), "'\(column.type)' is not a type name (words, optionally followed by (n) or (n, m))")
             }
         }
         if let node = map.optional("nullable") { column.nullable = try reader.bool(node, map.child("nullable")) }
@@ -106,10 +115,12 @@ public enum SchemaLoader {
         }
         if let node = map.optional("references") {
             let rmap = try reader.mapping(node, map.child("references"), allowed: ["table", "column"], what: "a reference")
-            let table = try reader.string(try rmap.required("table", what: "the referenced table"), rmap.child("table"), what: "a table name")
+            let table = try reader.string(
+                try rmap.required("table", what: "the referenced table"), rmap.child("table"), what: "a table name")
             let target = try rmap.optional("column").map { try reader.string($0, rmap.child("column"), what: "a column name") }
-            column.references = ColumnReferenceModel(table: table.value, column: target?.value,
-                                                     tableLocation: table.location, columnLocation: target?.location)
+            column.references = ColumnReferenceModel(
+                table: table.value, column: target?.value,
+                tableLocation: table.location, columnLocation: target?.location)
         }
         return column
     }
@@ -132,7 +143,8 @@ public enum SchemaLoader {
             }
         case .mapping:
             let map = try reader.mapping(node, path, allowed: ["sql"], what: "an SQL default")
-            let sql = try reader.string(try map.required("sql", what: "the default's SQL expression"), map.child("sql"), what: "an SQL expression")
+            let sql = try reader.string(
+                try map.required("sql", what: "the default's SQL expression"), map.child("sql"), what: "an SQL expression")
             // One expression: no statement separator or comment outside string literals.
             if SQLTokenizer.tokenize(sql.value).contains(where: { $0.kind == .comment || ($0.kind == .punctuation && $0.text == ";") }) {
                 throw reader.error(node, map.child("sql"), "a default is one SQL expression; ';' and comments are not allowed")
@@ -155,12 +167,16 @@ public enum SchemaLoader {
         for table in model.tables {
             for (position, index) in table.indexes.enumerated() {
                 if tables.contains(index.name.lowercased()) {
-                    throw WinnowError.invalidFile(index.location ?? table.location,
-                                                  "tables.\(table.name).indexes[\(position)].name: '\(index.name)' is the name of a table (tables and indexes share one namespace)")
+                    throw WinnowError.invalidFile(
+                        index.location ?? table.location,
+                        "tables.\(table.name).indexes[\(position)].name: '\(index.name)' is the name of a table (tables and indexes share one namespace)"
+                    )
                 }
                 if let other = seen[index.name.lowercased()] {
-                    throw WinnowError.invalidFile(index.location ?? table.location,
-                                                  "tables.\(table.name).indexes[\(position)].name: index name '\(index.name)' is already used on table '\(other)' (index names are global to a database)")
+                    throw WinnowError.invalidFile(
+                        index.location ?? table.location,
+                        "tables.\(table.name).indexes[\(position)].name: index name '\(index.name)' is already used on table '\(other)' (index names are global to a database)"
+                    )
                 }
                 seen[index.name.lowercased()] = table.name
             }
@@ -173,10 +189,14 @@ public enum SchemaLoader {
                 guard let ref = column.references else { continue }
                 let path = "tables.\(table.name).columns.\(column.name).references"
                 guard let target = model.table(named: ref.table) else {
-                    throw WinnowError.invalidFile(ref.tableLocation ?? column.location, "\(path).table: '\(column.name)' references table '\(ref.table)', which the schema does not define")
+                    throw WinnowError.invalidFile(
+                        ref.tableLocation ?? column.location,
+                        "\(path).table: '\(column.name)' references table '\(ref.table)', which the schema does not define")
                 }
                 if let targetColumn = ref.column, target.column(named: targetColumn) == nil {
-                    throw WinnowError.invalidFile(ref.columnLocation ?? column.location, "\(path).column: '\(column.name)' references '\(ref.table).\(targetColumn)', which does not exist")
+                    throw WinnowError.invalidFile(
+                        ref.columnLocation ?? column.location,
+                        "\(path).column: '\(column.name)' references '\(ref.table).\(targetColumn)', which does not exist")
                 }
             }
         }

@@ -24,8 +24,9 @@ package struct YAMLReader {
         }
         let reader = YAMLReader(file: path)
         guard data.count <= maximumFileBytes else {
-            throw WinnowError.invalidFile(reader.location(line: 1, column: 1),
-                                          "file is \(data.count) bytes; a job or schema file is at most \(maximumFileBytes)")
+            throw WinnowError.invalidFile(
+                reader.location(line: 1, column: 1),
+                "file is \(data.count) bytes; a job or schema file is at most \(maximumFileBytes)")
         }
         guard let text = String(data: data, encoding: .utf8), !text.contains("\u{0}") else {
             throw WinnowError.invalidFile(reader.location(line: 1, column: 1), "not a UTF-8 text file")
@@ -55,8 +56,9 @@ package struct YAMLReader {
         for (pattern, what) in patterns {
             if let range = text.range(of: pattern, options: .regularExpression) {
                 let line = text[..<range.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
-                throw WinnowError.invalidFile(location(line: line, column: 1),
-                                              "\(what) is not supported in a file that defines anchors; keys are plain names")
+                throw WinnowError.invalidFile(
+                    location(line: line, column: 1),
+                    "\(what) is not supported in a file that defines anchors; keys are plain names")
             }
         }
     }
@@ -71,9 +73,11 @@ package struct YAMLReader {
             return node
         } catch let error as YamlError {
             if case let .duplicatedKeysInMapping(duplicates, context) = error, let key = duplicates.first,
-               let repeat_ = Self.secondOccurrence(of: key, in: text, mappingLine: context.mark.line, column: context.mark.column) {
-                throw WinnowError.invalidFile(location(line: repeat_, column: context.mark.column),
-                                              "duplicated key '\(key)' in a mapping (first written on line \(context.mark.line))")
+                let repeat_ = Self.secondOccurrence(of: key, in: text, mappingLine: context.mark.line, column: context.mark.column)
+            {
+                throw WinnowError.invalidFile(
+                    location(line: repeat_, column: context.mark.column),
+                    "duplicated key '\(key)' in a mapping (first written on line \(context.mark.line))")
             }
             throw translate(error)
         }
@@ -102,12 +106,13 @@ package struct YAMLReader {
     private func translate(_ error: YamlError) -> WinnowError {
         switch error {
         case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _),
-             let .composer(context, problem, mark, _):
+            let .composer(context, problem, mark, _):
             let prefix = context.map { "\($0.text) " } ?? ""
             return .invalidFile(location(line: mark.line, column: mark.column), "invalid YAML: \(prefix)\(problem)")
         case let .duplicatedKeysInMapping(duplicates, context):
-            return .invalidFile(location(line: context.mark.line, column: context.mark.column),
-                                "duplicated key \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) in a mapping")
+            return .invalidFile(
+                location(line: context.mark.line, column: context.mark.column),
+                "duplicated key \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) in a mapping")
         case let .reader(problem, _, _, _):
             return .invalidFile(location(line: 1, column: 1), "invalid YAML: \(problem)")
         default:
@@ -165,11 +170,13 @@ package struct YAMLReader {
 
     package func number(_ node: Node, _ path: String, range: ClosedRange<Double>) throws -> Double {
         guard case let .scalar(scalar) = node, scalar.tagName == .int || scalar.tagName == .float,
-              let value = node.float, value.isFinite else {
+            let value = node.float, value.isFinite
+        else {
             throw error(node, path, "expected a number, found \(Self.describe(node))")
         }
         guard range.contains(value) else {
-            throw error(node, path, "must be between \(range.lowerBound.formatted6) and \(range.upperBound.formatted6), found \(value.formatted6)")
+            throw error(
+                node, path, "must be between \(range.lowerBound.formatted6) and \(range.upperBound.formatted6), found \(value.formatted6)")
         }
         return value
     }
@@ -188,7 +195,7 @@ package struct YAMLReader {
 
     /// One of a fixed set of words.
     package func word<T: RawRepresentable & CaseIterable>(_ node: Node, _ path: String, as type: T.Type, what: String) throws -> T
-        where T.RawValue == String {
+    where T.RawValue == String {
         guard case let .scalar(scalar) = node, scalar.tagName == .str else {
             throw error(node, path, "expected \(what) (\(Self.choices(T.self))), found \(Self.describe(node))")
         }
@@ -223,7 +230,9 @@ package struct YAMLReader {
         }
         var entries: [(key: String, keyNode: Node, value: Node)] = []
         for (keyNode, value) in mapping {
-            guard case let .scalar(scalar) = keyNode, scalar.tagName == .str || scalar.tagName == .null || scalar.tagName == .bool || scalar.tagName == .int else {
+            guard case let .scalar(scalar) = keyNode,
+                scalar.tagName == .str || scalar.tagName == .null || scalar.tagName == .bool || scalar.tagName == .int
+            else {
                 throw error(keyNode, path, "expected a key, found \(Self.describe(keyNode))")
             }
             if !allowed.isEmpty, !allowed.contains(scalar.string) {

@@ -34,10 +34,16 @@ package struct CreateTableSQL: Equatable {
             let token = tokens[index]
             if token.kind == .punctuation, token.text == "(" { depth += 1 }
             if token.kind == .punctuation, token.text == ")" {
-                if depth == 0 { close = index; break }
+                if depth == 0 {
+                    close = index
+                    break
+                }
                 depth -= 1
             }
-            if depth == 0, token.kind == .punctuation, token.text == "," { parts.append([]); continue }
+            if depth == 0, token.kind == .punctuation, token.text == "," {
+                parts.append([])
+                continue
+            }
             parts[parts.count - 1].append(token)
         }
         guard let close else { throw ParseError.unsupported("unbalanced parentheses") }
@@ -153,7 +159,11 @@ package struct CreateTableSQL: Equatable {
                 if afterConstraintName > 0 { afterConstraintName -= 1 }
                 previousWord = token
             }
-            if starts_ && !(clauses.last.map { c in c.filter { !$0.isTrivia }.count == 2 && c.first { !$0.isTrivia }?.isKeyword("CONSTRAINT") == true } ?? false) {
+            if starts_
+                && !(clauses.last.map { c in
+                    c.filter { !$0.isTrivia }.count == 2 && c.first { !$0.isTrivia }?.isKeyword("CONSTRAINT") == true
+                } ?? false)
+            {
                 clauses.append([token])
             } else if clauses.isEmpty {
                 prefix.append(token)

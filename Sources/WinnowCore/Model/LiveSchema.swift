@@ -13,7 +13,9 @@ public struct LiveColumn: Sendable, Equatable {
     /// The declared collation (`COLLATE NOCASE`), read from the table's DDL; nil for BINARY.
     public var collation: String? = nil
 
-    package init(name: String, type: String, notNull: Bool, defaultSQL: String? = nil, primaryKeyIndex: Int, hidden: Int, collation: String? = nil) {
+    package init(
+        name: String, type: String, notNull: Bool, defaultSQL: String? = nil, primaryKeyIndex: Int, hidden: Int, collation: String? = nil
+    ) {
         self.name = name
         self.type = type
         self.notNull = notNull
@@ -72,7 +74,10 @@ public struct LiveTable: Sendable {
     public var foreignKeys: [LiveForeignKey]
     public var indexes: [LiveIndex]
 
-    package init(name: String, sql: String = "", columns: [LiveColumn], hasRowID: Bool, isVirtual: Bool, foreignKeys: [LiveForeignKey], indexes: [LiveIndex], collationsKnown: Bool = true) {
+    package init(
+        name: String, sql: String = "", columns: [LiveColumn], hasRowID: Bool, isVirtual: Bool, foreignKeys: [LiveForeignKey],
+        indexes: [LiveIndex], collationsKnown: Bool = true
+    ) {
         self.name = name
         self.sql = sql
         self.columns = columns
@@ -107,7 +112,8 @@ public struct LiveTable: Sendable {
     /// The `INTEGER PRIMARY KEY` column that aliases the rowid, if any.
     public var rowIDAlias: String? {
         guard hasRowID, primaryKey.count == 1, let column = column(named: primaryKey[0]),
-              column.type.uppercased() == "INTEGER" else { return nil }
+            column.type.uppercased() == "INTEGER"
+        else { return nil }
         return column.name
     }
 

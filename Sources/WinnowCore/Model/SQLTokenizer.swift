@@ -64,7 +64,10 @@ package enum SQLTokenizer {
                 var j = i + 1
                 while j < chars.count {
                     if chars[j] == c {
-                        if j + 1 < chars.count, chars[j + 1] == c { j += 2; continue }
+                        if j + 1 < chars.count, chars[j + 1] == c {
+                            j += 2
+                            continue
+                        }
                         break
                     }
                     j += 1
@@ -76,13 +79,17 @@ package enum SQLTokenizer {
                 take(.quotedIdentifier, j + 1)
             } else if c.isLetter || c == "_" || (c.unicodeScalars.first.map { $0.value > 127 } ?? false) {
                 var j = i
-                while j < chars.count, chars[j].isLetter || chars[j].isNumber || chars[j] == "_" || chars[j] == "$"
-                    || (chars[j].unicodeScalars.first.map { $0.value > 127 } ?? false) { j += 1 }
+                while j < chars.count,
+                    chars[j].isLetter || chars[j].isNumber || chars[j] == "_" || chars[j] == "$"
+                        || (chars[j].unicodeScalars.first.map { $0.value > 127 } ?? false)
+                { j += 1 }
                 take(.identifier, j)
             } else if c.isNumber || (c == "." && i + 1 < chars.count && chars[i + 1].isNumber) {
                 var j = i
-                while j < chars.count, chars[j].isNumber || chars[j] == "." || chars[j].isLetter
-                    || ((chars[j] == "+" || chars[j] == "-") && j > i && (chars[j - 1] == "e" || chars[j - 1] == "E")) { j += 1 }
+                while j < chars.count,
+                    chars[j].isNumber || chars[j] == "." || chars[j].isLetter
+                        || ((chars[j] == "+" || chars[j] == "-") && j > i && (chars[j - 1] == "e" || chars[j - 1] == "E"))
+                { j += 1 }
                 take(.number, j)
             } else if "(),;.".contains(c) {
                 take(.punctuation, i + 1)

@@ -11,9 +11,10 @@ extension SchemaModel {
 extension TableModel {
     public init(live table: LiveTable) {
         let columns = table.storedColumns.map { column -> ColumnModel in
-            var model = ColumnModel(name: column.name, type: column.type.lowercased(), nullable: !column.notNull,
-                                    defaultValue: column.defaultSQL.map(DefaultValue.parse(sql:)),
-                                    primaryKey: column.primaryKeyIndex > 0)
+            var model = ColumnModel(
+                name: column.name, type: column.type.lowercased(), nullable: !column.notNull,
+                defaultValue: column.defaultSQL.map(DefaultValue.parse(sql:)),
+                primaryKey: column.primaryKeyIndex > 0)
             if model.defaultValue == .null { model.defaultValue = nil }
             if let fk = table.foreignKeys.first(where: { $0.childColumns.count == 1 && $0.childColumns[0] == column.name }) {
                 model.references = ColumnReferenceModel(table: fk.parentTable, column: fk.parentColumns?.first)
@@ -67,7 +68,9 @@ extension SchemaModel {
                     continue
                 }
                 if !IndexModel.sameDefinition(liveIndex, index) {
-                    result.append(SchemaDrift(table: table.name, message: "index \(index.name) is \(liveIndex.summary), the schema says \(index.summary)"))
+                    result.append(
+                        SchemaDrift(
+                            table: table.name, message: "index \(index.name) is \(liveIndex.summary), the schema says \(index.summary)"))
                 }
             }
             for index in live.indexes where !table.indexes.contains(where: { $0.name.caseInsensitiveCompare(index.name) == .orderedSame }) {
@@ -91,10 +94,13 @@ extension ColumnModel {
     package static func differences(_ live: ColumnModel, _ target: ColumnModel) -> [String] {
         var result: [String] = []
         if live.normalizedType != target.normalizedType {
-            result.append("type is \(live.type.isEmpty ? "(none)" : live.type), the schema says \(target.type.isEmpty ? "(none)" : target.type)")
+            result.append(
+                "type is \(live.type.isEmpty ? "(none)" : live.type), the schema says \(target.type.isEmpty ? "(none)" : target.type)")
         }
         if live.primaryKey != target.primaryKey {
-            result.append(live.primaryKey ? "is part of the primary key, the schema says not" : "is not part of the primary key, the schema says it is")
+            result.append(
+                live.primaryKey
+                    ? "is part of the primary key, the schema says not" : "is not part of the primary key, the schema says it is")
         }
         if live.nullable != target.nullable {
             result.append(live.nullable ? "is nullable, the schema says NOT NULL" : "is NOT NULL, the schema says nullable")

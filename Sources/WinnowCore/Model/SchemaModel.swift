@@ -26,8 +26,10 @@ public struct TableModel: Sendable, Equatable {
     public var indexes: [IndexModel]
     public var location: SourceLocation?
 
-    public init(name: String, renamedFrom: [String] = [], columns: [ColumnModel], indexes: [IndexModel] = [],
-                location: SourceLocation? = nil) {
+    public init(
+        name: String, renamedFrom: [String] = [], columns: [ColumnModel], indexes: [IndexModel] = [],
+        location: SourceLocation? = nil
+    ) {
         self.name = name
         self.renamedFrom = renamedFrom
         self.columns = columns
@@ -125,8 +127,10 @@ public struct ColumnModel: Sendable, Equatable {
     public var references: ColumnReferenceModel?
     public var location: SourceLocation?
 
-    public init(name: String, type: String, nullable: Bool = true, defaultValue: DefaultValue? = nil, primaryKey: Bool = false,
-                renamedFrom: [String] = [], references: ColumnReferenceModel? = nil, location: SourceLocation? = nil) {
+    public init(
+        name: String, type: String, nullable: Bool = true, defaultValue: DefaultValue? = nil, primaryKey: Bool = false,
+        renamedFrom: [String] = [], references: ColumnReferenceModel? = nil, location: SourceLocation? = nil
+    ) {
         self.name = name
         self.type = type
         self.nullable = nullable

@@ -61,7 +61,8 @@ public struct ReferencePath: Sendable, Equatable {
     /// The index that lets the children of a row be found without a scan of the child table.
     public var suggestedIndex: String {
         let name = "\(childTable)_\(childColumns.joined(separator: "_"))"
-        return "CREATE INDEX \(name.sqlIdentifier) ON \(childTable.sqlIdentifier) (\(childColumns.map(\.sqlIdentifier).joined(separator: ", ")));"
+        return
+            "CREATE INDEX \(name.sqlIdentifier) ON \(childTable.sqlIdentifier) (\(childColumns.map(\.sqlIdentifier).joined(separator: ", ")));"
     }
 
     /// `child(col, ...)` for messages.
@@ -74,8 +75,10 @@ public struct CompiledRule: Sendable {
     public var rule: DedupeRule
     /// Canonical table name.
     public var table: String
-    /// SQL naming the rowid of the table (an alias column or `rowid`).
-    public var rowID: String
+    /// How the rule names one row of its table (SQLite: the rowid, or its alias column).
+    public var identity: RowIdentity
+    /// SQL naming a row's identity (SQLite: an alias column or `rowid`).
+    public var rowID: String { identity.sql }
     /// Stored columns in table order (journal images, restore).
     public var storedColumns: [String]
     /// Primary key columns (empty: the hidden rowid).

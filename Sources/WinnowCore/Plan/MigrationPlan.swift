@@ -48,7 +48,7 @@ public enum MigrationStep: Sendable, Equatable {
         case let .createTable(t): return t.name
         case let .renameTable(_, to): return to
         case let .renameColumn(t, _, _), let .addColumn(t, _), let .dropIndex(t, _),
-             let .dropColumn(t, _), let .createIndex(t, _, _):
+            let .dropColumn(t, _), let .createIndex(t, _, _):
             return t
         case let .rebuild(r): return r.table
         case let .dropTable(t): return t
@@ -64,7 +64,9 @@ public enum MigrationStep: Sendable, Equatable {
         case let .rebuild(r): return "rebuild table \(r.table): \(r.reasons.joined(separator: "; "))"
         case let .dropIndex(t, name): return "drop index \(name) on \(t)"
         case let .dropColumn(t, c): return "drop column \(t).\(c)"
-        case let .createIndex(t, i, after): return "create \(i.unique ? "unique " : "")index \(i.name) on \(t) (\(i.columns.joined(separator: ", ")))\(after ? ", after deduplication" : "")"
+        case let .createIndex(t, i, after):
+            return
+                "create \(i.unique ? "unique " : "")index \(i.name) on \(t) (\(i.columns.joined(separator: ", ")))\(after ? ", after deduplication" : "")"
         case let .dropTable(t): return "drop table \(t)"
         }
     }

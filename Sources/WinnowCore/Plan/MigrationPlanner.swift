@@ -19,8 +19,10 @@ public struct MigrationPlanner: Sendable {
     /// SQL of views and triggers (a dropped column they use cannot be dropped).
     public var dependents: [(name: String, sql: String)]
 
-    public init(live: LiveSchema, liveVersion: Int?, target: SchemaModel, allowDataLoss: Bool,
-                dedupedTables: Set<String> = [], sqliteVersion: Int32, dependents: [(name: String, sql: String)] = []) {
+    public init(
+        live: LiveSchema, liveVersion: Int?, target: SchemaModel, allowDataLoss: Bool,
+        dedupedTables: Set<String> = [], sqliteVersion: Int32, dependents: [(name: String, sql: String)] = []
+    ) {
         self.live = live
         self.liveVersion = liveVersion
         self.target = target
@@ -35,7 +37,9 @@ public struct MigrationPlanner: Sendable {
     /// The steps, or a ``WinnowError/refused(_:)`` listing every change that is not lightweight.
     public func plan() throws -> MigrationPlan {
         if let liveVersion, liveVersion > target.version {
-            throw WinnowError.refused("the database is at model version \(liveVersion), newer than the target version \(target.version); winnow never downgrades a database")
+            throw WinnowError.refused(
+                "the database is at model version \(liveVersion), newer than the target version \(target.version); winnow never downgrades a database"
+            )
         }
         var refusals: [MigrationRefusal] = []
         var renames: [MigrationStep] = []
@@ -80,28 +84,37 @@ public struct MigrationPlanner: Sendable {
             }
             matchedLive.insert(liveTable.name.lowercased())
             let raw = live.table(named: liveTable.name)!
-            diffTable(liveTable, raw: raw, table, renamedTables: renamedTables, refusals: &refusals, columnSteps: &columnSteps, indexDrops: &indexDrops,
-                      columnDrops: &columnDrops, indexCreates: &indexCreates)
+            diffTable(
+                liveTable, raw: raw, table, renamedTables: renamedTables, refusals: &refusals, columnSteps: &columnSteps,
+                indexDrops: &indexDrops,
+                columnDrops: &columnDrops, indexCreates: &indexCreates)
         }
         for table in liveModel.tables where !matchedLive.contains(table.name.lowercased()) {
             if allowDataLoss {
                 tableDrops.append(.dropTable(table.name))
             } else {
-                refusals.append(MigrationRefusal(table: table.name, column: nil,
-                                                 message: "is not in the target schema; dropping it loses its data (set allow_data_loss: true, or add it to the schema, or name it in renamed_from)"))
+                refusals.append(
+                    MigrationRefusal(
+                        table: table.name, column: nil,
+                        message:
+                            "is not in the target schema; dropping it loses its data (set allow_data_loss: true, or add it to the schema, or name it in renamed_from)"
+                    ))
             }
         }
         if !refusals.isEmpty {
             throw WinnowError.refused("not a lightweight migration:\n" + refusals.map { "  - \($0)" }.joined(separator: "\n"))
         }
-        return MigrationPlan(fromVersion: liveVersion, toVersion: target.version,
-                             steps: renames + creates + indexDrops + columnSteps + columnDrops + indexCreates + tableDrops)
+        return MigrationPlan(
+            fromVersion: liveVersion, toVersion: target.version,
+            steps: renames + creates + indexDrops + columnSteps + columnDrops + indexCreates + tableDrops)
     }
 
-    package func diffTable(_ liveTable: TableModel, raw: LiveTable, _ table: TableModel, renamedTables: [String: String],
-                   refusals: inout [MigrationRefusal],
-                   columnSteps: inout [MigrationStep], indexDrops: inout [MigrationStep], columnDrops: inout [MigrationStep],
-                   indexCreates: inout [MigrationStep]) {
+    package func diffTable(
+        _ liveTable: TableModel, raw: LiveTable, _ table: TableModel, renamedTables: [String: String],
+        refusals: inout [MigrationRefusal],
+        columnSteps: inout [MigrationStep], indexDrops: inout [MigrationStep], columnDrops: inout [MigrationStep],
+        indexCreates: inout [MigrationStep]
+    ) {
         let name = table.name
         var matchedColumns = Set<String>()
         var changed: [ColumnModel] = []
@@ -125,7 +138,8 @@ public struct MigrationPlanner: Sendable {
             guard let liveColumn = source else {
                 // A new column.
                 if column.primaryKey {
-                    refuse(column.name, "a new primary key column is not a lightweight change (target: \(column.definition))", column.location)
+                    refuse(
+                        column.name, "a new primary key column is not a lightweight change (target: \(column.definition))", column.location)
                 } else if !column.nullable && (column.defaultValue == nil || column.defaultValue == .null) {
                     refuse(column.name, "a new NOT NULL column needs a default (target: \(column.definition))", column.location)
                 } else if let value = column.defaultValue, !value.isConstant {
@@ -186,37 +200,53 @@ public struct MigrationPlanner: Sendable {
                 if IndexModel.sameDefinition(existing, index) { continue }
                 indexDrops.append(.dropIndex(table: name, name: existing.name))
             }
-            let deferred = index.unique && (dedupedTables.contains(name.lowercased()) || dedupedTables.contains(liveTable.name.lowercased()))
+            let deferred =
+                index.unique && (dedupedTables.contains(name.lowercased()) || dedupedTables.contains(liveTable.name.lowercased()))
             indexCreates.append(.createIndex(table: name, index: index, afterDedupe: deferred))
         }
         for index in liveIndexes { indexDrops.append(.dropIndex(table: name, name: index.name)) }
-        let remainingIndexes = liveTable.indexes.filter { live in table.indexes.contains { Self.same($0.name, live.name) && IndexModel.sameDefinition($0, live) } }
+        let remainingIndexes = liveTable.indexes.filter { live in
+            table.indexes.contains { Self.same($0.name, live.name) && IndexModel.sameDefinition($0, live) }
+        }
 
         // Dropped columns.
         for column in liveTable.columns where !matchedColumns.contains(column.name.lowercased()) {
             guard allowDataLoss else {
-                refuse(column.name, "is not in the target schema; dropping it loses its data (set allow_data_loss: true, or name it in renamed_from) (live: \(column.definition))", table.location)
+                refuse(
+                    column.name,
+                    "is not in the target schema; dropping it loses its data (set allow_data_loss: true, or name it in renamed_from) (live: \(column.definition))",
+                    table.location)
                 continue
             }
             if column.primaryKey {
-                refuse(column.name, "dropping a primary key column is not a lightweight change (live: \(column.definition))", table.location)
+                refuse(
+                    column.name, "dropping a primary key column is not a lightweight change (live: \(column.definition))", table.location)
                 continue
             }
-            if let user = dependents.first(where: { dependent in Self.mentions(dependent.sql, column.name) && Self.mentions(dependent.sql, liveTable.name) }) {
+            if let user = dependents.first(where: { dependent in
+                Self.mentions(dependent.sql, column.name) && Self.mentions(dependent.sql, liveTable.name)
+            }) {
                 refuse(column.name, "is used by \(user.name); drop or change that first (live: \(column.definition))", table.location)
                 continue
             }
             let parsed = try? CreateTableSQL.parse(raw.sql)
             if parsed?.constraintsMention(column.name) ?? true {
-                refuse(column.name, "is named by a table constraint (PRIMARY KEY, UNIQUE, CHECK or FOREIGN KEY); dropping it is not a lightweight change", table.location)
+                refuse(
+                    column.name,
+                    "is named by a table constraint (PRIMARY KEY, UNIQUE, CHECK or FOREIGN KEY); dropping it is not a lightweight change",
+                    table.location)
                 continue
             }
-            let indexed = remainingIndexes.contains { $0.columns.contains { Self.same($0, column.name) } }
+            let indexed =
+                remainingIndexes.contains { $0.columns.contains { Self.same($0, column.name) } }
                 || raw.indexes.contains { $0.origin != "c" && $0.columns.contains { Self.same($0 ?? "", column.name) } }
-            let inForeignKey = column.references != nil || live.foreignKeys(referencing: raw.name).contains {
-                ($0.parentColumns ?? raw.primaryKey).contains { Self.same($0, column.name) }
-            }
-            let columnClauses = parsed.flatMap { p in p.index(of: column.name).map { CreateTableSQL.clauses(p.columns[$0].tokens).clauses } } ?? []
+            let inForeignKey =
+                column.references != nil
+                || live.foreignKeys(referencing: raw.name).contains {
+                    ($0.parentColumns ?? raw.primaryKey).contains { Self.same($0, column.name) }
+                }
+            let columnClauses =
+                parsed.flatMap { p in p.index(of: column.name).map { CreateTableSQL.clauses(p.columns[$0].tokens).clauses } } ?? []
             let hasUniqueOrCheck = columnClauses.contains { clause in
                 clause.contains { $0.isKeyword("UNIQUE") || $0.isKeyword("CHECK") || $0.isKeyword("GENERATED") || $0.isKeyword("AS") }
             }

@@ -46,8 +46,9 @@ public struct MigrationPreview: Sendable {
         }
         switch step {
         case let .createTable(model):
-            tables[model.name.lowercased()] = Source(currentTable: nil, currentRowID: "rowid",
-                                                     columns: model.columns.map { Column(name: $0.name, expression: "NULL") })
+            tables[model.name.lowercased()] = Source(
+                currentTable: nil, currentRowID: "rowid",
+                columns: model.columns.map { Column(name: $0.name, expression: "NULL") })
         case let .renameTable(from, to):
             if let source = tables.removeValue(forKey: from.lowercased()) { tables[to.lowercased()] = source }
         case let .renameColumn(table, from, to):
@@ -62,14 +63,19 @@ public struct MigrationPreview: Sendable {
             edit(rebuild.table) { source in
                 // A column made NOT NULL gets its default where it was NULL (the copy's coalesce).
                 for (name, value) in rebuild.fills {
-                    guard let i = source.columns.firstIndex(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) else { continue }
+                    guard let i = source.columns.firstIndex(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) else {
+                        continue
+                    }
                     // coalesce() drops the column's collation: keep it, so grouping compares as the column does.
                     let column = source.columns[i]
-                    source.columns[i].expression = MigrationSQL.filling(column.expression, with: value)
+                    source.columns[i].expression =
+                        MigrationSQL.filling(column.expression, with: value)
                         + (column.collation.map { " COLLATE \($0.sqlIdentifier)" } ?? "")
                 }
                 source.columns.removeAll { column in rebuild.dropped.contains { $0.caseInsensitiveCompare(column.name) == .orderedSame } }
-                for column in rebuild.added { source.columns.append(Column(name: column.name, expression: defaultSQL(column.defaultValue))) }
+                for column in rebuild.added {
+                    source.columns.append(Column(name: column.name, expression: defaultSQL(column.defaultValue)))
+                }
             }
         case let .dropColumn(table, column):
             edit(table) { $0.columns.removeAll { $0.name.caseInsensitiveCompare(column) == .orderedSame } }

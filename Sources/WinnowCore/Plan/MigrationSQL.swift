@@ -44,9 +44,11 @@ public enum MigrationSQL {
                 result.append(sql)
             }
             let fills = r.fills.map { filling($0.column.sqlIdentifier, with: $0.value) }
-            result += ["-- copy rows in batches\(fills.isEmpty ? "" : " (NULLs filled: \(fills.joined(separator: ", ")))") while triggers capture concurrent writes, replay them",
-                       "-- cut-over: ALTER TABLE \(r.table.sqlIdentifier) RENAME TO \(TableRebuild.retiredName(r.table).sqlIdentifier); ALTER TABLE \(TableRebuild.temporaryName(r.table).sqlIdentifier) RENAME TO \(r.table.sqlIdentifier); indexes, triggers and views kept",
-                       "-- then the old rows: DROP TABLE \(TableRebuild.retiredName(r.table).sqlIdentifier) (in short transactions when large)"]
+            result += [
+                "-- copy rows in batches\(fills.isEmpty ? "" : " (NULLs filled: \(fills.joined(separator: ", ")))") while triggers capture concurrent writes, replay them",
+                "-- cut-over: ALTER TABLE \(r.table.sqlIdentifier) RENAME TO \(TableRebuild.retiredName(r.table).sqlIdentifier); ALTER TABLE \(TableRebuild.temporaryName(r.table).sqlIdentifier) RENAME TO \(r.table.sqlIdentifier); indexes, triggers and views kept",
+                "-- then the old rows: DROP TABLE \(TableRebuild.retiredName(r.table).sqlIdentifier) (in short transactions when large)",
+            ]
             return result
         case let .dropIndex(_, name): return ["DROP INDEX \(name.sqlIdentifier)"]
         case let .dropColumn(t, c): return ["ALTER TABLE \(t.sqlIdentifier) DROP COLUMN \(c.sqlIdentifier)"]

@@ -10,7 +10,8 @@ public enum PlanAdvice {
     public static func warnings(_ rule: CompiledRule, discovery: Discovery, settings: BatchSettings) -> [String] {
         var warnings: [String] = []
         for path in rule.references where !path.indexed {
-            warnings.append("""
+            warnings.append(
+                """
                 \(path.label) has no index: finding the rows that point at a \(rule.table) row reads all of \(path.childTable) \
                 (winnow does it once per rule; SQLite does it for every \(rule.table) row deleted while foreign keys are on); \
                 fix: \(path.suggestedIndex)
@@ -18,7 +19,8 @@ public enum PlanAdvice {
         }
         if discovery.groups > settings.size, settings.size < smallBatch {
             let batches = (discovery.groups + settings.size - 1) / settings.size
-            warnings.append("""
+            warnings.append(
+                """
                 batch.size \(settings.size): \(batches) batches of \(settings.size) groups; each batch pays a commit and its \
                 statements whatever its size, so small batches cost several times more per row. \
                 batch.max_transaction_ms (\(settings.maxTransactionMilliseconds)) already keeps every transaction short: \

@@ -16,18 +16,27 @@ public enum RuleCompiler {
         }
         guard let table = schema.table(named: rule.entity.value) else {
             let known = schema.tables.map(\.name).joined(separator: ", ")
-            throw fail(rule.entity.location, "entity", "no table '\(rule.entity.value)' in the database (tables: \(known.isEmpty ? "none" : known))")
+            throw fail(
+                rule.entity.location, "entity",
+                "no table '\(rule.entity.value)' in the database (tables: \(known.isEmpty ? "none" : known))")
         }
-        guard !table.isVirtual else { throw fail(rule.entity.location, "entity", "'\(table.name)' is a virtual table; only ordinary tables can be deduplicated") }
-        guard let rowID = table.rowIDExpression else {
+        guard !table.isVirtual else {
+            throw fail(rule.entity.location, "entity", "'\(table.name)' is a virtual table; only ordinary tables can be deduplicated")
+        }
+        guard let identity = dialect.rowIdentity(of: table) else {
             if table.hasRowID {
-                throw fail(rule.entity.location, "entity", "'\(table.name)' has columns named rowid, _rowid_ and oid and no INTEGER PRIMARY KEY, so its rowid cannot be named; winnow cannot deduplicate it")
+                throw fail(
+                    rule.entity.location, "entity",
+                    "'\(table.name)' has columns named rowid, _rowid_ and oid and no INTEGER PRIMARY KEY, so its rowid cannot be named; winnow cannot deduplicate it"
+                )
             }
             throw fail(rule.entity.location, "entity", "'\(table.name)' is a WITHOUT ROWID table; winnow deduplicates rowid tables only")
         }
         func column(_ name: Located<String>, _ key: String, stored: Bool = false) throws -> LiveColumn {
             guard let column = table.column(named: name.value) else {
-                throw fail(name.location, key, "table '\(table.name)' has no column '\(name.value)' (columns: \(table.columns.map(\.name).joined(separator: ", ")))")
+                throw fail(
+                    name.location, key,
+                    "table '\(table.name)' has no column '\(name.value)' (columns: \(table.columns.map(\.name).joined(separator: ", ")))")
             }
             if stored, !column.isStored {
                 throw fail(name.location, key, "'\(table.name).\(column.name)' is a generated column and cannot be written")
@@ -37,8 +46,9 @@ public enum RuleCompiler {
 
         let keyColumns = try rule.key.map { try column($0, "key").name }
         for (index, name) in keyColumns.enumerated() where keyColumns[..<index].contains(name) {
-            throw fail(rule.key[index].location, "key",
-                       "column '\(rule.key[index].value)' is '\(name)' again (column names are case-insensitive)")
+            throw fail(
+                rule.key[index].location, "key",
+                "column '\(rule.key[index].value)' is '\(name)' again (column names are case-insensitive)")
         }
         var normalizers: [String: [Normalizer]] = [:]
         for (written, canonical) in zip(rule.key.map(\.value), keyColumns) {
@@ -49,7 +59,9 @@ public enum RuleCompiler {
         if let hc = rule.hashColumn {
             let live = try column(hc, "hash_column", stored: true)
             guard live.primaryKeyIndex == 0 else { throw fail(hc.location, "hash_column", "'\(live.name)' is part of the primary key") }
-            guard !keyColumns.contains(live.name) else { throw fail(hc.location, "hash_column", "the hash column cannot also be a key column") }
+            guard !keyColumns.contains(live.name) else {
+                throw fail(hc.location, "hash_column", "the hash column cannot also be a key column")
+            }
             hashColumn = live.name
         }
 
@@ -68,7 +80,9 @@ public enum RuleCompiler {
         var mergeColumns: [(name: String, strategy: MergeStrategy)] = []
         for merge in rule.merge {
             let live = try column(merge.column, "merge", stored: true)
-            guard live.primaryKeyIndex == 0 else { throw fail(merge.column.location, "merge", "'\(live.name)' is part of the primary key and cannot be merged") }
+            guard live.primaryKeyIndex == 0 else {
+                throw fail(merge.column.location, "merge", "'\(live.name)' is part of the primary key and cannot be merged")
+            }
             guard !keyColumns.contains(live.name), live.name != hashColumn else {
                 throw fail(merge.column.location, "merge", "a key column cannot be merged: every row of a group already shares its value")
             }
@@ -84,36 +98,49 @@ public enum RuleCompiler {
         for term in winnerTerms {
             if case let .column(name, _, _) = term, let collation = table.column(named: name)?.collation { collations?[name] = collation }
         }
-        var compiled = CompiledRule(rule: rule, table: table.name, rowID: rowID,
-                            storedColumns: table.storedColumns.map(\.name), primaryKey: table.primaryKey,
-                            keyColumns: keyColumns, mergeColumns: mergeColumns, references: references,
-                            hashColumn: hashColumn, winnerTerms: winnerTerms, tieBreakColumns: nonKeyStored,
-                            normalizers: normalizers, dialect: dialect)
+        var compiled = CompiledRule(
+            rule: rule, table: table.name, identity: identity,
+            storedColumns: table.storedColumns.map(\.name), primaryKey: table.primaryKey,
+            keyColumns: keyColumns, mergeColumns: mergeColumns, references: references,
+            hashColumn: hashColumn, winnerTerms: winnerTerms, tieBreakColumns: nonKeyStored,
+            normalizers: normalizers, dialect: dialect)
         compiled.winnerCollations = collations
-        compiled.foreignKeysSuspendable = foreignKeysSuspendable(table: table, schema: schema, references: references,
-                                                                 written: mergeColumns.map(\.name) + (hashColumn.map { [$0] } ?? []))
+        compiled.foreignKeysSuspendable = foreignKeysSuspendable(
+            table: table, schema: schema, references: references,
+            written: mergeColumns.map(\.name) + (hashColumn.map { [$0] } ?? []))
         if rule.incremental {
-            compiled.lookupColumns = try lookupColumns(rule, table: table, keyColumns: keyColumns, hashColumn: hashColumn,
-                                                       normalizers: normalizers)
+            compiled.lookupColumns = try lookupColumns(
+                rule, table: table, keyColumns: keyColumns, hashColumn: hashColumn,
+                normalizers: normalizers)
         }
         return compiled
     }
 
     /// What an incremental run looks a changed row's key up by: plain key columns that lead an
     /// index, or a hash column that leads one. Anything else would mean a full scan per run.
-    package static func lookupColumns(_ rule: DedupeRule, table: LiveTable, keyColumns: [String], hashColumn: String?,
-                              normalizers: [String: [Normalizer]]) throws -> [String] {
+    package static func lookupColumns(
+        _ rule: DedupeRule, table: LiveTable, keyColumns: [String], hashColumn: String?,
+        normalizers: [String: [Normalizer]]
+    ) throws -> [String] {
         let leadsAnIndex = table.hasIndex(leading:)
         if rule.hash {
             if let hashColumn, leadsAnIndex([hashColumn]) { return [hashColumn] }
-            throw WinnowError.invalidFile(rule.location, "\(rule.keyPath).incremental: a hashed key is looked up by its hash_column; give the rule a hash_column and create an index on it")
+            throw WinnowError.invalidFile(
+                rule.location,
+                "\(rule.keyPath).incremental: a hashed key is looked up by its hash_column; give the rule a hash_column and create an index on it"
+            )
         }
         let plain = keyColumns.allSatisfy { normalizers[$0, default: []].isEmpty }
         if plain, leadsAnIndex(keyColumns) { return keyColumns }
         if !plain {
-            throw WinnowError.invalidFile(rule.location, "\(rule.keyPath).incremental: a normalised key cannot be looked up through an index; use hash: true with an indexed hash_column")
+            throw WinnowError.invalidFile(
+                rule.location,
+                "\(rule.keyPath).incremental: a normalised key cannot be looked up through an index; use hash: true with an indexed hash_column"
+            )
         }
-        throw WinnowError.invalidFile(rule.location, "\(rule.keyPath).incremental: needs an index on (\(keyColumns.joined(separator: ", "))) of \(table.name) to look keys up")
+        throw WinnowError.invalidFile(
+            rule.location,
+            "\(rule.keyPath).incremental: needs an index on (\(keyColumns.joined(separator: ", "))) of \(table.name) to look keys up")
     }
 
     /// Whether the rule's batches may run with SQLite's foreign-key enforcement off, checking the
@@ -121,8 +148,10 @@ public enum RuleCompiler {
     /// every declared foreign key into the table is re-pointed by the rule, no column the rule
     /// writes on its table (`written`) takes part in a declared foreign key (in or out), and no
     /// child row the rule may delete (link-table collisions) is itself referenced.
-    package static func foreignKeysSuspendable(table: LiveTable, schema: LiveSchema, references: [ReferencePath],
-                                       written: [String]) -> Bool {
+    package static func foreignKeysSuspendable(
+        table: LiveTable, schema: LiveSchema, references: [ReferencePath],
+        written: [String]
+    ) -> Bool {
         let incoming = schema.foreignKeys(referencing: table.name)
         guard !incoming.isEmpty, incoming.count == references.filter(\.declared).count else { return false }
         let writtenLower = Set(written.map { $0.lowercased() })
@@ -148,11 +177,14 @@ public enum RuleCompiler {
         }
         func childTable(_ name: String, location: SourceLocation?) throws -> LiveTable {
             guard let child = schema.table(named: name) else {
-                throw WinnowError.invalidFile(location ?? rule.location, "\(rule.keyPath).referenced_by: no table '\(name)' in the database")
+                throw WinnowError.invalidFile(
+                    location ?? rule.location, "\(rule.keyPath).referenced_by: no table '\(name)' in the database")
             }
             guard let _ = child.rowIDExpression, !child.isVirtual else {
-                throw WinnowError.invalidFile(location ?? rule.location,
-                                              "\(rule.keyPath): '\(child.name)' references '\(table.name)' but is a WITHOUT ROWID or virtual table; winnow cannot re-point or journal its rows")
+                throw WinnowError.invalidFile(
+                    location ?? rule.location,
+                    "\(rule.keyPath): '\(child.name)' references '\(table.name)' but is a WITHOUT ROWID or virtual table; winnow cannot re-point or journal its rows"
+                )
             }
             return child
         }
@@ -164,35 +196,44 @@ public enum RuleCompiler {
                 parentColumns = table.primaryKey
             }
             guard parentColumns.count == fk.childColumns.count, !parentColumns.isEmpty,
-                  parentColumns.allSatisfy({ table.column(named: $0) != nil }) else { continue } // a mismatched key SQLite itself rejects
+                parentColumns.allSatisfy({ table.column(named: $0) != nil })
+            else { continue }  // a mismatched key SQLite itself rejects
             let child = try childTable(fk.childTable, location: rule.entity.location)
             let childColumns = fk.childColumns.map { child.column(named: $0)?.name ?? $0 }
-            paths.append(ReferencePath(childTable: child.name, childColumns: childColumns, parentColumns: parentColumns,
-                                       childRowID: child.rowIDExpression!, childStoredColumns: child.storedColumns.map(\.name),
-                                       uniqueKeys: uniqueKeys(of: child, containing: childColumns), declared: true,
-                                       indexed: child.hasIndex(leading: childColumns)))
+            paths.append(
+                ReferencePath(
+                    childTable: child.name, childColumns: childColumns, parentColumns: parentColumns,
+                    childRowID: child.rowIDExpression!, childStoredColumns: child.storedColumns.map(\.name),
+                    uniqueKeys: uniqueKeys(of: child, containing: childColumns), declared: true,
+                    indexed: child.hasIndex(leading: childColumns)))
         }
         for ref in rule.referencedBy {
             let child = try childTable(ref.table, location: ref.location)
             guard let column = child.column(named: ref.column) else {
-                throw WinnowError.invalidFile(ref.location ?? rule.location,
-                                              "\(rule.keyPath).referenced_by: table '\(child.name)' has no column '\(ref.column)'")
+                throw WinnowError.invalidFile(
+                    ref.location ?? rule.location,
+                    "\(rule.keyPath).referenced_by: table '\(child.name)' has no column '\(ref.column)'")
             }
             let parentKey: String
             if table.primaryKey.count == 1 {
                 parentKey = table.primaryKey[0]
             } else if table.primaryKey.isEmpty {
-                throw WinnowError.invalidFile(ref.location ?? rule.location,
-                                              "\(rule.keyPath).referenced_by: '\(table.name)' has no declared primary key for '\(child.name).\(column.name)' to hold")
+                throw WinnowError.invalidFile(
+                    ref.location ?? rule.location,
+                    "\(rule.keyPath).referenced_by: '\(table.name)' has no declared primary key for '\(child.name).\(column.name)' to hold")
             } else {
-                throw WinnowError.invalidFile(ref.location ?? rule.location,
-                                              "\(rule.keyPath).referenced_by: '\(table.name)' has a primary key of \(table.primaryKey.count) columns; referenced_by needs a single-column key")
+                throw WinnowError.invalidFile(
+                    ref.location ?? rule.location,
+                    "\(rule.keyPath).referenced_by: '\(table.name)' has a primary key of \(table.primaryKey.count) columns; referenced_by needs a single-column key"
+                )
             }
             if paths.contains(where: { $0.childTable == child.name && $0.childColumns == [column.name] }) { continue }
-            paths.append(ReferencePath(childTable: child.name, childColumns: [column.name], parentColumns: [parentKey],
-                                       childRowID: child.rowIDExpression!, childStoredColumns: child.storedColumns.map(\.name),
-                                       uniqueKeys: uniqueKeys(of: child, containing: [column.name]), declared: false,
-                                       indexed: child.hasIndex(leading: [column.name])))
+            paths.append(
+                ReferencePath(
+                    childTable: child.name, childColumns: [column.name], parentColumns: [parentKey],
+                    childRowID: child.rowIDExpression!, childStoredColumns: child.storedColumns.map(\.name),
+                    uniqueKeys: uniqueKeys(of: child, containing: [column.name]), declared: false,
+                    indexed: child.hasIndex(leading: [column.name])))
         }
         return paths
     }

@@ -16,8 +16,10 @@ public enum Renderer {
     }
 
     package static func countsObject(_ c: Counts) -> [String: Any] {
-        ["groups": c.groups, "deleted": c.deleted, "updated": c.updated, "repointed": c.repointed,
-         "children_deleted": c.childrenDeleted, "hashed": c.hashed, "skipped": c.skipped, "batches": c.batches]
+        [
+            "groups": c.groups, "deleted": c.deleted, "updated": c.updated, "repointed": c.repointed,
+            "children_deleted": c.childrenDeleted, "hashed": c.hashed, "skipped": c.skipped, "batches": c.batches,
+        ]
     }
 
     package static func rounded(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
@@ -49,7 +51,9 @@ public enum Renderer {
         if let reinserted = summary.reinserted { object["reinserted"] = reinserted }
         if let reverted = summary.reverted { object["reverted"] = reverted }
         if !summary.migration.isEmpty {
-            object["migration"] = summary.migration.map { ["summary": $0.summary, "sql": $0.sql, "rebuild": $0.rebuildsTable] as [String: Any] }
+            object["migration"] = summary.migration.map {
+                ["summary": $0.summary, "sql": $0.sql, "rebuild": $0.rebuildsTable] as [String: Any]
+            }
         }
         if !summary.drift.isEmpty { object["drift"] = summary.drift }
         if !summary.notes.isEmpty { object["notes"] = summary.notes }
@@ -85,8 +89,10 @@ public enum Renderer {
 
     /// `{"event":"migration", ...}`: one applied migration step.
     public static func json(migrationStep step: PlannedStep, index: Int, seconds: Double) -> String {
-        jsonLine(["event": "migration", "step": index, "summary": step.summary, "sql": step.sql, "rebuild": step.rebuildsTable,
-                  "seconds": rounded(seconds)])
+        jsonLine([
+            "event": "migration", "step": index, "summary": step.summary, "sql": step.sql, "rebuild": step.rebuildsTable,
+            "seconds": rounded(seconds),
+        ])
     }
 
     /// `{"event":"error", ...}`: printed by the command line before a non-zero exit in JSON mode.
@@ -121,11 +127,15 @@ public enum Renderer {
 
     package static func countsLine(_ c: Counts, wouldBe: Bool) -> String {
         let verb = wouldBe ? "to " : ""
-        var parts = [plural(c.groups, "duplicate group"),
-                     "\(plural(c.deleted, "row")) \(verb)\(wouldBe ? "delete" : "deleted")",
-                     "\(c.updated) \(wouldBe ? "to update" : "updated")",
-                     "\(plural(c.repointed, "reference")) \(wouldBe ? "to re-point" : "re-pointed")"]
-        if c.childrenDeleted > 0 { parts.append("\(plural(c.childrenDeleted, "duplicate child row")) \(wouldBe ? "to delete" : "deleted")") }
+        var parts = [
+            plural(c.groups, "duplicate group"),
+            "\(plural(c.deleted, "row")) \(verb)\(wouldBe ? "delete" : "deleted")",
+            "\(c.updated) \(wouldBe ? "to update" : "updated")",
+            "\(plural(c.repointed, "reference")) \(wouldBe ? "to re-point" : "re-pointed")",
+        ]
+        if c.childrenDeleted > 0 {
+            parts.append("\(plural(c.childrenDeleted, "duplicate child row")) \(wouldBe ? "to delete" : "deleted")")
+        }
         if c.hashed > 0 { parts.append("\(plural(c.hashed, "key hash", "key hashes")) \(wouldBe ? "to store" : "stored")") }
         if c.skipped > 0 { parts.append("\(c.skipped) skipped (changed meanwhile)") }
         return parts.joined(separator: ", ")
@@ -156,8 +166,10 @@ public enum Renderer {
             lines.append("dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + "))")
             lines.append("  winner: \(rule.winner)")
             if let incremental = rule.incremental {
-                lines.append(incremental ? "  incremental: only keys of rows added or changed since the last run"
-                                         : "  incremental: full pass (change tracking starts now)")
+                lines.append(
+                    incremental
+                        ? "  incremental: only keys of rows added or changed since the last run"
+                        : "  incremental: full pass (change tracking starts now)")
             }
             if !rule.references.isEmpty { lines.append("  references: \(rule.references.joined(separator: ", "))") }
             for warning in rule.warnings { lines.append("  warning: \(warning)") }
@@ -175,17 +187,21 @@ public enum Renderer {
         }
         switch summary.command {
         case .check where !summary.drift.isEmpty:
-            lines.append("FAIL: \(plural(summary.drift.count, "schema difference")) from the target schema"
-                         + (summary.counts.groups > 0 ? ", and \(plural(summary.counts.groups, "duplicate group"))" : ""))
+            lines.append(
+                "FAIL: \(plural(summary.drift.count, "schema difference")) from the target schema"
+                    + (summary.counts.groups > 0 ? ", and \(plural(summary.counts.groups, "duplicate group"))" : ""))
         case .check:
-            lines.append(summary.counts.groups > 0
-                         ? "FAIL: \(plural(summary.counts.groups, "duplicate group")) (\(summary.counts.deleted) extra rows) left under the job's rules"
-                         : "OK: no duplicates under the job's rules")
+            lines.append(
+                summary.counts.groups > 0
+                    ? "FAIL: \(plural(summary.counts.groups, "duplicate group")) (\(summary.counts.deleted) extra rows) left under the job's rules"
+                    : "OK: no duplicates under the job's rules")
         case .restore:
             lines.append("restored: \(summary.reinserted ?? 0) rows re-inserted, \(summary.reverted ?? 0) rows reverted")
         default:
             let time = includeTimes ? String(format: " in %.2f s", summary.seconds) : ""
-            lines.append("\(summary.status): \(countsLine(summary.counts, wouldBe: wouldBe)) in \(plural(summary.counts.batches, "batch", "batches"))\(time)")
+            lines.append(
+                "\(summary.status): \(countsLine(summary.counts, wouldBe: wouldBe)) in \(plural(summary.counts.batches, "batch", "batches"))\(time)"
+            )
         }
         return lines.joined(separator: "\n")
     }
@@ -202,8 +218,11 @@ public enum Renderer {
         for e in entries {
             let restore = e.restoresRun.map { " (restores run \($0))" } ?? ""
             let restoredBy = e.restoredBy.map { " (restored by run \($0))" } ?? ""
-            lines.append(row([String(e.runID), e.command.rawValue, e.status.rawValue, e.startedAt, String(e.counts.groups), String(e.counts.deleted),
-                              String(e.counts.updated), String(e.counts.repointed), (e.job ?? "-") + restore + restoredBy]))
+            lines.append(
+                row([
+                    String(e.runID), e.command.rawValue, e.status.rawValue, e.startedAt, String(e.counts.groups), String(e.counts.deleted),
+                    String(e.counts.updated), String(e.counts.repointed), (e.job ?? "-") + restore + restoredBy,
+                ]))
             if let message = e.message, e.status != .completed { lines.append("     \(message)") }
         }
         return lines.joined(separator: "\n")
@@ -225,12 +244,16 @@ public enum Renderer {
         for summary in summaries {
             let suiteFailures = summary.rules.filter { $0.counts.groups > 0 }.count
             let time = includeTimes ? String(format: "%.3f", summary.seconds) : "0"
-            lines.append("  <testsuite name=\"\(xmlEscape(summary.job ?? "job"))\" tests=\"\(summary.rules.count)\" failures=\"\(suiteFailures)\" time=\"\(time)\">")
+            lines.append(
+                "  <testsuite name=\"\(xmlEscape(summary.job ?? "job"))\" tests=\"\(summary.rules.count)\" failures=\"\(suiteFailures)\" time=\"\(time)\">"
+            )
             for rule in summary.rules {
                 let name = xmlEscape("dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + "))")
                 if rule.counts.groups > 0 {
                     lines.append("    <testcase classname=\"winnow.check\" name=\"\(name)\">")
-                    lines.append("      <failure message=\"\(xmlEscape(plural(rule.counts.groups, "duplicate group"))) left\">\(xmlEscape(countsLine(rule.counts, wouldBe: true)))</failure>")
+                    lines.append(
+                        "      <failure message=\"\(xmlEscape(plural(rule.counts.groups, "duplicate group"))) left\">\(xmlEscape(countsLine(rule.counts, wouldBe: true)))</failure>"
+                    )
                     lines.append("    </testcase>")
                 } else {
                     lines.append("    <testcase classname=\"winnow.check\" name=\"\(name)\"/>")
@@ -238,7 +261,9 @@ public enum Renderer {
             }
             if !summary.drift.isEmpty {
                 lines.append("    <testcase classname=\"winnow.check\" name=\"schema\">")
-                lines.append("      <failure message=\"\(xmlEscape(plural(summary.drift.count, "schema difference")))\">\(xmlEscape(summary.drift.joined(separator: "\n")))</failure>")
+                lines.append(
+                    "      <failure message=\"\(xmlEscape(plural(summary.drift.count, "schema difference")))\">\(xmlEscape(summary.drift.joined(separator: "\n")))</failure>"
+                )
                 lines.append("    </testcase>")
             }
             lines.append("  </testsuite>")

@@ -19,7 +19,8 @@ public enum SchemaPrinter {
 
     /// A string node, plain when it reads back as the same string, else double-quoted.
     package static func plain(_ text: String) -> Node {
-        let simple = !text.isEmpty && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "_" }
+        let simple =
+            !text.isEmpty && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "_" }
             && !(text.first?.isNumber ?? true)
         if simple, Resolver.default.resolveTag(of: Node(text)) == .str { return Node(text, Tag(.str)) }
         return Node(text, Tag(.str), .doubleQuoted)
@@ -60,17 +61,20 @@ public enum SchemaPrinter {
             if !table.renamedFrom.isEmpty { entry.append((Node("renamed_from"), namesNode(table.renamedFrom))) }
             entry.append((Node("columns"), .sequence(Node.Sequence(columns))))
             let indexes: [Node] = table.indexes.map { index in
-                flow([("name", plain(index.name)),
-                      ("columns", .sequence(Node.Sequence(index.columns.map(plain), .implicit, .flow))),
-                      ("unique", Node(index.unique ? "true" : "false", Tag(.bool)))])
+                flow([
+                    ("name", plain(index.name)),
+                    ("columns", .sequence(Node.Sequence(index.columns.map(plain), .implicit, .flow))),
+                    ("unique", Node(index.unique ? "true" : "false", Tag(.bool))),
+                ])
             }
             if !indexes.isEmpty { entry.append((Node("indexes"), .sequence(Node.Sequence(indexes)))) }
             tables.append((plain(table.name), .mapping(Node.Mapping(entry))))
         }
-        let root: Node = .mapping(Node.Mapping([
-            (Node("version"), Node(String(model.version), Tag(.int))),
-            (Node("tables"), .mapping(Node.Mapping(tables))),
-        ]))
+        let root: Node = .mapping(
+            Node.Mapping([
+                (Node("version"), Node(String(model.version), Tag(.int))),
+                (Node("tables"), .mapping(Node.Mapping(tables))),
+            ]))
         return try Yams.serialize(node: root, width: -1, allowUnicode: true, sortKeys: false).trimmingCharacters(in: .newlines)
     }
 }

@@ -43,8 +43,9 @@ extension JobRunner {
         }
         let totals = summaries.reduce(Counts()) { $0 + $1.counts }
         let status: RunStatus = !drift.isEmpty ? .drift : (totals.groups > 0 ? .duplicates : .clean)
-        var summary = RunSummary(command: .check, status: status, job: job.file, database: path,
-                                 dryRun: true, counts: totals, seconds: Date().timeIntervalSince(started), rules: summaries)
+        var summary = RunSummary(
+            command: .check, status: status, job: job.file, database: path,
+            dryRun: true, counts: totals, seconds: Date().timeIntervalSince(started), rules: summaries)
         summary.drift = drift
         summary.notes = notes
         return summary

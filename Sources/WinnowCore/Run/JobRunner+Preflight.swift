@@ -18,7 +18,9 @@ extension JobRunner {
     /// changes nothing, and `plan` refuses what `run` would): the migration, rehearsed on a copy
     /// of the schema; every rule against the schema it leaves; the seed's file and tables; and,
     /// when there are migration steps, the data guards on the rows as the migration will leave them.
-    package static func preflight(_ job: Job, target: SchemaModel?, session: any DatabaseSession, settings: BatchSettings) throws -> Preflight {
+    package static func preflight(
+        _ job: Job, target: SchemaModel?, session: any DatabaseSession, settings: BatchSettings
+    ) throws -> Preflight {
         let live = try session.inspect()
         var checked = Preflight()
         var resulting = live
@@ -39,17 +41,21 @@ extension JobRunner {
                 }
             }
             for index in checked.rules.indices { checked.rules[index].sources = checked.sources }
-            try session.checkGuardsBeforeMigrating(job, rules: checked.rules, plan: plan, preview: preview, resulting: resulting,
-                                                   settings: settings)
+            try session.checkGuardsBeforeMigrating(
+                job, rules: checked.rules, plan: plan, preview: preview, resulting: resulting,
+                settings: settings)
         }
         return checked
     }
 
     /// The steps that bring the database to `target`, or a refusal (exit 65).
-    package static func migrationPlan(_ session: any DatabaseSession, live: LiveSchema, job: Job, target: SchemaModel) throws -> MigrationPlan {
-        let planner = MigrationPlanner(live: live, liveVersion: try SchemaVersions.recorded(session)?.version, target: target,
-                                       allowDataLoss: job.allowDataLoss, dedupedTables: Set(job.dedupe.map(\.entity.value)),
-                                       sqliteVersion: session.engineVersion, dependents: try session.dependents())
+    package static func migrationPlan(
+        _ session: any DatabaseSession, live: LiveSchema, job: Job, target: SchemaModel
+    ) throws -> MigrationPlan {
+        let planner = MigrationPlanner(
+            live: live, liveVersion: try SchemaVersions.recorded(session)?.version, target: target,
+            allowDataLoss: job.allowDataLoss, dedupedTables: Set(job.dedupe.map(\.entity.value)),
+            sqliteVersion: session.engineVersion, dependents: try session.dependents())
         do {
             return try planner.plan()
         } catch let WinnowError.refused(message) {

@@ -18,8 +18,10 @@ extension JobRunner {
     /// stored hashes of the rows that remain follow. `plan` runs the same loop with executions
     /// that write nothing (each remembers what it would have deleted, so later rules count
     /// as a run would).
-    package static func dedupe(_ rules: [CompiledRule], mode: LoopMode, options: RunOptions, job: Job, session: any DatabaseSession,
-                       totals: inout Counts, onEvent: @escaping (RunEvent) -> Void) throws -> [RuleSummary] {
+    package static func dedupe(
+        _ rules: [CompiledRule], mode: LoopMode, options: RunOptions, job: Job, session: any DatabaseSession,
+        totals: inout Counts, onEvent: @escaping (RunEvent) -> Void
+    ) throws -> [RuleSummary] {
         let settings = settings(job, options)
         let record = mode.record
         // A run starts tracking before any discovery, so no change can fall between a full
@@ -27,8 +29,9 @@ extension JobRunner {
         let incremental = try incrementalStates(rules, session: session, install: record != nil)
         func execution(_ rule: CompiledRule) -> any RuleExecution {
             let state = incremental[rule.rule.index]
-            let options = RuleExecutionOptions(settings: settings, sampleLimit: record == nil ? options.sampleLimit ?? Int.max : 0,
-                                               changesUpTo: state?.tracking == true ? state?.upTo : nil, onEvent: onEvent)
+            let options = RuleExecutionOptions(
+                settings: settings, sampleLimit: record == nil ? options.sampleLimit ?? Int.max : 0,
+                changesUpTo: state?.tracking == true ? state?.upTo : nil, onEvent: onEvent)
             return session.ruleExecution(rule, runID: record?.id, options: options)
         }
         var discoveries: [Discovery?] = Array(repeating: nil, count: rules.count)
@@ -71,14 +74,16 @@ extension JobRunner {
         return summaries
     }
 
-    package static func ruleSummary(_ rule: CompiledRule, _ discovery: Discovery, _ counts: Counts, _ samples: [GroupSample]) -> RuleSummary {
-        RuleSummary(index: rule.rule.index, table: rule.table,
-                    key: rule.keyColumns.map { name in
-                        let chain = rule.normalizers[name, default: []]
-                        return chain.isEmpty ? name : "\(name) (\(chain.map(\.rawValue).joined(separator: ", ")))"
-                    },
-                    winner: rule.winnerDescription, references: rule.references.map(\.label),
-                    discovery: discovery, counts: counts, samples: samples)
+    package static func ruleSummary(_ rule: CompiledRule, _ discovery: Discovery, _ counts: Counts, _ samples: [GroupSample]) -> RuleSummary
+    {
+        RuleSummary(
+            index: rule.rule.index, table: rule.table,
+            key: rule.keyColumns.map { name in
+                let chain = rule.normalizers[name, default: []]
+                return chain.isEmpty ? name : "\(name) (\(chain.map(\.rawValue).joined(separator: ", ")))"
+            },
+            winner: rule.winnerDescription, references: rule.references.map(\.label),
+            discovery: discovery, counts: counts, samples: samples)
     }
 
     /// How an incremental rule runs now: limited to the changes up to `upTo`, or in full.
@@ -90,8 +95,10 @@ extension JobRunner {
     /// Tables whose tracking a job's rules want, and the state of each incremental rule. A run
     /// installs the tracking for a rule that is not tracked yet (its run is then a full one) and
     /// removes it from a table whose rules no longer say incremental.
-    package static func incrementalStates(_ rules: [CompiledRule], session: any DatabaseSession,
-                                  install: Bool) throws -> [Int: IncrementalState] {
+    package static func incrementalStates(
+        _ rules: [CompiledRule], session: any DatabaseSession,
+        install: Bool
+    ) throws -> [Int: IncrementalState] {
         var states: [Int: IncrementalState] = [:]
         let tracker = session.changeTracker
         let wanted = Set(rules.filter(\.rule.incremental).map { $0.table.lowercased() })

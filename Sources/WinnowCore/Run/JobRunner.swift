@@ -33,8 +33,10 @@ public enum JobRunner {
 
     /// What `run` would do, on a read-only connection: the same rule loop with executions that
     /// write nothing. Rules are evaluated against the database as it is now.
-    public static func plan(_ job: Job, options: RunOptions = .init(), backend: any DatabaseBackend,
-                            onEvent: @escaping (RunEvent) -> Void = { _ in }) throws -> RunSummary {
+    public static func plan(
+        _ job: Job, options: RunOptions = .init(), backend: any DatabaseBackend,
+        onEvent: @escaping (RunEvent) -> Void = { _ in }
+    ) throws -> RunSummary {
         let path = try databasePath(job, options)
         let target = try target(job)
         let started = Date()
@@ -47,15 +49,19 @@ public enum JobRunner {
             if let target, migration.isEmpty { notes.append("schema: the database already matches version \(target.version)") }
             if !checked.sources.isEmpty { notes.append("dedupe counts are of the rows as the migration will leave them") }
             if let seed = job.seed {
-                notes.append(try SchemaVersions.isSeeded(session, name: seed.name.value)
-                             ? "seed '\(seed.name.value)' was applied before; it is not applied again"
-                             : "seed '\(seed.name.value)' would copy \(seed.tables.map(\.value).joined(separator: ", ")) from \(seed.from.value)")
+                notes.append(
+                    try SchemaVersions.isSeeded(session, name: seed.name.value)
+                        ? "seed '\(seed.name.value)' was applied before; it is not applied again"
+                        : "seed '\(seed.name.value)' would copy \(seed.tables.map(\.value).joined(separator: ", ")) from \(seed.from.value)"
+                )
             }
             var totals = Counts()
-            let summaries = try dedupe(checked.rules, mode: .plan, options: options, job: job, session: session, totals: &totals,
-                                       onEvent: onEvent)
-            var summary = RunSummary(command: .plan, status: .planned, job: job.file, database: path, dryRun: true, counts: totals,
-                                     migrationSteps: migration.count, seconds: Date().timeIntervalSince(started), rules: summaries)
+            let summaries = try dedupe(
+                checked.rules, mode: .plan, options: options, job: job, session: session, totals: &totals,
+                onEvent: onEvent)
+            var summary = RunSummary(
+                command: .plan, status: .planned, job: job.file, database: path, dryRun: true, counts: totals,
+                migrationSteps: migration.count, seconds: Date().timeIntervalSince(started), rules: summaries)
             summary.migration = migration
             summary.notes = notes
             return summary
@@ -66,39 +72,46 @@ public enum JobRunner {
 
     /// Deduplicates as the job says, one transaction per batch, recording the run in
     /// `winnow_runs` and (with `archive: true`) every change in `winnow_journal`.
-    public static func run(_ job: Job, options: RunOptions = .init(), backend: any DatabaseBackend,
-                           onEvent: @escaping (RunEvent) -> Void = { _ in }) throws -> RunSummary {
+    public static func run(
+        _ job: Job, options: RunOptions = .init(), backend: any DatabaseBackend,
+        onEvent: @escaping (RunEvent) -> Void = { _ in }
+    ) throws -> RunSummary {
         if options.dryRun { return try plan(job, options: options, backend: backend, onEvent: onEvent) }
         let path = try databasePath(job, options)
         let target = try target(job)
         let started = Date()
         // A job with a schema may start from no database at all: it is created, then migrated.
         return try backend.withSession(path, mode: .readWrite(create: target != nil)) { session in
-            let record = try RunRecord.begin(session, command: .run, job: job.file, archive: job.dedupe.contains(where: \.archive),
-                                             wait: options.wait)
+            let record = try RunRecord.begin(
+                session, command: .run, job: job.file, archive: job.dedupe.contains(where: \.archive),
+                wait: options.wait)
             session.prepareForBatchWrites()
             var totals = Counts()
             var applied: [PlannedStep] = []
             var notes: [String] = []
             let summaries = try record.guarding(totals: { totals }, started: started) {
-                try execute(job, target: target, options: options, session: session, record: record, totals: &totals,
-                            applied: &applied, notes: &notes, onEvent: onEvent)
+                try execute(
+                    job, target: target, options: options, session: session, record: record, totals: &totals,
+                    applied: &applied, notes: &notes, onEvent: onEvent)
             }
             let seconds = Date().timeIntervalSince(started)
             try record.guarding(totals: { totals }, started: started) {
                 try record.finish(.completed, totals: totals, seconds: seconds, message: nil)
             }
-            var summary = RunSummary(command: .run, runID: record.id, status: .completed, job: job.file, database: path,
-                                     counts: totals, migrationSteps: applied.count, seconds: seconds, rules: summaries)
+            var summary = RunSummary(
+                command: .run, runID: record.id, status: .completed, job: job.file, database: path,
+                counts: totals, migrationSteps: applied.count, seconds: seconds, rules: summaries)
             summary.migration = applied
             summary.notes = notes
             return summary
         }
     }
 
-    package static func execute(_ job: Job, target: SchemaModel?, options: RunOptions, session: any DatabaseSession, record: RunRecord,
-                        totals: inout Counts, applied: inout [PlannedStep], notes: inout [String],
-                        onEvent: @escaping (RunEvent) -> Void) throws -> [RuleSummary] {
+    package static func execute(
+        _ job: Job, target: SchemaModel?, options: RunOptions, session: any DatabaseSession, record: RunRecord,
+        totals: inout Counts, applied: inout [PlannedStep], notes: inout [String],
+        onEvent: @escaping (RunEvent) -> Void
+    ) throws -> [RuleSummary] {
         // 1. Migrate (unique indexes of deduplicated tables wait for their rules).
         var deferred: [MigrationStep] = []
         let settings = settings(job, options)
@@ -107,8 +120,9 @@ public enum JobRunner {
             var current: String?
             if case let .rebuild(r) = step { current = try session.tableDefinition(r.table) }
             if let remark = try session.apply(step, settings: settings) { notes.append(remark) }
-            let planned = PlannedStep(summary: step.summary, sql: MigrationSQL.statements(step, currentSQL: current),
-                                      rebuildsTable: step.rebuildsTable)
+            let planned = PlannedStep(
+                summary: step.summary, sql: MigrationSQL.statements(step, currentSQL: current),
+                rebuildsTable: step.rebuildsTable)
             applied.append(planned)
             try record.record(migrationSteps: applied.count)
             onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))
@@ -119,7 +133,10 @@ public enum JobRunner {
         try session.finishInterrupted(.retired, settings: settings)
         if let plan {
             for step in plan.steps {
-                if case let .createIndex(_, _, afterDedupe) = step, afterDedupe { deferred.append(step); continue }
+                if case let .createIndex(_, _, afterDedupe) = step, afterDedupe {
+                    deferred.append(step)
+                    continue
+                }
                 try apply(step)
             }
         }
@@ -128,19 +145,23 @@ public enum JobRunner {
         // 2. Seed once.
         if let seed = job.seed {
             let outcome = try session.seed(seed, runID: record.id, checkingAgainst: nil)
-            notes.append(outcome.seeded ? "seed '\(seed.name.value)': \(outcome.rows) rows copied"
-                                        : "seed '\(seed.name.value)' was applied before; not applied again")
+            notes.append(
+                outcome.seeded
+                    ? "seed '\(seed.name.value)': \(outcome.rows) rows copied"
+                    : "seed '\(seed.name.value)' was applied before; not applied again")
         }
         // 3. Deduplicate, against the schema as the migration left it.
         let rules = try compile(job, session)
-        let summaries = try dedupe(rules, mode: .run(record), options: options, job: job, session: session, totals: &totals,
-                                   onEvent: onEvent)
+        let summaries = try dedupe(
+            rules, mode: .run(record), options: options, job: job, session: session, totals: &totals,
+            onEvent: onEvent)
         // 4. The unique indexes that keep the duplicates out, then the version.
         for step in deferred { try apply(step) }
         if let target {
             try session.writeTransaction {
-                try SchemaVersions.record(session, version: target.version, checksum: try SchemaVersions.checksum(of: target),
-                                          runID: record.id)
+                try SchemaVersions.record(
+                    session, version: target.version, checksum: try SchemaVersions.checksum(of: target),
+                    runID: record.id)
             }
         }
         return summaries

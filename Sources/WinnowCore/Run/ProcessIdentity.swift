@@ -21,7 +21,8 @@ public struct ProcessIdentity: Sendable, Equatable {
 
     package static func startTime(of pid: Int32) -> String? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         // Fields after the command name (which may hold spaces): field 3 is first.
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         return fields.count > 19 ? String(fields[19]) : nil

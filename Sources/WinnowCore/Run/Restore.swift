@@ -4,8 +4,10 @@ import Foundation
 /// first, in one transaction, so the database is either fully restored or untouched. The run
 /// record and the lock are the same as a run's (``RunRecord``); the backend puts the rows back.
 public enum Restore {
-    public static func restore(database location: String, runID: Int64, wait: TimeInterval? = nil,
-                               backend: any DatabaseBackend) throws -> RunSummary {
+    public static func restore(
+        database location: String, runID: Int64, wait: TimeInterval? = nil,
+        backend: any DatabaseBackend
+    ) throws -> RunSummary {
         let started = Date()
         return try backend.withSession(location, mode: .readWrite(create: false)) { session in
             guard try Bookkeeping.isInstalled(session) else {
@@ -18,11 +20,13 @@ public enum Restore {
             }
             let seconds = Date().timeIntervalSince(started)
             try record.guarding(totals: { nil }, started: started) {
-                try record.finish(.completed, totals: nil, seconds: seconds,
-                                  message: "restored run \(runID): \(reinserted) rows re-inserted, \(reverted) rows reverted")
+                try record.finish(
+                    .completed, totals: nil, seconds: seconds,
+                    message: "restored run \(runID): \(reinserted) rows re-inserted, \(reverted) rows reverted")
             }
-            var summary = RunSummary(command: .restore, runID: record.id, status: .restored, job: nil, database: location,
-                                     seconds: seconds, message: "run \(runID) restored")
+            var summary = RunSummary(
+                command: .restore, runID: record.id, status: .restored, job: nil, database: location,
+                seconds: seconds, message: "run \(runID) restored")
             summary.reinserted = reinserted
             summary.reverted = reverted
             return summary

@@ -15,23 +15,28 @@ public enum RunLock {
         guard let row = try session.row("SELECT pid, process_start, host, run_id, acquired_at FROM \(lock) WHERE id = 1") else {
             return nil
         }
-        return Holder(identity: ProcessIdentity(pid: Int32(try row.int(0)), start: row[1].string, host: try row.string(2)),
-                      runID: row[3].int64, acquiredAt: try row.string(4))
+        return Holder(
+            identity: ProcessIdentity(pid: Int32(try row.int(0)), start: row[1].string, host: try row.string(2)),
+            runID: row[3].int64, acquiredAt: try row.string(4))
     }
 
     /// Takes the lock inside the caller's write transaction, or throws ``WinnowError/locked(_:)``.
     public static func take(_ session: any DatabaseSession, runID: Int64?, me: ProcessIdentity = .current) throws {
         if let holder = try holder(session), holder.identity != me, holder.identity.isAlive {
-            throw WinnowError.locked("""
+            throw WinnowError.locked(
+                """
                 another winnow run holds the lock (run \(holder.runID.map(String.init) ?? "?"), pid \(holder.identity.pid) \
                 on \(holder.identity.host), since \(holder.acquiredAt)); retry later or pass --wait SECONDS
                 """)
         }
         let lock = session.dialect.bookkeeping("winnow_lock")
         try session.execute("DELETE FROM \(lock) WHERE id = 1")
-        try session.execute("INSERT INTO \(lock) (id, run_id, pid, process_start, host, acquired_at) VALUES (1, ?, ?, ?, ?, ?)",
-                            [SQLValue(runID), SQLValue(Int(me.pid)), SQLValue(me.start), SQLValue(me.host),
-                             SQLValue(Bookkeeping.timestamp())])
+        try session.execute(
+            "INSERT INTO \(lock) (id, run_id, pid, process_start, host, acquired_at) VALUES (1, ?, ?, ?, ?, ?)",
+            [
+                SQLValue(runID), SQLValue(Int(me.pid)), SQLValue(me.start), SQLValue(me.host),
+                SQLValue(Bookkeeping.timestamp()),
+            ])
     }
 
     /// Names the run holding the lock.
@@ -40,8 +45,9 @@ public enum RunLock {
     }
 
     public static func release(_ session: any DatabaseSession, me: ProcessIdentity = .current) throws {
-        try session.execute("DELETE FROM \(session.dialect.bookkeeping("winnow_lock")) WHERE id = 1 AND pid = ? AND host = ?",
-                            [SQLValue(Int(me.pid)), SQLValue(me.host)])
+        try session.execute(
+            "DELETE FROM \(session.dialect.bookkeeping("winnow_lock")) WHERE id = 1 AND pid = ? AND host = ?",
+            [SQLValue(Int(me.pid)), SQLValue(me.host)])
     }
 
     /// Runs `attempt` (which takes the lock) until it succeeds or `wait` seconds pass.

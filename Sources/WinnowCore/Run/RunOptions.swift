@@ -13,8 +13,10 @@ public struct RunOptions: Sendable {
     /// Groups listed per rule by `plan` (nil: all).
     public var sampleLimit: Int? = 20
 
-    public init(database: String? = nil, batchSize: Int? = nil, dryRun: Bool = false, wait: TimeInterval? = nil,
-                sampleLimit: Int? = 20) {
+    public init(
+        database: String? = nil, batchSize: Int? = nil, dryRun: Bool = false, wait: TimeInterval? = nil,
+        sampleLimit: Int? = 20
+    ) {
         self.database = database
         self.batchSize = batchSize
         self.dryRun = dryRun

@@ -10,20 +10,27 @@ public struct RunRecord {
     /// Installs the bookkeeping tables, takes the lock (waiting up to `wait` seconds for
     /// another run's), marks whatever was still running as interrupted (it lost its lock) and
     /// records the new run, in one transaction.
-    public static func begin(_ session: any DatabaseSession, command: RunCommand, job: String?, archive: Bool = false,
-                             restores: Int64? = nil, wait: TimeInterval?, me: ProcessIdentity = .current) throws -> RunRecord {
+    public static func begin(
+        _ session: any DatabaseSession, command: RunCommand, job: String?, archive: Bool = false,
+        restores: Int64? = nil, wait: TimeInterval?, me: ProcessIdentity = .current
+    ) throws -> RunRecord {
         let runs = session.dialect.bookkeeping("winnow_runs")
         let id = try RunLock.withRetry(wait: wait) { () -> Int64 in
             var id: Int64 = 0
             try session.writeTransaction {
                 try Bookkeeping.install(session)
                 try RunLock.take(session, runID: nil, me: me)
-                try session.execute("UPDATE \(runs) SET status = ? WHERE status = ?",
-                                    [SQLValue(RunStatus.interrupted.rawValue), SQLValue(RunStatus.running.rawValue)])
-                let row = try session.row("""
+                try session.execute(
+                    "UPDATE \(runs) SET status = ? WHERE status = ?",
+                    [SQLValue(RunStatus.interrupted.rawValue), SQLValue(RunStatus.running.rawValue)])
+                let row = try session.row(
+                    """
                     INSERT INTO \(runs) (command, job, started_at, status, archive, restores_run) VALUES (?, ?, ?, ?, ?, ?) RETURNING id
-                    """, [SQLValue(command.rawValue), SQLValue(job), SQLValue(Bookkeeping.timestamp()),
-                          SQLValue(RunStatus.running.rawValue), SQLValue(archive), SQLValue(restores)])
+                    """,
+                    [
+                        SQLValue(command.rawValue), SQLValue(job), SQLValue(Bookkeeping.timestamp()),
+                        SQLValue(RunStatus.running.rawValue), SQLValue(archive), SQLValue(restores),
+                    ])
                 guard let row else { throw WinnowError.internal("the new run's id was not returned") }
                 id = try row.int64(0)
                 try RunLock.assign(session, runID: id)
@@ -47,15 +54,18 @@ public struct RunRecord {
     }
 
     public static func progressArguments(_ totals: Counts, runID: Int64) -> [SQLValue] {
-        [SQLValue(totals.groups), SQLValue(totals.deleted), SQLValue(totals.updated), SQLValue(totals.repointed),
-         SQLValue(totals.childrenDeleted), SQLValue(totals.hashed), SQLValue(totals.skipped), SQLValue(totals.batches),
-         SQLValue(runID)]
+        [
+            SQLValue(totals.groups), SQLValue(totals.deleted), SQLValue(totals.updated), SQLValue(totals.repointed),
+            SQLValue(totals.childrenDeleted), SQLValue(totals.hashed), SQLValue(totals.skipped), SQLValue(totals.batches),
+            SQLValue(runID),
+        ]
     }
 
     /// The migration steps applied so far.
     public func record(migrationSteps: Int) throws {
-        try session.execute("UPDATE \(session.dialect.bookkeeping("winnow_runs")) SET migration_steps = ? WHERE id = ?",
-                            [SQLValue(migrationSteps), SQLValue(id)])
+        try session.execute(
+            "UPDATE \(session.dialect.bookkeeping("winnow_runs")) SET migration_steps = ? WHERE id = ?",
+            [SQLValue(migrationSteps), SQLValue(id)])
     }
 
     /// Records how the run ended and releases the lock, in one transaction (after rolling back
@@ -64,11 +74,15 @@ public struct RunRecord {
         session.rollbackIfNeeded()
         try session.writeTransaction {
             if let totals { try record(totals) }
-            try session.execute("""
+            try session.execute(
+                """
                 UPDATE \(session.dialect.bookkeeping("winnow_runs")) SET status = ?, finished_at = ?, seconds = coalesce(?, seconds),
                     message = ? WHERE id = ?
-                """, [SQLValue(status.rawValue), SQLValue(Bookkeeping.timestamp()), seconds.map(SQLValue.init) ?? .null,
-                      SQLValue(message), SQLValue(id)])
+                """,
+                [
+                    SQLValue(status.rawValue), SQLValue(Bookkeeping.timestamp()), seconds.map(SQLValue.init) ?? .null,
+                    SQLValue(message), SQLValue(id),
+                ])
             try RunLock.release(session, me: me)
         }
     }

@@ -25,9 +25,11 @@ public struct RunSummary: Sendable, Equatable {
     public var reinserted: Int?
     public var reverted: Int?
 
-    public init(command: RunCommand, runID: Int64? = nil, status: RunStatus, job: String?, database: String, dryRun: Bool = false,
-                counts: Counts = Counts(), migrationSteps: Int = 0, seconds: Double = 0, rules: [RuleSummary] = [],
-                message: String? = nil) {
+    public init(
+        command: RunCommand, runID: Int64? = nil, status: RunStatus, job: String?, database: String, dryRun: Bool = false,
+        counts: Counts = Counts(), migrationSteps: Int = 0, seconds: Double = 0, rules: [RuleSummary] = [],
+        message: String? = nil
+    ) {
         self.command = command
         self.runID = runID
         self.status = status

@@ -25,8 +25,9 @@ public enum SchemaVersions {
         try install(session)
         let table = session.dialect.bookkeeping("winnow_schema")
         try session.execute("DELETE FROM \(table) WHERE id = 1")
-        try session.execute("INSERT INTO \(table) (id, version, checksum, applied_at, run_id) VALUES (1, ?, ?, ?, ?)",
-                            [SQLValue(version), SQLValue(checksum), SQLValue(Bookkeeping.timestamp()), SQLValue(runID)])
+        try session.execute(
+            "INSERT INTO \(table) (id, version, checksum, applied_at, run_id) VALUES (1, ?, ?, ?, ?)",
+            [SQLValue(version), SQLValue(checksum), SQLValue(Bookkeeping.timestamp()), SQLValue(runID)])
     }
 
     /// SHA-256 (hex) of the model's canonical rendering: two files describing the same model

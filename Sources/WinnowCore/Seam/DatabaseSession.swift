@@ -63,8 +63,9 @@ public protocol DatabaseSession: AnyObject {
     func finishInterrupted(_ work: InterruptedWork, settings: BatchSettings) throws
     /// Refuses a job whose guards or new unique indexes would fail once migrated, evaluated on
     /// the rows as `preview` shows them (nothing is written).
-    func checkGuardsBeforeMigrating(_ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
-                                    resulting: LiveSchema, settings: BatchSettings) throws
+    func checkGuardsBeforeMigrating(
+        _ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
+        resulting: LiveSchema, settings: BatchSettings) throws
     /// Copies a seed once (`runID`), or with `runID` nil checks it against `schema` only.
     func seed(_ spec: SeedSpec, runID: Int64?, checkingAgainst schema: LiveSchema?) throws -> SeedOutcome
     /// The executor of one rule; `runID` nil makes it write nothing (`plan`).
@@ -103,8 +104,10 @@ public struct RuleExecutionOptions {
     public var changesUpTo: Int64?
     public var onEvent: (RunEvent) -> Void
 
-    public init(settings: BatchSettings, sampleLimit: Int = 0, changesUpTo: Int64? = nil,
-                onEvent: @escaping (RunEvent) -> Void = { _ in }) {
+    public init(
+        settings: BatchSettings, sampleLimit: Int = 0, changesUpTo: Int64? = nil,
+        onEvent: @escaping (RunEvent) -> Void = { _ in }
+    ) {
         self.settings = settings
         self.sampleLimit = sampleLimit
         self.changesUpTo = changesUpTo

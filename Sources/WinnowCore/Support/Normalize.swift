@@ -81,7 +81,10 @@ public enum Normalize {
         var isASCII = true
         var hasUpper = false
         for byte in text.utf8 {
-            if byte >= 0x80 { isASCII = false; break }
+            if byte >= 0x80 {
+                isASCII = false
+                break
+            }
             if byte >= 0x41 && byte <= 0x5A { hasUpper = true }
         }
         if isASCII {

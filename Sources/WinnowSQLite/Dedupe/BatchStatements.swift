@@ -95,7 +95,8 @@ struct BatchStatements {
             WHERE l.first > ? AND l.first <= ? AND \(rule.sameKey("a", "b"))
             """
         // Every row of the batch's groups: the winner (rn 0), then its losers.
-        let groupRows = "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
+        let groupRows =
+            "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
         findSwaps = """
             INSERT INTO temp.winnow_swaps (cand, actual)
             SELECT cand, rid FROM (
@@ -134,26 +135,30 @@ struct BatchStatements {
                 .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
             // How the children of a group row `g.rid` (parent `p`) are reached: by index, or through the map.
             // CROSS JOIN keeps SQLite's planner from driving the join from the (large) child table.
-            let children = path.indexed
+            let children =
+                path.indexed
                 ? "CROSS JOIN \(child) AS c ON \(join)"
                 : "CROSS JOIN temp.winnow_refs AS m ON m.path = \(index) AND m.rid = p.\(rowID) CROSS JOIN \(child) AS c ON c.\(path.childRowID) = m.child AND \(join)"
             // The children of the batch's losers (`b`).
             let loserChildren = "FROM temp.winnow_batch AS b CROSS JOIN \(table) AS p ON p.\(rowID) = b.rid \(children)"
-            fillMoves.append("""
+            fillMoves.append(
+                """
                 INSERT INTO temp.winnow_moves (path, child, winner)
                 SELECT \(index), c.\(path.childRowID), b.winner \(loserChildren)
                 """)
             dangling.append("SELECT count(*), min(c.\(path.childRowID)) \(loserChildren)")
             let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
             let selectedKeys = keyColumns.map { ", c.\($0.sqlIdentifier)" }.joined()
-            groupChildren.append("""
+            groupChildren.append(
+                """
                 SELECT c.\(path.childRowID), g.winner, g.rn\(selectedKeys)
                 FROM \(groupRows) AS g
                 CROSS JOIN \(table) AS p ON p.\(rowID) = g.rid \(children)
                 ORDER BY g.winner, g.rn, c.\(path.childRowID)
                 """)
             let parentValues = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
-            winnerKeys.append("""
+            winnerKeys.append(
+                """
                 SELECT g.winner, \(parentValues) FROM (SELECT DISTINCT winner FROM temp.winnow_batch) AS g
                 CROSS JOIN \(table) AS p ON p.\(rowID) = g.winner
                 """)
@@ -161,11 +166,13 @@ struct BatchStatements {
             let sources = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
             let childTable = "main.\(path.childTable.sqlIdentifier)"
             deleteChild.append("DELETE FROM \(childTable) WHERE \(path.childRowID) = ?")
-            repointChild.append("""
+            repointChild.append(
+                """
                 UPDATE \(childTable) SET \(path.childColumns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")) \
                 WHERE \(path.childRowID) = ?
                 """)
-            applyMoves.append("""
+            applyMoves.append(
+                """
                 UPDATE \(childTable) SET (\(targets)) = (
                     SELECT \(sources) FROM temp.winnow_moves AS mv JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner
                     WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID))
@@ -176,17 +183,22 @@ struct BatchStatements {
             // up through the parent key's index.
             let members = "SELECT rid FROM temp.winnow_mapped"
             let holdsRowID = path.parentColumns.count == 1 && path.parentColumns[0].sqlIdentifier == rowID
-            mapChildren.append(path.indexed ? nil : holdsRowID ? """
-                INSERT INTO temp.winnow_refs (path, rid, child)
-                SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), c.\(path.childRowID) FROM \(child) AS c
-                WHERE c.\(path.childColumns[0].sqlIdentifier) IN (\(members))
-                ORDER BY 1, 2, 3
-                """ : """
-                INSERT INTO temp.winnow_refs (path, rid, child)
-                SELECT \(index), p.\(rowID), c.\(path.childRowID) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
-                WHERE p.\(rowID) IN (\(members))
-                ORDER BY 1, 2, 3
-                """)
+            mapChildren.append(
+                path.indexed
+                    ? nil
+                    : holdsRowID
+                        ? """
+                        INSERT INTO temp.winnow_refs (path, rid, child)
+                        SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), c.\(path.childRowID) FROM \(child) AS c
+                        WHERE c.\(path.childColumns[0].sqlIdentifier) IN (\(members))
+                        ORDER BY 1, 2, 3
+                        """
+                        : """
+                        INSERT INTO temp.winnow_refs (path, rid, child)
+                        SELECT \(index), p.\(rowID), c.\(path.childRowID) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
+                        WHERE p.\(rowID) IN (\(members))
+                        ORDER BY 1, 2, 3
+                        """)
         }
         let collides = rule.references.contains { !$0.indexed && !$0.uniqueKeys.isEmpty }
         fillMapped = """

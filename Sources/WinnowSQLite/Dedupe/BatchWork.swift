@@ -16,7 +16,6 @@ struct BatchWork {
         var childRowID: Int64
     }
 
-
     var number: Int
     var groups = 0
     var losers: [Int64] = []

@@ -12,11 +12,12 @@ import GRDB
 /// in place since a completed run, a run is a full one (and installs them).
 enum ChangeTracking {
     static func install(_ db: Database) throws {
-        try db.execute(sql: """
-            CREATE TABLE IF NOT EXISTS winnow_changes (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, rid INTEGER NOT NULL);
-            CREATE INDEX IF NOT EXISTS winnow_changes_by_table ON winnow_changes (tbl, id);
-            CREATE TABLE IF NOT EXISTS winnow_tracking (tbl TEXT PRIMARY KEY, columns TEXT NOT NULL, since_run INTEGER, installed_at TEXT NOT NULL);
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS winnow_changes (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, rid INTEGER NOT NULL);
+                CREATE INDEX IF NOT EXISTS winnow_changes_by_table ON winnow_changes (tbl, id);
+                CREATE TABLE IF NOT EXISTS winnow_tracking (tbl TEXT PRIMARY KEY, columns TEXT NOT NULL, since_run INTEGER, installed_at TEXT NOT NULL);
+                """)
     }
 
     static func triggerNames(_ table: String) -> [String] {
@@ -29,11 +30,16 @@ enum ChangeTracking {
     static func isTracking(_ db: Database, rule: CompiledRule) throws -> Bool {
         guard try db.tableExists("winnow_tracking") else { return false }
         guard let row = try Row.fetchOne(db, sql: "SELECT columns, since_run FROM winnow_tracking WHERE tbl = ?", arguments: [rule.table]),
-              (row[0] as String) == columnsKey(rule), let since: Int64 = row[1] else { return false }
-        let triggers = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND name IN (?, ?)",
-                                        arguments: StatementArguments(triggerNames(rule.table))) ?? 0
+            (row[0] as String) == columnsKey(rule), let since: Int64 = row[1]
+        else { return false }
+        let triggers =
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND name IN (?, ?)",
+                arguments: StatementArguments(triggerNames(rule.table))) ?? 0
         guard triggers == 2 else { return false }
-        return try Bool.fetchOne(db, sql: "SELECT 1 FROM winnow_runs WHERE id = ? AND status = 'completed'", arguments: [since]) ?? false
+        return try Bool.fetchOne(
+            db, sql: "SELECT 1 FROM winnow_runs WHERE id = ? AND status = ?",
+            arguments: [since, RunStatus.completed.rawValue]) ?? false
     }
 
     /// The key columns: a stored hash derives from them (and winnow's own hash writes must not
@@ -50,14 +56,16 @@ enum ChangeTracking {
             let t = rule.table.sqlIdentifier
             let names = triggerNames(rule.table)
             let rowid = "NEW.\(rule.rowID)"
-            try db.execute(sql: """
-                CREATE TRIGGER main.\(names[0].sqlIdentifier) AFTER INSERT ON \(t) BEGIN
-                    INSERT INTO winnow_changes (tbl, rid) VALUES (\(literal(rule.table)), \(rowid)); END;
-                CREATE TRIGGER main.\(names[1].sqlIdentifier) AFTER UPDATE OF \(trackedColumns(rule).map(\.sqlIdentifier).joined(separator: ", ")) ON \(t) BEGIN
-                    INSERT INTO winnow_changes (tbl, rid) VALUES (\(literal(rule.table)), \(rowid)); END;
-                """)
-            try db.execute(sql: "INSERT INTO winnow_tracking (tbl, columns, since_run, installed_at) VALUES (?, ?, NULL, ?)",
-                           arguments: [rule.table, columnsKey(rule), Bookkeeping.timestamp()])
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER main.\(names[0].sqlIdentifier) AFTER INSERT ON \(t) BEGIN
+                        INSERT INTO winnow_changes (tbl, rid) VALUES (\(literal(rule.table)), \(rowid)); END;
+                    CREATE TRIGGER main.\(names[1].sqlIdentifier) AFTER UPDATE OF \(trackedColumns(rule).map(\.sqlIdentifier).joined(separator: ", ")) ON \(t) BEGIN
+                        INSERT INTO winnow_changes (tbl, rid) VALUES (\(literal(rule.table)), \(rowid)); END;
+                    """)
+            try db.execute(
+                sql: "INSERT INTO winnow_tracking (tbl, columns, since_run, installed_at) VALUES (?, ?, NULL, ?)",
+                arguments: [rule.table, columnsKey(rule), Bookkeeping.timestamp()])
         }
     }
 
@@ -76,8 +84,10 @@ enum ChangeTracking {
     }
 
     static func isInstalled(_ db: Database, table: String) throws -> Bool {
-        try (Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND name IN (?, ?)",
-                          arguments: StatementArguments(triggerNames(table))) ?? 0) > 0
+        try
+            (Int.fetchOne(
+                db, sql: "SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND name IN (?, ?)",
+                arguments: StatementArguments(triggerNames(table))) ?? 0) > 0
     }
 
     /// The highest change id of the table now (changes after it belong to the next run).

@@ -32,15 +32,16 @@ extension DedupeExecutor {
         while true {
             guard let upTo = try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [lastFirst, sizer.current])
             else { break }
-            if done > 0 {   // between batches only, never after the last
+            if done > 0 {  // between batches only, never after the last
                 if writer.writes { _ = gap.observe(db, version: state.version) }
                 try pause()
             }
             let started = Date()
             let number = batchNumber
             let work = try writer.transaction(db) { () -> BatchWork in
-                var work = try read(batch: number, after: lastFirst, upTo: upTo, sql: sql, state: &state,
-                                    wantSamples: samples.count < sampleLimit)
+                var work = try read(
+                    batch: number, after: lastFirst, upTo: upTo, sql: sql, state: &state,
+                    wantSamples: samples.count < sampleLimit)
                 work.checksReferences = suspended
                 try writer.apply(work, rule: rule, sql: sql, db: db)
                 try writer.recordProgress(totals + work.counts, db: db)
@@ -53,15 +54,19 @@ extension DedupeExecutor {
             totals = totals + batchCounts
             samples += work.samples.prefix(max(0, sampleLimit - samples.count))
             done += work.losers.count + work.skipped
-            onEvent(.batch(BatchReport(rule: rule.rule.index, table: rule.table, batch: number, counts: batchCounts,
-                                       seconds: seconds, done: done, total: discovery.losers)))
+            onEvent(
+                .batch(
+                    BatchReport(
+                        rule: rule.rule.index, table: rule.table, batch: number, counts: batchCounts,
+                        seconds: seconds, done: done, total: discovery.losers)))
             batchNumber += 1
             lastFirst = upTo
         }
         for (check, before) in zip(sql.danglingInTable, danglingBefore) {
             let after = try Int.fetchOne(db, sql: check.sql) ?? 0
             if after > before {
-                throw WinnowError.internal("""
+                throw WinnowError.internal(
+                    """
                     \(rule.rule.keyPath) (\(rule.table)): \(after - before) row(s) of \(check.table) point at rows this run deleted; \
                     every batch is journaled: `winnow restore --run` puts them back
                     """)
@@ -86,10 +91,14 @@ extension DedupeExecutor {
     /// Returns whether it did; the caller turns it back on.
     func suspendForeignKeys() throws -> Bool {
         guard writer.writes, rule.foreignKeysSuspendable, rule.sources.isEmpty, !db.isInsideTransaction,
-              try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == true else { return false }
-        let triggers = try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE AND name NOT LIKE 'winnow\\_%' ESCAPE '\\'
-            """, arguments: [rule.table]) ?? 0
+            try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == true
+        else { return false }
+        let triggers =
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE AND name NOT LIKE 'winnow\\_%' ESCAPE '\\'
+                    """, arguments: [rule.table]) ?? 0
         guard triggers == 0 else { return false }
         try db.execute(sql: "PRAGMA foreign_keys = OFF")
         return try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == false

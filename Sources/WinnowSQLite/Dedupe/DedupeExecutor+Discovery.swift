@@ -22,7 +22,8 @@ extension DedupeExecutor {
         if let limit = rule.rule.maxDeletePercent, discovery.tableRows > 0 {
             let share = Double(discovery.losers) * 100 / Double(discovery.tableRows)
             if share > limit {
-                throw WinnowError.refused("""
+                throw WinnowError.refused(
+                    """
                     \(rule.rule.keyPath) (\(rule.table)): would delete \(discovery.losers) of \(discovery.tableRows) rows \
                     (\(String(format: "%.1f", share))%), more than max_delete_percent \(limit.formatted6)%; nothing was changed
                     """)
@@ -32,14 +33,17 @@ extension DedupeExecutor {
             for path in rule.references {
                 let join = zip(path.childColumns, path.parentColumns)
                     .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
-                let row = try Row.fetchOne(db, sql: """
-                    SELECT count(*), min(p.\(rule.rowID)) FROM temp.winnow_queue AS l
-                    JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = l.rid
-                    JOIN \(rule.qualified(path.childTable)) AS c ON \(join)
-                    """)!
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*), min(p.\(rule.rowID)) FROM temp.winnow_queue AS l
+                        JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = l.rid
+                        JOIN \(rule.qualified(path.childTable)) AS c ON \(join)
+                        """)!
                 let count: Int = row[0]
                 if count > 0 {
-                    throw rule.restrictRefusal("""
+                    throw rule.restrictRefusal(
+                        """
                         \(count) row(s) of \(path.label) point at rows that would be deleted (first: rowid \(row[1] as Int64)); \
                         nothing was changed
                         """)

@@ -10,7 +10,8 @@ extension DedupeExecutor {
         guard rule.hashColumn != nil else { return counts }
         if let upTo = changesUpTo {
             // Incremental: only the rows changed since the last run can have a stale hash.
-            let changed = "\(rule.rowID) IN (SELECT rid FROM main.winnow_changes WHERE tbl = \(ChangeTracking.literal(rule.table)) AND id <= ?)"
+            let changed =
+                "\(rule.rowID) IN (SELECT rid FROM main.winnow_changes WHERE tbl = \(ChangeTracking.literal(rule.table)) AND id <= ?)"
             let filled = try writer.transaction(db) { () -> Int in
                 let filled = try writer.fillHashes(rule: rule, selection: changed, arguments: [upTo], batch: batchNumber, db: db)
                 var next = totals
@@ -26,18 +27,24 @@ extension DedupeExecutor {
             batchNumber += 1
             return counts
         }
-        var sizer = BatchSizer(configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
-                                start: BatchSizer.rowRangeStart)
+        var sizer = BatchSizer(
+            configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+            start: BatchSizer.rowRangeStart)
         var after = Int64.min
         while true {
-            guard let upTo = try Int64.fetchOne(db, sql: """
-                SELECT max(r) FROM (SELECT \(rule.rowID) AS r FROM \(rule.qualifiedTable) WHERE \(rule.rowID) > ? ORDER BY \(rule.rowID) LIMIT ?)
-                """, arguments: [after, sizer.current]) else { break }
+            guard
+                let upTo = try Int64.fetchOne(
+                    db,
+                    sql: """
+                        SELECT max(r) FROM (SELECT \(rule.rowID) AS r FROM \(rule.qualifiedTable) WHERE \(rule.rowID) > ? ORDER BY \(rule.rowID) LIMIT ?)
+                        """, arguments: [after, sizer.current])
+            else { break }
             if counts.batches > 0 { try pause() }
             let started = Date()
             let filled = try writer.transaction(db) { () -> Int in
-                let filled = try writer.fillHashes(rule: rule, selection: "\(rule.rowID) > ? AND \(rule.rowID) <= ?",
-                                                   arguments: [after, upTo], batch: batchNumber, db: db)
+                let filled = try writer.fillHashes(
+                    rule: rule, selection: "\(rule.rowID) > ? AND \(rule.rowID) <= ?",
+                    arguments: [after, upTo], batch: batchNumber, db: db)
                 if filled > 0 {
                     var next = totals
                     next.hashed += filled

@@ -9,8 +9,10 @@ extension DedupeExecutor {
     /// discovery (`PRAGMA data_version` still as found, read inside the batch's transaction),
     /// the losers are as found and are taken without looking them up again; likewise the map of
     /// children is mapped again only after another connection's commit.
-    func read(batch number: Int, after: Int64, upTo: Int64, sql: BatchStatements, state: inout BatchState,
-              wantSamples: Bool) throws -> BatchWork {
+    func read(
+        batch number: Int, after: Int64, upTo: Int64, sql: BatchStatements, state: inout BatchState,
+        wantSamples: Bool
+    ) throws -> BatchWork {
         var work = BatchWork(number: number)
         let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version"))
         state.version = version
@@ -18,11 +20,15 @@ extension DedupeExecutor {
         if sql.mapsChildren, version != state.mappedAt { try mapChildren(sql, state: &state) }
         try db.cachedStatement(sql: sql.clearBatch).execute()
         try db.cachedStatement(sql: unchanged ? sql.fillBatchAsFound : sql.fillBatchRevalidated).execute(arguments: [after, upTo])
-        let planned = unchanged ? db.changesCount
+        let planned =
+            unchanged
+            ? db.changesCount
             : try Int.fetchOne(db.cachedStatement(sql: sql.countPlanned), arguments: [after, upTo]) ?? 0
         try settleWinners(sql)
         if sql.mapsChildren, let unmapped = try Int.fetchOne(db.cachedStatement(sql: sql.unmappedLosers)), unmapped > 0 {
-            throw WinnowError.internal("\(rule.rule.keyPath) (\(rule.table)): \(unmapped) row(s) to delete whose children were not mapped; the batch was rolled back")
+            throw WinnowError.internal(
+                "\(rule.rule.keyPath) (\(rule.table)): \(unmapped) row(s) to delete whose children were not mapped; the batch was rolled back"
+            )
         }
         var groups: [(winner: Int64, losers: [Int64])] = []
         let rows = try Row.fetchCursor(db.cachedStatement(sql: sql.batchRows))
@@ -86,7 +92,9 @@ extension DedupeExecutor {
             guard !changes.isEmpty else { return }
             let columns = changes.map { $0.index }
             let set: DatabaseValue
-            if let known = sets[columns] { set = known } else {
+            if let known = sets[columns] {
+                set = known
+            } else {
                 set = BatchStatements.mergeSet(columns).databaseValue
                 sets[columns] = set
                 work.mergeColumnSets.append(columns)
@@ -159,8 +167,10 @@ extension DedupeExecutor {
         var keys: [Int64: [String]] = [:]
         let selected = rule.keyColumns.map { "quote(\($0.sqlIdentifier))" }.joined(separator: ", ")
         for group in chosen {
-            if let row = try Row.fetchOne(db, sql: "SELECT \(selected) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?",
-                                          arguments: [group.winner]) {
+            if let row = try Row.fetchOne(
+                db, sql: "SELECT \(selected) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?",
+                arguments: [group.winner])
+            {
                 keys[group.winner] = (0..<rule.keyColumns.count).map { row[$0] as String? ?? "NULL" }
             }
         }

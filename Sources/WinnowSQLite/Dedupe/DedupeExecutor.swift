@@ -19,24 +19,25 @@ struct DedupeExecutor {
     var onEvent: (RunEvent) -> Void = { _ in }
 
     static func prepareTemporaryTables(_ db: Database) throws {
-        try db.execute(sql: """
-            CREATE TEMP TABLE IF NOT EXISTS winnow_batch (
-                rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL, tied INTEGER NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS temp.winnow_batch_winner ON winnow_batch (winner);
-            CREATE TEMP TABLE IF NOT EXISTS winnow_swaps (cand INTEGER PRIMARY KEY, actual INTEGER NOT NULL UNIQUE);
-            CREATE TEMP TABLE IF NOT EXISTS winnow_moves (
-                path INTEGER NOT NULL, child INTEGER NOT NULL, winner INTEGER NOT NULL, PRIMARY KEY (path, child)
-            ) WITHOUT ROWID;
-            CREATE TEMP TABLE IF NOT EXISTS winnow_refs (
-                path INTEGER NOT NULL, rid INTEGER NOT NULL, child INTEGER NOT NULL, PRIMARY KEY (path, rid, child)
-            ) WITHOUT ROWID;
-            CREATE TEMP TABLE IF NOT EXISTS winnow_mapped (rid INTEGER PRIMARY KEY);
-            CREATE TEMP TABLE IF NOT EXISTS winnow_queue (
-                first INTEGER NOT NULL, winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
-                PRIMARY KEY (first, winner, rn)
-            ) WITHOUT ROWID;
-            """)
+        try db.execute(
+            sql: """
+                CREATE TEMP TABLE IF NOT EXISTS winnow_batch (
+                    rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL, tied INTEGER NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS temp.winnow_batch_winner ON winnow_batch (winner);
+                CREATE TEMP TABLE IF NOT EXISTS winnow_swaps (cand INTEGER PRIMARY KEY, actual INTEGER NOT NULL UNIQUE);
+                CREATE TEMP TABLE IF NOT EXISTS winnow_moves (
+                    path INTEGER NOT NULL, child INTEGER NOT NULL, winner INTEGER NOT NULL, PRIMARY KEY (path, child)
+                ) WITHOUT ROWID;
+                CREATE TEMP TABLE IF NOT EXISTS winnow_refs (
+                    path INTEGER NOT NULL, rid INTEGER NOT NULL, child INTEGER NOT NULL, PRIMARY KEY (path, rid, child)
+                ) WITHOUT ROWID;
+                CREATE TEMP TABLE IF NOT EXISTS winnow_mapped (rid INTEGER PRIMARY KEY);
+                CREATE TEMP TABLE IF NOT EXISTS winnow_queue (
+                    first INTEGER NOT NULL, winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
+                    PRIMARY KEY (first, winner, rn)
+                ) WITHOUT ROWID;
+                """)
     }
 
     /// The window query that groups the candidate rows by key and ranks them by the rule's own
@@ -52,7 +53,9 @@ struct DedupeExecutor {
         // pass IN, so it also needs nulls: distinct.
         var duplicatesOnly = ""
         let plainKey = !rule.rule.hash && rule.keyColumns.allSatisfy { rule.normalizers[$0, default: []].isEmpty }
-        if let scope { duplicatesOnly = " AND \(scope)" } else if plainKey && rule.rule.nulls == .distinct {
+        if let scope {
+            duplicatesOnly = " AND \(scope)"
+        } else if plainKey && rule.rule.nulls == .distinct {
             let groups = rule.groupExpressions()
             let tuple = groups.count == 1 ? groups[0] : "(\(groups.joined(separator: ", ")))"
             duplicatesOnly = """
@@ -67,19 +70,19 @@ struct DedupeExecutor {
         // far from its losers: 10% slower at 1,000,000 rows, measured.)
         let partition = rule.groupExpressions().joined(separator: ", ")
         return """
-        INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
-        SELECT min(winnow_r) OVER (PARTITION BY winnow_w), winnow_w, winnow_n, winnow_r, winnow_k FROM (
-            SELECT \(rule.rowID) AS winnow_r,
-                   row_number() OVER winnow_window AS winnow_n,
-                   first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
-                   (\(rule.tiedWithFirst(window: "winnow_window"))) + 2 * (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_k
-            FROM \(rule.qualifiedTable)
-            WHERE \(rule.candidateFilter())\(duplicatesOnly)
-            WINDOW winnow_window AS (PARTITION BY \(partition)\(order)
-                                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-        ) WHERE winnow_n > 1
-        ORDER BY 1, 2, 3
-        """
+            INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
+            SELECT min(winnow_r) OVER (PARTITION BY winnow_w), winnow_w, winnow_n, winnow_r, winnow_k FROM (
+                SELECT \(rule.rowID) AS winnow_r,
+                       row_number() OVER winnow_window AS winnow_n,
+                       first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
+                       (\(rule.tiedWithFirst(window: "winnow_window"))) + 2 * (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_k
+                FROM \(rule.qualifiedTable)
+                WHERE \(rule.candidateFilter())\(duplicatesOnly)
+                WINDOW winnow_window AS (PARTITION BY \(partition)\(order)
+                                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+            ) WHERE winnow_n > 1
+            ORDER BY 1, 2, 3
+            """
     }
 }
 

@@ -16,11 +16,13 @@ struct DryRunWriter: BatchWriter {
     }
     func fillHashes(rule: CompiledRule, selection: String, arguments: StatementArguments, batch: Int, db: Database) throws -> Int {
         guard let column = rule.hashColumn else { return 0 }
-        return try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM \(rule.qualifiedTable) WHERE \(selection)
-            AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())
-            AND \(rule.rowID) NOT IN (SELECT rid FROM temp.winnow_dry_deleted)
-            """, arguments: arguments) ?? 0
+        return try Int.fetchOne(
+            db,
+            sql: """
+                SELECT count(*) FROM \(rule.qualifiedTable) WHERE \(selection)
+                AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())
+                AND \(rule.rowID) NOT IN (SELECT rid FROM temp.winnow_dry_deleted)
+                """, arguments: arguments) ?? 0
     }
     func recordProgress(_ totals: Counts, db: Database) throws {}
 }

@@ -24,7 +24,10 @@ public enum MergeResolver {
             var bestLength = -1
             for value in present {
                 let length = self.length(value)
-                if length > bestLength { best = value; bestLength = length }
+                if length > bestLength {
+                    best = value
+                    bestLength = length
+                }
             }
             return best ?? .null
         case .sum:
@@ -74,12 +77,23 @@ public enum MergeResolver {
             switch value.storage {
             case let .int64(i):
                 any = true
-                if isReal { real += Double(i); continue }
+                if isReal {
+                    real += Double(i)
+                    continue
+                }
                 let (result, overflow) = integer.addingReportingOverflow(i)
-                if overflow { isReal = true; real = Double(integer) + Double(i) } else { integer = result }
+                if overflow {
+                    isReal = true
+                    real = Double(integer) + Double(i)
+                } else {
+                    integer = result
+                }
             case let .double(d):
                 any = true
-                if !isReal { isReal = true; real = Double(integer) }
+                if !isReal {
+                    isReal = true
+                    real = Double(integer)
+                }
                 real += d
             default:
                 continue

@@ -48,8 +48,10 @@ final class SQLiteBatchWriter: BatchWriter {
     }
 
     /// Journals the rows of `table` that `whereSQL` selects (with `arguments`) as `op`.
-    private func journal(_ db: Database, op: String, batch: Int, table: String, rowID: String,
-                         columns: [String], whereSQL: String, arguments: StatementArguments) throws {
+    private func journal(
+        _ db: Database, op: String, batch: Int, table: String, rowID: String,
+        columns: [String], whereSQL: String, arguments: StatementArguments
+    ) throws {
         let key = Self.shapeKey(table, columns)
         guard let shape = shapes[key] else {
             throw WinnowError.internal("journal shape of \(table) was not prepared")
@@ -76,8 +78,9 @@ final class SQLiteBatchWriter: BatchWriter {
         for delete in work.childDeletes {
             let path = rule.references[delete.path]
             if archive {
-                try journal(db, op: "delete", batch: work.number, table: path.childTable, rowID: path.childRowID,
-                            columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [delete.childRowID])
+                try journal(
+                    db, op: "delete", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                    columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [delete.childRowID])
             }
             try db.cachedStatement(sql: sql.deleteChild[delete.path]).execute(arguments: [delete.childRowID])
         }
@@ -86,8 +89,9 @@ final class SQLiteBatchWriter: BatchWriter {
         for repoint in work.repoints {
             let path = rule.references[repoint.path]
             if archive {
-                try journal(db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
-                            columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [repoint.childRowID])
+                try journal(
+                    db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                    columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [repoint.childRowID])
             }
             try db.cachedStatement(sql: sql.repointChild[repoint.path])
                 .execute(arguments: StatementArguments(repoint.values + [repoint.childRowID.databaseValue]))
@@ -95,20 +99,23 @@ final class SQLiteBatchWriter: BatchWriter {
         for (index, count) in work.moved where count > 0 {
             let path = rule.references[index]
             if archive {
-                try journal(db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
-                            columns: path.childStoredColumns,
-                            whereSQL: "\(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))", arguments: [])
+                try journal(
+                    db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                    columns: path.childStoredColumns,
+                    whereSQL: "\(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))", arguments: [])
             }
             try db.cachedStatement(sql: sql.applyMoves[index]).execute()
             guard db.changesCount == count else {
-                throw WinnowError.internal("\(path.label): \(count) row(s) to re-point, \(db.changesCount) re-pointed; the batch was rolled back")
+                throw WinnowError.internal(
+                    "\(path.label): \(count) row(s) to re-point, \(db.changesCount) re-pointed; the batch was rolled back")
             }
         }
         // 3. Survivorship: the merged values, one statement per set of changed columns.
         if work.merges > 0 {
             if archive {
-                try journal(db, op: "update", batch: work.number, table: rule.table, rowID: rule.rowID,
-                            columns: rule.storedColumns, whereSQL: sql.mergedSelection, arguments: [])
+                try journal(
+                    db, op: "update", batch: work.number, table: rule.table, rowID: rule.rowID,
+                    columns: rule.storedColumns, whereSQL: sql.mergedSelection, arguments: [])
             }
             var updated = 0
             for columns in work.mergeColumnSets {
@@ -116,7 +123,8 @@ final class SQLiteBatchWriter: BatchWriter {
                 updated += db.changesCount
             }
             guard updated == work.merges else {
-                throw WinnowError.internal("\(rule.table): \(work.merges) winner(s) to merge, \(updated) updated; the batch was rolled back")
+                throw WinnowError.internal(
+                    "\(rule.table): \(work.merges) winner(s) to merge, \(updated) updated; the batch was rolled back")
             }
         }
         // 4. With foreign-key enforcement off, what SQLite would have checked row by row is
@@ -130,21 +138,24 @@ final class SQLiteBatchWriter: BatchWriter {
                 let row = try Row.fetchOne(db.cachedStatement(sql: sql.danglingChildren[index]))!
                 let count: Int = row[0]
                 if count > 0 {
-                    throw WinnowError.internal("""
+                    throw WinnowError.internal(
+                        """
                         \(rule.rule.keyPath) (\(rule.table)): \(count) row(s) of \(path.label) would be left pointing at deleted rows \
                         (first: rowid \(row[1] as Int64? ?? 0)); the batch was rolled back
                         """)
                 }
             }
             if let missing = try Int.fetchOne(db.cachedStatement(sql: sql.missingWinners)), missing > 0 {
-                throw WinnowError.internal("\(rule.rule.keyPath) (\(rule.table)): \(missing) re-pointed row(s) would point at no row; the batch was rolled back")
+                throw WinnowError.internal(
+                    "\(rule.rule.keyPath) (\(rule.table)): \(missing) re-pointed row(s) would point at no row; the batch was rolled back")
             }
         }
         // 5. The losers.
         if !work.losers.isEmpty {
             if archive {
-                try journal(db, op: "delete", batch: work.number, table: rule.table, rowID: rule.rowID,
-                            columns: rule.storedColumns, whereSQL: sql.loserSelection, arguments: [])
+                try journal(
+                    db, op: "delete", batch: work.number, table: rule.table, rowID: rule.rowID,
+                    columns: rule.storedColumns, whereSQL: sql.loserSelection, arguments: [])
             }
             try db.cachedStatement(sql: sql.deleteLosers).execute()
         }
@@ -154,11 +165,13 @@ final class SQLiteBatchWriter: BatchWriter {
         guard let column = rule.hashColumn else { return 0 }
         let stale = "\(selection) AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())"
         if rule.rule.archive {
-            try journal(db, op: "update", batch: batch, table: rule.table, rowID: rule.rowID, columns: [column],
-                        whereSQL: stale, arguments: arguments)
+            try journal(
+                db, op: "update", batch: batch, table: rule.table, rowID: rule.rowID, columns: [column],
+                whereSQL: stale, arguments: arguments)
         }
-        try db.execute(sql: "UPDATE \(rule.qualifiedTable) SET \(column.sqlIdentifier) = \(rule.hashExpression()) WHERE \(stale)",
-                       arguments: arguments)
+        try db.execute(
+            sql: "UPDATE \(rule.qualifiedTable) SET \(column.sqlIdentifier) = \(rule.hashExpression()) WHERE \(stale)",
+            arguments: arguments)
         return db.changesCount
     }
 
@@ -166,8 +179,11 @@ final class SQLiteBatchWriter: BatchWriter {
     static func shapeID(_ db: Database, table: String, columns: [String]) throws -> Int64 {
         let json = String(decoding: try JSONEncoder().encode(columns), as: UTF8.self)
         try db.execute(sql: "INSERT OR IGNORE INTO winnow_journal_shapes (tbl, columns) VALUES (?, ?)", arguments: [table, json])
-        guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM winnow_journal_shapes WHERE tbl = ? AND columns = ?",
-                                          arguments: [table, json]) else {
+        guard
+            let id = try Int64.fetchOne(
+                db, sql: "SELECT id FROM winnow_journal_shapes WHERE tbl = ? AND columns = ?",
+                arguments: [table, json])
+        else {
             throw WinnowError.internal("journal shape for \(table) not found after insert")
         }
         return id

@@ -31,12 +31,12 @@ public enum SQLiteOrder {
     /// An integer against a real, exactly (as SQLite does): no rounding of large integers.
     static func compare(_ x: Int64, _ y: Double) -> Int {
         if y.isNaN { return 1 }
-        if y >= 9_223_372_036_854_775_808.0 { return -1 }   // 2^63: above every Int64
+        if y >= 9_223_372_036_854_775_808.0 { return -1 }  // 2^63: above every Int64
         if y < -9_223_372_036_854_775_808.0 { return 1 }
         let whole = y.rounded(.down)
         let integer = Int64(whole)
         if x != integer { return x < integer ? -1 : 1 }
-        return whole == y ? 0 : -1                          // y has a fraction above x
+        return whole == y ? 0 : -1  // y has a fraction above x
     }
 
     private static func lexicographic(_ x: [UInt8], _ y: [UInt8]) -> Int {

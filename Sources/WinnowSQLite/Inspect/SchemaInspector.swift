@@ -10,38 +10,49 @@ public enum SchemaInspector {
 
     /// Names of the user tables, in `sqlite_master` order.
     public static func tableNames(_ db: Database) throws -> [String] {
-        try String.fetchAll(db, sql: """
-            SELECT name FROM main.sqlite_master
-            WHERE type = 'table' AND \(userObjects)
-            ORDER BY rowid
-            """)
+        try String.fetchAll(
+            db,
+            sql: """
+                SELECT name FROM main.sqlite_master
+                WHERE type = 'table' AND \(userObjects)
+                ORDER BY rowid
+                """)
     }
 
     /// The canonical name of a table (SQLite matches table names case-insensitively), or nil.
     public static func canonicalTableName(_ db: Database, _ name: String) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
-                            arguments: [name])
+        try String.fetchOne(
+            db, sql: "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
+            arguments: [name])
     }
 
     public static func table(_ db: Database, named name: String) throws -> LiveTable? {
         guard let canonical = try canonicalTableName(db, name) else { return nil }
-        let sql = try String.fetchOne(db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'table' AND name = ?",
-                                      arguments: [canonical]) ?? ""
+        let sql =
+            try String.fetchOne(
+                db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'table' AND name = ?",
+                arguments: [canonical]) ?? ""
         let isVirtual = sql.range(of: "CREATE VIRTUAL TABLE", options: [.caseInsensitive, .anchored]) != nil
-        var columns = try Row.fetchAll(db, sql: """
-            SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?, 'main') ORDER BY cid
-            """, arguments: [canonical]).map { row in
+        var columns = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?, 'main') ORDER BY cid
+                """, arguments: [canonical]
+        ).map { row in
             LiveColumn(name: row[0], type: row[1] ?? "", notNull: row[2], defaultSQL: row[3], primaryKeyIndex: row[4], hidden: row[5])
         }
         var collationsKnown = isVirtual
         if !isVirtual, let parsed = try? CreateTableSQL.parse(sql) {
             collationsKnown = true
             for definition in parsed.columns {
-                guard let i = columns.firstIndex(where: { $0.name.caseInsensitiveCompare(definition.name) == .orderedSame }) else { continue }
+                guard let i = columns.firstIndex(where: { $0.name.caseInsensitiveCompare(definition.name) == .orderedSame }) else {
+                    continue
+                }
                 for clause in CreateTableSQL.clauses(definition.tokens).clauses {
                     let words = clause.filter { !$0.isTrivia }
                     if let at = words.firstIndex(where: { $0.isKeyword("COLLATE") }), at + 1 < words.count,
-                       let name = words[at + 1].identifierValue, name.uppercased() != "BINARY" {
+                        let name = words[at + 1].identifierValue, name.uppercased() != "BINARY"
+                    {
                         columns[i].collation = name
                     }
                 }
@@ -49,35 +60,44 @@ public enum SchemaInspector {
         }
         var foreignKeys: [Int: LiveForeignKey] = [:]
         var fkOrder: [Int] = []
-        for row in try Row.fetchAll(db, sql: """
-            SELECT id, "table", "from", "to" FROM pragma_foreign_key_list(?, 'main') ORDER BY id, seq
-            """, arguments: [canonical]) {
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, "table", "from", "to" FROM pragma_foreign_key_list(?, 'main') ORDER BY id, seq
+                """, arguments: [canonical])
+        {
             let id: Int = row[0]
             let to: String? = row[3]
             if foreignKeys[id] == nil {
                 fkOrder.append(id)
-                foreignKeys[id] = LiveForeignKey(childTable: canonical, childColumns: [], parentTable: row[1],
-                                                 parentColumns: to == nil ? nil : [])
+                foreignKeys[id] = LiveForeignKey(
+                    childTable: canonical, childColumns: [], parentTable: row[1],
+                    parentColumns: to == nil ? nil : [])
             }
             foreignKeys[id]!.childColumns.append(row[2])
             if let to { foreignKeys[id]!.parentColumns?.append(to) }
         }
         var indexes: [LiveIndex] = []
         var hasRowID = !isVirtual
-        for row in try Row.fetchAll(db, sql: """
-            SELECT name, "unique", origin, partial FROM pragma_index_list(?, 'main') ORDER BY seq
-            """, arguments: [canonical]) {
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, "unique", origin, partial FROM pragma_index_list(?, 'main') ORDER BY seq
+                """, arguments: [canonical])
+        {
             let indexName: String = row[0]
-            let xinfo = try Row.fetchAll(db, sql: "SELECT cid, name, key FROM pragma_index_xinfo(?, 'main') ORDER BY seqno",
-                                         arguments: [indexName])
+            let xinfo = try Row.fetchAll(
+                db, sql: "SELECT cid, name, key FROM pragma_index_xinfo(?, 'main') ORDER BY seqno",
+                arguments: [indexName])
             let keyColumns: [String?] = xinfo.filter { ($0[2] as Int) == 1 }.map { $0[1] }
             let origin: String = row[2]
             if origin == "pk", !xinfo.contains(where: { ($0[0] as Int) == -1 }) { hasRowID = false }
             indexes.append(LiveIndex(name: indexName, columns: keyColumns, unique: row[1], partial: row[3], origin: origin))
         }
-        return LiveTable(name: canonical, sql: sql, columns: columns, hasRowID: hasRowID, isVirtual: isVirtual,
-                         foreignKeys: fkOrder.compactMap { foreignKeys[$0] }, indexes: indexes.reversed(),
-                         collationsKnown: collationsKnown)
+        return LiveTable(
+            name: canonical, sql: sql, columns: columns, hasRowID: hasRowID, isVirtual: isVirtual,
+            foreignKeys: fkOrder.compactMap { foreignKeys[$0] }, indexes: indexes.reversed(),
+            collationsKnown: collationsKnown)
     }
 
     /// Every user table, keyed by lowercased name.

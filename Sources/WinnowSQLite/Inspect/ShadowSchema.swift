@@ -10,11 +10,13 @@ enum ShadowSchema {
     /// The planned steps and the schema they leave (what the job's rules will meet).
     static func rehearse(_ plan: MigrationPlan, from live: Database) throws -> (steps: [PlannedStep], result: LiveSchema) {
         guard !plan.steps.isEmpty else { return ([], try SchemaInspector.inspect(live)) }
-        let objects = try Row.fetchAll(live, sql: """
-            SELECT type, name, sql FROM main.sqlite_master
-            WHERE sql IS NOT NULL AND \(SchemaInspector.userObjects)
-            ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid
-            """)
+        let objects = try Row.fetchAll(
+            live,
+            sql: """
+                SELECT type, name, sql FROM main.sqlite_master
+                WHERE sql IS NOT NULL AND \(SchemaInspector.userObjects)
+                ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid
+                """)
         var config = Configuration()
         config.foreignKeysEnabled = true
         config.prepareDatabase { db in try SQLFunctions.register(on: db) }
@@ -31,8 +33,10 @@ enum ShadowSchema {
             for (index, step) in plan.steps.enumerated() {
                 var current: String?
                 if case let .rebuild(r) = step { current = try SchemaInspector.table(db, named: r.table)?.sql }
-                steps.append(PlannedStep(summary: step.summary, sql: MigrationSQL.statements(step, currentSQL: current),
-                                         rebuildsTable: step.rebuildsTable))
+                steps.append(
+                    PlannedStep(
+                        summary: step.summary, sql: MigrationSQL.statements(step, currentSQL: current),
+                        rebuildsTable: step.rebuildsTable))
                 do {
                     try MigrationExecutor(db: db, settings: BatchSettings()).apply(step)
                 } catch {

@@ -38,7 +38,9 @@ struct MigrationExecutor {
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             if case let .createIndex(table, index, _) = step {
-                throw WinnowError.refused("cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): the table holds duplicates of that key; add a dedupe rule for it (\(error.message ?? ""))")
+                throw WinnowError.refused(
+                    "cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): the table holds duplicates of that key; add a dedupe rule for it (\(error.message ?? ""))"
+                )
             }
             throw WinnowError.refused("\(step.summary): \(error.message ?? "constraint failed")")
         }

@@ -11,8 +11,10 @@ enum MigrationGuards {
     /// migration step has to run first. Rules of one table are found independently (their losers
     /// are united for the index check); rows a seed would add are not in the preview, and the
     /// same guards run again on the migrated tables before the first deletion.
-    static func check(_ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
-                                           resulting: LiveSchema, db: Database, settings: BatchSettings) throws {
+    static func check(
+        _ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
+        resulting: LiveSchema, db: Database, settings: BatchSettings
+    ) throws {
         let uniqueIndexes = plan.steps.compactMap { step -> (table: String, index: IndexModel)? in
             if case let .createIndex(table, index, _) = step, index.unique { return (table, index) }
             return nil
@@ -28,26 +30,32 @@ enum MigrationGuards {
         for compiled in guarded where preview.hasRows(compiled.table) {
             let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: settings)
             try executor.checkGuards(try executor.discover())
-            try db.execute(sql: "INSERT INTO temp.winnow_preflight (tbl, rid) SELECT ?, rid FROM temp.winnow_queue",
-                           arguments: [compiled.table.lowercased()])
+            try db.execute(
+                sql: "INSERT INTO temp.winnow_preflight (tbl, rid) SELECT ?, rid FROM temp.winnow_queue",
+                arguments: [compiled.table.lowercased()])
         }
         for (table, index) in uniqueIndexes {
             guard preview.hasRows(table), let target = resulting.table(named: table), let rowID = target.rowIDExpression,
-                  let source = preview.select(target.name, rowID: rowID), !index.columns.isEmpty else { continue }
+                let source = preview.select(target.name, rowID: rowID), !index.columns.isEmpty
+            else { continue }
             let columns = index.columns.map(\.sqlIdentifier)
-            let row = try Row.fetchOne(db, sql: """
-                SELECT count(*), coalesce(sum(n), 0) FROM (
-                    SELECT count(*) AS n FROM (\(source))
-                    WHERE \(columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND "))
-                      AND \(rowID) NOT IN (SELECT rid FROM temp.winnow_preflight WHERE tbl = ?)
-                    GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1)
-                """, arguments: [target.name.lowercased()])!
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*), coalesce(sum(n), 0) FROM (
+                        SELECT count(*) AS n FROM (\(source))
+                        WHERE \(columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND "))
+                          AND \(rowID) NOT IN (SELECT rid FROM temp.winnow_preflight WHERE tbl = ?)
+                        GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1)
+                    """, arguments: [target.name.lowercased()])!
             let groups: Int = row[0]
             guard groups == 0 else {
                 let rows: Int = row[1]
-                let after = job.dedupe.contains { $0.entity.value.caseInsensitiveCompare(table) == .orderedSame }
+                let after =
+                    job.dedupe.contains { $0.entity.value.caseInsensitiveCompare(table) == .orderedSame }
                     ? " that the job's dedupe rules leave" : ""
-                throw WinnowError.refused("""
+                throw WinnowError.refused(
+                    """
                     \(job.schema?.value ?? "schema"): cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): \
                     \(rows) rows in \(groups) group(s) share a key\(after); add a dedupe rule for that key; nothing was changed
                     """)

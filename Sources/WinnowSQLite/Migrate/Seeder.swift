@@ -32,7 +32,8 @@ struct Seeder {
     private func withSeed<T>(_ body: (Database) throws -> T) throws -> T {
         let path = spec.from.value
         guard FileManager.default.fileExists(atPath: path) else {
-            throw WinnowError.notFound("\(spec.from.location.map { "\($0): " } ?? "")seed.from: \(path): no such seed database; nothing was changed")
+            throw WinnowError.notFound(
+                "\(spec.from.location.map { "\($0): " } ?? "")seed.from: \(path): no such seed database; nothing was changed")
         }
         var config = Configuration()
         config.readonly = true
@@ -66,13 +67,14 @@ struct Seeder {
         var ordered: [(source: LiveTable, target: LiveTable)] = []
         var remaining = pairs
         while !remaining.isEmpty {
-            let ready = remaining.firstIndex { pair in
-                pair.target.foreignKeys.allSatisfy { fk in
-                    let parent = fk.parentTable.lowercased()
-                    return parent == pair.target.name.lowercased() || !seeded.contains(parent)
-                        || ordered.contains { $0.target.name.lowercased() == parent }
-                }
-            } ?? 0
+            let ready =
+                remaining.firstIndex { pair in
+                    pair.target.foreignKeys.allSatisfy { fk in
+                        let parent = fk.parentTable.lowercased()
+                        return parent == pair.target.name.lowercased() || !seeded.contains(parent)
+                            || ordered.contains { $0.target.name.lowercased() == parent }
+                    }
+                } ?? 0
             ordered.append(remaining.remove(at: ready))
         }
         var keyMaps: [String: [Int64: Int64]] = [:]
@@ -81,20 +83,27 @@ struct Seeder {
             for (source, target) in ordered {
                 let columns = target.storedColumns.map(\.name).filter { source.column(named: $0)?.isStored == true }
                 let alias = target.rowIDAlias
-                var nextKey = try Int64.fetchOne(db, sql: "SELECT max(\(target.rowIDExpression ?? "rowid")) FROM main.\(target.name.sqlIdentifier)") ?? 0
+                var nextKey =
+                    try Int64.fetchOne(db, sql: "SELECT max(\(target.rowIDExpression ?? "rowid")) FROM main.\(target.name.sqlIdentifier)")
+                    ?? 0
                 var map: [Int64: Int64] = [:]
-                let insert = try db.makeStatement(sql: """
-                    INSERT OR IGNORE INTO main.\(target.name.sqlIdentifier) (\(columns.map(\.sqlIdentifier).joined(separator: ", ")))
-                    VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))
-                    """)
-                let exists = try alias.map { try db.makeStatement(sql: "SELECT 1 FROM main.\(target.name.sqlIdentifier) WHERE \($0.sqlIdentifier) = ?") }
-                let cursor = try Row.fetchCursor(seed, sql: "SELECT \(columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM main.\(source.name.sqlIdentifier)")
+                let insert = try db.makeStatement(
+                    sql: """
+                        INSERT OR IGNORE INTO main.\(target.name.sqlIdentifier) (\(columns.map(\.sqlIdentifier).joined(separator: ", ")))
+                        VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))
+                        """)
+                let exists = try alias.map {
+                    try db.makeStatement(sql: "SELECT 1 FROM main.\(target.name.sqlIdentifier) WHERE \($0.sqlIdentifier) = ?")
+                }
+                let cursor = try Row.fetchCursor(
+                    seed, sql: "SELECT \(columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM main.\(source.name.sqlIdentifier)")
                 while let row = try cursor.next() {
                     var values = (0..<columns.count).map { row[$0] as DatabaseValue }
                     for fk in target.foreignKeys where fk.childColumns.count == 1 {
                         guard let parentMap = keyMaps[fk.parentTable.lowercased()],
-                              let i = columns.firstIndex(where: { $0.caseInsensitiveCompare(fk.childColumns[0]) == .orderedSame }),
-                              let old = Int64.fromDatabaseValue(values[i]), let new = parentMap[old] else { continue }
+                            let i = columns.firstIndex(where: { $0.caseInsensitiveCompare(fk.childColumns[0]) == .orderedSame }),
+                            let old = Int64.fromDatabaseValue(values[i]), let new = parentMap[old]
+                        else { continue }
                         values[i] = new.databaseValue
                     }
                     if let alias, let i = columns.firstIndex(of: alias), let old = Int64.fromDatabaseValue(values[i]) {
@@ -113,8 +122,9 @@ struct Seeder {
                 keyMaps[target.name.lowercased()] = map
             }
             try SchemaVersions.install(db)
-            try db.execute(sql: "INSERT INTO winnow_seeds (name, seeded_at, run_id, rows) VALUES (?, ?, ?, ?)",
-                           arguments: [spec.name.value, Bookkeeping.timestamp(), runID, rows])
+            try db.execute(
+                sql: "INSERT INTO winnow_seeds (name, seeded_at, run_id, rows) VALUES (?, ?, ?, ?)",
+                arguments: [spec.name.value, Bookkeeping.timestamp(), runID, rows])
             return
         }
         return Outcome(seeded: true, rows: rows)

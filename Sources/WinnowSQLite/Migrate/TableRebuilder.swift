@@ -35,9 +35,11 @@ struct TableRebuilder {
     /// (in short transactions; see ``drain(_:table:settings:)``). The runner calls it before any
     /// migration step, so a rebuild never finds its table's retired copy in the way.
     static func finishRetired(_ db: Database, settings: BatchSettings) throws {
-        let retired = try String.fetchAll(db, sql: """
-            SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'winnow\\_retired\\_%' ESCAPE '\\'
-            """)
+        let retired = try String.fetchAll(
+            db,
+            sql: """
+                SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'winnow\\_retired\\_%' ESCAPE '\\'
+                """)
         for name in retired { try drain(db, table: name, settings: settings) }
     }
 
@@ -46,10 +48,12 @@ struct TableRebuilder {
     /// table and the log. The old table was never touched, so nothing else needs undoing. Runs
     /// while the run lock is held, so no rebuild can be in progress.
     static func cleanUpInterrupted(_ db: Database) throws {
-        let leftovers = try String.fetchAll(db, sql: """
-            SELECT name FROM main.sqlite_master WHERE (type = 'table' AND (name = ? OR name LIKE 'winnow\\_rebuild\\_%' ESCAPE '\\'))
-            OR (type = 'trigger' AND name IN ('winnow_capture_insert', 'winnow_capture_update', 'winnow_capture_delete'))
-            """, arguments: [logTable])
+        let leftovers = try String.fetchAll(
+            db,
+            sql: """
+                SELECT name FROM main.sqlite_master WHERE (type = 'table' AND (name = ? OR name LIKE 'winnow\\_rebuild\\_%' ESCAPE '\\'))
+                OR (type = 'trigger' AND name IN ('winnow_capture_insert', 'winnow_capture_update', 'winnow_capture_delete'))
+                """, arguments: [logTable])
         guard !leftovers.isEmpty else { return }
         try db.writeTransaction {
             for trigger in captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
@@ -73,8 +77,9 @@ struct TableRebuilder {
     /// Returns the number of batches.
     @discardableResult
     static func drain(_ db: Database, table: String, settings: BatchSettings) throws -> Int {
-        var sizer = BatchSizer(configured: max(1000, settings.size * 10), maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
-                                start: BatchSizer.rowRangeStart)
+        var sizer = BatchSizer(
+            configured: max(1000, settings.size * 10), maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+            start: BatchSizer.rowRangeStart)
         let name = "main.\(table.sqlIdentifier)"
         var batches = 0
         var gap = WriteGap(settings: settings)
@@ -105,13 +110,19 @@ struct TableRebuilder {
 
     /// Whether the leftovers of an interrupted rebuild are exactly this rebuild's, still capturing.
     static func isResumable(_ db: Database, table: String, newName: String, createSQL: String) throws -> Bool {
-        guard let existing = try String.fetchOne(db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'table' AND name = ?",
-                                                 arguments: [newName]), existing == createSQL,
-              try db.tableExists(logTable) else { return false }
-        let triggers = try Int.fetchOne(db, sql: """
-            SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name IN
-            ('winnow_capture_insert', 'winnow_capture_update', 'winnow_capture_delete')
-            """, arguments: [table]) ?? 0
+        guard
+            let existing = try String.fetchOne(
+                db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'table' AND name = ?",
+                arguments: [newName]), existing == createSQL,
+            try db.tableExists(logTable)
+        else { return false }
+        let triggers =
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name IN
+                    ('winnow_capture_insert', 'winnow_capture_update', 'winnow_capture_delete')
+                    """, arguments: [table]) ?? 0
         return triggers == captureTriggers.count
     }
 
@@ -141,17 +152,21 @@ struct TableRebuilder {
         for name in newColumns {
             guard let old = table.column(named: name), old.isStored else { continue }
             targets.append(name.sqlIdentifier)
-            sources.append(fills[name.lowercased()].map { MigrationSQL.filling(old.name.sqlIdentifier, with: $0) } ?? old.name.sqlIdentifier)
+            sources.append(
+                fills[name.lowercased()].map { MigrationSQL.filling(old.name.sqlIdentifier, with: $0) } ?? old.name.sqlIdentifier)
         }
         let keepsRowID = table.rowIDAlias == nil
         let insertColumns = (keepsRowID ? ["rowid"] : []) + targets
         let selectColumns = (keepsRowID ? [rowID] : []) + sources
-        let copySQL = "INSERT INTO \(newName.sqlIdentifier) (\(insertColumns.joined(separator: ", "))) SELECT \(selectColumns.joined(separator: ", ")) FROM main.\(table.name.sqlIdentifier)"
+        let copySQL =
+            "INSERT INTO \(newName.sqlIdentifier) (\(insertColumns.joined(separator: ", "))) SELECT \(selectColumns.joined(separator: ", ")) FROM main.\(table.name.sqlIdentifier)"
         let newRowID = table.rowIDAlias.map(\.sqlIdentifier) ?? "rowid"
 
         // The table's own indexes, triggers and the views that use it, to be kept.
-        let indexes = try Row.fetchAll(db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
-                                       arguments: [table.name]).map { (name: $0[0] as String, sql: $0[1] as String) }
+        let indexes = try Row.fetchAll(
+            db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+            arguments: [table.name]
+        ).map { (name: $0[0] as String, sql: $0[1] as String) }
         let indexNames = Dictionary(uniqueKeysWithValues: indexes.enumerated().map { ($1.name, "winnow_rebuild_ix\($0)_\(table.name)") })
 
         // A rebuild of this same change killed before its cut-over left the new table, the log
@@ -165,34 +180,38 @@ struct TableRebuilder {
         }
 
         // 2. New table, its indexes, the change log and the capture triggers.
-        if !resumable { try db.writeTransaction {
-            for trigger in Self.captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
-            try db.execute(sql: "DROP TABLE IF EXISTS main.\(newName.sqlIdentifier)")
-            try db.execute(sql: createSQL)
-            for index in indexes {
-                try db.execute(sql: try Self.retarget(indexSQL: index.sql, name: indexNames[index.name]!, table: newName))
+        if !resumable {
+            try db.writeTransaction {
+                for trigger in Self.captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
+                try db.execute(sql: "DROP TABLE IF EXISTS main.\(newName.sqlIdentifier)")
+                try db.execute(sql: createSQL)
+                for index in indexes {
+                    try db.execute(sql: try Self.retarget(indexSQL: index.sql, name: indexNames[index.name]!, table: newName))
+                }
+                try db.execute(sql: "CREATE TABLE IF NOT EXISTS main.\(Self.logTable) (rid INTEGER PRIMARY KEY)")
+                try db.execute(sql: "DELETE FROM main.\(Self.logTable)")
+                let oldRowID = table.rowIDAlias.map(\.sqlIdentifier) ?? "rowid"
+                let t = table.name.sqlIdentifier
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER main.winnow_capture_insert AFTER INSERT ON \(t) BEGIN
+                            INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
+                        CREATE TRIGGER main.winnow_capture_update AFTER UPDATE ON \(t) BEGIN
+                            INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID));
+                            INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
+                        CREATE TRIGGER main.winnow_capture_delete AFTER DELETE ON \(t) BEGIN
+                            INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID)); END;
+                        """)
+                return
             }
-            try db.execute(sql: "CREATE TABLE IF NOT EXISTS main.\(Self.logTable) (rid INTEGER PRIMARY KEY)")
-            try db.execute(sql: "DELETE FROM main.\(Self.logTable)")
-            let oldRowID = table.rowIDAlias.map(\.sqlIdentifier) ?? "rowid"
-            let t = table.name.sqlIdentifier
-            try db.execute(sql: """
-                CREATE TRIGGER main.winnow_capture_insert AFTER INSERT ON \(t) BEGIN
-                    INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
-                CREATE TRIGGER main.winnow_capture_update AFTER UPDATE ON \(t) BEGIN
-                    INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID));
-                    INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
-                CREATE TRIGGER main.winnow_capture_delete AFTER DELETE ON \(t) BEGIN
-                    INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID)); END;
-                """)
-            return
-        } }
+        }
 
         // 3. Copy in rowid ranges.
         var gap = WriteGap(settings: settings)
         var copySeconds = 0.0
-        var sizer = BatchSizer(configured: max(1000, settings.size * 10), maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
-                                start: BatchSizer.rowRangeStart)
+        var sizer = BatchSizer(
+            configured: max(1000, settings.size * 10), maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+            start: BatchSizer.rowRangeStart)
         while true {
             let started = Date()
             var done = false
@@ -201,7 +220,8 @@ struct TableRebuilder {
                 // highest rowid (the same rowids: kept explicitly or by the alias column).
                 try db.execute(sql: "\(copySQL) WHERE \(rowID) > ? ORDER BY \(rowID) LIMIT ?", arguments: [after, sizer.current])
                 let copied = db.changesCount
-                guard copied > 0, let upTo = try Int64.fetchOne(db, sql: "SELECT max(\(newRowID)) FROM main.\(newName.sqlIdentifier)") else {
+                guard copied > 0, let upTo = try Int64.fetchOne(db, sql: "SELECT max(\(newRowID)) FROM main.\(newName.sqlIdentifier)")
+                else {
                     done = true
                     return
                 }
@@ -214,7 +234,7 @@ struct TableRebuilder {
             let seconds = Date().timeIntervalSince(started)
             copySeconds += seconds
             sizer.record(size: sizer.current, seconds: seconds)
-            gap.wait(after: seconds, db: db)   // the next step (replay, cut-over) is a write too: let others in first
+            gap.wait(after: seconds, db: db)  // the next step (replay, cut-over) is a write too: let others in first
         }
 
         // Re-copy rows that changed meanwhile, in batches, until few are left.
@@ -245,18 +265,24 @@ struct TableRebuilder {
                 outcome.replayed += n
                 if n == 0 { break }
             }
-            try db.execute(sql: "DROP TRIGGER main.winnow_capture_insert; DROP TRIGGER main.winnow_capture_update; DROP TRIGGER main.winnow_capture_delete")
+            try db.execute(
+                sql:
+                    "DROP TRIGGER main.winnow_capture_insert; DROP TRIGGER main.winnow_capture_update; DROP TRIGGER main.winnow_capture_delete"
+            )
             // The table's own triggers: dropped here (they would follow the old table aside)
             // and created again on the new one.
-            let triggers = try Row.fetchAll(db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
-                                            arguments: [table.name]).map { (name: $0[0] as String, sql: $0[1] as String?) }
+            let triggers = try Row.fetchAll(
+                db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
+                arguments: [table.name]
+            ).map { (name: $0[0] as String, sql: $0[1] as String?) }
             let views = try Row.fetchAll(db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'view'")
                 .filter { MigrationPlanner.mentions($0[1], table.name) }
                 .map { (name: $0[0] as String, sql: $0[1] as String) }
             for view in views { try db.execute(sql: "DROP VIEW main.\(view.name.sqlIdentifier)") }
             for trigger in triggers { try db.execute(sql: "DROP TRIGGER main.\(trigger.name.sqlIdentifier)") }
             // AUTOINCREMENT never reuses a rowid: keep the old table's counter, not the copy's.
-            let sequence = try db.tableExists("sqlite_sequence")
+            let sequence =
+                try db.tableExists("sqlite_sequence")
                 ? try Int64.fetchOne(db, sql: "SELECT seq FROM main.sqlite_sequence WHERE name = ?", arguments: [table.name]) : nil
             // Legacy rename: references to the table's name elsewhere (foreign keys of children,
             // triggers of other tables) already say the final name and must stay as written.
@@ -266,11 +292,15 @@ struct TableRebuilder {
             // retired copy is left from before: the runner finished those before any step.)
             try db.execute(sql: "ALTER TABLE main.\(table.name.sqlIdentifier) RENAME TO \(retired.sqlIdentifier)")
             try db.execute(sql: "ALTER TABLE main.\(newName.sqlIdentifier) RENAME TO \(table.name.sqlIdentifier)")
-            try renameIndexes(indexes.enumerated().map { ("winnow_retired_ix\($0)_\(table.name)", $1.name) }
-                              + indexes.map { ($0.name, indexNames[$0.name]!) })
+            try renameIndexes(
+                indexes.enumerated().map { ("winnow_retired_ix\($0)_\(table.name)", $1.name) }
+                    + indexes.map { ($0.name, indexNames[$0.name]!) })
             if let sequence {
-                try db.execute(sql: "UPDATE main.sqlite_sequence SET seq = ? WHERE name = ? AND seq < ?", arguments: [sequence, table.name, sequence])
-                if db.changesCount == 0, try Int64.fetchOne(db, sql: "SELECT seq FROM main.sqlite_sequence WHERE name = ?", arguments: [table.name]) == nil {
+                try db.execute(
+                    sql: "UPDATE main.sqlite_sequence SET seq = ? WHERE name = ? AND seq < ?", arguments: [sequence, table.name, sequence])
+                if db.changesCount == 0,
+                    try Int64.fetchOne(db, sql: "SELECT seq FROM main.sqlite_sequence WHERE name = ?", arguments: [table.name]) == nil
+                {
                     try db.execute(sql: "INSERT INTO main.sqlite_sequence (name, seq) VALUES (?, ?)", arguments: [table.name, sequence])
                 }
             }
@@ -292,8 +322,10 @@ struct TableRebuilder {
         // 6. The old rows: dropped at once when that fits in `max_transaction_ms` (a DROP frees
         //    a row's pages in about half the time its copy took: 0.55 s for 1,000,000 rows whose
         //    copy took 1.1 s), else emptied in short transactions first.
-        if Self.dropsAtOnce(copySeconds: copySeconds, copied: outcome.copied, rows: outcome.copied + outcome.replayed,
-                            maxTransactionMilliseconds: settings.maxTransactionMilliseconds) {
+        if Self.dropsAtOnce(
+            copySeconds: copySeconds, copied: outcome.copied, rows: outcome.copied + outcome.replayed,
+            maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        {
             try db.writeTransaction { try db.execute(sql: "DROP TABLE main.\(retired.sqlIdentifier)") }
             outcome.batches += 1
         } else {
@@ -311,12 +343,16 @@ struct TableRebuilder {
         try db.execute(sql: "PRAGMA writable_schema = ON")
         defer { try? db.execute(sql: "PRAGMA writable_schema = OFF") }
         for (final, temporary) in pairs {
-            guard let sql = try String.fetchOne(db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'index' AND name = ?", arguments: [temporary]) else {
+            guard
+                let sql = try String.fetchOne(
+                    db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'index' AND name = ?", arguments: [temporary])
+            else {
                 throw WinnowError.internal("index \(temporary) vanished during a rebuild")
             }
             let renamed = try Self.retarget(indexSQL: sql, name: final, table: nil)
-            try db.execute(sql: "UPDATE main.sqlite_master SET name = ?, sql = ? WHERE type = 'index' AND name = ?",
-                           arguments: [final, renamed, temporary])
+            try db.execute(
+                sql: "UPDATE main.sqlite_master SET name = ?, sql = ? WHERE type = 'index' AND name = ?",
+                arguments: [final, renamed, temporary])
         }
         try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
     }
@@ -331,7 +367,7 @@ struct TableRebuilder {
             throw WinnowError.internal("cannot read index statement \(indexSQL)")
         }
         var nameAt = nextWord(after: indexKeyword)
-        if let at = nameAt, tokens[at].isKeyword("IF") {      // IF NOT EXISTS
+        if let at = nameAt, tokens[at].isKeyword("IF") {  // IF NOT EXISTS
             nameAt = nextWord(after: nextWord(after: nextWord(after: at)!)!)
         }
         guard var at = nameAt else { throw WinnowError.internal("cannot read index statement \(indexSQL)") }

@@ -19,11 +19,18 @@ public enum Restorer {
     }
 
     static func undo(_ db: Database, runID: Int64, restoreID: Int64) throws -> (Int, Int) {
-        guard let run = try Row.fetchOne(db, sql: "SELECT command, status, archive, restored_by, deleted + updated + repointed + children_deleted + hashed FROM winnow_runs WHERE id = ?",
-                                         arguments: [runID]) else {
+        guard
+            let run = try Row.fetchOne(
+                db,
+                sql:
+                    "SELECT command, status, archive, restored_by, deleted + updated + repointed + children_deleted + hashed FROM winnow_runs WHERE id = ?",
+                arguments: [runID])
+        else {
             throw WinnowError.usage("no run \(runID) in this database; see winnow history")
         }
-        guard (run[0] as String) == "run" else { throw WinnowError.usage("run \(runID) is a \(run[0] as String), not a run; only runs can be restored") }
+        guard (run[0] as String) == "run" else {
+            throw WinnowError.usage("run \(runID) is a \(run[0] as String), not a run; only runs can be restored")
+        }
         if let by: Int64 = run[3] { throw WinnowError.refused("run \(runID) was already restored by run \(by)") }
         let entries = try Int.fetchOne(db, sql: "SELECT count(*) FROM winnow_journal WHERE run_id = ?", arguments: [runID]) ?? 0
         let changes: Int = run[4]
@@ -44,9 +51,12 @@ public enum Restorer {
             for column in columns where live.column(named: column) == nil {
                 throw WinnowError.refused("cannot restore run \(runID): table '\(table)' no longer has column '\(column)'")
             }
-            guard let rowID = live.rowIDExpression else { throw WinnowError.refused("cannot restore run \(runID): '\(table)' has no rowid") }
-            let result = Shape(table: live.name, columns: columns, rowID: rowID,
-                               rowIDInColumns: live.rowIDAlias.map { alias in columns.contains(alias) } ?? false)
+            guard let rowID = live.rowIDExpression else {
+                throw WinnowError.refused("cannot restore run \(runID): '\(table)' has no rowid")
+            }
+            let result = Shape(
+                table: live.name, columns: columns, rowID: rowID,
+                rowIDInColumns: live.rowIDAlias.map { alias in columns.contains(alias) } ?? false)
             shapes[id] = result
             return result
         }
@@ -55,9 +65,11 @@ public enum Restorer {
         try db.writeTransaction {
             var before = Int64.max
             while true {
-                let page = try Row.fetchAll(db, sql: """
-                    SELECT id, op, shape_id, rid, image FROM winnow_journal WHERE run_id = ? AND id < ? ORDER BY id DESC LIMIT 1000
-                    """, arguments: [runID, before])
+                let page = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT id, op, shape_id, rid, image FROM winnow_journal WHERE run_id = ? AND id < ? ORDER BY id DESC LIMIT 1000
+                        """, arguments: [runID, before])
                 guard let last = page.last else { break }
                 before = last[0]
                 for entry in page {
@@ -76,7 +88,8 @@ public enum Restorer {
                             arguments.insert(rid.databaseValue, at: 0)
                         }
                         if try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE \(shape.rowID) = ?", arguments: [rid]) == true {
-                            throw WinnowError.refused("cannot restore run \(runID): \(shape.table) rowid \(rid) was deleted by that run but exists again")
+                            throw WinnowError.refused(
+                                "cannot restore run \(runID): \(shape.table) rowid \(rid) was deleted by that run but exists again")
                         }
                         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
                         try db.cachedStatement(sql: "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))")
@@ -87,7 +100,8 @@ public enum Restorer {
                         try db.cachedStatement(sql: "UPDATE \(table) SET \(sets) WHERE \(shape.rowID) = ?")
                             .execute(arguments: StatementArguments(values + [rid.databaseValue]))
                         guard db.changesCount == 1 else {
-                            throw WinnowError.refused("cannot restore run \(runID): \(shape.table) rowid \(rid), changed by that run, no longer exists")
+                            throw WinnowError.refused(
+                                "cannot restore run \(runID): \(shape.table) rowid \(rid), changed by that run, no longer exists")
                         }
                         reverted += 1
                     }

@@ -23,8 +23,10 @@ extension Database {
                     return .commit
                 }
                 return
-            } catch let error as DatabaseError where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED)
-                && !started && attempt < Self.writeAttempts {
+            } catch let error as DatabaseError
+                where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED)
+                && !started && attempt < Self.writeAttempts
+            {
                 attempt += 1
             }
         }

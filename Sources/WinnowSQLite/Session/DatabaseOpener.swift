@@ -105,7 +105,9 @@ public enum DatabaseOpener {
         case .SQLITE_READONLY:
             return .io("\(path): the database is read-only (\(message))")
         case .SQLITE_IOERR:
-            return .io("\(path): disk I/O error (\(message)); is the disk full or the file size limited? Committed batches are kept; the batch in flight was rolled back")
+            return .io(
+                "\(path): disk I/O error (\(message)); is the disk full or the file size limited? Committed batches are kept; the batch in flight was rolled back"
+            )
         case .SQLITE_CONSTRAINT:
             return .refused("\(path): a constraint failed (\(message))")
         default:

@@ -22,8 +22,10 @@ enum SQLFunctions {
     static func register(on db: Database) throws {
         guard let connection = db.sqliteConnection else { return }
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
-        func add(_ name: String, _ arity: Int32,
-                 _ body: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void) throws {
+        func add(
+            _ name: String, _ arity: Int32,
+            _ body: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void
+        ) throws {
             let code = sqlite3_create_function_v2(connection, name, arity, flags, nil, body, nil, nil, nil)
             guard code == SQLITE_OK else { throw WinnowError.internal("cannot register SQL function \(name) (\(code))") }
         }
@@ -38,8 +40,10 @@ enum SQLFunctions {
         try add("winnow_pack", -1) { ctx, argc, argv in SQLFunctions.packFunction(ctx, argc, argv) }
     }
 
-    static func textFunction(_ ctx: OpaquePointer?, _ argv: UnsafeMutablePointer<OpaquePointer?>?,
-                             _ ascii: (UnsafeBufferPointer<UInt8>) -> ASCII.Result, _ transform: (String) -> String) {
+    static func textFunction(
+        _ ctx: OpaquePointer?, _ argv: UnsafeMutablePointer<OpaquePointer?>?,
+        _ ascii: (UnsafeBufferPointer<UInt8>) -> ASCII.Result, _ transform: (String) -> String
+    ) {
         guard let value = argv?[0] else { return sqlite3_result_null(ctx) }
         guard sqlite3_value_type(value) == SQLITE_TEXT, let text = sqlite3_value_text(value) else {
             return sqlite3_result_value(ctx, value)
@@ -52,12 +56,14 @@ enum SQLFunctions {
             case .unchanged:
                 return sqlite3_result_value(ctx, value)
             case let .slice(range):
-                return sqlite3_result_text(ctx, UnsafeRawPointer(text + range.lowerBound).assumingMemoryBound(to: CChar.self),
-                                           Int32(range.count), transient)
+                return sqlite3_result_text(
+                    ctx, UnsafeRawPointer(text + range.lowerBound).assumingMemoryBound(to: CChar.self),
+                    Int32(range.count), transient)
             case let .bytes(output):
                 return output.withUnsafeBufferPointer { buffer in
-                    sqlite3_result_text(ctx, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
-                                        Int32(buffer.count), transient)
+                    sqlite3_result_text(
+                        ctx, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                        Int32(buffer.count), transient)
                 }
             }
         }

@@ -6,11 +6,14 @@ import WinnowCore
 // command line and the SQLite stages call.
 
 extension JobRunner {
-    public static func run(_ job: Job, options: RunOptions = .init(), onEvent: @escaping (RunEvent) -> Void = { _ in }) throws -> RunSummary {
+    public static func run(_ job: Job, options: RunOptions = .init(), onEvent: @escaping (RunEvent) -> Void = { _ in }) throws -> RunSummary
+    {
         try run(job, options: options, backend: SQLiteBackend(), onEvent: onEvent)
     }
 
-    public static func plan(_ job: Job, options: RunOptions = .init(), onEvent: @escaping (RunEvent) -> Void = { _ in }) throws -> RunSummary {
+    public static func plan(
+        _ job: Job, options: RunOptions = .init(), onEvent: @escaping (RunEvent) -> Void = { _ in }
+    ) throws -> RunSummary {
         try plan(job, options: options, backend: SQLiteBackend(), onEvent: onEvent)
     }
 

@@ -45,10 +45,13 @@ public final class SQLiteSession: DatabaseSession {
     public func inspect() throws -> LiveSchema { try SchemaInspector.inspect(db) }
 
     public func dependents() throws -> [(name: String, sql: String)] {
-        try Row.fetchAll(db, sql: """
-            SELECT name, sql FROM main.sqlite_master WHERE type IN ('view', 'trigger') AND sql IS NOT NULL
-            AND \(SchemaInspector.userObjects)
-            """).map { ($0[0] as String, $0[1] as String) }
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, sql FROM main.sqlite_master WHERE type IN ('view', 'trigger') AND sql IS NOT NULL
+                AND \(SchemaInspector.userObjects)
+                """
+        ).map { ($0[0] as String, $0[1] as String) }
     }
 
     public func tableDefinition(_ table: String) throws -> String? { try SchemaInspector.table(db, named: table)?.sql }
@@ -70,8 +73,10 @@ public final class SQLiteSession: DatabaseSession {
         }
     }
 
-    public func checkGuardsBeforeMigrating(_ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
-                                           resulting: LiveSchema, settings: BatchSettings) throws {
+    public func checkGuardsBeforeMigrating(
+        _ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
+        resulting: LiveSchema, settings: BatchSettings
+    ) throws {
         try MigrationGuards.check(job, rules: rules, plan: plan, preview: preview, resulting: resulting, db: db, settings: settings)
     }
 
@@ -87,8 +92,9 @@ public final class SQLiteSession: DatabaseSession {
 
     public func ruleExecution(_ rule: CompiledRule, runID: Int64?, options: RuleExecutionOptions) -> any RuleExecution {
         let writer: BatchWriter = runID.map { SQLiteBatchWriter(runID: $0) } ?? DryRunWriter()
-        var executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: options.settings,
-                                      sampleLimit: options.sampleLimit, onEvent: options.onEvent)
+        var executor = DedupeExecutor(
+            db: db, rule: rule, writer: writer, settings: options.settings,
+            sampleLimit: options.sampleLimit, onEvent: options.onEvent)
         if let upTo = options.changesUpTo {
             executor.scope = ChangeTracking.scope(rule, upTo: upTo)
             executor.changesUpTo = upTo
