@@ -1,10 +1,5 @@
 import Foundation
 
-/// Output formats of the command line.
-public enum OutputFormat: String, Sendable, CaseIterable {
-    case text, json, junit
-}
-
 /// Renders events and summaries as text for people, JSON lines for machines, and JUnit XML for CI.
 /// Pure functions of their input, so their output is golden-tested.
 public enum Renderer {

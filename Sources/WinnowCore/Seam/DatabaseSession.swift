@@ -1,20 +1,5 @@
 import Foundation
 
-/// How a command opens its database.
-public enum AccessMode: Sendable {
-    /// `plan`, `check`, `schema inspect`, `history`: a read-only connection.
-    case readOnly
-    /// `run` and `restore`; `create` allows a missing database to be created.
-    case readWrite(create: Bool)
-}
-
-/// A database engine winnow can work on. It opens sessions; everything else goes through them.
-public protocol DatabaseBackend: Sendable {
-    /// Opens `location` and runs `body` with a session that is valid only inside it. Errors
-    /// thrown by `body` or by the engine come out mapped to ``WinnowError`` (exit codes).
-    func withSession<T>(_ location: String, mode: AccessMode, _ body: (any DatabaseSession) throws -> T) throws -> T
-}
-
 /// The one holder of a connection. The run lifecycle (lock, run record, history, versions,
 /// the rule loop) talks only to this; each backend implements it, and the stages whose best
 /// form depends on the engine (discovery and batches, migration steps, rehearsal, seeding,
@@ -93,51 +78,6 @@ public struct SeedOutcome: Sendable, Equatable {
         self.seeded = seeded
         self.rows = rows
     }
-}
-
-/// How one rule runs.
-public struct RuleExecutionOptions {
-    public var settings: BatchSettings
-    /// Groups kept as samples (plan output); 0 for none.
-    public var sampleLimit: Int
-    /// For a tracked incremental rule: the last change this pass covers.
-    public var changesUpTo: Int64?
-    public var onEvent: (RunEvent) -> Void
-
-    public init(
-        settings: BatchSettings, sampleLimit: Int = 0, changesUpTo: Int64? = nil,
-        onEvent: @escaping (RunEvent) -> Void = { _ in }
-    ) {
-        self.settings = settings
-        self.sampleLimit = sampleLimit
-        self.changesUpTo = changesUpTo
-        self.onEvent = onEvent
-    }
-}
-
-/// One rule's discovery, guards and batches on one session.
-public protocol RuleExecution {
-    /// Finds the duplicate groups (into the session's working storage).
-    func discover() throws -> Discovery
-    /// Refuses (nothing written) what the rule's guards forbid.
-    func checkGuards(_ discovery: Discovery) throws
-    /// Readies the writer for the rule (journal shapes), in its own transaction.
-    func prepare() throws
-    /// Resolves the groups found, batch after batch.
-    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts
-    /// Stores the key hashes of the rows that remain (`key.hash_column`).
-    func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts
-}
-
-/// The change log behind `incremental: true`.
-public protocol ChangeTracker {
-    func isTracking(_ rule: CompiledRule) throws -> Bool
-    func start(_ rule: CompiledRule) throws
-    func isInstalled(table: String) throws -> Bool
-    func stop(table: String) throws
-    func lastChange(table: String) throws -> Int64
-    /// Drops the changes up to `upTo` (done) and records the run that covered them.
-    func finish(table: String, upTo: Int64, runID: Int64) throws
 }
 
 extension DatabaseSession {

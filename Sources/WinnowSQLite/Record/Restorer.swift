@@ -2,12 +2,12 @@ import Foundation
 import GRDB
 import WinnowCore
 
-/// Puts back what one run deleted and changed, from its journal (``Restore`` records the
+/// Puts back what one run deleted and changed, from its journal (``RestoreRunner`` records the
 /// restore as a run and holds the lock).
 public enum Restorer {
     /// `winnow restore` on a SQLite file.
     public static func restore(database path: String, runID: Int64, wait: TimeInterval? = nil) throws -> RunSummary {
-        try Restore.restore(database: path, runID: runID, wait: wait, backend: SQLiteBackend())
+        try RestoreRunner.restore(database: path, runID: runID, wait: wait, backend: SQLiteBackend())
     }
 
     struct Shape {

@@ -3,7 +3,7 @@ import Foundation
 /// `winnow restore`: undoes one run's deletes and updates from its journal, newest change
 /// first, in one transaction, so the database is either fully restored or untouched. The run
 /// record and the lock are the same as a run's (``RunRecord``); the backend puts the rows back.
-public enum Restore {
+public enum RestoreRunner {
     public static func restore(
         database location: String, runID: Int64, wait: TimeInterval? = nil,
         backend: any DatabaseBackend

@@ -1,0 +1,35 @@
+import Foundation
+
+/// How one rule runs.
+public struct RuleExecutionOptions {
+    public var settings: BatchSettings
+    /// Groups kept as samples (plan output); 0 for none.
+    public var sampleLimit: Int
+    /// For a tracked incremental rule: the last change this pass covers.
+    public var changesUpTo: Int64?
+    public var onEvent: (RunEvent) -> Void
+
+    public init(
+        settings: BatchSettings, sampleLimit: Int = 0, changesUpTo: Int64? = nil,
+        onEvent: @escaping (RunEvent) -> Void = { _ in }
+    ) {
+        self.settings = settings
+        self.sampleLimit = sampleLimit
+        self.changesUpTo = changesUpTo
+        self.onEvent = onEvent
+    }
+}
+
+/// One rule's discovery, guards and batches on one session.
+public protocol RuleExecution {
+    /// Finds the duplicate groups (into the session's working storage).
+    func discover() throws -> Discovery
+    /// Refuses (nothing written) what the rule's guards forbid.
+    func checkGuards(_ discovery: Discovery) throws
+    /// Readies the writer for the rule (journal shapes), in its own transaction.
+    func prepare() throws
+    /// Resolves the groups found, batch after batch.
+    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts
+    /// Stores the key hashes of the rows that remain (`key.hash_column`).
+    func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import WinnowCore
+import WinnowSQLite
+
+/// Options of the commands that carry out jobs, and what `plan`, `run` and `check` share:
+/// the run options, the event printer and the summary printer.
+struct JobOptions: ParsableArguments {
+    @Option(name: .long, help: "Duplicate groups per transaction; overrides batch.size.")
+    var batchSize: Int?
+
+    func validate() throws {
+        if let size = batchSize, size < 1 { throw ValidationError("--batch-size must be at least 1") }
+    }
+}
+
+func runOptions(_ common: CommonOptions, _ job: JobOptions, dryRun: Bool = false, wait: Double? = nil) -> RunOptions {
+    RunOptions(
+        database: common.database, batchSize: job.batchSize, dryRun: dryRun, wait: wait,
+        sampleLimit: common.verbose ? nil : 20)
+}
+
+func eventPrinter(_ options: CommonOptions) -> (RunEvent) -> Void {
+    Progress.shared.enabled = options.format == .text && !options.quiet && Console.stderrIsTerminal
+    return { event in
+        switch event {
+        case let .batch(report):
+            if options.format == .json, !options.quiet { Console.out(Renderer.json(report)) }
+            Progress.shared.update(report)
+        case let .migrationStep(index, step, seconds):
+            if options.format == .json, !options.quiet { Console.out(Renderer.json(migrationStep: step, index: index, seconds: seconds)) }
+        default:
+            break
+        }
+    }
+}
+
+func printSummary(_ summary: RunSummary, _ options: CommonOptions) {
+    Progress.shared.clear()
+    guard !options.quiet else { return }
+    Console.out(options.format == .json ? Renderer.json(summary) : Renderer.text(summary))
+}
