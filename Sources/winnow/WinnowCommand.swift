@@ -13,11 +13,24 @@ struct Winnow: ParsableCommand {
         Self.main(nil)
     }
 
+    /// `winnow` alone: the help, on standard error, and exit 64 (a command is missing).
+    func run() throws {
+        Console.err(Winnow.helpMessage())
+        throw ExitCode(64)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "winnow",
         abstract: "Keeps SQLite databases clean: deterministic deduplication from declarative YAML jobs.",
+        discussion: """
+            Start with `winnow plan JOB` (read-only), then `winnow run JOB`; `winnow check JOB` is the CI gate.
+            Every command's --help has examples. Exit codes: 0 done, 1 check found something, 64 usage,
+            65 invalid file or refused change, 66 missing database, 74 I/O error, 75 locked, 70 internal error.
+            """,
         version: "0.1.0",
-        subcommands: [Validate.self, Plan.self, Run.self, Check.self, SchemaCommand.self, HistoryCommand.self, Restore.self]
+        subcommands: [
+            Init.self, Validate.self, Plan.self, Run.self, Check.self, SchemaCommand.self, HistoryCommand.self, Show.self, Restore.self,
+        ]
     )
 }
 

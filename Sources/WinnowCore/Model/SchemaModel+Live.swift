@@ -33,6 +33,16 @@ public struct SchemaDrift: Sendable, Equatable, CustomStringConvertible {
     public var table: String
     public var column: String?
     public var message: String
+    /// Where the schema file says what the database differs from (the table, column or index;
+    /// for a table the file does not have, the file itself).
+    public var location: SourceLocation?
+
+    public init(table: String, column: String? = nil, message: String, location: SourceLocation? = nil) {
+        self.table = table
+        self.column = column
+        self.message = message
+        self.location = location
+    }
 
     public var description: String {
         column.map { "\(table).\($0): \(message)" } ?? "\(table): \(message)"
@@ -46,35 +56,44 @@ extension SchemaModel {
         var result: [SchemaDrift] = []
         for table in target.tables {
             guard let live = self.table(named: table.name) else {
-                result.append(SchemaDrift(table: table.name, message: "missing table"))
+                result.append(SchemaDrift(table: table.name, message: "missing table", location: table.location))
                 continue
             }
             for column in table.columns {
                 guard let liveColumn = live.column(named: column.name) else {
-                    result.append(SchemaDrift(table: table.name, column: column.name, message: "missing column"))
+                    result.append(
+                        SchemaDrift(
+                            table: table.name, column: column.name, message: "missing column", location: column.location ?? table.location))
                     continue
                 }
                 let differences = ColumnModel.differences(liveColumn, column)
                 if !differences.isEmpty {
-                    result.append(SchemaDrift(table: table.name, column: column.name, message: differences.joined(separator: "; ")))
+                    result.append(
+                        SchemaDrift(
+                            table: table.name, column: column.name, message: differences.joined(separator: "; "),
+                            location: column.location ?? table.location))
                 }
             }
             for column in live.columns where table.column(named: column.name) == nil {
-                result.append(SchemaDrift(table: table.name, column: column.name, message: "column not in the schema file"))
+                result.append(
+                    SchemaDrift(table: table.name, column: column.name, message: "column not in the schema file", location: table.location))
             }
             for index in table.indexes {
                 guard let liveIndex = live.indexes.first(where: { $0.name.caseInsensitiveCompare(index.name) == .orderedSame }) else {
-                    result.append(SchemaDrift(table: table.name, message: "missing index \(index.name)"))
+                    result.append(
+                        SchemaDrift(table: table.name, message: "missing index \(index.name)", location: index.location ?? table.location))
                     continue
                 }
                 if !IndexModel.sameDefinition(liveIndex, index) {
                     result.append(
                         SchemaDrift(
-                            table: table.name, message: "index \(index.name) is \(liveIndex.summary), the schema says \(index.summary)"))
+                            table: table.name, message: "index \(index.name) is \(liveIndex.summary), the schema says \(index.summary)",
+                            location: index.location ?? table.location))
                 }
             }
             for index in live.indexes where !table.indexes.contains(where: { $0.name.caseInsensitiveCompare(index.name) == .orderedSame }) {
-                result.append(SchemaDrift(table: table.name, message: "index \(index.name) is not in the schema file"))
+                result.append(
+                    SchemaDrift(table: table.name, message: "index \(index.name) is not in the schema file", location: table.location))
             }
         }
         for table in tables where target.table(named: table.name) == nil {

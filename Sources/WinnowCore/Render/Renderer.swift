@@ -63,7 +63,9 @@ public enum Renderer {
             if let incremental = rule.incremental { r["incremental"] = incremental }
             if !rule.warnings.isEmpty { r["warnings"] = rule.warnings }
             if !rule.samples.isEmpty {
-                r["sample_groups"] = rule.samples.map { ["key": $0.key, "winner": $0.winner, "losers": $0.losers] as [String: Any] }
+                r["sample_groups"] = rule.samples.map {
+                    ["key": $0.key.map(jsonValue(sqlLiteral:)), "winner": $0.winner, "losers": $0.losers] as [String: Any]
+                }
             }
             return r
         }
@@ -92,11 +94,20 @@ public enum Renderer {
 
     /// `{"event":"error", ...}`: printed by the command line before a non-zero exit in JSON mode.
     public static func jsonError(_ error: WinnowError) -> String {
-        jsonLine(["event": "error", "status": "error", "exit_code": Int(error.exitCode), "message": error.description])
+        var object: [String: Any] = ["event": "error", "status": "error", "exit_code": Int(error.exitCode), "message": error.description]
+        if case let .invalidFile(location?, message) = error {
+            object["file"] = location.file
+            object["line"] = location.line
+            object["column"] = location.column
+            object["detail"] = message
+        }
+        return jsonLine(object)
     }
 
     /// One object per run, for `history --format json`.
-    public static func json(_ entry: HistoryEntry) -> String {
+    public static func json(_ entry: HistoryEntry) -> String { jsonLine(historyObject(entry)) }
+
+    package static func historyObject(_ entry: HistoryEntry) -> [String: Any] {
         var object = countsObject(entry.counts)
         object["event"] = "run"
         object["run_id"] = entry.runID
@@ -111,7 +122,7 @@ public enum Renderer {
         object["restores_run"] = entry.restoresRun.map { $0 as Any } ?? NSNull()
         object["restored_by"] = entry.restoredBy.map { $0 as Any } ?? NSNull()
         object["message"] = entry.message ?? NSNull()
-        return jsonLine(object)
+        return object
     }
 
     // MARK: Text
@@ -181,15 +192,8 @@ public enum Renderer {
             lines.append("no dedupe rules")
         }
         switch summary.command {
-        case .check where !summary.drift.isEmpty:
-            lines.append(
-                "FAIL: \(plural(summary.drift.count, "schema difference")) from the target schema"
-                    + (summary.counts.groups > 0 ? ", and \(plural(summary.counts.groups, "duplicate group"))" : ""))
         case .check:
-            lines.append(
-                summary.counts.groups > 0
-                    ? "FAIL: \(plural(summary.counts.groups, "duplicate group")) (\(summary.counts.deleted) extra rows) left under the job's rules"
-                    : "OK: no duplicates under the job's rules")
+            lines.append(checkVerdict(summary))
         case .restore:
             lines.append("restored: \(summary.reinserted ?? 0) rows re-inserted, \(summary.reverted ?? 0) rows reverted")
         default:
@@ -204,23 +208,153 @@ public enum Renderer {
     /// `winnow history` as a table, newest first.
     public static func text(_ entries: [HistoryEntry]) -> String {
         guard !entries.isEmpty else { return "no runs recorded" }
-        let widths = [5, 8, 12, 25, 7, 8, 8, 10]
-        func row(_ cells: [String]) -> String {
-            zip(cells, widths).map { $0.padding(toLength: max($1, $0.count + 1), withPad: " ", startingAt: 0) }.joined()
-                + (cells.count > widths.count ? cells[widths.count] : "")
-        }
-        var lines = [row(["run", "command", "status", "started", "groups", "deleted", "updated", "repointed", "job"])]
+        let header = ["run", "command", "status", "started (UTC)", "duration", "groups", "deleted", "updated", "repointed", "job"]
+        var rows: [[String]] = []
+        var messages: [Int: String] = [:]
         for e in entries {
             let restore = e.restoresRun.map { " (restores run \($0))" } ?? ""
             let restoredBy = e.restoredBy.map { " (restored by run \($0))" } ?? ""
-            lines.append(
-                row([
-                    String(e.runID), e.command.rawValue, e.status.rawValue, e.startedAt, String(e.counts.groups), String(e.counts.deleted),
-                    String(e.counts.updated), String(e.counts.repointed), (e.job ?? "-") + restore + restoredBy,
-                ]))
-            if let message = e.message, e.status != .completed { lines.append("     \(message)") }
+            rows.append([
+                String(e.runID), e.command.rawValue, e.status.rawValue, shortTimestamp(e.startedAt),
+                e.finishedAt == nil ? "-" : duration(e.seconds), String(e.counts.groups), String(e.counts.deleted),
+                String(e.counts.updated), String(e.counts.repointed), (e.job ?? "-") + restore + restoredBy,
+            ])
+            if let message = e.message, e.status != .completed { messages[rows.count - 1] = message }
+        }
+        let lines = table(header, rows, numeric: [0, 4, 5, 6, 7, 8])
+        var out = [lines[0]]
+        for (index, line) in lines.dropFirst().enumerated() {
+            out.append(line)
+            if let message = messages[index] { out.append("    \(message)") }
+        }
+        return out.joined(separator: "\n")
+    }
+
+    /// `winnow show`: the run, then what each rule did, then the journal's rows per table.
+    public static func text(_ report: RunReport) -> String {
+        let run = report.run
+        var lines = [
+            "Run \(run.runID): \(run.command.rawValue) of \(run.job ?? "-"), \(run.status.rawValue), started \(shortTimestamp(run.startedAt)) UTC"
+                + (run.finishedAt == nil ? "" : ", \(duration(run.seconds))")
+        ]
+        if let restores = run.restoresRun { lines.append("restores run \(restores)") }
+        if let by = run.restoredBy { lines.append("restored by run \(by)") }
+        if let message = run.message { lines.append("message: \(message)") }
+        if run.migrationSteps > 0 { lines.append("migration: \(plural(run.migrationSteps, "step")) applied") }
+        lines.append("total: \(countsLine(run.counts, wouldBe: false)) in \(plural(run.counts.batches, "batch", "batches"))")
+        if !report.rules.isEmpty {
+            lines.append("")
+            let rows = report.rules.map { rule in
+                [
+                    "dedupe[\(rule.index)]", rule.table, rule.key, String(rule.counts.groups), String(rule.counts.deleted),
+                    String(rule.counts.updated), String(rule.counts.repointed), String(rule.counts.childrenDeleted),
+                ]
+            }
+            lines += table(
+                ["rule", "table", "key", "groups", "deleted", "updated", "repointed", "children deleted"], rows, numeric: [3, 4, 5, 6, 7])
+        }
+        if !report.journal.isEmpty {
+            lines.append("")
+            lines.append("journal (what `winnow restore --run \(run.runID)` puts back):")
+            lines += table(
+                ["table", "rows deleted", "rows changed"], report.journal.map { [$0.table, String($0.deleted), String($0.updated)] },
+                numeric: [1, 2])
+        } else if run.command == .run, run.counts.deleted + run.counts.updated + run.counts.repointed > 0 {
+            lines.append("")
+            lines.append("not journaled (archive: false): this run cannot be restored")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `show --format json`: one object.
+    public static func json(_ report: RunReport) -> String {
+        var object = historyObject(report.run)
+        object["event"] = "show"
+        object["rules"] = report.rules.map { rule -> [String: Any] in
+            var o = countsObject(rule.counts)
+            o["rule"] = rule.index
+            o["table"] = rule.table
+            o["key"] = rule.key
+            return o
+        }
+        object["journal"] = report.journal.map { ["table": $0.table, "deleted": $0.deleted, "updated": $0.updated] as [String: Any] }
+        return jsonLine(object)
+    }
+
+    /// A key value as SQL spells it (`'text'`, `42`, `1.5`, `NULL`, `X'00FF'`) as a JSON value:
+    /// a string, a number, null, or `{"blob": "00ff"}`.
+    package static func jsonValue(sqlLiteral literal: String) -> Any {
+        if literal == "NULL" { return NSNull() }
+        if literal.count >= 2, literal.hasPrefix("'"), literal.hasSuffix("'") {
+            return String(literal.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'")
+        }
+        if literal.count >= 3, literal.hasPrefix("X'"), literal.hasSuffix("'") {
+            return ["blob": literal.dropFirst(2).dropLast().lowercased()]
+        }
+        if let integer = Int64(literal) { return integer }
+        if let real = Double(literal) { return real }
+        return literal
+    }
+
+    /// `winnow init`: what was written and what each table's keys found.
+    public static func text(starter result: Starter.Result) -> String {
+        var lines = ["wrote \(result.schemaPath) (the schema as it is) and \(result.jobPath) (the starter job)"]
+        let rows = result.findings.map { finding -> [String] in
+            guard let chosen = finding.chosen else {
+                return [finding.table, String(finding.rows), finding.counts.isEmpty ? "-" : "none found", "0", "commented out"]
+            }
+            let key = chosen.candidate.columns.joined(separator: " + ") + (chosen.normalizes ? " (trim, lowercase)" : "")
+            return [finding.table, String(finding.rows), key, String(chosen.bestGroups), "rule"]
+        }
+        if !rows.isEmpty { lines += table(["table", "rows", "key", "groups", "in the job"], rows, numeric: [1, 3]) }
+        lines.append("next: read \(result.jobPath), then `winnow plan \(result.jobPath)`")
+        return lines.joined(separator: "\n")
+    }
+
+    public static func json(starter result: Starter.Result) -> String {
+        jsonLine([
+            "event": "init", "job": result.jobPath, "schema": result.schemaPath,
+            "tables": result.findings.map { finding -> [String: Any] in
+                var object: [String: Any] = ["table": finding.table, "rows": finding.rows]
+                object["candidates"] = finding.counts.map {
+                    [
+                        "key": $0.candidate.columns, "groups": $0.groups, "extra_rows": $0.surplus,
+                        "normalized_groups": $0.normalizedGroups, "normalized_extra_rows": $0.normalizedSurplus,
+                    ] as [String: Any]
+                }
+                object["rule"] = finding.chosen.map { $0.candidate.columns as Any } ?? NSNull()
+                return object
+            },
+        ])
+    }
+
+    /// An aligned table: each column as wide as its widest cell, two spaces apart, `numeric`
+    /// columns right-aligned; the last column is not padded.
+    package static func table(_ header: [String], _ rows: [[String]], numeric: Set<Int> = []) -> [String] {
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0.indices.contains(column) ? $0[column].count : 0 }.max() ?? 0 }
+        return all.map { cells in
+            cells.enumerated().map { column, cell in
+                let pad = String(repeating: " ", count: max(0, widths[column] - cell.count))
+                if column == cells.count - 1, !numeric.contains(column) { return cell }
+                return numeric.contains(column) ? pad + cell : cell + pad
+            }.joined(separator: "  ")
+        }
+    }
+
+    /// `2026-11-21T10:00:05.123Z` as `2026-11-21 10:00:05`.
+    package static func shortTimestamp(_ iso: String) -> String {
+        let trimmed = iso.replacingOccurrences(of: "T", with: " ")
+        return String(trimmed.prefix(19))
+    }
+
+    /// Seconds for people: `0.42 s`, `12.3 s`, `4 min 05 s`, `2 h 03 min`.
+    package static func duration(_ seconds: Double) -> String {
+        if seconds < 10 { return String(format: "%.2f s", seconds) }
+        if seconds < 60 { return String(format: "%.1f s", seconds) }
+        let whole = Int(seconds.rounded())
+        if whole < 3600 { return String(format: "%d min %02d s", whole / 60, whole % 60) }
+        return String(format: "%d h %02d min", whole / 3600, (whole % 3600) / 60)
     }
 
     // MARK: JUnit
@@ -231,6 +365,64 @@ public enum Renderer {
     }
 
     /// `check --format junit`: one test case per rule, failed when it leaves duplicates.
+    /// The last line of a `check`: `OK: ...` or `FAIL: ...` with what was found.
+    public static func checkVerdict(_ summary: RunSummary) -> String {
+        if !summary.drift.isEmpty {
+            return "FAIL: \(plural(summary.drift.count, "schema difference")) from the target schema"
+                + (summary.counts.groups > 0 ? ", and \(plural(summary.counts.groups, "duplicate group"))" : "")
+        }
+        return summary.counts.groups > 0
+            ? "FAIL: \(plural(summary.counts.groups, "duplicate group")) (\(summary.counts.deleted) extra rows) left under the job's rules"
+            : "OK: no duplicates under the job's rules"
+    }
+
+    /// Whether a `check` found anything (exit 1).
+    public static func checkFailed(_ summary: RunSummary) -> Bool { summary.counts.groups > 0 || !summary.drift.isEmpty }
+
+    /// `check --format github`: one GitHub Actions workflow command per finding,
+    /// `::error file=F,line=N,col=C,title=T::message`, at the job-file line of the failing rule
+    /// or the schema-file line of the drifting table, column or index.
+    public static func github(_ summaries: [RunSummary]) -> String {
+        var lines: [String] = []
+        for summary in summaries {
+            let job = summary.job ?? "job"
+            for rule in summary.rules where rule.counts.groups > 0 {
+                var message =
+                    "dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + ")): "
+                    + countsLine(rule.counts, wouldBe: true)
+                for note in summary.notes { message += "; \(note)" }
+                lines.append(workflowCommand(location: rule.location, fallbackFile: job, title: "winnow check: duplicates", message))
+            }
+            for drift in summary.driftFindings {
+                let text = drift.table.isEmpty ? drift.message : drift.description
+                lines.append(
+                    workflowCommand(
+                        location: drift.location, fallbackFile: summary.schemaFile ?? job, title: "winnow check: schema drift",
+                        "\(text) (database \(summary.database))"))
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func workflowCommand(location: SourceLocation?, fallbackFile: String, title: String, _ message: String) -> String {
+        // Workflow-command escaping: %, CR and LF in the message; also : and , in properties.
+        func data(_ s: String) -> String {
+            s.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "\r", with: "%0D")
+                .replacingOccurrences(of: "\n", with: "%0A")
+        }
+        func property(_ s: String) -> String {
+            data(s).replacingOccurrences(of: ":", with: "%3A").replacingOccurrences(of: ",", with: "%2C")
+        }
+        // Annotations name files relative to the working directory (the repository's root in CI).
+        var file = location?.file ?? fallbackFile
+        let cwd = FileManager.default.currentDirectoryPath + "/"
+        if file.hasPrefix(cwd) { file = String(file.dropFirst(cwd.count)) }
+        var properties = ["file=\(property(file))", "line=\(location?.line ?? 1)"]
+        if let column = location?.column { properties.append("col=\(column)") }
+        properties.append("title=\(property(title))")
+        return "::error \(properties.joined(separator: ","))::\(data(message))"
+    }
+
     public static func junit(_ summaries: [RunSummary], includeTimes: Bool = true) -> String {
         var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>"]
         let cases = summaries.flatMap { s in s.rules.map { (s, $0) } }
@@ -247,7 +439,7 @@ public enum Renderer {
                 if rule.counts.groups > 0 {
                     lines.append("    <testcase classname=\"winnow.check\" name=\"\(name)\">")
                     lines.append(
-                        "      <failure message=\"\(xmlEscape(plural(rule.counts.groups, "duplicate group"))) left\">\(xmlEscape(countsLine(rule.counts, wouldBe: true)))</failure>"
+                        "      <failure message=\"\(xmlEscape(plural(rule.counts.groups, "duplicate group"))) left\">\(xmlEscape(([countsLine(rule.counts, wouldBe: true)] + summary.notes).joined(separator: "\n")))</failure>"
                     )
                     lines.append("    </testcase>")
                 } else {

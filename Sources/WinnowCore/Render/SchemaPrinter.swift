@@ -7,10 +7,73 @@ import Yams
 public enum SchemaPrinter {
     /// The live schema of `location` in the schema-file format.
     public static func inspect(database location: String, backend: any DatabaseBackend) throws -> String {
-        let model = try backend.withSession(location, mode: .readOnly) { session in
+        try render(try model(database: location, backend: backend))
+    }
+
+    /// The live schema of `location` as a model (version: the recorded one, else 1).
+    public static func model(database location: String, backend: any DatabaseBackend) throws -> SchemaModel {
+        try backend.withSession(location, mode: .readOnly) { session in
             SchemaModel(live: try session.inspect(), version: try SchemaVersions.recorded(session)?.version ?? 1)
         }
-        return try render(model)
+    }
+
+    /// The model as one JSON object with the schema file's keys, in the file's order. JSON is
+    /// YAML too: the output loads back as a schema file.
+    public static func json(_ model: SchemaModel) -> String {
+        func string(_ s: String) -> String {
+            var out = "\""
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        func object(_ pairs: [(String, String)]) -> String { "{" + pairs.map { "\(string($0.0)): \($0.1)" }.joined(separator: ", ") + "}" }
+        func array(_ items: [String]) -> String { "[" + items.joined(separator: ", ") + "]" }
+        func names(_ list: [String]) -> String { list.count == 1 ? string(list[0]) : array(list.map(string)) }
+        func defaultValue(_ value: DefaultValue) -> String {
+            switch value {
+            case .null: return "null"
+            case let .integer(v): return String(v)
+            case let .real(v): return v.isFinite ? (v == v.rounded() && abs(v) < 1e15 ? String(format: "%.1f", v) : "\(v)") : string("\(v)")
+            case let .text(s): return string(s)
+            case let .expression(e): return object([("sql", string(e))])
+            }
+        }
+        let tables = model.tables.map { table -> (String, String) in
+            let columns = table.columns.map { column -> String in
+                var pairs: [(String, String)] = [("name", string(column.name)), ("type", string(column.type))]
+                if column.primaryKey { pairs.append(("primary_key", "true")) }
+                if !column.nullable { pairs.append(("nullable", "false")) }
+                if let value = column.defaultValue { pairs.append(("default", defaultValue(value))) }
+                if !column.renamedFrom.isEmpty { pairs.append(("renamed_from", names(column.renamedFrom))) }
+                if let ref = column.references {
+                    var r: [(String, String)] = [("table", string(ref.table))]
+                    if let target = ref.column { r.append(("column", string(target))) }
+                    pairs.append(("references", object(r)))
+                }
+                return object(pairs)
+            }
+            var entry: [(String, String)] = []
+            if !table.renamedFrom.isEmpty { entry.append(("renamed_from", names(table.renamedFrom))) }
+            entry.append(("columns", array(columns)))
+            let indexes = table.indexes.map { index in
+                object([
+                    ("name", string(index.name)), ("columns", array(index.columns.map(string))),
+                    ("unique", index.unique ? "true" : "false"),
+                ])
+            }
+            if !indexes.isEmpty { entry.append(("indexes", array(indexes))) }
+            return (table.name, object(entry))
+        }
+        return object([("version", String(model.version)), ("tables", object(tables))])
     }
 
     package static func flow(_ pairs: [(String, Node)]) -> Node {

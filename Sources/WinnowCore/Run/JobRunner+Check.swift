@@ -8,15 +8,18 @@ extension JobRunner {
         let path = try databasePath(job, options)
         let target = try target(job)
         let started = Date()
-        var drift: [String] = []
+        var drift: [SchemaDrift] = []
         var notes: [String] = []
         let found = try backend.withSession(path, mode: .readOnly) { session -> [RuleSummary] in
             if let target {
                 let recorded = try SchemaVersions.recorded(session)
                 let live = SchemaModel(live: try session.inspect(), version: recorded?.version ?? 0)
-                drift = live.drift(to: target).map(\.description)
+                drift = live.drift(to: target)
                 if let recorded, recorded.version != target.version {
-                    drift.append("model version is \(recorded.version), the schema file is version \(target.version)")
+                    drift.append(
+                        SchemaDrift(
+                            table: "", message: "model version is \(recorded.version), the schema file is version \(target.version)",
+                            location: job.schema?.location))
                 }
             }
             let rules: [CompiledRule]
@@ -39,14 +42,21 @@ extension JobRunner {
         if found.contains(where: { $0.counts.groups > 0 }), drift.isEmpty {
             var dry = options
             dry.sampleLimit = 0
-            summaries = try plan(job, options: dry, backend: backend).rules
+            do {
+                summaries = try plan(job, options: dry, backend: backend).rules
+            } catch let error as WinnowError where error.isRefusal {
+                // A guard that would refuse the run is a finding of the check, not a failure of it.
+                notes.append("a run would be refused: \(error.description)")
+            }
         }
         let totals = summaries.reduce(Counts()) { $0 + $1.counts }
         let status: RunStatus = !drift.isEmpty ? .drift : (totals.groups > 0 ? .duplicates : .clean)
         var summary = RunSummary(
             command: .check, status: status, job: job.file, database: path,
             dryRun: true, counts: totals, seconds: Date().timeIntervalSince(started), rules: summaries)
-        summary.drift = drift
+        summary.drift = drift.map { $0.table.isEmpty ? $0.message : $0.description }
+        summary.driftFindings = drift
+        summary.schemaFile = job.schema?.value
         summary.notes = notes
         return summary
     }

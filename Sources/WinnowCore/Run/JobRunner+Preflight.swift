@@ -48,6 +48,20 @@ extension JobRunner {
         return checked
     }
 
+    /// `validate JOB --database PATH`: what `plan` refuses about the job's files on this
+    /// database, without reading its rows: the migration to the target schema (rehearsed), every
+    /// rule against the schema the migration leaves, and the seed's file and tables.
+    public static func validate(_ job: Job, database: String, backend: any DatabaseBackend) throws {
+        let target = try target(job)
+        try backend.withSession(database, mode: .readOnly) { session in
+            let live = try session.inspect()
+            var resulting = live
+            if let target { resulting = try session.rehearse(try migrationPlan(session, live: live, job: job, target: target)).result }
+            for rule in job.dedupe { _ = try RuleCompiler.compile(rule, schema: resulting, dialect: session.dialect) }
+            if let seed = job.seed { _ = try session.seed(seed, runID: nil, checkingAgainst: resulting) }
+        }
+    }
+
     /// The steps that bring the database to `target`, or a refusal (exit 65).
     package static func migrationPlan(
         _ session: any DatabaseSession, live: LiveSchema, job: Job, target: SchemaModel

@@ -20,7 +20,7 @@ extension JobRunner {
     /// as a run would).
     package static func dedupe(
         _ rules: [CompiledRule], mode: LoopMode, options: RunOptions, job: Job, session: any DatabaseSession,
-        totals: inout Counts, onEvent: @escaping (RunEvent) -> Void
+        deadline: RunDeadline = RunDeadline(at: nil), totals: inout Counts, onEvent: @escaping (RunEvent) -> Void
     ) throws -> [RuleSummary] {
         let settings = settings(job, options)
         let record = mode.record
@@ -31,7 +31,7 @@ extension JobRunner {
             let state = incremental[rule.rule.index]
             let options = RuleExecutionOptions(
                 settings: settings, sampleLimit: record == nil ? options.sampleLimit ?? Int.max : 0,
-                changesUpTo: state?.tracking == true ? state?.upTo : nil, onEvent: onEvent)
+                changesUpTo: state?.tracking == true ? state?.upTo : nil, deadline: deadline, onEvent: onEvent)
             return session.ruleExecution(rule, runID: record?.id, options: options)
         }
         var discoveries: [Discovery?] = Array(repeating: nil, count: rules.count)
@@ -46,6 +46,9 @@ extension JobRunner {
         var summaries: [RuleSummary] = []
         var batchNumber = 1
         for (index, rule) in rules.enumerated() {
+            // --max-duration: a rule not started is left for the next run (the first batch of a
+            // run always goes, so runs that keep stopping still progress).
+            if record != nil, index > 0, deadline.passed() { break }
             let execution = execution(rule)
             // The working storage holds the last discovery only.
             var discovery: Discovery
@@ -60,8 +63,10 @@ extension JobRunner {
             var samples: [GroupSample] = []
             // Duplicates first, then the stored hashes of the rows that remain.
             var counts = try execution.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples)
-            counts = counts + (try execution.fillHashes(batchNumber: &batchNumber, totals: &totals))
-            if let record, let state = incremental[rule.rule.index] {
+            // A rule stopped between batches is not done: its hashes and its change log wait.
+            let stopped = record != nil && deadline.reached
+            if !stopped { counts = counts + (try execution.fillHashes(batchNumber: &batchNumber, totals: &totals)) }
+            if !stopped, let record, let state = incremental[rule.rule.index] {
                 // The changes this rule covered are done; later ones wait for the next run.
                 try session.changeTracker.finish(table: rule.table, upTo: state.upTo, runID: record.id)
             }
@@ -69,6 +74,7 @@ extension JobRunner {
             var summary = ruleSummary(rule, discovery, counts, samples)
             summary.incremental = incremental[rule.rule.index]?.tracking
             if record == nil { summary.warnings = PlanAdvice.warnings(rule, discovery: discovery, settings: settings) }
+            try record?.record(rule: summary)
             summaries.append(summary)
         }
         return summaries
@@ -76,7 +82,7 @@ extension JobRunner {
 
     package static func ruleSummary(_ rule: CompiledRule, _ discovery: Discovery, _ counts: Counts, _ samples: [GroupSample]) -> RuleSummary
     {
-        RuleSummary(
+        var summary = RuleSummary(
             index: rule.rule.index, table: rule.table,
             key: rule.keyColumns.map { name in
                 let chain = rule.normalizers[name, default: []]
@@ -84,6 +90,8 @@ extension JobRunner {
             },
             winner: rule.winnerDescription, references: rule.references.map(\.label),
             discovery: discovery, counts: counts, samples: samples)
+        summary.location = rule.rule.entity.location ?? rule.rule.location
+        return summary
     }
 
     /// How an incremental rule runs now: limited to the changes up to `upTo`, or in full.

@@ -89,17 +89,24 @@ public enum JobRunner {
             var totals = Counts()
             var applied: [PlannedStep] = []
             var notes: [String] = []
+            let deadline = RunDeadline(at: options.maxDuration.map { started.addingTimeInterval($0) })
             let summaries = try record.guarding(totals: { totals }, started: started) {
                 try execute(
-                    job, target: target, options: options, session: session, record: record, totals: &totals,
-                    applied: &applied, notes: &notes, onEvent: onEvent)
+                    job, target: target, options: options, session: session, record: record, deadline: deadline,
+                    totals: &totals, applied: &applied, notes: &notes, onEvent: onEvent)
             }
             let seconds = Date().timeIntervalSince(started)
+            let status: RunStatus = deadline.reached ? .stopped : .completed
+            var message: String?
+            if deadline.reached, let limit = options.maxDuration {
+                message = "stopped after --max-duration \(String(format: "%g", limit)) s; the next run continues where this one stopped"
+                notes.append(message!)
+            }
             try record.guarding(totals: { totals }, started: started) {
-                try record.finish(.completed, totals: totals, seconds: seconds, message: nil)
+                try record.finish(status, totals: totals, seconds: seconds, message: message)
             }
             var summary = RunSummary(
-                command: .run, runID: record.id, status: .completed, job: job.file, database: path,
+                command: .run, runID: record.id, status: status, job: job.file, database: path,
                 counts: totals, migrationSteps: applied.count, seconds: seconds, rules: summaries)
             summary.migration = applied
             summary.notes = notes
@@ -109,6 +116,7 @@ public enum JobRunner {
 
     package static func execute(
         _ job: Job, target: SchemaModel?, options: RunOptions, session: any DatabaseSession, record: RunRecord,
+        deadline: RunDeadline,
         totals: inout Counts, applied: inout [PlannedStep], notes: inout [String],
         onEvent: @escaping (RunEvent) -> Void
     ) throws -> [RuleSummary] {
@@ -153,8 +161,11 @@ public enum JobRunner {
         // 3. Deduplicate, against the schema as the migration left it.
         let rules = try compile(job, session)
         let summaries = try dedupe(
-            rules, mode: .run(record), options: options, job: job, session: session, totals: &totals,
+            rules, mode: .run(record), options: options, job: job, session: session, deadline: deadline, totals: &totals,
             onEvent: onEvent)
+        // A run stopped by --max-duration leaves duplicates for the next run: the unique
+        // indexes that wait for them, and the version, wait too.
+        if deadline.reached { return summaries }
         // 4. The unique indexes that keep the duplicates out, then the version.
         for step in deferred { try apply(step) }
         if let target {

@@ -16,4 +16,6 @@ public struct RuleSummary: Sendable, Equatable {
     public var incremental: Bool? = nil
     /// What would make this rule slow, and the fix (`plan` only; see ``PlanAdvice``).
     public var warnings: [String] = []
+    /// Where the job file states the rule (its `entity:`), for `--format github`.
+    public var location: SourceLocation? = nil
 }

@@ -12,15 +12,19 @@ public struct RunOptions: Sendable {
     public var wait: TimeInterval?
     /// Groups listed per rule by `plan` (nil: all).
     public var sampleLimit: Int? = 20
+    /// `run --max-duration SECONDS`: stop cleanly after the batch in flight once this much time
+    /// has passed since the run started (status `stopped`; the next run continues).
+    public var maxDuration: TimeInterval?
 
     public init(
         database: String? = nil, batchSize: Int? = nil, dryRun: Bool = false, wait: TimeInterval? = nil,
-        sampleLimit: Int? = 20
+        sampleLimit: Int? = 20, maxDuration: TimeInterval? = nil
     ) {
         self.database = database
         self.batchSize = batchSize
         self.dryRun = dryRun
         self.wait = wait
         self.sampleLimit = sampleLimit
+        self.maxDuration = maxDuration
     }
 }

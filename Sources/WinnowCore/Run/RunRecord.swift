@@ -61,6 +61,28 @@ public struct RunRecord {
         ]
     }
 
+    /// What one rule of the run did (`winnow show`), in its own short transaction after the
+    /// rule's batches; a rule stopped by `--max-duration` records what it did so far.
+    public func record(rule summary: RuleSummary) throws {
+        let c = summary.counts
+        try session.writeTransaction {
+            try session.execute(
+                """
+                INSERT INTO \(session.dialect.bookkeeping("winnow_run_rules"))
+                    (run_id, rule, tbl, key, groups, deleted, updated, repointed, children_deleted, hashed, skipped, batches)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (run_id, rule) DO UPDATE SET groups = excluded.groups, deleted = excluded.deleted,
+                    updated = excluded.updated, repointed = excluded.repointed, children_deleted = excluded.children_deleted,
+                    hashed = excluded.hashed, skipped = excluded.skipped, batches = excluded.batches
+                """,
+                [
+                    SQLValue(id), SQLValue(summary.index), SQLValue(summary.table), SQLValue(summary.key.joined(separator: " + ")),
+                    SQLValue(c.groups), SQLValue(c.deleted), SQLValue(c.updated), SQLValue(c.repointed), SQLValue(c.childrenDeleted),
+                    SQLValue(c.hashed), SQLValue(c.skipped), SQLValue(c.batches),
+                ])
+        }
+    }
+
     /// The migration steps applied so far.
     public func record(migrationSteps: Int) throws {
         try session.execute(

@@ -14,6 +14,8 @@ public struct RunStatus: RawRepresentable, Hashable, Sendable, ExpressibleByStri
     /// A run in progress (or one whose process died: see ``interrupted``).
     public static let running: RunStatus = "running"
     public static let completed: RunStatus = "completed"
+    /// `run --max-duration`: stopped cleanly between batches; the next run continues.
+    public static let stopped: RunStatus = "stopped"
     /// A run whose process died before it finished; its committed batches are kept.
     public static let interrupted: RunStatus = "interrupted"
     /// Refused before or during its work (exit 65); nothing past the last commit changed.

@@ -19,6 +19,10 @@ public struct RunSummary: Sendable, Equatable {
     public var migration: [PlannedStep] = []
     /// `check`: differences between the live schema and the job's target schema.
     public var drift: [String] = []
+    /// The same differences with where the schema file states each (for `--format github`).
+    public var driftFindings: [SchemaDrift] = []
+    /// `check`: the job's target schema file, if it names one.
+    public var schemaFile: String?
     /// Remarks worth a line (a seed already applied, a rule evaluated after migration, ...).
     public var notes: [String] = []
     /// `restore` only: rows put back, and rows returned to their before-image.

@@ -7,15 +7,18 @@ public struct RuleExecutionOptions {
     public var sampleLimit: Int
     /// For a tracked incremental rule: the last change this pass covers.
     public var changesUpTo: Int64?
+    /// `--max-duration`: batches stop once it has passed (after the batch in flight commits).
+    public var deadline: RunDeadline
     public var onEvent: (RunEvent) -> Void
 
     public init(
-        settings: BatchSettings, sampleLimit: Int = 0, changesUpTo: Int64? = nil,
+        settings: BatchSettings, sampleLimit: Int = 0, changesUpTo: Int64? = nil, deadline: RunDeadline = RunDeadline(at: nil),
         onEvent: @escaping (RunEvent) -> Void = { _ in }
     ) {
         self.settings = settings
         self.sampleLimit = sampleLimit
         self.changesUpTo = changesUpTo
+        self.deadline = deadline
         self.onEvent = onEvent
     }
 }
@@ -28,7 +31,8 @@ public protocol RuleExecution {
     func checkGuards(_ discovery: Discovery) throws
     /// Readies the writer for the rule (journal shapes), in its own transaction.
     func prepare() throws
-    /// Resolves the groups found, batch after batch.
+    /// Resolves the groups found, batch after batch, until they are done or the deadline has
+    /// passed (the rule is then left for the next run).
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts
     /// Stores the key hashes of the rows that remain (`key.hash_column`).
     func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts

@@ -33,6 +33,7 @@ extension DedupeExecutor {
             guard let upTo = try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [lastFirst, sizer.current])
             else { break }
             if done > 0 {  // between batches only, never after the last
+                if writer.writes, deadline.passed() { break }
                 if writer.writes { _ = gap.observe(db, version: state.version) }
                 try pause()
             }

@@ -16,6 +16,8 @@ struct DedupeExecutor {
     var scope: String?
     /// For an incremental run: the last change id it covers (hashes are stored for those rows only).
     var changesUpTo: Int64?
+    /// `--max-duration`: no batch starts once it has passed.
+    var deadline = RunDeadline(at: nil)
     var onEvent: (RunEvent) -> Void = { _ in }
 
     static func prepareTemporaryTables(_ db: Database) throws {

@@ -23,7 +23,7 @@ public enum Restorer {
             let run = try Row.fetchOne(
                 db,
                 sql:
-                    "SELECT command, status, archive, restored_by, deleted + updated + repointed + children_deleted + hashed FROM winnow_runs WHERE id = ?",
+                    "SELECT command, status, archive, restored_by, deleted + updated + repointed + children_deleted + hashed, migration_steps FROM winnow_runs WHERE id = ?",
                 arguments: [runID])
         else {
             throw WinnowError.usage("no run \(runID) in this database; see winnow history")
@@ -36,6 +36,28 @@ public enum Restorer {
         let changes: Int = run[4]
         if entries == 0 && changes > 0 {
             throw WinnowError.refused("run \(runID) changed \(changes) rows without a journal (archive: false); it cannot be restored")
+        }
+        if entries == 0 {
+            let steps: Int = run[5]
+            let migrated = steps > 0 ? "it only changed the schema (\(steps) migration step\(steps == 1 ? "" : "s")), and " : ""
+            throw WinnowError.refused(
+                """
+                run \(runID) changed no rows: \(migrated)schema changes are never undone (a database is never downgraded); \
+                there is nothing to restore
+                """)
+        }
+        /// A later run that journaled a change of `rid` in `table` and is not restored: the one
+        /// to restore first.
+        func blocker(_ table: String, _ rid: Int64) throws -> String {
+            let later = try Int64.fetchOne(
+                db,
+                sql: """
+                    SELECT j.run_id FROM winnow_journal AS j JOIN winnow_journal_shapes AS s ON s.id = j.shape_id
+                    JOIN winnow_runs AS r ON r.id = j.run_id
+                    WHERE j.run_id > ? AND s.tbl = ? COLLATE NOCASE AND j.rid = ? AND r.restored_by IS NULL
+                    ORDER BY j.run_id DESC LIMIT 1
+                    """, arguments: [runID, table, rid])
+            return later.map { "; run \($0) changed it later: restore run \($0) first" } ?? ""
         }
         var shapes: [Int64: Shape] = [:]
         func shape(_ id: Int64) throws -> Shape {
@@ -89,7 +111,8 @@ public enum Restorer {
                         }
                         if try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE \(shape.rowID) = ?", arguments: [rid]) == true {
                             throw WinnowError.refused(
-                                "cannot restore run \(runID): \(shape.table) rowid \(rid) was deleted by that run but exists again")
+                                "cannot restore run \(runID): \(shape.table) rowid \(rid) was deleted by that run but exists again"
+                                    + (try blocker(shape.table, rid)))
                         }
                         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
                         try db.cachedStatement(sql: "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))")
@@ -101,7 +124,8 @@ public enum Restorer {
                             .execute(arguments: StatementArguments(values + [rid.databaseValue]))
                         guard db.changesCount == 1 else {
                             throw WinnowError.refused(
-                                "cannot restore run \(runID): \(shape.table) rowid \(rid), changed by that run, no longer exists")
+                                "cannot restore run \(runID): \(shape.table) rowid \(rid), changed by that run, no longer exists"
+                                    + (try blocker(shape.table, rid)))
                         }
                         reverted += 1
                     }

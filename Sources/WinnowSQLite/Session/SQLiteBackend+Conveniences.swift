@@ -17,6 +17,10 @@ extension JobRunner {
         try plan(job, options: options, backend: SQLiteBackend(), onEvent: onEvent)
     }
 
+    public static func validate(_ job: Job, database: String) throws {
+        try validate(job, database: database, backend: SQLiteBackend())
+    }
+
     public static func check(_ job: Job, options: RunOptions = .init()) throws -> RunSummary {
         try check(job, options: options, backend: SQLiteBackend())
     }
@@ -37,6 +41,10 @@ extension RuleCompiler {
 extension History {
     public static func entries(database path: String, limit: Int? = nil) throws -> [HistoryEntry] {
         try entries(database: path, limit: limit, backend: SQLiteBackend())
+    }
+
+    public static func show(database path: String, runID: Int64) throws -> RunReport {
+        try show(database: path, runID: runID, backend: SQLiteBackend())
     }
 }
 

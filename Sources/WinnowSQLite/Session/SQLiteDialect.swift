@@ -74,6 +74,23 @@ public struct SQLiteDialect: SQLDialect {
             """,
             "CREATE INDEX IF NOT EXISTS winnow_journal_by_run ON winnow_journal (run_id, id)",
             """
+            CREATE TABLE IF NOT EXISTS winnow_run_rules (
+                run_id INTEGER NOT NULL,
+                rule INTEGER NOT NULL,
+                tbl TEXT NOT NULL,
+                key TEXT NOT NULL,
+                groups INTEGER NOT NULL DEFAULT 0,
+                deleted INTEGER NOT NULL DEFAULT 0,
+                updated INTEGER NOT NULL DEFAULT 0,
+                repointed INTEGER NOT NULL DEFAULT 0,
+                children_deleted INTEGER NOT NULL DEFAULT 0,
+                hashed INTEGER NOT NULL DEFAULT 0,
+                skipped INTEGER NOT NULL DEFAULT 0,
+                batches INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (run_id, rule)
+            )
+            """,
+            """
             CREATE TABLE IF NOT EXISTS winnow_lock (
                 id INTEGER PRIMARY KEY CHECK (id = 1),
                 run_id INTEGER,

@@ -95,6 +95,7 @@ public final class SQLiteSession: DatabaseSession {
         var executor = DedupeExecutor(
             db: db, rule: rule, writer: writer, settings: options.settings,
             sampleLimit: options.sampleLimit, onEvent: options.onEvent)
+        executor.deadline = options.deadline
         if let upTo = options.changesUpTo {
             executor.scope = ChangeTracking.scope(rule, upTo: upTo)
             executor.changesUpTo = upTo

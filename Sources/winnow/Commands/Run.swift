@@ -4,26 +4,46 @@ import WinnowCore
 import WinnowSQLite
 
 struct Run: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Deduplicate as the jobs say, in batches with a commit after each.")
+    static let configuration = CommandConfiguration(
+        abstract: "Deduplicate as the jobs say, in batches with a commit after each.",
+        discussion: """
+            Migrates, seeds and deduplicates; every batch is one transaction, so a killed run loses
+            nothing and the next run finishes the job. Review with `winnow plan` first.
+
+            Examples:
+              winnow run jobs/contacts.yaml
+              winnow run jobs/contacts.yaml --quiet --wait 60 --max-duration 300   # from cron
+              winnow run jobs/contacts.yaml --format json >> winnow.log
+            """)
 
     @OptionGroup var options: CommonOptions
     @OptionGroup var jobOptions: JobOptions
     @Flag(name: .long, help: "Write nothing; the same as plan.") var dryRun = false
     @Option(name: .long, help: "Wait up to SECONDS for another run's lock instead of exiting 75.") var wait: Double?
+    @Option(
+        name: .long,
+        help: "Stop cleanly after the batch in flight once SECONDS have passed (status 'stopped', exit 0); the next run continues.")
+    var maxDuration: Double?
     @Argument(help: "Job files, run in order.") var jobs: [String]
 
     func validate() throws {
         if let wait, wait < 0 || !wait.isFinite { throw ValidationError("--wait takes a number of seconds, 0 or more") }
+        if let maxDuration, maxDuration <= 0 || !maxDuration.isFinite {
+            throw ValidationError("--max-duration takes a number of seconds greater than 0")
+        }
     }
 
     func run() throws {
         try Console.guarded(options) {
             let loaded = try jobs.map { try JobLoader.load(path: $0) }
+            let started = Date()
             for job in loaded {
-                let summary = try JobRunner.run(
-                    job, options: runOptions(options, jobOptions, dryRun: dryRun, wait: wait),
-                    onEvent: eventPrinter(options))
+                var runOptions = runOptions(options, jobOptions, dryRun: dryRun, wait: wait)
+                // The limit covers the whole call: each job gets what is left of it.
+                runOptions.maxDuration = maxDuration.map { max(0.001, $0 - Date().timeIntervalSince(started)) }
+                let summary = try JobRunner.run(job, options: runOptions, onEvent: eventPrinter(options))
                 printSummary(summary, options)
+                if summary.status == .stopped { break }
             }
             return 0
         }

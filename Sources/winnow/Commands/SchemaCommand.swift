@@ -9,13 +9,23 @@ struct SchemaCommand: ParsableCommand {
         subcommands: [Inspect.self])
 
     struct Inspect: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the live schema as a schema file.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the live schema as a schema file.",
+            discussion: """
+                Feeding the output back as the job's schema shows no drift.
+
+                Examples:
+                  winnow schema inspect --database app.sqlite > schemas/app.yaml
+                  winnow schema inspect jobs/contacts.yaml --format json
+                """)
         @OptionGroup var options: CommonOptions
+        @Argument(help: "A job file naming the database (instead of --database).") var job: String?
 
         func run() throws {
             try Console.guarded(options) {
-                guard let database = options.database else { throw WinnowError.usage("schema inspect needs --database PATH") }
-                Console.out(try SchemaPrinter.inspect(database: database))
+                let database = try options.database(job: job, command: "schema inspect")
+                let model = try SchemaPrinter.model(database: database, backend: SQLiteBackend())
+                Console.out(options.format == .json ? SchemaPrinter.json(model) : try SchemaPrinter.render(model))
                 return 0
             }
         }

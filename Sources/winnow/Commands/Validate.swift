@@ -5,7 +5,15 @@ import WinnowSQLite
 
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "validate", abstract: "Parse and check job and schema files; no database is opened.")
+        commandName: "validate", abstract: "Parse and check job and schema files; no database is opened unless --database is given.",
+        discussion: """
+            With --database, job files are also checked against that database (read-only, no rows read):
+            the migration to the job's schema, every rule's table and columns, the seed.
+
+            Examples:
+              winnow validate jobs/*.yaml schemas/*.yaml
+              winnow validate jobs/contacts.yaml --database app.sqlite
+            """)
 
     @OptionGroup var options: CommonOptions
     @Argument(help: "Job files.") var files: [String]
@@ -14,8 +22,14 @@ struct Validate: ParsableCommand {
         try Console.guarded(options) {
             for file in files {
                 let result = try Validator.validate(path: file)
+                var checked = ""
+                if let database = options.database, case let .job(job, _) = result {
+                    try JobRunner.validate(job, database: database)
+                    checked = ", checked against \(database)"
+                }
                 if !options.quiet {
-                    Console.out(options.format == .json ? Renderer.jsonValid(file: file, result) : "\(file): ok (\(result.summary))")
+                    Console.out(
+                        options.format == .json ? Renderer.jsonValid(file: file, result) : "\(file): ok (\(result.summary)\(checked))")
                 }
             }
             return 0

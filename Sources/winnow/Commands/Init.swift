@@ -1,0 +1,41 @@
+import ArgumentParser
+import Foundation
+import WinnowCore
+import WinnowSQLite
+
+struct Init: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a starter schema file and a starter job from a live database (read-only).",
+        discussion: """
+            Per table: candidate keys (columns named like identifiers, a person's name, a lookup table's
+            name) with the duplicate groups each finds as stored and after trim + lowercase, a winner
+            guess, and the references found (declared foreign keys; Core Data's Z-columns). Tables
+            without duplicates get a commented-out rule. Never overwrites a file (exit 65).
+
+            Examples:
+              winnow init --database app.sqlite                 # jobs/app.yaml and schemas/app.yaml
+              winnow init --database app.sqlite --job ci/app-job.yaml --schema ci/app-schema.yaml
+              winnow plan jobs/app.yaml                         # then review what it would do
+            """)
+
+    @OptionGroup var options: CommonOptions
+    @Option(name: .long, help: "The job file to write (default: jobs/NAME.yaml, NAME from the database file).") var job: String?
+    @Option(name: .long, help: "The schema file to write (default: schemas/NAME.yaml).") var schema: String?
+
+    func run() throws {
+        try Console.guarded(options) {
+            guard let database = options.database else { throw WinnowError.usage("init needs --database PATH") }
+            let name = URL(fileURLWithPath: database).deletingPathExtension().lastPathComponent
+            let result = try Starter.write(
+                database: database, jobPath: job ?? "jobs/\(name).yaml", schemaPath: schema ?? "schemas/\(name).yaml",
+                backend: SQLiteBackend())
+            guard !options.quiet else { return 0 }
+            if options.format == .json {
+                Console.out(Renderer.json(starter: result))
+            } else {
+                Console.out(Renderer.text(starter: result))
+            }
+            return 0
+        }
+    }
+}

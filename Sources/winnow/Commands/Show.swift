@@ -1,0 +1,28 @@
+import ArgumentParser
+import Foundation
+import WinnowCore
+import WinnowSQLite
+
+struct Show: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "What one run changed: per rule the groups, deleted and updated rows, re-pointed children.",
+        discussion: """
+            Examples:
+              winnow show --database app.sqlite --run 12
+              winnow show jobs/contacts.yaml --run 12 --format json
+            """)
+
+    @OptionGroup var options: CommonOptions
+    @Option(name: .customLong("run"), help: "The run to show (see winnow history).") var runID: Int64
+    @Argument(help: "A job file naming the database (instead of --database).") var job: String?
+
+    func run() throws {
+        try Console.guarded(options) {
+            let database = try options.database(job: job, command: "show")
+            let report = try History.show(database: database, runID: runID)
+            guard !options.quiet else { return 0 }
+            Console.out(options.format == .json ? Renderer.json(report) : Renderer.text(report))
+            return 0
+        }
+    }
+}

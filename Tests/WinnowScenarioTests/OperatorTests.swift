@@ -1,0 +1,358 @@
+import Foundation
+import GRDB
+import XCTest
+import Yams
+
+@testable import WinnowCore
+@testable import WinnowSQLite
+import WinnowTestSupport
+
+/// What an operator meets at a terminal, in cron and in CI, through the built executable:
+/// `--max-duration`, `check`'s reports (quiet, guards, GitHub annotations, folders), `show`,
+/// `history` and `schema inspect` with a job file, restore refusals that say why, `validate`
+/// against a database, and usage errors.
+final class OperatorTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = try TestSupport.scratchDirectory("Operator")
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: TestSupport.executable.path), "build the winnow executable first")
+    }
+
+    override func tearDownWithError() throws {
+        if let dir { try? FileManager.default.removeItem(at: dir) }
+    }
+
+    func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+
+    @discardableResult
+    func write(_ name: String, _ text: String) throws -> String { try TestSupport.writeFile(text, to: path(name)) }
+
+    @discardableResult
+    func winnow(_ args: [String], expect: Int32, file: StaticString = #filePath, line: UInt = #line) throws -> TestSupport.Result {
+        let result = try TestSupport.winnow(args, in: dir)
+        XCTAssertEqual(
+            result.status, expect, "winnow \(args.joined(separator: " "))\nstdout: \(result.stdout)\nstderr: \(result.stderr)",
+            file: file, line: line)
+        return result
+    }
+
+    func json(_ line: Substring) -> [String: Any]? {
+        try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    }
+
+    /// `people`: `groups` keys with three rows each (two losers per group).
+    @discardableResult
+    func makePeople(groups: Int, name: String = "data.sqlite") throws -> String {
+        var sql =
+            "CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, visits INTEGER);\nCREATE INDEX people_email ON people (email);\n"
+        var id = 1
+        for g in 0..<groups {
+            for v in 0..<3 {
+                sql += "INSERT INTO people VALUES (\(id), 'p\(g)@x', \(v));\n"
+                id += 1
+            }
+        }
+        return try TestSupport.makeDatabase(at: path(name), sql: sql)
+    }
+
+    static let job = """
+        version: 1
+        database: data.sqlite
+        dedupe:
+          - entity: people
+            key: email
+            archive: true
+            merge:
+              visits: sum
+        """
+
+    // MARK: --max-duration
+
+    /// A run out of time stops after the batch in flight (status `stopped`, exit 0); the next run
+    /// continues, and the end state equals an uninterrupted run's.
+    func testMaxDurationStopsCleanlyAndTheNextRunContinues() throws {
+        try makePeople(groups: 3000)
+        try makePeople(groups: 3000, name: "reference.sqlite")
+        try write("job.yaml", Self.job)
+        let first = try winnow(["run", "job.yaml", "--batch-size", "10", "--max-duration", "0.05", "--format", "json"], expect: 0)
+        let summary = first.stdout.split(separator: "\n").compactMap(json).last { $0["event"] as? String == "summary" }
+        XCTAssertEqual(summary?["status"] as? String, "stopped", first.stdout)
+        let deleted = summary?["deleted"] as? Int ?? 0
+        XCTAssertGreaterThan(deleted, 0, "the first batch always goes")
+        XCTAssertLessThan(deleted, 6000, "it stopped before the end")
+        XCTAssertEqual(
+            try ScenarioKit.int(path("data.sqlite"), "SELECT count(*) FROM people"), 9000 - deleted, "what it reported is committed")
+        let history = try winnow(["history", "job.yaml", "--format", "json"], expect: 0)
+        XCTAssertEqual(json(history.stdout.split(separator: "\n")[0])?["status"] as? String, "stopped")
+
+        try winnow(["run", "job.yaml", "--batch-size", "10"], expect: 0)
+        try winnow(["run", "job.yaml", "--batch-size", "10", "--database", "reference.sqlite"], expect: 0)
+        XCTAssertEqual(try TestSupport.contentDump(path("data.sqlite")), try TestSupport.contentDump(path("reference.sqlite")))
+        try winnow(["check", "job.yaml"], expect: 0)
+    }
+
+    func testMaxDurationMustBePositive() throws {
+        try makePeople(groups: 2)
+        try write("job.yaml", Self.job)
+        try winnow(["run", "job.yaml", "--max-duration", "0"], expect: 64)
+        try winnow(["run", "job.yaml", "--max-duration", "soon"], expect: 64)
+    }
+
+    // MARK: check
+
+    func testCheckQuietPrintsTheFindingsLineOnlyWhenItFindsSomething() throws {
+        try makePeople(groups: 4)
+        try write("job.yaml", Self.job)
+        let dirty = try winnow(["check", "job.yaml", "--quiet"], expect: 1)
+        XCTAssertEqual(dirty.stdout, "job.yaml: FAIL: 4 duplicate groups (8 extra rows) left under the job's rules\n")
+        try winnow(["run", "job.yaml", "--quiet"], expect: 0)
+        let clean = try winnow(["check", "job.yaml", "--quiet"], expect: 0)
+        XCTAssertEqual(clean.stdout, "")
+    }
+
+    /// A delete guard that would refuse the run is reported by `check` (exit 1, naming the
+    /// guard), not turned into a refusal of the check itself.
+    func testCheckReportsATrippedGuardInsteadOfRefusing() throws {
+        try makePeople(groups: 10)
+        try write(
+            "job.yaml",
+            """
+            version: 1
+            database: data.sqlite
+            dedupe:
+              - entity: people
+                key: email
+                max_delete_percent: 10
+            """)
+        let text = try winnow(["check", "job.yaml"], expect: 1)
+        XCTAssertTrue(text.stdout.contains("max_delete_percent"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("FAIL: 10 duplicate groups"), text.stdout)
+        let junit = try winnow(["check", "job.yaml", "--format", "junit"], expect: 1)
+        XCTAssertTrue(junit.stdout.contains("<failure"), junit.stdout)
+        XCTAssertTrue(junit.stdout.contains("max_delete_percent"), junit.stdout)
+        try winnow(["run", "job.yaml"], expect: 65)
+    }
+
+    /// `--format github`: one `::error` per failing rule at the rule's line of the job file, and
+    /// per drift finding at the schema file's line.
+    func testCheckGithubAnnotationsPointAtTheRuleAndTheSchemaLines() throws {
+        try makePeople(groups: 2)
+        try write(
+            "schema.yaml",
+            """
+            version: 1
+            tables:
+              people:
+                columns:
+                  - {name: id, type: INTEGER, primary_key: true}
+                  - {name: email, type: TEXT}
+                  - {name: visits, type: INTEGER}
+                  - {name: phone, type: TEXT}
+                indexes:
+                  - {name: people_email, columns: [email], unique: false}
+            """)
+        try write(
+            "job.yaml",
+            """
+            version: 1
+            database: data.sqlite
+            schema: schema.yaml
+            dedupe:
+              - entity: people
+                key: email
+            """)
+        let result = try winnow(["check", "job.yaml", "--format", "github"], expect: 1)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 2, result.stdout)
+        XCTAssertTrue(lines[0].hasPrefix("::error file=job.yaml,line=5,"), lines[0])
+        XCTAssertTrue(lines[1].hasPrefix("::error file=schema.yaml,line=8,"), lines[1])
+        XCTAssertTrue(lines[1].contains("people.phone: missing column"), lines[1])
+
+        // The rule's line is where its `entity:` is, wherever the rule sits in the file.
+        try write(
+            "plain.yaml",
+            """
+            version: 1
+            database: data.sqlite
+
+            dedupe:
+              - entity: people
+                key: email
+            """)
+        let dupes = try winnow(["check", "plain.yaml", "--format", "github"], expect: 1)
+        XCTAssertTrue(dupes.stdout.hasPrefix("::error file=plain.yaml,line=5,"), dupes.stdout)
+        XCTAssertTrue(dupes.stdout.contains("2 duplicate groups"), dupes.stdout)
+        try winnow(["run", "plain.yaml"], expect: 0)
+        let clean = try winnow(["check", "plain.yaml", "--format", "github"], expect: 0)
+        XCTAssertEqual(clean.stdout, "")
+    }
+
+    func testCheckTakesAFolderOfJobs() throws {
+        try makePeople(groups: 2)
+        try FileManager.default.createDirectory(atPath: path("jobs"), withIntermediateDirectories: true)
+        try write("jobs/a.yaml", Self.job.replacingOccurrences(of: "database: data.sqlite", with: "database: ../data.sqlite"))
+        try write(
+            "jobs/b.yml",
+            "version: 1\ndatabase: ../data.sqlite\ndedupe:\n  - entity: people\n    key: [email, visits]\n")
+        try write("jobs/notes.txt", "not a job")
+        let result = try winnow(["check", "jobs", "--format", "junit"], expect: 1)
+        XCTAssertEqual(result.stdout.components(separatedBy: "<testsuite ").count - 1, 2, result.stdout)
+        XCTAssertTrue(result.stdout.contains("a.yaml") && result.stdout.contains("b.yml"), result.stdout)
+        try FileManager.default.createDirectory(atPath: path("empty"), withIntermediateDirectories: true)
+        try winnow(["check", "empty"], expect: 64)
+    }
+
+    // MARK: show, history, schema inspect
+
+    func testShowListsWhatARunChangedPerRuleAndPerTable() throws {
+        try makePeople(groups: 3)
+        try write("job.yaml", Self.job)
+        try winnow(["run", "job.yaml"], expect: 0)
+        let text = try winnow(["show", "job.yaml", "--run", "1"], expect: 0)
+        XCTAssertTrue(text.stdout.contains("Run 1: run of job.yaml, completed"), text.stdout)
+        let ruleLine = text.stdout.split(separator: "\n").first { $0.hasPrefix("dedupe[0]") }.map(String.init) ?? ""
+        XCTAssertEqual(ruleLine.split(separator: " ").map(String.init), ["dedupe[0]", "people", "email", "3", "6", "3", "0", "0"])
+        let journal = text.stdout.split(separator: "\n").first { $0.hasPrefix("people ") }.map(String.init) ?? ""
+        XCTAssertEqual(journal.split(separator: " ").map(String.init), ["people", "6", "3"], text.stdout)
+
+        let object = json(try winnow(["show", "--database", "data.sqlite", "--run", "1", "--format", "json"], expect: 0).stdout.dropLast())
+        let rules = object?["rules"] as? [[String: Any]]
+        XCTAssertEqual(rules?.first?["deleted"] as? Int, 6)
+        XCTAssertEqual(rules?.first?["updated"] as? Int, 3)
+        XCTAssertEqual((object?["journal"] as? [[String: Any]])?.first?["table"] as? String, "people")
+        try winnow(["show", "job.yaml", "--run", "9"], expect: 64)
+    }
+
+    func testHistoryIsAnAlignedTableWithDurations() throws {
+        try makePeople(groups: 3)
+        try write("job.yaml", Self.job)
+        try winnow(["run", "job.yaml"], expect: 0)
+        try winnow(["run", "job.yaml"], expect: 0)
+        let lines = try winnow(["history", "job.yaml"], expect: 0).stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 3)
+        XCTAssertTrue(lines[0].hasPrefix("run  command  status     started (UTC)"), lines[0])
+        // Every row's columns start where the header's do.
+        let jobColumn = lines[0].range(of: "job")!.lowerBound.utf16Offset(in: lines[0])
+        for line in lines.dropFirst() {
+            XCTAssertEqual(line.range(of: "job.yaml")?.lowerBound.utf16Offset(in: line), jobColumn, line)
+            XCTAssertTrue(line.contains(" s "), "a duration: \(line)")
+        }
+    }
+
+    func testSchemaInspectJSONLoadsBackAsTheSameSchema() throws {
+        try makePeople(groups: 1)
+        try write("job.yaml", Self.job)
+        let yaml = try winnow(["schema", "inspect", "job.yaml"], expect: 0).stdout
+        let json = try winnow(["schema", "inspect", "--database", "data.sqlite", "--format", "json"], expect: 0).stdout
+        XCTAssertNotNil(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], json)
+        try write("inspected.yaml", yaml)
+        try write("inspected.json", json)
+        XCTAssertEqual(try SchemaLoader.load(path: path("inspected.json")), try SchemaLoader.load(path: path("inspected.yaml")))
+    }
+
+    func testCommandsTakingADatabaseRefuseAFileThatIsNotThere() throws {
+        try makePeople(groups: 1)
+        for command in [["history"], ["show", "--run", "1"], ["schema", "inspect"], ["restore", "--run", "1"]] {
+            let result = try winnow(command + ["nope.yaml"], expect: 64)
+            XCTAssertTrue(result.stderr.contains("'nope.yaml' is not a job file"), result.stderr)
+        }
+    }
+
+    // MARK: restore
+
+    /// A run that only migrated has nothing to restore: refused (65), not marked restored, and
+    /// the message says schema changes are never undone.
+    func testRestoreOfAMigrationOnlyRunIsRefusedAndSaysWhy() throws {
+        try makePeople(groups: 0)
+        try write(
+            "schema.yaml",
+            """
+            version: 2
+            tables:
+              people:
+                columns:
+                  - {name: id, type: INTEGER, primary_key: true}
+                  - {name: email, type: TEXT}
+                  - {name: visits, type: INTEGER}
+                  - {name: phone, type: TEXT}
+                indexes:
+                  - {name: people_email, columns: [email], unique: false}
+            """)
+        try write("job.yaml", "version: 1\ndatabase: data.sqlite\nschema: schema.yaml\n")
+        try winnow(["run", "job.yaml"], expect: 0)
+        let refused = try winnow(["restore", "job.yaml", "--run", "1"], expect: 65)
+        XCTAssertTrue(refused.stderr.contains("schema changes are never undone"), refused.stderr)
+        let runs = try winnow(["history", "job.yaml", "--format", "json"], expect: 0).stdout.split(separator: "\n").compactMap(json)
+        XCTAssertEqual(runs.last?["restored_by"] as? NSNull, NSNull(), "the migration run is not marked restored")
+        XCTAssertEqual(runs.first?["status"] as? String, "refused")
+    }
+
+    /// Restoring a run whose rows a later run changed names the later run to restore first.
+    func testRestoreBlockedByALaterRunNamesIt() throws {
+        try TestSupport.makeDatabase(
+            at: path("data.sqlite"),
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, name TEXT, visits INTEGER);
+                INSERT INTO people VALUES (1, 'a@x', 'Ann', 1), (2, 'a@x', 'Ann', 2), (3, 'b@x', 'Ann', 4);
+                """)
+        try write(
+            "by-email.yaml",
+            "version: 1\ndatabase: data.sqlite\ndedupe:\n  - entity: people\n    key: email\n    archive: true\n    merge: {visits: sum}\n")
+        try write(
+            "by-name.yaml",
+            """
+            version: 1
+            database: data.sqlite
+            dedupe:
+              - entity: people
+                key: name
+                archive: true
+                winner:
+                  - visits: desc
+            """)
+        try winnow(["run", "by-email.yaml"], expect: 0)  // run 1: row 1 keeps visits 3, row 2 goes
+        try winnow(["run", "by-name.yaml"], expect: 0)  // run 2: row 3 (visits 4) wins, row 1 goes
+        let blocked = try winnow(["restore", "--database", "data.sqlite", "--run", "1"], expect: 65)
+        XCTAssertTrue(blocked.stderr.contains("restore run 2 first"), blocked.stderr)
+        try winnow(["restore", "--database", "data.sqlite", "--run", "2"], expect: 0)
+        try winnow(["restore", "--database", "data.sqlite", "--run", "1"], expect: 0)
+        XCTAssertEqual(try ScenarioKit.int(path("data.sqlite"), "SELECT count(*) FROM people"), 3)
+    }
+
+    // MARK: validate, usage, errors
+
+    func testValidateWithADatabaseChecksTheRulesAgainstIt() throws {
+        try makePeople(groups: 1)
+        try write("job.yaml", "version: 1\ndedupe:\n  - entity: people\n    key: emial\n")
+        try winnow(["validate", "job.yaml"], expect: 0)
+        let checked = try winnow(["validate", "job.yaml", "--database", "data.sqlite"], expect: 65)
+        XCTAssertTrue(checked.stderr.contains("emial"), checked.stderr)
+        try write("good.yaml", "version: 1\ndedupe:\n  - entity: people\n    key: email\n")
+        let good = try winnow(["validate", "good.yaml", "--database", "data.sqlite"], expect: 0)
+        XCTAssertTrue(good.stdout.contains("checked against data.sqlite"), good.stdout)
+    }
+
+    func testBareWinnowIsAUsageError() throws {
+        let result = try winnow([], expect: 64)
+        XCTAssertTrue(result.stderr.contains("USAGE"), result.stderr)
+        try winnow(["--help"], expect: 0)
+    }
+
+    func testJSONErrorEventsCarryTheFileLineAndColumn() throws {
+        try write("job.yaml", "version: 1\ndedupe:\n  - entity: people\n    kee: email\n")
+        let result = try winnow(["validate", "job.yaml", "--format", "json"], expect: 65)
+        let error = result.stdout.split(separator: "\n").compactMap(json).first { $0["event"] as? String == "error" }
+        XCTAssertEqual(error?["file"] as? String, "job.yaml", result.stdout)
+        XCTAssertEqual(error?["line"] as? Int, 4, result.stdout)
+        XCTAssertNotNil(error?["column"] as? Int, result.stdout)
+    }
+
+    /// Only `check` offers junit and github in its help, and only `check` accepts them.
+    func testOnlyCheckOffersItsReportFormats() throws {
+        let plan = try winnow(["plan", "--help"], expect: 0).stdout
+        XCTAssertFalse(plan.contains("junit"), plan)
+        XCTAssertTrue(try winnow(["check", "--help"], expect: 0).stdout.contains("junit"))
+        try winnow(["plan", "job.yaml", "--format", "junit"], expect: 64)
+    }
+}
