@@ -202,7 +202,7 @@ public enum Starter {
         }
         if !finding.references.isEmpty || !finding.implied.isEmpty { lines.append("    references: repoint") }
         lines.append("    archive: true  # journal every change, so `winnow restore --run ID` can undo the run")
-        return lines
+        return lines.flatMap { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
     }
 
     /// Surveys `database` and writes the schema file and the job; refuses (65, nothing written)

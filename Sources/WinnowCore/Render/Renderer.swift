@@ -301,6 +301,12 @@ public enum Renderer {
         var lines = ["wrote \(result.schemaPath) (the schema as it is) and \(result.jobPath) (the starter job)"]
         let rows = result.findings.map { finding -> [String] in
             guard let chosen = finding.chosen else {
+                if let vetoed = finding.vetoed.first {
+                    return [
+                        finding.table, String(finding.rows), vetoed.candidate.columns.joined(separator: " + "), String(vetoed.bestGroups),
+                        "commented out (a stronger key finds none)",
+                    ]
+                }
                 return [finding.table, String(finding.rows), finding.counts.isEmpty ? "-" : "none found", "0", "commented out"]
             }
             let key = chosen.candidate.columns.joined(separator: " + ") + (chosen.normalizes ? " (trim, lowercase)" : "")

@@ -1,0 +1,134 @@
+import Foundation
+import GRDB
+import XCTest
+
+@testable import WinnowCore
+@testable import WinnowSQLite
+import WinnowTestSupport
+
+/// `winnow init` on real databases: what it writes validates, plans and runs, and its rules find
+/// the real duplicates (Chinook's playlists, the Core Data store's users); it never overwrites.
+final class InitTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = try TestSupport.scratchDirectory("Init")
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: TestSupport.executable.path), "build the winnow executable first")
+    }
+
+    override func tearDownWithError() throws {
+        if let dir { try? FileManager.default.removeItem(at: dir) }
+    }
+
+    func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+
+    @discardableResult
+    func winnow(_ args: [String], expect: Int32, file: StaticString = #filePath, line: UInt = #line) throws -> TestSupport.Result {
+        let result = try TestSupport.winnow(args, in: dir)
+        XCTAssertEqual(
+            result.status, expect, "winnow \(args.joined(separator: " "))\nstdout: \(result.stdout)\nstderr: \(result.stderr)",
+            file: file, line: line)
+        return result
+    }
+
+    static let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
+
+    func assertGolden(_ actual: String, _ name: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let url = Self.golden.appendingPathComponent(name)
+        if ProcessInfo.processInfo.environment["WINNOW_UPDATE_GOLDEN"] == "1" {
+            try actual.write(to: url, atomically: true, encoding: .utf8)
+            return
+        }
+        XCTAssertEqual(actual, try String(contentsOf: url, encoding: .utf8), "output differs from \(name)", file: file, line: line)
+    }
+
+    func testChinookStarterFindsThePlaylistsAndRuns() throws {
+        _ = try ScenarioKit.copyDataset("chinook.sqlite", into: dir)
+        let written = try winnow(["init", "--database", "chinook.sqlite"], expect: 0)
+        try assertGolden(written.stdout, "init-chinook.txt")
+        let job = try String(contentsOfFile: path("jobs/chinook.yaml"), encoding: .utf8)
+        try assertGolden(job, "init-chinook-job.yaml")
+        try winnow(["validate", "jobs/chinook.yaml", "schemas/chinook.yaml", "--database", "chinook.sqlite"], expect: 0)
+        // The schema it wrote is the database's: no drift; the playlists are the duplicates.
+        let check = try winnow(["check", "jobs/chinook.yaml", "--format", "json"], expect: 1)
+        let summary = try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual(summary?["status"] as? String, "duplicates")
+        let rules = summary?["rules"] as? [[String: Any]] ?? []
+        XCTAssertEqual(rules.map { $0["table"] as? String }, ["Playlist"], "only the playlists have duplicates: \(check.stdout)")
+        XCTAssertEqual(rules.first?["groups"] as? Int, 4)
+        try winnow(["plan", "jobs/chinook.yaml"], expect: 0)
+        try winnow(["run", "jobs/chinook.yaml"], expect: 0)
+        XCTAssertEqual(
+            try ScenarioKit.column(
+                path("chinook.sqlite"), "SELECT Name FROM Playlist WHERE Name IN ('Music', 'Movies', 'TV Shows', 'Audiobooks') ORDER BY 1",
+                as: String.self),
+            ["Audiobooks", "Movies", "Music", "TV Shows"])
+        try winnow(["check", "jobs/chinook.yaml"], expect: 0)
+    }
+
+    func testCoreDataStarterFindsTheUsersAndRepointsTheirBooks() throws {
+        _ = try ScenarioKit.copyDataset("coredata-bookmigration-v1.sqlite", into: dir)
+        try winnow(
+            ["init", "--database", "coredata-bookmigration-v1.sqlite", "--job", "store.yaml", "--schema", "store-schema.yaml"], expect: 0)
+        let job = try String(contentsOfFile: path("store.yaml"), encoding: .utf8)
+        try assertGolden(job, "init-coredata-job.yaml")
+        XCTAssertTrue(job.contains("referenced_by: [ZBOOK.ZUSER]"), job)
+        try winnow(["validate", "store.yaml"], expect: 0)
+        try winnow(["run", "store.yaml"], expect: 0)
+        let db = path("coredata-bookmigration-v1.sqlite")
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM ZUSER"), 1)
+        XCTAssertEqual(
+            try ScenarioKit.int(db, "SELECT count(*) FROM ZBOOK WHERE ZUSER NOT IN (SELECT Z_PK FROM ZUSER)"), 0,
+            "every book points at the survivor")
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT Z_PK FROM ZUSER"), 1, "the oldest object (lowest Z_PK) wins")
+    }
+
+    func testInitNeverOverwritesAndWritesNothingWhenRefused() throws {
+        _ = try ScenarioKit.copyDataset("coredata-bookmigration-v1.sqlite", into: dir)
+        try FileManager.default.createDirectory(atPath: path("schemas"), withIntermediateDirectories: true)
+        try TestSupport.writeFile("mine\n", to: path("schemas/coredata-bookmigration-v1.yaml"))
+        let refused = try winnow(["init", "--database", "coredata-bookmigration-v1.sqlite"], expect: 65)
+        XCTAssertTrue(refused.stderr.contains("schemas/coredata-bookmigration-v1.yaml exists"), refused.stderr)
+        XCTAssertEqual(try String(contentsOfFile: path("schemas/coredata-bookmigration-v1.yaml"), encoding: .utf8), "mine\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path("jobs/coredata-bookmigration-v1.yaml")), "nothing written")
+        try winnow(["init", "--database", "missing.sqlite"], expect: 66)
+        try winnow(["init"], expect: 64)
+    }
+
+    /// A database without duplicates gets a job whose rules are all commented out, and that
+    /// job still validates and plans.
+    func testCleanDatabaseGetsCommentedRulesThatStillPlan() throws {
+        try TestSupport.makeDatabase(
+            at: path("clean.sqlite"),
+            sql: """
+                CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT, created_at TEXT);
+                INSERT INTO users VALUES (1, 'a@x', '2024-01-01'), (2, 'b@x', '2024-01-02');
+                """)
+        try winnow(["init", "--database", "clean.sqlite"], expect: 0)
+        let job = try String(contentsOfFile: path("jobs/clean.yaml"), encoding: .utf8)
+        XCTAssertTrue(job.contains("dedupe: []"), job)
+        XCTAssertTrue(job.contains("  #   key: email"), job)
+        XCTAssertTrue(job.contains("created_at: asc"), job)
+        try winnow(["validate", "jobs/clean.yaml"], expect: 0)
+        try winnow(["plan", "jobs/clean.yaml"], expect: 0)
+        try winnow(["check", "jobs/clean.yaml"], expect: 0)
+    }
+
+    /// Keys that repeat only after trim + lowercase get the normalisers, and the winner is the
+    /// earliest creation time.
+    func testNormalisersAreProposedWhenTheyFindMore() throws {
+        try TestSupport.makeDatabase(
+            at: path("crm.sqlite"),
+            sql: """
+                CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT, name TEXT, created_at TEXT);
+                INSERT INTO contacts VALUES (1, 'Ann@X.org', 'Ann', '2024-03-01'), (2, ' ann@x.org', 'Ann', '2024-01-01'),
+                    (3, 'bob@x.org', 'Bob', '2024-01-01');
+                """)
+        try winnow(["init", "--database", "crm.sqlite"], expect: 0)
+        let job = try String(contentsOfFile: path("jobs/crm.yaml"), encoding: .utf8)
+        XCTAssertTrue(job.contains("    key: email\n    normalize: [trim, lowercase]"), job)
+        XCTAssertTrue(job.contains("    winner:\n      - created_at: asc"), job)
+        try winnow(["run", "jobs/crm.yaml"], expect: 0)
+        XCTAssertEqual(try ScenarioKit.int(path("crm.sqlite"), "SELECT id FROM contacts WHERE name = 'Ann'"), 2)
+    }
+}
