@@ -355,4 +355,58 @@ final class OperatorTests: XCTestCase {
         XCTAssertTrue(try winnow(["check", "--help"], expect: 0).stdout.contains("junit"))
         try winnow(["plan", "job.yaml", "--format", "junit"], expect: 64)
     }
+
+    // MARK: plan --save / run --plan
+
+    func testRunAppliesTheSavedPlanWhileNothingChanged() throws {
+        try makePeople(groups: 5)
+        try write("job.yaml", Self.job)
+        let plan = try winnow(["plan", "job.yaml", "--save", "reviewed.plan"], expect: 0)
+        XCTAssertTrue(plan.stdout.contains("winnow run job.yaml --plan reviewed.plan"), plan.stdout)
+        let saved = try SavedPlan.load(path: path("reviewed.plan"))
+        XCTAssertEqual(saved.fingerprints.targetSchema, "none")
+        let run = try winnow(["run", "job.yaml", "--plan", "reviewed.plan", "--format", "json"], expect: 0)
+        let summary = run.stdout.split(separator: "\n").compactMap(json).last
+        XCTAssertEqual(summary?["deleted"] as? Int, 10)
+        XCTAssertEqual(summary?["status"] as? String, "completed")
+        // Applied once: the duplicates it approved are gone, so it no longer matches.
+        let again = try winnow(["run", "job.yaml", "--plan", "reviewed.plan"], expect: 65)
+        XCTAssertTrue(again.stderr.contains("the duplicates changed"), again.stderr)
+    }
+
+    /// Anything the plan depends on changes -> refused with what changed, nothing written to
+    /// the user's tables, the refusal recorded.
+    func testRunRefusesAPlanWhoseDatabaseOrJobChanged() throws {
+        let db = try makePeople(groups: 5)
+        try write("job.yaml", Self.job)
+        try winnow(["plan", "job.yaml", "--save", "reviewed.plan"], expect: 0)
+        try ScenarioKit.execute(db, "INSERT INTO people VALUES (100, 'p0@x', 7)")
+        let before = try ScenarioKit.userState(db)
+        let refused = try winnow(["run", "job.yaml", "--plan", "reviewed.plan"], expect: 65)
+        XCTAssertTrue(refused.stderr.contains("the duplicates changed"), refused.stderr)
+        XCTAssertEqual(try ScenarioKit.userState(db), before, "nothing changed")
+        let history = try winnow(["history", "job.yaml", "--format", "json"], expect: 0)
+        XCTAssertEqual(json(history.stdout.split(separator: "\n")[0])?["status"] as? String, "refused")
+
+        try winnow(["plan", "job.yaml", "--save", "reviewed.plan"], expect: 0)
+        try write("job.yaml", Self.job + "\n    max_delete_percent: 90\n")
+        let edited = try winnow(["run", "job.yaml", "--plan", "reviewed.plan"], expect: 65)
+        XCTAssertTrue(edited.stderr.contains("the job file changed"), edited.stderr)
+
+        try winnow(["plan", "job.yaml", "--save", "reviewed.plan"], expect: 0)
+        try ScenarioKit.execute(db, "ALTER TABLE people ADD COLUMN note TEXT")
+        let altered = try winnow(["run", "job.yaml", "--plan", "reviewed.plan"], expect: 65)
+        XCTAssertTrue(altered.stderr.contains("the database's schema changed"), altered.stderr)
+    }
+
+    func testPlanFileErrors() throws {
+        try makePeople(groups: 1)
+        try write("job.yaml", Self.job)
+        try write("bogus.plan", "{\"format\": \"something else\"}")
+        try winnow(["run", "job.yaml", "--plan", "bogus.plan"], expect: 65)
+        try winnow(["run", "job.yaml", "--plan", "missing.plan"], expect: 66)
+        try winnow(["plan", "job.yaml", "--save", "reviewed.plan"], expect: 0)
+        try winnow(["run", "job.yaml", "job.yaml", "--plan", "reviewed.plan"], expect: 64)
+        try winnow(["run", "job.yaml", "--plan", "reviewed.plan", "--dry-run"], expect: 64)
+    }
 }

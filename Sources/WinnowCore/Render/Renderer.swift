@@ -5,7 +5,12 @@ import Foundation
 public enum Renderer {
     // MARK: JSON lines
 
-    package static func jsonLine(_ object: [String: Any]) -> String {
+    /// One JSON object on one line, keys sorted. Every event carries `"time"` (UTC, ISO 8601
+    /// with milliseconds), so cron logs can be read back in order; `stamped: false` leaves it
+    /// out (golden files).
+    package static func jsonLine(_ object: [String: Any], stamped: Bool = true) -> String {
+        var object = object
+        if stamped, object["time"] == nil { object["time"] = Bookkeeping.timestamp() }
         let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
@@ -20,14 +25,14 @@ public enum Renderer {
     package static func rounded(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
 
     /// `{"event":"batch", ...}`: one committed batch.
-    public static func json(_ report: BatchReport) -> String {
+    public static func json(_ report: BatchReport, stamped: Bool = true) -> String {
         var object = countsObject(report.counts)
         object["event"] = "batch"
         object["rule"] = report.rule
         object["table"] = report.table
         object["batch"] = report.batch
         object["seconds"] = rounded(report.seconds)
-        return jsonLine(object)
+        return jsonLine(object, stamped: stamped)
     }
 
     /// `{"event":"summary", ...}`: the final object of `run`, `plan`, `check` and `restore`.
@@ -69,7 +74,7 @@ public enum Renderer {
             }
             return r
         }
-        return jsonLine(object)
+        return jsonLine(object, stamped: includeTimes)
     }
 
     /// `{"event":"valid", ...}`: one file accepted by `validate`.

@@ -73,7 +73,10 @@ extension JobRunner {
             onEvent(.ruleFinished(rule: rule.rule.index, table: rule.table, counts: counts))
             var summary = ruleSummary(rule, discovery, counts, samples)
             summary.incremental = incremental[rule.rule.index]?.tracking
-            if record == nil { summary.warnings = PlanAdvice.warnings(rule, discovery: discovery, settings: settings) }
+            if record == nil {
+                summary.warnings = PlanAdvice.warnings(rule, discovery: discovery, settings: settings)
+                if options.fingerprints { summary.deletionDigest = try execution.deletionDigest() }
+            }
             try record?.record(rule: summary)
             summaries.append(summary)
         }

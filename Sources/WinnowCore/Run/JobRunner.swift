@@ -59,12 +59,45 @@ public enum JobRunner {
             let summaries = try dedupe(
                 checked.rules, mode: .plan, options: options, job: job, session: session, totals: &totals,
                 onEvent: onEvent)
+            let fingerprints = options.fingerprints ? try self.fingerprints(job, target: target, session: session, rules: summaries) : nil
             var summary = RunSummary(
                 command: .plan, status: .planned, job: job.file, database: path, dryRun: true, counts: totals,
                 migrationSteps: migration.count, seconds: Date().timeIntervalSince(started), rules: summaries)
             summary.migration = migration
             summary.notes = notes
+            summary.fingerprints = fingerprints
             return summary
+        }
+    }
+
+    /// What a plan depends on: the job file, the target schema, the live schema and the rows
+    /// each rule would delete (`rules` from a plan loop run with ``RunOptions/fingerprints``).
+    package static func fingerprints(
+        _ job: Job, target: SchemaModel?, session: any DatabaseSession, rules: [RuleSummary]
+    ) throws -> SavedPlan.Fingerprints {
+        let live = SchemaModel(live: try session.inspect(), version: try SchemaVersions.recorded(session)?.version ?? 0)
+        return SavedPlan.Fingerprints(
+            job: try SavedPlan.fingerprint(jobFile: job.file), targetSchema: try target.map(SchemaVersions.checksum(of:)) ?? "none",
+            liveSchema: try SchemaVersions.checksum(of: live), duplicates: SavedPlan.duplicatesFingerprint(rules))
+    }
+
+    /// `run --plan`: refuses (65) unless the job, the schemas and the duplicates are still those
+    /// of the approved plan. Called under the run lock, before the first write: the same checks
+    /// and the same dry rule loop as `plan --save`.
+    static func confirm(
+        _ approved: SavedPlan.Fingerprints, job: Job, target: SchemaModel?, options: RunOptions, session: any DatabaseSession
+    ) throws {
+        let checked = try preflight(job, target: target, session: session, settings: settings(job, options))
+        var dry = options
+        dry.fingerprints = true
+        dry.sampleLimit = 0
+        var totals = Counts()
+        let rules = try dedupe(checked.rules, mode: .plan, options: dry, job: job, session: session, totals: &totals, onEvent: { _ in })
+        let differences = try fingerprints(job, target: target, session: session, rules: rules).differences(from: approved)
+        guard differences.isEmpty else {
+            throw WinnowError.refused(
+                "the approved plan no longer matches: \(differences.joined(separator: "; ")); nothing was changed. "
+                    + "Save and review a new plan (winnow plan --save FILE)")
         }
     }
 
@@ -86,6 +119,11 @@ public enum JobRunner {
                 session, command: .run, job: job.file, archive: job.dedupe.contains(where: \.archive),
                 wait: options.wait)
             session.prepareForBatchWrites()
+            if let approved = options.approvedPlan {
+                try record.guarding(totals: { nil }, started: started) {
+                    try confirm(approved, job: job, target: target, options: options, session: session)
+                }
+            }
             var totals = Counts()
             var applied: [PlannedStep] = []
             var notes: [String] = []

@@ -16,6 +16,8 @@ public struct RuleSummary: Sendable, Equatable {
     public var incremental: Bool? = nil
     /// What would make this rule slow, and the fix (`plan` only; see ``PlanAdvice``).
     public var warnings: [String] = []
+    /// `plan --save`: a SHA-256 of the identities of the rows the rule would delete.
+    public var deletionDigest: String? = nil
     /// Where the job file states the rule (its `entity:`), for `--format github`.
     public var location: SourceLocation? = nil
 }

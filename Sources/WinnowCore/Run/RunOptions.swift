@@ -15,6 +15,11 @@ public struct RunOptions: Sendable {
     /// `run --max-duration SECONDS`: stop cleanly after the batch in flight once this much time
     /// has passed since the run started (status `stopped`; the next run continues).
     public var maxDuration: TimeInterval?
+    /// `plan --save`: also compute the plan's fingerprints (``RunSummary/fingerprints``).
+    public var fingerprints = false
+    /// `run --plan FILE`: the fingerprints of the approved plan; the run refuses (65) before its
+    /// first write when the database, the files or the duplicates no longer match them.
+    public var approvedPlan: SavedPlan.Fingerprints?
 
     public init(
         database: String? = nil, batchSize: Int? = nil, dryRun: Bool = false, wait: TimeInterval? = nil,

@@ -21,6 +21,8 @@ public struct RunSummary: Sendable, Equatable {
     public var drift: [String] = []
     /// The same differences with where the schema file states each (for `--format github`).
     public var driftFindings: [SchemaDrift] = []
+    /// `plan --save`: what the plan depends on.
+    public var fingerprints: SavedPlan.Fingerprints?
     /// `check`: the job's target schema file, if it names one.
     public var schemaFile: String?
     /// Remarks worth a line (a seed already applied, a rule evaluated after migration, ...).

@@ -34,6 +34,9 @@ public protocol RuleExecution {
     /// Resolves the groups found, batch after batch, until they are done or the deadline has
     /// passed (the rule is then left for the next run).
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts
+    /// For an execution that writes nothing: a digest (SHA-256, hex) of the identities of the
+    /// rows it would have deleted, in identity order; nil for one that writes.
+    func deletionDigest() throws -> String?
     /// Stores the key hashes of the rows that remain (`key.hash_column`).
     func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts
 }

@@ -2,6 +2,7 @@ import Foundation
 import WinnowCore
 import GRDB
 import GRDBSQLite
+import Crypto
 
 /// Runs one compiled rule against one connection: discovery into a temporary table, guards,
 /// then batches. The same code serves `run` and `plan`; only the ``BatchWriter`` differs.
@@ -90,4 +91,15 @@ struct DedupeExecutor {
 
 extension DedupeExecutor: RuleExecution {
     func prepare() throws { try writer.prepare(rule, db: db) }
+
+    func deletionDigest() throws -> String? {
+        guard !writer.writes else { return nil }
+        // Streamed: the rowids of the rows the dry run would have deleted, 8 bytes each, in order.
+        var hasher = SHA256()
+        let rows = try Int64.fetchCursor(db, sql: "SELECT rid FROM temp.winnow_dry_deleted ORDER BY rid")
+        while let rid = try rows.next() {
+            withUnsafeBytes(of: rid.bigEndian) { hasher.update(bufferPointer: $0) }
+        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
 }

@@ -15,17 +15,37 @@ struct Plan: ParsableCommand {
               winnow plan jobs/contacts.yaml
               winnow plan jobs/contacts.yaml --database copy.sqlite --verbose
               winnow plan jobs/contacts.yaml --format json | jq .rules
+              winnow plan jobs/contacts.yaml --save reviewed.plan    # then: winnow run jobs/contacts.yaml --plan reviewed.plan
             """)
 
     @OptionGroup var options: CommonOptions
     @OptionGroup var jobOptions: JobOptions
+    @Option(
+        name: .customLong("save"),
+        help: "Also write the plan, with fingerprints of the job, the schemas and the duplicates, to FILE (for run --plan).")
+    var saveTo: String?
     @Argument(help: "The job file.") var job: String
 
     func run() throws {
         try Console.guarded(options) {
             let loaded = try JobLoader.load(path: job)
-            let summary = try JobRunner.plan(loaded, options: runOptions(options, jobOptions), onEvent: eventPrinter(options))
+            var runOptions = runOptions(options, jobOptions)
+            runOptions.fingerprints = saveTo != nil
+            let summary = try JobRunner.plan(loaded, options: runOptions, onEvent: eventPrinter(options))
+            if let saveTo, let fingerprints = summary.fingerprints {
+                let saved = SavedPlan(
+                    job: job, database: summary.database, createdAt: Bookkeeping.timestamp(), fingerprints: fingerprints,
+                    summaryJSON: Renderer.json(summary, includeTimes: false))
+                do {
+                    try saved.encoded().write(toFile: saveTo, atomically: true, encoding: .utf8)
+                } catch {
+                    throw WinnowError.io("\(saveTo): cannot write the plan (\(error.localizedDescription))")
+                }
+            }
             printSummary(summary, options)
+            if let saveTo, !options.quiet, options.format == .text {
+                Console.out("saved to \(saveTo); apply exactly this plan with: winnow run \(job) --plan \(saveTo)")
+            }
             return 0
         }
     }

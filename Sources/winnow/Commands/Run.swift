@@ -14,6 +14,7 @@ struct Run: ParsableCommand {
               winnow run jobs/contacts.yaml
               winnow run jobs/contacts.yaml --quiet --wait 60 --max-duration 300   # from cron
               winnow run jobs/contacts.yaml --format json >> winnow.log
+              winnow run jobs/contacts.yaml --plan reviewed.plan   # exactly the plan saved by plan --save
             """)
 
     @OptionGroup var options: CommonOptions
@@ -24,10 +25,16 @@ struct Run: ParsableCommand {
         name: .long,
         help: "Stop cleanly after the batch in flight once SECONDS have passed (status 'stopped', exit 0); the next run continues.")
     var maxDuration: Double?
+    @Option(
+        name: .customLong("plan"),
+        help: "Apply exactly the plan saved by plan --save FILE; refuse (exit 65, nothing changed) if anything it depends on changed.")
+    var planFile: String?
     @Argument(help: "Job files, run in order.") var jobs: [String]
 
     func validate() throws {
         if let wait, wait < 0 || !wait.isFinite { throw ValidationError("--wait takes a number of seconds, 0 or more") }
+        if planFile != nil, jobs.count != 1 { throw ValidationError("--plan applies one saved plan: name exactly one job") }
+        if planFile != nil, dryRun { throw ValidationError("--plan and --dry-run do not go together: the plan is the dry run") }
         if let maxDuration, maxDuration <= 0 || !maxDuration.isFinite {
             throw ValidationError("--max-duration takes a number of seconds greater than 0")
         }
@@ -36,11 +43,13 @@ struct Run: ParsableCommand {
     func run() throws {
         try Console.guarded(options) {
             let loaded = try jobs.map { try JobLoader.load(path: $0) }
+            let approved = try planFile.map { try SavedPlan.load(path: $0).fingerprints }
             let started = Date()
             for job in loaded {
                 var runOptions = runOptions(options, jobOptions, dryRun: dryRun, wait: wait)
                 // The limit covers the whole call: each job gets what is left of it.
                 runOptions.maxDuration = maxDuration.map { max(0.001, $0 - Date().timeIntervalSince(started)) }
+                runOptions.approvedPlan = approved
                 let summary = try JobRunner.run(job, options: runOptions, onEvent: eventPrinter(options))
                 printSummary(summary, options)
                 if summary.status == .stopped { break }
