@@ -409,4 +409,78 @@ final class OperatorTests: XCTestCase {
         try winnow(["run", "job.yaml", "job.yaml", "--plan", "reviewed.plan"], expect: 64)
         try winnow(["run", "job.yaml", "--plan", "reviewed.plan", "--dry-run"], expect: 64)
     }
+
+    // MARK: plan samples, every error at once
+
+    /// A plan shows each sample group's rows side by side (the kept one marked), the merge's
+    /// before and after, and the children that move; JSON carries the same as JSON values.
+    func testPlanShowsGroupsSideBySide() throws {
+        try TestSupport.makeDatabase(
+            at: path("data.sqlite"),
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, visits INTEGER, note TEXT);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id));
+                CREATE INDEX orders_person ON orders (person_id);
+                INSERT INTO people VALUES (1, 'a@x', 2, NULL), (2, 'a@x', 5, 'vip');
+                INSERT INTO orders VALUES (10, 2), (11, 2);
+                """)
+        try write(
+            "job.yaml",
+            "version: 1\ndatabase: data.sqlite\ndedupe:\n  - entity: people\n    key: email\n    winner:\n      - id: asc\n    merge:\n      visits: sum\n      note: fill_null\n"
+        )
+        let text = try winnow(["plan", "job.yaml"], expect: 0).stdout
+        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssertTrue(lines.contains { $0.hasPrefix("rowid") && $0.contains("email") && $0.contains("visits") }, text)
+        XCTAssertTrue(lines.contains { $0.split(separator: " ") == ["keep", "1", "'a@x'", "2", "NULL"] }, text)
+        XCTAssertTrue(lines.contains { $0.split(separator: " ") == ["delete", "2", "'a@x'", "5", "'vip'"] }, text)
+        XCTAssertTrue(lines.contains("merge: visits 2 -> 7"), text)
+        XCTAssertTrue(lines.contains("merge: note NULL -> 'vip'"), text)
+        XCTAssertTrue(lines.contains("re-point: 2 rows of orders.person_id from rowid 2 to rowid 1"), text)
+
+        let json = try winnow(["plan", "job.yaml", "--format", "json"], expect: 0).stdout
+        let summary = json.split(separator: "\n").compactMap(self.json).last
+        let sample = ((summary?["rules"] as? [[String: Any]])?.first?["sample_groups"] as? [[String: Any]])?.first
+        XCTAssertEqual(sample?["key"] as? [String], ["a@x"])
+        let rows = sample?["rows"] as? [[String: Any]]
+        XCTAssertEqual(rows?.map { $0["keep"] as? Bool }, [true, false])
+        XCTAssertTrue((rows?[0]["values"] as? [Any])?.contains { $0 is NSNull } ?? false, "NULL is JSON null")
+        let merge = sample?["merge"] as? [[String: Any]]
+        XCTAssertEqual(merge?.first?["after"] as? Int, 7)
+        XCTAssertEqual((sample?["repoint"] as? [[String: Any]])?.first?["rows"] as? Int, 2)
+    }
+
+    /// Every error of a job file in one pass: each rule and section is read even after an error.
+    func testEveryErrorOfAFileIsReportedAtOnce() throws {
+        try write(
+            "job.yaml",
+            """
+            version: 1
+            batch:
+              size: -5
+            dedupe:
+              - entity: people
+                kee: email
+              - entity: people
+                key: email
+                winner: newest
+            """)
+        let result = try winnow(["validate", "job.yaml"], expect: 65)
+        XCTAssertTrue(result.stderr.contains("job.yaml:3:"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("job.yaml:6:"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("job.yaml:9:"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("(3 errors)"), result.stderr)
+        try write(
+            "schema.yaml",
+            """
+            version: 1
+            tables:
+              a:
+                columns: []
+              b:
+                columns:
+                  - {name: id, type: INTEGER, primary_key: maybe}
+            """)
+        let schema = try winnow(["validate", "schema.yaml"], expect: 65)
+        XCTAssertTrue(schema.stderr.contains("(2 errors)"), schema.stderr)
+    }
 }

@@ -36,21 +36,29 @@ public enum JobLoader {
                 "unsupported job format version \(version); this winnow reads version \(supportedVersions.upperBound)")
         }
         var job = Job(file: reader.file, version: version)
+        // Every section and every rule is read even after an error, so one pass reports all of them.
+        var errors: [WinnowError] = []
+        func attempt(_ body: () throws -> Void) {
+            do { try body() } catch let error as WinnowError { errors.append(error) } catch { errors.append(.internal("\(error)")) }
+        }
         func path(_ key: String) throws -> Located<String>? {
             guard let node = map.optional(key) else { return nil }
             let raw = try reader.string(node, key, what: "a file path")
             return Located(resolve(raw.value, against: baseDirectory), at: raw.location)
         }
-        job.database = try path("database")
-        job.schema = try path("schema")
-        if let node = map.optional("allow_data_loss") { job.allowDataLoss = try reader.bool(node, "allow_data_loss") }
-        if let node = map.optional("seed") { job.seed = try decodeSeed(node, reader: reader, baseDirectory: baseDirectory) }
-        if let node = map.optional("batch") { job.batch = try decodeBatch(node, reader: reader) }
+        attempt { job.database = try path("database") }
+        attempt { job.schema = try path("schema") }
+        if let node = map.optional("allow_data_loss") { attempt { job.allowDataLoss = try reader.bool(node, "allow_data_loss") } }
+        if let node = map.optional("seed") { attempt { job.seed = try decodeSeed(node, reader: reader, baseDirectory: baseDirectory) } }
+        if let node = map.optional("batch") { attempt { job.batch = try decodeBatch(node, reader: reader) } }
         if let node = map.optional("dedupe") {
-            job.dedupe = try reader.list(node, "dedupe").enumerated().map { index, item in
-                try decodeRule(item.0, index: index, reader: reader)
+            attempt {
+                for (index, item) in try reader.list(node, "dedupe").enumerated() {
+                    attempt { job.dedupe.append(try decodeRule(item.0, index: index, reader: reader)) }
+                }
             }
         }
+        if let error = WinnowError.combined(errors) { throw error }
         return job
     }
 

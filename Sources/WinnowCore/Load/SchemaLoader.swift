@@ -33,16 +33,24 @@ public enum SchemaLoader {
         let tablesNode = try map.required("tables", what: "the tables of the model")
         let tablesMap = try reader.mapping(tablesNode, "tables", allowed: [], what: "the tables")
         var tables: [TableModel] = []
+        // Every table is read even after an error, so one pass reports all of them.
+        var errors: [WinnowError] = []
         for entry in tablesMap.entries {
-            guard !entry.key.isEmpty else { throw reader.error(entry.keyNode, "tables", "expected a table name") }
-            if tables.contains(where: { $0.name.caseInsensitiveCompare(entry.key) == .orderedSame }) {
-                throw reader.error(entry.keyNode, "tables", "table '\(entry.key)' is defined twice (names are case-insensitive)")
+            do {
+                guard !entry.key.isEmpty else { throw reader.error(entry.keyNode, "tables", "expected a table name") }
+                if tables.contains(where: { $0.name.caseInsensitiveCompare(entry.key) == .orderedSame }) {
+                    throw reader.error(entry.keyNode, "tables", "table '\(entry.key)' is defined twice (names are case-insensitive)")
+                }
+                if Self.isReserved(entry.key) {
+                    throw reader.error(entry.keyNode, "tables", "'\(entry.key)': names starting with winnow_ or sqlite_ are reserved")
+                }
+                tables.append(
+                    try decodeTable(entry.key, entry.value, keyNode: entry.keyNode, reader: reader, path: tablesMap.child(entry.key)))
+            } catch let error as WinnowError {
+                errors.append(error)
             }
-            if Self.isReserved(entry.key) {
-                throw reader.error(entry.keyNode, "tables", "'\(entry.key)': names starting with winnow_ or sqlite_ are reserved")
-            }
-            tables.append(try decodeTable(entry.key, entry.value, keyNode: entry.keyNode, reader: reader, path: tablesMap.child(entry.key)))
         }
+        if let error = WinnowError.combined(errors) { throw error }
         let model = SchemaModel(version: version, tables: tables)
         try checkReferences(model, reader: reader)
         try checkIndexNames(root, model, reader: reader)

@@ -68,8 +68,25 @@ public enum Renderer {
             if let incremental = rule.incremental { r["incremental"] = incremental }
             if !rule.warnings.isEmpty { r["warnings"] = rule.warnings }
             if !rule.samples.isEmpty {
-                r["sample_groups"] = rule.samples.map {
-                    ["key": $0.key.map(jsonValue(sqlLiteral:)), "winner": $0.winner, "losers": $0.losers] as [String: Any]
+                r["sample_groups"] = rule.samples.map { sample -> [String: Any] in
+                    var object: [String: Any] = [
+                        "key": sample.key.map(jsonValue(sqlLiteral:)), "winner": sample.winner, "losers": sample.losers,
+                    ]
+                    if !sample.rows.isEmpty {
+                        object["columns"] = sample.columns
+                        object["rows"] = sample.rows.map {
+                            ["rowid": $0.rowID, "keep": $0.rowID == sample.winner, "values": $0.values.map(jsonValue(sqlLiteral:))]
+                                as [String: Any]
+                        }
+                        object["merge"] = sample.merged.map {
+                            ["column": $0.column, "before": jsonValue(sqlLiteral: $0.before), "after": jsonValue(sqlLiteral: $0.after)]
+                                as [String: Any]
+                        }
+                        object["repoint"] = sample.children.map {
+                            ["reference": $0.reference, "from": $0.loser, "to": sample.winner, "rows": $0.rows] as [String: Any]
+                        }
+                    }
+                    return object
                 }
             }
             return r
@@ -188,6 +205,7 @@ public enum Renderer {
             for sample in rule.samples {
                 let losers = sample.losers.map { "rowid \($0)" }.joined(separator: ", ")
                 lines.append("  group \(sample.key.joined(separator: ", ")): keep rowid \(sample.winner); delete \(losers)")
+                lines += sampleDetail(sample, wouldBe: wouldBe)
             }
             if rule.samples.count < rule.counts.groups, !rule.samples.isEmpty {
                 lines.append("  ... \(rule.counts.groups - rule.samples.count) more groups (--verbose lists all)")
@@ -376,6 +394,29 @@ public enum Renderer {
     }
 
     /// `check --format junit`: one test case per rule, failed when it leaves duplicates.
+    /// A group's rows side by side (the kept row marked `keep`), what a merge changes in the
+    /// kept row, and the children that move to it. Empty for a sample without rows.
+    package static func sampleDetail(_ sample: GroupSample, wouldBe: Bool) -> [String] {
+        guard !sample.rows.isEmpty else { return [] }
+        let header = ["", "rowid"] + sample.columns
+        let rows = sample.rows.map { row in [row.rowID == sample.winner ? "keep" : "delete", String(row.rowID)] + row.values.map(cell) }
+        var lines = table(header, rows, numeric: [1]).map { "      " + $0 }
+        for merge in sample.merged {
+            lines.append("      merge: \(merge.column) \(cell(merge.before)) -> \(cell(merge.after))")
+        }
+        for child in sample.children {
+            lines.append(
+                "      re-point: \(plural(child.rows, "row")) of \(child.reference) from rowid \(child.loser) to rowid \(sample.winner)")
+        }
+        return lines
+    }
+
+    /// A value for a table cell: long texts shortened, line breaks shown as `\n`.
+    static func cell(_ literal: String) -> String {
+        let flat = literal.replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r")
+        return flat.count > 40 ? String(flat.prefix(37)) + "..." : flat
+    }
+
     /// The last line of a `check`: `OK: ...` or `FAIL: ...` with what was found.
     public static func checkVerdict(_ summary: RunSummary) -> String {
         if !summary.drift.isEmpty {

@@ -1,10 +1,54 @@
 import Foundation
 
-/// One duplicate group as shown by `plan`.
+/// One duplicate group as shown by `plan`: its key, its rows side by side with the winner
+/// first, what a merge would change in the winner, and the children that would be re-pointed.
 public struct GroupSample: Sendable, Codable, Equatable {
+    /// One row of the group: its identity and the shown columns' values (SQL literals).
+    public struct SampleRow: Sendable, Codable, Equatable {
+        public var rowID: Int64
+        public var values: [String]
+
+        public init(rowID: Int64, values: [String]) {
+            self.rowID = rowID
+            self.values = values
+        }
+    }
+
+    /// A column of the winner that `merge` would change.
+    public struct MergedValue: Sendable, Codable, Equatable {
+        public var column: String
+        public var before: String
+        public var after: String
+
+        public init(column: String, before: String, after: String) {
+            self.column = column
+            self.before = before
+            self.after = after
+        }
+    }
+
+    /// Child rows of one loser that would point at the winner instead.
+    public struct Children: Sendable, Codable, Equatable {
+        public var reference: String
+        public var loser: Int64
+        public var rows: Int
+
+        public init(reference: String, loser: Int64, rows: Int) {
+            self.reference = reference
+            self.loser = loser
+            self.rows = rows
+        }
+    }
+
     public var key: [String]
     public var winner: Int64
     public var losers: [Int64]
+    /// The columns shown for each row (key, winner order and merged columns first).
+    public var columns: [String] = []
+    /// The winner first, then the losers in winner order.
+    public var rows: [SampleRow] = []
+    public var merged: [MergedValue] = []
+    public var children: [Children] = []
 
     public init(key: [String], winner: Int64, losers: [Int64]) {
         self.key = key

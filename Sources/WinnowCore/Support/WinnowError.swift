@@ -30,6 +30,15 @@ public enum WinnowError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Several errors of one file reported at once: the first as itself, the others on the
+    /// following lines, each with its place (exit 65 when any is an invalid file).
+    public static func combined(_ errors: [WinnowError]) -> WinnowError? {
+        guard let first = errors.first else { return nil }
+        guard errors.count > 1, case let .invalidFile(location, message) = first else { return first }
+        let rest = errors.dropFirst().map(\.description).joined(separator: "\n")
+        return .invalidFile(location, "\(message)\n\(rest)\n(\(errors.count) errors)")
+    }
+
     /// Whether the request was refused (bad usage, an invalid file, a guard or a change that
     /// is not allowed) rather than failed: a run ending so is recorded `refused`.
     public var isRefusal: Bool {

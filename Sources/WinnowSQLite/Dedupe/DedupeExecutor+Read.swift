@@ -162,18 +162,83 @@ extension DedupeExecutor {
         }
     }
 
+    /// Columns a plan shows per row: the key, the winner order's columns and the merged
+    /// columns first, then the other stored columns, at most ``sampleColumnLimit`` in all.
+    static let sampleColumnLimit = 8
+
+    func sampleColumns() -> [String] {
+        var columns: [String] = []
+        func add(_ name: String) {
+            // The row's identity has its own column.
+            guard name.sqlIdentifier != rule.rowID else { return }
+            if !columns.contains(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) { columns.append(name) }
+        }
+        rule.keyColumns.forEach(add)
+        for term in rule.winnerTerms { if case let .column(name, _, _) = term { add(name) } }
+        rule.mergeColumns.forEach { add($0.name) }
+        for name in rule.storedColumns where columns.count < Self.sampleColumnLimit { add(name) }
+        return columns
+    }
+
     func readSamples(_ groups: [(winner: Int64, losers: [Int64])], limit: Int) throws -> [GroupSample] {
         let chosen = groups.prefix(limit)
-        var keys: [Int64: [String]] = [:]
-        let selected = rule.keyColumns.map { "quote(\($0.sqlIdentifier))" }.joined(separator: ", ")
-        for group in chosen {
-            if let row = try Row.fetchOne(
-                db, sql: "SELECT \(selected) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?",
-                arguments: [group.winner])
-            {
-                keys[group.winner] = (0..<rule.keyColumns.count).map { row[$0] as String? ?? "NULL" }
-            }
+        let columns = sampleColumns()
+        let selected = columns.map { "quote(\($0.sqlIdentifier))" }.joined(separator: ", ")
+        let rowSQL = "SELECT \(selected) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?"
+        let mergeSQL =
+            rule.mergeColumns.isEmpty
+            ? nil
+            : "SELECT \(rule.mergeColumns.map { $0.name.sqlIdentifier }.joined(separator: ", ")) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?"
+        let childSQL = rule.references.map { path -> String in
+            let join = zip(path.childColumns, path.parentColumns).map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }
+                .joined(separator: " AND ")
+            return
+                "SELECT count(*) FROM \(rule.qualifiedTable) AS p JOIN \(rule.qualified(path.childTable)) AS c ON \(join) WHERE p.\(rule.rowID) = ?"
         }
-        return chosen.map { GroupSample(key: keys[$0.winner] ?? [], winner: $0.winner, losers: $0.losers) }
+        let keyIndexes = rule.keyColumns.map { key in columns.firstIndex { $0.caseInsensitiveCompare(key) == .orderedSame } ?? 0 }
+        var samples: [GroupSample] = []
+        for group in chosen {
+            let members = [group.winner] + group.losers
+            var rows: [GroupSample.SampleRow] = []
+            for id in members {
+                guard let row = try Row.fetchOne(db, sql: rowSQL, arguments: [id]) else { continue }
+                rows.append(.init(rowID: id, values: (0..<columns.count).map { row[$0] as String? ?? "NULL" }))
+            }
+            var sample = GroupSample(
+                key: rows.first.map { row in keyIndexes.map { row.values[$0] } } ?? [], winner: group.winner, losers: group.losers)
+            sample.columns = columns
+            sample.rows = rows
+            if let mergeSQL {
+                // The same resolution as the batch: the winner's values, then the losers' in winner order.
+                let values = try members.compactMap { id in
+                    try Row.fetchOne(db, sql: mergeSQL, arguments: [id]).map { Array($0.databaseValues) }
+                }
+                for change in MergeResolver.changes(strategies: rule.mergeColumns.map(\.strategy), rows: values) {
+                    sample.merged.append(
+                        .init(
+                            column: rule.mergeColumns[change.index].name, before: Self.literal(values[0][change.index]),
+                            after: Self.literal(change.value)))
+                }
+            }
+            for (index, path) in rule.references.enumerated() {
+                for loser in group.losers {
+                    let count = try Int.fetchOne(db, sql: childSQL[index], arguments: [loser]) ?? 0
+                    if count > 0 { sample.children.append(.init(reference: path.label, loser: loser, rows: count)) }
+                }
+            }
+            samples.append(sample)
+        }
+        return samples
+    }
+
+    /// A value as SQL spells it (what `quote()` gives), for plan output.
+    static func literal(_ value: DatabaseValue) -> String {
+        switch value.storage {
+        case .null: return "NULL"
+        case let .int64(v): return String(v)
+        case let .double(v): return "\(v)"
+        case let .string(v): return "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
+        case let .blob(v): return "X'" + v.map { String(format: "%02X", $0) }.joined() + "'"
+        }
     }
 }
