@@ -14,6 +14,29 @@ enum Console {
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
 
+    /// Colours on standard output: only on a terminal, never with `NO_COLOR` set (no-color.org)
+    /// or `TERM=dumb`.
+    static var usesColor: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return isatty(STDOUT_FILENO) == 1 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
+    }
+
+    /// A summary with its verdict coloured: green for done or clean, yellow for stopped, red for
+    /// a finding or a failure. Unchanged when colours are off.
+    static func painted(_ text: String) -> String {
+        guard usesColor else { return text }
+        let colours: [(prefix: String, code: String)] = [
+            ("completed", "32"), ("planned", "32"), ("OK", "32"), ("restored", "32"), ("stopped", "33"), ("FAIL", "31"),
+            ("refused", "31"), ("failed", "31"),
+        ]
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            for (prefix, code) in colours where line.hasPrefix(prefix + ":") {
+                return "\u{1B}[\(code)m\(prefix)\u{1B}[0m" + line.dropFirst(prefix.count)
+            }
+            return String(line)
+        }.joined(separator: "\n")
+    }
+
     /// Runs a command body, printing any ``WinnowError`` and exiting with its code.
     static func guarded(_ options: CommonOptions, _ body: () throws -> Int32) throws {
         let code: Int32

@@ -148,4 +148,34 @@ final class RendererGoldenTests: XCTestCase {
         XCTAssertEqual(object["exit_code"] as? Int, 65)
         XCTAssertEqual(object["message"] as? String, "j.yaml:3:7: dedupe[0].key: missing")
     }
+
+    static let report: RunReport = {
+        let entry = HistoryEntry(
+            runID: 3, command: .run, job: "jobs/example.yaml", startedAt: "2026-11-21T10:00:00.000Z",
+            finishedAt: "2026-11-21T10:00:02.500Z", status: .completed, archive: true,
+            counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4, batches: 2), migrationSteps: 1,
+            seconds: 2.5, restoresRun: nil, restoredBy: nil, message: nil)
+        var report = RunReport(run: entry)
+        report.rules = [
+            .init(
+                index: 0, table: "contacts", key: "email",
+                counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4))
+        ]
+        report.journal = [
+            .init(table: "contacts", deleted: 5, updated: 4), .init(table: "orders", deleted: 0, updated: 8),
+            .init(table: "contact_tags", deleted: 4, updated: 0),
+        ]
+        return report
+    }()
+
+    func testShowText() throws {
+        try assertGolden(Renderer.text(Self.report), "show.txt")
+    }
+
+    func testShowJSON() throws {
+        var object = try JSONSerialization.jsonObject(with: Data(Renderer.json(Self.report).utf8)) as? [String: Any] ?? [:]
+        object["time"] = nil
+        let stable = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        try assertGolden(String(decoding: stable, as: UTF8.self), "show.json")
+    }
 }

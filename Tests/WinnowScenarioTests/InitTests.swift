@@ -131,4 +131,16 @@ final class InitTests: XCTestCase {
         try winnow(["run", "jobs/crm.yaml"], expect: 0)
         XCTAssertEqual(try ScenarioKit.int(path("crm.sqlite"), "SELECT id FROM contacts WHERE name = 'Ann'"), 2)
     }
+
+    /// Every command's help, golden: each has examples, and only `check` offers junit and github.
+    func testHelpTexts() throws {
+        for command in ["", "init", "validate", "plan", "run", "check", "schema inspect", "history", "show", "restore"] {
+            let args = command.split(separator: " ").map(String.init) + ["--help"]
+            let help = try winnow(args, expect: 0).stdout
+            let name = command.isEmpty ? "winnow" : command.replacingOccurrences(of: " ", with: "-")
+            try assertGolden(help, "help-\(name).txt")
+            if !command.isEmpty { XCTAssertTrue(help.contains("Examples:"), "\(name) --help has examples") }
+            XCTAssertEqual(help.contains("junit"), command == "check", "\(name): junit only where it is accepted")
+        }
+    }
 }

@@ -483,4 +483,15 @@ final class OperatorTests: XCTestCase {
         let schema = try winnow(["validate", "schema.yaml"], expect: 65)
         XCTAssertTrue(schema.stderr.contains("(2 errors)"), schema.stderr)
     }
+
+    /// A seed that names a folder is a missing seed database (66), not an I/O error (74): found
+    /// by the fuzzer (`from: ..`).
+    func testSeedFromAFolderIsNotFound() throws {
+        try makePeople(groups: 1)
+        try FileManager.default.createDirectory(atPath: path("seeds"), withIntermediateDirectories: true)
+        try write("job.yaml", "version: 1\ndatabase: data.sqlite\nseed:\n  name: s\n  from: seeds\n  tables: [people]\n")
+        let plan = try winnow(["plan", "job.yaml"], expect: 66)
+        XCTAssertTrue(plan.stderr.contains("is a directory"), plan.stderr)
+        try winnow(["run", "job.yaml"], expect: 66)
+    }
 }

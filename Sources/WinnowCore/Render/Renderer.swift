@@ -114,6 +114,11 @@ public enum Renderer {
         ])
     }
 
+    /// `{"event":"phase", ...}` (`--verbose`): how long a phase took.
+    public static func json(phase: String, seconds: Double) -> String {
+        jsonLine(["event": "phase", "phase": phase, "seconds": rounded(seconds)])
+    }
+
     /// `{"event":"error", ...}`: printed by the command line before a non-zero exit in JSON mode.
     public static func jsonError(_ error: WinnowError) -> String {
         var object: [String: Any] = ["event": "error", "status": "error", "exit_code": Int(error.exitCode), "message": error.description]

@@ -27,6 +27,14 @@ extension JobRunner {
         // A run starts tracking before any discovery, so no change can fall between a full
         // pass and the log; a plan only reads the state.
         let incremental = try incrementalStates(rules, session: session, install: record != nil)
+        /// Runs `body` as a named phase: events before and after, for progress and --verbose.
+        func phase<T>(_ name: String, _ body: () throws -> T) rethrows -> T {
+            let started = Date()
+            onEvent(.phaseStarted(name))
+            let result = try body()
+            onEvent(.phaseFinished(name, seconds: Date().timeIntervalSince(started)))
+            return result
+        }
         func execution(_ rule: CompiledRule) -> any RuleExecution {
             let state = incremental[rule.rule.index]
             let options = RuleExecutionOptions(
@@ -38,7 +46,7 @@ extension JobRunner {
         if record != nil {
             for (index, rule) in rules.enumerated() {
                 let execution = execution(rule)
-                let discovery = try execution.discover()
+                let discovery = try phase("discovery of dedupe[\(rule.rule.index)] \(rule.table)") { try execution.discover() }
                 try execution.checkGuards(discovery)
                 discoveries[index] = discovery
             }
@@ -55,17 +63,25 @@ extension JobRunner {
             if let found = discoveries[index], rules.count == 1 {
                 discovery = found
             } else {
-                discovery = try execution.discover()
+                discovery = try phase("discovery of dedupe[\(rule.rule.index)] \(rule.table)") { try execution.discover() }
                 try execution.checkGuards(discovery)
             }
             onEvent(.ruleStarted(rule: rule.rule.index, table: rule.table, discovery: discovery))
             try execution.prepare()
             var samples: [GroupSample] = []
             // Duplicates first, then the stored hashes of the rows that remain.
-            var counts = try execution.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+            var counts = try phase("batches of dedupe[\(rule.rule.index)] \(rule.table)") {
+                try execution.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+            }
             // A rule stopped between batches is not done: its hashes and its change log wait.
             let stopped = record != nil && deadline.reached
-            if !stopped { counts = counts + (try execution.fillHashes(batchNumber: &batchNumber, totals: &totals)) }
+            if !stopped, rule.hashColumn != nil {
+                counts =
+                    counts
+                    + (try phase("hashes of dedupe[\(rule.rule.index)] \(rule.table)") {
+                        try execution.fillHashes(batchNumber: &batchNumber, totals: &totals)
+                    })
+            }
             if !stopped, let record, let state = incremental[rule.rule.index] {
                 // The changes this rule covered are done; later ones wait for the next run.
                 try session.changeTracker.finish(table: rule.table, upTo: state.upTo, runID: record.id)

@@ -165,7 +165,12 @@ public enum JobRunner {
             let started = Date()
             var current: String?
             if case let .rebuild(r) = step { current = try session.tableDefinition(r.table) }
-            if let remark = try session.apply(step, settings: settings) { notes.append(remark) }
+            let name = "migration step \(applied.count + 1): \(step.summary)"
+            onEvent(.phaseStarted(name))
+            if let remark = try session.apply(step, settings: settings, progress: { onEvent(.phaseProgress(name, done: $0, total: $1)) }) {
+                notes.append(remark)
+            }
+            onEvent(.phaseFinished(name, seconds: Date().timeIntervalSince(started)))
             let planned = PlannedStep(
                 summary: step.summary, sql: MigrationSQL.statements(step, currentSQL: current),
                 rebuildsTable: step.rebuildsTable)

@@ -6,6 +6,12 @@ public enum RunEvent: Sendable {
     case batch(BatchReport)
     case ruleFinished(rule: Int, table: String, counts: Counts)
     case migrationStep(index: Int, step: PlannedStep, seconds: Double)
+    /// A long phase began (`discovery of dedupe[0] contacts`, `migration step 2: ...`): a
+    /// terminal shows it with its elapsed time until it ends.
+    case phaseStarted(String)
+    /// Work done in the phase so far, when it can be counted (rows copied by a rebuild).
+    case phaseProgress(String, done: Int, total: Int)
+    case phaseFinished(String, seconds: Double)
 }
 
 /// One committed batch (or, in a dry run, one batch that would be).

@@ -41,8 +41,9 @@ public protocol DatabaseSession: AnyObject {
     /// The steps of `plan` as they would run, and the schema they leave, found without
     /// touching the database.
     func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema)
-    /// Applies one migration step; returns a remark worth reporting.
-    func apply(_ step: MigrationStep, settings: BatchSettings) throws -> String?
+    /// Applies one migration step; returns a remark worth reporting. `progress` hears of rows
+    /// copied so far and the rows to copy, for steps that copy rows (a rebuild).
+    func apply(_ step: MigrationStep, settings: BatchSettings, progress: @escaping (Int, Int) -> Void) throws -> String?
     /// Finishes what a killed run left half done: retired tables of a finished cut-over
     /// (``InterruptedWork/retired``) or an unfinished rebuild this run did not resume.
     func finishInterrupted(_ work: InterruptedWork, settings: BatchSettings) throws

@@ -6,13 +6,17 @@ import GRDB
 struct MigrationExecutor {
     let db: Database
     let settings: BatchSettings
+    /// Rows copied so far and rows to copy, for a rebuild's progress.
+    var progress: (Int, Int) -> Void = { _, _ in }
 
     /// Applies one step; returns a remark worth reporting, if any.
     @discardableResult
     func apply(_ step: MigrationStep) throws -> String? {
         switch step {
         case let .rebuild(rebuild):
-            let outcome = try TableRebuilder(db: db, rebuild: rebuild, settings: settings).run()
+            var rebuilder = TableRebuilder(db: db, rebuild: rebuild, settings: settings)
+            rebuilder.progress = progress
+            let outcome = try rebuilder.run()
             if outcome.resumed {
                 return "the rebuild of \(rebuild.table) resumed where an interrupted run left it"
             }

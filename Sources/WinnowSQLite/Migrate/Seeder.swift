@@ -31,9 +31,14 @@ struct Seeder {
 
     private func withSeed<T>(_ body: (Database) throws -> T) throws -> T {
         let path = spec.from.value
-        guard FileManager.default.fileExists(atPath: path) else {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw WinnowError.notFound(
                 "\(spec.from.location.map { "\($0): " } ?? "")seed.from: \(path): no such seed database; nothing was changed")
+        }
+        guard !isDirectory.boolValue else {
+            throw WinnowError.notFound(
+                "\(spec.from.location.map { "\($0): " } ?? "")seed.from: \(path): is a directory, not a seed database; nothing was changed")
         }
         var config = Configuration()
         config.readonly = true

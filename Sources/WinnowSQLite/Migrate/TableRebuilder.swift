@@ -25,6 +25,8 @@ struct TableRebuilder {
     let db: Database
     let rebuild: TableRebuild
     let settings: BatchSettings
+    /// Rows copied so far and rows to copy (counted once before the copy), after each range.
+    var progress: (Int, Int) -> Void = { _, _ in }
 
     static func temporaryName(_ table: String) -> String { TableRebuild.temporaryName(table) }
     static func retiredName(_ table: String) -> String { TableRebuild.retiredName(table) }
@@ -207,6 +209,7 @@ struct TableRebuilder {
         }
 
         // 3. Copy in rowid ranges.
+        let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(rebuild.table.sqlIdentifier)") ?? 0
         var gap = WriteGap(settings: settings)
         var copySeconds = 0.0
         var sizer = BatchSizer(
@@ -230,6 +233,7 @@ struct TableRebuilder {
                 return
             }
             if done { break }
+            progress(outcome.copied, max(total, outcome.copied))
             outcome.batches += 1
             let seconds = Date().timeIntervalSince(started)
             copySeconds += seconds

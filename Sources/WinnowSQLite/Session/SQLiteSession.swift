@@ -62,8 +62,10 @@ public final class SQLiteSession: DatabaseSession {
         try ShadowSchema.rehearse(plan, from: db)
     }
 
-    public func apply(_ step: MigrationStep, settings: BatchSettings) throws -> String? {
-        try MigrationExecutor(db: db, settings: settings).apply(step)
+    public func apply(_ step: MigrationStep, settings: BatchSettings, progress: @escaping (Int, Int) -> Void) throws -> String? {
+        var executor = MigrationExecutor(db: db, settings: settings)
+        executor.progress = progress
+        return try executor.apply(step)
     }
 
     public func finishInterrupted(_ work: InterruptedWork, settings: BatchSettings) throws {

@@ -11,8 +11,8 @@ struct Check: ParsableCommand {
 
             Examples:
               winnow check jobs/contacts.yaml
-              winnow check jobs/ --database fixtures/app.sqlite --format junit > winnow.xml
-              winnow check jobs/ --format github      # annotations on the failing rule's line
+              winnow check jobs/ --database fixtures/app.sqlite --format junit > out.xml
+              winnow check jobs/ --format github     # annotations at the failing lines
             """)
 
     @Option(name: .long, help: "Database file; overrides the jobs' 'database:'.") var database: String?

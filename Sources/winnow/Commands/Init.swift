@@ -13,9 +13,9 @@ struct Init: ParsableCommand {
             without duplicates get a commented-out rule. Never overwrites a file (exit 65).
 
             Examples:
-              winnow init --database app.sqlite                 # jobs/app.yaml and schemas/app.yaml
-              winnow init --database app.sqlite --job ci/app-job.yaml --schema ci/app-schema.yaml
-              winnow plan jobs/app.yaml                         # then review what it would do
+              winnow init --database app.sqlite    # jobs/app.yaml, schemas/app.yaml
+              winnow init --database app.sqlite --job ci/job.yaml --schema ci/schema.yaml
+              winnow plan jobs/app.yaml            # then review what it would do
             """)
 
     @OptionGroup var options: CommonOptions

@@ -22,13 +22,17 @@ func runOptions(_ common: CommonOptions, _ job: JobOptions, dryRun: Bool = false
 
 func eventPrinter(_ options: CommonOptions) -> (RunEvent) -> Void {
     Progress.shared.enabled = options.format == .text && !options.quiet && Console.stderrIsTerminal
+    Progress.shared.recordsTimings = options.verbose
     return { event in
+        Progress.shared.handle(event)
+        guard options.format == .json, !options.quiet else { return }
         switch event {
         case let .batch(report):
-            if options.format == .json, !options.quiet { Console.out(Renderer.json(report)) }
-            Progress.shared.update(report)
+            Console.out(Renderer.json(report))
         case let .migrationStep(index, step, seconds):
-            if options.format == .json, !options.quiet { Console.out(Renderer.json(migrationStep: step, index: index, seconds: seconds)) }
+            Console.out(Renderer.json(migrationStep: step, index: index, seconds: seconds))
+        case let .phaseFinished(name, seconds) where options.verbose:
+            Console.out(Renderer.json(phase: name, seconds: seconds))
         default:
             break
         }
@@ -38,5 +42,13 @@ func eventPrinter(_ options: CommonOptions) -> (RunEvent) -> Void {
 func printSummary(_ summary: RunSummary, _ options: CommonOptions) {
     Progress.shared.clear()
     guard !options.quiet else { return }
-    Console.out(options.format == .json ? Renderer.json(summary) : Renderer.text(summary))
+    if options.format == .json {
+        Console.out(Renderer.json(summary))
+        return
+    }
+    var text = Renderer.text(summary)
+    if options.verbose, !Progress.shared.timings.isEmpty {
+        text += "\ntimings:\n" + Progress.shared.timings.map { "  \(Renderer.duration($0.seconds))  \($0.phase)" }.joined(separator: "\n")
+    }
+    Console.out(Console.painted(text))
 }

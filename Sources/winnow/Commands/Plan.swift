@@ -15,7 +15,8 @@ struct Plan: ParsableCommand {
               winnow plan jobs/contacts.yaml
               winnow plan jobs/contacts.yaml --database copy.sqlite --verbose
               winnow plan jobs/contacts.yaml --format json | jq .rules
-              winnow plan jobs/contacts.yaml --save reviewed.plan    # then: winnow run jobs/contacts.yaml --plan reviewed.plan
+              winnow plan jobs/contacts.yaml --save reviewed.plan
+              winnow run jobs/contacts.yaml --plan reviewed.plan   # applies exactly that
             """)
 
     @OptionGroup var options: CommonOptions

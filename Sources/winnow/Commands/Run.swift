@@ -12,9 +12,9 @@ struct Run: ParsableCommand {
 
             Examples:
               winnow run jobs/contacts.yaml
-              winnow run jobs/contacts.yaml --quiet --wait 60 --max-duration 300   # from cron
+              winnow run jobs/contacts.yaml --quiet --wait 60 --max-duration 300
               winnow run jobs/contacts.yaml --format json >> winnow.log
-              winnow run jobs/contacts.yaml --plan reviewed.plan   # exactly the plan saved by plan --save
+              winnow run jobs/contacts.yaml --plan reviewed.plan  # a plan saved by plan --save
             """)
 
     @OptionGroup var options: CommonOptions
