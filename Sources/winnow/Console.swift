@@ -13,6 +13,7 @@ enum Console {
     }
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
     /// Colours on standard output: only on a terminal, never with `NO_COLOR` set (no-color.org)
     /// or `TERM=dumb`.

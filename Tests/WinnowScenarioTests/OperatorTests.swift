@@ -494,4 +494,43 @@ final class OperatorTests: XCTestCase {
         XCTAssertTrue(plan.stderr.contains("is a directory"), plan.stderr)
         try winnow(["run", "job.yaml"], expect: 66)
     }
+
+    /// `check --format junit` over several jobs (duplicates, clean, drift) is valid JUnit: one
+    /// suite per job, one case per rule and per drift finding, counts that match.
+    func testJUnitReportIsValidAgainstTheSchema() throws {
+        try makePeople(groups: 3)
+        try makePeople(groups: 0, name: "clean.sqlite")
+        try write("dirty.yaml", Self.job)
+        try write("clean.yaml", Self.job.replacingOccurrences(of: "data.sqlite", with: "clean.sqlite"))
+        try write(
+            "schema.yaml",
+            "version: 1\ntables:\n  people:\n    columns:\n      - {name: id, type: INTEGER, primary_key: true}\n      - {name: email, type: TEXT}\n"
+        )
+        try write("drift.yaml", "version: 1\ndatabase: clean.sqlite\nschema: schema.yaml\n")
+        let result = try winnow(["check", "dirty.yaml", "clean.yaml", "drift.yaml", "--format", "junit"], expect: 1)
+        XCTAssertEqual(JUnitSchema.violations(result.stdout), [], result.stdout)
+        XCTAssertEqual(result.stdout.components(separatedBy: "<testsuite ").count - 1, 3)
+        XCTAssertEqual(result.stdout.components(separatedBy: "<failure ").count - 1, 2, "dirty's rule and drift's schema")
+        // The validator itself rejects what CI servers reject.
+        XCTAssertFalse(
+            JUnitSchema.violations("<testsuites><testsuite name=\"a\" tests=\"2\"><testcase name=\"x\"/></testsuite></testsuites>").isEmpty)
+        XCTAssertFalse(JUnitSchema.violations("<testsuites><testcase name=\"x\"/></testsuites>").isEmpty)
+        XCTAssertFalse(JUnitSchema.violations("<testsuite tests=\"1\"><testcase name=\"x\"/></testsuite>").isEmpty)
+    }
+
+    /// Where nobody watches (output to a pipe or a file: cron), a run prints one line; with
+    /// --verbose the detail and each phase's time; with --quiet nothing.
+    func testRunPrintsOneLineWhereNobodyWatches() throws {
+        try makePeople(groups: 3)
+        try write("job.yaml", Self.job)
+        try makePeople(groups: 3, name: "second.sqlite")
+        let line = try winnow(["run", "job.yaml"], expect: 0).stdout
+        XCTAssertEqual(line.split(separator: "\n").count, 1, line)
+        XCTAssertTrue(line.hasPrefix("run 1 of job.yaml on "), line)
+        XCTAssertTrue(line.contains(": completed: 3 duplicate groups, 6 rows deleted"), line)
+        let verbose = try winnow(["run", "job.yaml", "--database", "second.sqlite", "--verbose"], expect: 0).stdout
+        XCTAssertTrue(verbose.contains("dedupe[0] people by email"), verbose)
+        XCTAssertTrue(verbose.contains("timings:") && verbose.contains("discovery of dedupe[0] people"), verbose)
+        XCTAssertEqual(try winnow(["run", "job.yaml", "--quiet"], expect: 0).stdout, "")
+    }
 }

@@ -422,6 +422,13 @@ public enum Renderer {
         return flat.count > 40 ? String(flat.prefix(37)) + "..." : flat
     }
 
+    /// A run in one line, for logs and cron mails: `run 7 of JOB on DB: completed: ...`.
+    public static func line(_ summary: RunSummary) -> String {
+        let last = text(summary).split(separator: "\n").last.map(String.init) ?? summary.status.rawValue
+        let id = summary.runID.map { " \($0)" } ?? ""
+        return "\(summary.command.rawValue)\(id) of \(summary.job ?? "?") on \(summary.database): \(last)"
+    }
+
     /// The last line of a `check`: `OK: ...` or `FAIL: ...` with what was found.
     public static func checkVerdict(_ summary: RunSummary) -> String {
         if !summary.drift.isEmpty {
@@ -482,14 +489,17 @@ public enum Renderer {
 
     public static func junit(_ summaries: [RunSummary], includeTimes: Bool = true) -> String {
         var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>"]
-        let cases = summaries.flatMap { s in s.rules.map { (s, $0) } }
-        let failures = cases.filter { $0.1.counts.groups > 0 }.count
-        lines.append("<testsuites name=\"winnow check\" tests=\"\(cases.count)\" failures=\"\(failures)\">")
+        // A drift finding is one more test case (failing) in its job's suite.
+        func tests(_ s: RunSummary) -> Int { s.rules.count + (s.drift.isEmpty ? 0 : 1) }
+        func failures(_ s: RunSummary) -> Int { s.rules.filter { $0.counts.groups > 0 }.count + (s.drift.isEmpty ? 0 : 1) }
+        let allTests = summaries.map(tests).reduce(0, +)
+        let allFailures = summaries.map(failures).reduce(0, +)
+        lines.append("<testsuites name=\"winnow check\" tests=\"\(allTests)\" failures=\"\(allFailures)\">")
         for summary in summaries {
-            let suiteFailures = summary.rules.filter { $0.counts.groups > 0 }.count
+            let suiteFailures = failures(summary)
             let time = includeTimes ? String(format: "%.3f", summary.seconds) : "0"
             lines.append(
-                "  <testsuite name=\"\(xmlEscape(summary.job ?? "job"))\" tests=\"\(summary.rules.count)\" failures=\"\(suiteFailures)\" time=\"\(time)\">"
+                "  <testsuite name=\"\(xmlEscape(summary.job ?? "job"))\" tests=\"\(tests(summary))\" failures=\"\(suiteFailures)\" time=\"\(time)\">"
             )
             for rule in summary.rules {
                 let name = xmlEscape("dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + "))")

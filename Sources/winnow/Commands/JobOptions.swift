@@ -46,6 +46,11 @@ func printSummary(_ summary: RunSummary, _ options: CommonOptions) {
         Console.out(Renderer.json(summary))
         return
     }
+    // Where nobody watches (cron, a log file), a run is one line; --verbose gives the detail.
+    if summary.command == .run, !options.verbose, !Console.stdoutIsTerminal {
+        Console.out(Renderer.line(summary))
+        return
+    }
     var text = Renderer.text(summary)
     if options.verbose, !Progress.shared.timings.isEmpty {
         text += "\ntimings:\n" + Progress.shared.timings.map { "  \(Renderer.duration($0.seconds))  \($0.phase)" }.joined(separator: "\n")
