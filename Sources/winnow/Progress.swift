@@ -99,10 +99,17 @@ final class Progress: @unchecked Sendable {
                 if total > done { line += "  \(Renderer.duration(Double(total - done) / rate)) left" }
             }
         }
-        let columns = Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 100
+        let columns = Self.terminalColumns
         if line.count > columns - 1 { line = String(line.prefix(max(10, columns - 2))) + "…" }
         FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
         drawn = true
+    }
+
+    /// The terminal's width (standard error's), else `COLUMNS`, else 100.
+    static var terminalColumns: Int {
+        var size = winsize()
+        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 20 { return Int(size.ws_col) }
+        return Int(ProcessInfo.processInfo.environment["COLUMNS"] ?? "") ?? 100
     }
 
     private func erase() {

@@ -83,7 +83,10 @@ public enum Renderer {
                                 as [String: Any]
                         }
                         object["repoint"] = sample.children.map {
-                            ["reference": $0.reference, "from": $0.loser, "to": sample.winner, "rows": $0.rows] as [String: Any]
+                            [
+                                "reference": $0.reference, "from": $0.loser, "to": sample.winner, "rows": $0.rows,
+                                "duplicates_deleted": $0.mayCollide ? "where the winner has the same row" : "never",
+                            ] as [String: Any]
                         }
                     }
                     return object
@@ -411,7 +414,10 @@ public enum Renderer {
         }
         for child in sample.children {
             lines.append(
-                "      re-point: \(plural(child.rows, "row")) of \(child.reference) from rowid \(child.loser) to rowid \(sample.winner)")
+                child.mayCollide
+                    ? "      children: \(plural(child.rows, "row")) of \(child.reference) point at rowid \(child.loser): each moves to rowid \(sample.winner), or is deleted where rowid \(sample.winner) already has the same row"
+                    : "      re-point: \(plural(child.rows, "row")) of \(child.reference) from rowid \(child.loser) to rowid \(sample.winner)"
+            )
         }
         return lines
     }

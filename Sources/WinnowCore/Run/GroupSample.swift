@@ -32,11 +32,15 @@ public struct GroupSample: Sendable, Codable, Equatable {
         public var reference: String
         public var loser: Int64
         public var rows: Int
+        /// Whether the child table has a unique key over the reference: a child row that would
+        /// duplicate one of the winner's is deleted instead of moved.
+        public var mayCollide: Bool
 
-        public init(reference: String, loser: Int64, rows: Int) {
+        public init(reference: String, loser: Int64, rows: Int, mayCollide: Bool = false) {
             self.reference = reference
             self.loser = loser
             self.rows = rows
+            self.mayCollide = mayCollide
         }
     }
 

@@ -223,7 +223,10 @@ extension DedupeExecutor {
             for (index, path) in rule.references.enumerated() {
                 for loser in group.losers {
                     let count = try Int.fetchOne(db, sql: childSQL[index], arguments: [loser]) ?? 0
-                    if count > 0 { sample.children.append(.init(reference: path.label, loser: loser, rows: count)) }
+                    if count > 0 {
+                        sample.children.append(
+                            .init(reference: path.label, loser: loser, rows: count, mayCollide: !path.uniqueKeys.isEmpty))
+                    }
                 }
             }
             samples.append(sample)
