@@ -344,7 +344,7 @@ final class OperatorTests: XCTestCase {
         let result = try winnow(["validate", "job.yaml", "--format", "json"], expect: 65)
         let error = result.stdout.split(separator: "\n").compactMap(json).first { $0["event"] as? String == "error" }
         XCTAssertEqual(error?["file"] as? String, "job.yaml", result.stdout)
-        XCTAssertEqual(error?["line"] as? Int, 4, result.stdout)
+        XCTAssertEqual(error?["line"] as? Int, 3, "the first error in file order: the rule without its key")
         XCTAssertNotNil(error?["column"] as? Int, result.stdout)
     }
 
@@ -468,7 +468,12 @@ final class OperatorTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("job.yaml:3:"), result.stderr)
         XCTAssertTrue(result.stderr.contains("job.yaml:6:"), result.stderr)
         XCTAssertTrue(result.stderr.contains("job.yaml:9:"), result.stderr)
-        XCTAssertTrue(result.stderr.contains("(3 errors)"), result.stderr)
+        // The unknown `kee` and the missing `key` are both reported, in file order.
+        XCTAssertTrue(result.stderr.contains("(4 errors)"), result.stderr)
+        let places = result.stderr.split(separator: "\n").compactMap { line in
+            line.split(separator: ":").dropFirst().first.flatMap { Int($0) }
+        }
+        XCTAssertEqual(places, places.sorted(), result.stderr)
         try write(
             "schema.yaml",
             """
@@ -480,6 +485,24 @@ final class OperatorTests: XCTestCase {
                 columns:
                   - {name: id, type: INTEGER, primary_key: maybe}
             """)
+        // Inside one rule too: an unknown key, a bad NULL policy and a bad merge strategy.
+        try write(
+            "rule.yaml",
+            """
+            version: 1
+            dedupe:
+              - entity: people
+                key: email
+                colour: blue
+                nulls: sometimes
+                merge:
+                  visits: average
+            """)
+        let rule = try winnow(["validate", "rule.yaml"], expect: 65)
+        XCTAssertTrue(
+            rule.stderr.contains("rule.yaml:5:") && rule.stderr.contains("rule.yaml:6:") && rule.stderr.contains("rule.yaml:8:"),
+            rule.stderr)
+        XCTAssertTrue(rule.stderr.contains("(3 errors)"), rule.stderr)
         let schema = try winnow(["validate", "schema.yaml"], expect: 65)
         XCTAssertTrue(schema.stderr.contains("(2 errors)"), schema.stderr)
     }

@@ -54,7 +54,7 @@ public enum JobLoader {
         if let node = map.optional("dedupe") {
             attempt {
                 for (index, item) in try reader.list(node, "dedupe").enumerated() {
-                    attempt { job.dedupe.append(try decodeRule(item.0, index: index, reader: reader)) }
+                    if let rule = decodeRule(item.0, index: index, reader: reader, errors: &errors) { job.dedupe.append(rule) }
                 }
             }
         }
@@ -100,65 +100,121 @@ public enum JobLoader {
         }
     }
 
+    /// Reads one rule, reporting every error it has (each section is read even after an error).
     package static func decodeRule(_ node: Node, index: Int, reader: YAMLReader) throws -> DedupeRule {
-        let path = "dedupe[\(index)]"
-        let map = try reader.mapping(node, path, allowed: ruleKeys, what: "a dedupe rule")
-        let entity = try reader.string(
-            try map.required("entity", what: "the table to deduplicate"), map.child("entity"), what: "a table name")
-        let keyNode = try map.required("key", what: "a column or a list of columns")
-        let key = try reader.list(keyNode, map.child("key"), allowScalar: true, allowEmpty: false)
-            .map { try reader.string($0.0, $0.1, what: "a column name") }
-        try rejectDuplicates(key, reader: reader, path: map.child("key"), what: "column")
-        var rule = DedupeRule(index: index, location: reader.location(node), entity: entity, key: key)
-
-        if let node = map.optional("hash") { rule.hash = try reader.bool(node, map.child("hash")) }
-        if let node = map.optional("hash_column") {
-            rule.hashColumn = try reader.string(node, map.child("hash_column"), what: "a column name")
-            guard rule.hash else {
-                throw reader.error(node, map.child("hash_column"), "hash_column stores the key hash; it needs 'hash: true'")
-            }
-            if key.contains(where: { $0.value == rule.hashColumn?.value }) {
-                throw reader.error(node, map.child("hash_column"), "the hash column cannot also be a key column")
-            }
-        }
-        if let node = map.optional("normalize") {
-            rule.normalize = try decodeNormalize(node, key: key, reader: reader, path: map.child("normalize"))
-        }
-        if let node = map.optional("nulls") {
-            rule.nulls = try reader.word(node, map.child("nulls"), as: NullPolicy.self, what: "NULL policy")
-        }
-        if let node = map.optional("winner") { rule.winner = try decodeWinner(node, reader: reader, path: map.child("winner")) }
-        if let node = map.optional("merge") {
-            let mergeMap = try reader.mapping(node, map.child("merge"), allowed: [], what: "the merge section")
-            rule.merge = try mergeMap.entries.map { entry in
-                let column = Located(entry.key, at: reader.location(entry.keyNode))
-                guard !entry.key.isEmpty else { throw reader.error(entry.keyNode, mergeMap.path, "expected a column name") }
-                if key.contains(where: { $0.value == entry.key }) || rule.hashColumn?.value == entry.key {
-                    throw reader.error(
-                        entry.keyNode, mergeMap.child(entry.key),
-                        "a key column cannot be merged: every row of a group already shares its value")
-                }
-                let strategy = try reader.word(entry.value, mergeMap.child(entry.key), as: MergeStrategy.self, what: "merge strategy")
-                return MergeRule(column: column, strategy: strategy)
-            }
-        }
-        if let node = map.optional("references") {
-            rule.references = try reader.word(node, map.child("references"), as: ReferencePolicy.self, what: "reference policy")
-        }
-        if let node = map.optional("referenced_by") {
-            rule.referencedBy = try reader.list(node, map.child("referenced_by"), allowScalar: true)
-                .map { try decodeColumnReference($0.0, reader: reader, path: $0.1) }
-            var seen = Set<ColumnReference>()
-            for ref in rule.referencedBy where !seen.insert(ref).inserted {
-                throw WinnowError.invalidFile(ref.location, "\(map.child("referenced_by")): '\(ref.table).\(ref.column)' is listed twice")
-            }
-        }
-        if let node = map.optional("archive") { rule.archive = try reader.bool(node, map.child("archive")) }
-        if let node = map.optional("incremental") { rule.incremental = try reader.bool(node, map.child("incremental")) }
-        if let node = map.optional("max_delete_percent") {
-            rule.maxDeletePercent = try reader.number(node, map.child("max_delete_percent"), range: 0...100)
-        }
+        var errors: [WinnowError] = []
+        let rule = decodeRule(node, index: index, reader: reader, errors: &errors)
+        if let error = WinnowError.combined(errors) { throw error }
+        guard let rule else { throw WinnowError.internal("dedupe[\(index)] was not read and no error was reported") }
         return rule
+    }
+
+    /// Reads one rule into `errors`: nil when it cannot be built (no entity or key); its other
+    /// sections are still read and their errors recorded too.
+    package static func decodeRule(_ node: Node, index: Int, reader: YAMLReader, errors: inout [WinnowError]) -> DedupeRule? {
+        let path = "dedupe[\(index)]"
+        func attempt(_ body: () throws -> Void) {
+            do { try body() } catch let error as WinnowError { errors.append(error) } catch { errors.append(.internal("\(error)")) }
+        }
+        guard let map = reader.lenientMapping(node, path, allowed: ruleKeys, what: "a dedupe rule", errors: &errors) else { return nil }
+        var entity: Located<String>?
+        var key: [Located<String>]?
+        attempt {
+            entity = try reader.string(
+                try map.required("entity", what: "the table to deduplicate"), map.child("entity"), what: "a table name")
+        }
+        attempt {
+            let keyNode = try map.required("key", what: "a column or a list of columns")
+            let columns = try reader.list(keyNode, map.child("key"), allowScalar: true, allowEmpty: false)
+                .map { try reader.string($0.0, $0.1, what: "a column name") }
+            try rejectDuplicates(columns, reader: reader, path: map.child("key"), what: "column")
+            key = columns
+        }
+        let built = DedupeRule(index: index, location: reader.location(node), entity: entity ?? Located("", at: nil), key: key ?? [])
+        var rule = built
+        let keyColumns = key ?? []
+        readOptions(map, into: &rule, key: keyColumns, reader: reader, errors: &errors)
+        guard entity != nil, key != nil else { return nil }
+        return rule
+    }
+
+    /// The optional sections of a rule, each read even when another has an error.
+    static func readOptions(
+        _ map: MappingReader, into rule: inout DedupeRule, key: [Located<String>], reader: YAMLReader, errors: inout [WinnowError]
+    ) {
+        func attempt(_ body: () throws -> Void) {
+            do { try body() } catch let error as WinnowError { errors.append(error) } catch { errors.append(.internal("\(error)")) }
+        }
+        attempt {
+            if let node = map.optional("hash") { rule.hash = try reader.bool(node, map.child("hash")) }
+        }
+        attempt {
+            if let node = map.optional("hash_column") {
+                rule.hashColumn = try reader.string(node, map.child("hash_column"), what: "a column name")
+                guard rule.hash else {
+                    throw reader.error(node, map.child("hash_column"), "hash_column stores the key hash; it needs 'hash: true'")
+                }
+                if key.contains(where: { $0.value == rule.hashColumn?.value }) {
+                    throw reader.error(node, map.child("hash_column"), "the hash column cannot also be a key column")
+                }
+            }
+        }
+        attempt {
+            if let node = map.optional("normalize") {
+                rule.normalize = try decodeNormalize(node, key: key, reader: reader, path: map.child("normalize"))
+            }
+        }
+        attempt {
+            if let node = map.optional("nulls") {
+                rule.nulls = try reader.word(node, map.child("nulls"), as: NullPolicy.self, what: "NULL policy")
+            }
+        }
+        attempt {
+            if let node = map.optional("winner") { rule.winner = try decodeWinner(node, reader: reader, path: map.child("winner")) }
+        }
+        attempt {
+            if let node = map.optional("merge") {
+                let mergeMap = try reader.mapping(node, map.child("merge"), allowed: [], what: "the merge section")
+                rule.merge = try mergeMap.entries.map { entry in
+                    let column = Located(entry.key, at: reader.location(entry.keyNode))
+                    guard !entry.key.isEmpty else { throw reader.error(entry.keyNode, mergeMap.path, "expected a column name") }
+                    if key.contains(where: { $0.value == entry.key }) || rule.hashColumn?.value == entry.key {
+                        throw reader.error(
+                            entry.keyNode, mergeMap.child(entry.key),
+                            "a key column cannot be merged: every row of a group already shares its value")
+                    }
+                    let strategy = try reader.word(entry.value, mergeMap.child(entry.key), as: MergeStrategy.self, what: "merge strategy")
+                    return MergeRule(column: column, strategy: strategy)
+                }
+            }
+        }
+        attempt {
+            if let node = map.optional("references") {
+                rule.references = try reader.word(node, map.child("references"), as: ReferencePolicy.self, what: "reference policy")
+            }
+        }
+        attempt {
+            if let node = map.optional("referenced_by") {
+                rule.referencedBy = try reader.list(node, map.child("referenced_by"), allowScalar: true)
+                    .map { try decodeColumnReference($0.0, reader: reader, path: $0.1) }
+                var seen = Set<ColumnReference>()
+                for ref in rule.referencedBy where !seen.insert(ref).inserted {
+                    throw WinnowError.invalidFile(
+                        ref.location, "\(map.child("referenced_by")): '\(ref.table).\(ref.column)' is listed twice")
+                }
+            }
+        }
+        attempt {
+            if let node = map.optional("archive") { rule.archive = try reader.bool(node, map.child("archive")) }
+        }
+        attempt {
+            if let node = map.optional("incremental") { rule.incremental = try reader.bool(node, map.child("incremental")) }
+        }
+        attempt {
+            if let node = map.optional("max_delete_percent") {
+                rule.maxDeletePercent = try reader.number(node, map.child("max_delete_percent"), range: 0...100)
+            }
+        }
     }
 
     package static func decodeNormalize(

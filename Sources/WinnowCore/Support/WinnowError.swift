@@ -33,6 +33,12 @@ public enum WinnowError: Error, Sendable, CustomStringConvertible {
     /// Several errors of one file reported at once: the first as itself, the others on the
     /// following lines, each with its place (exit 65 when any is an invalid file).
     public static func combined(_ errors: [WinnowError]) -> WinnowError? {
+        // In file order: by line, then column; errors without a place keep their order, last.
+        func place(_ error: WinnowError, _ offset: Int) -> (Int, Int, Int) {
+            if case let .invalidFile(location?, _) = error { return (location.line, location.column, offset) }
+            return (Int.max, Int.max, offset)
+        }
+        let errors = errors.enumerated().sorted { place($0.element, $0.offset) < place($1.element, $1.offset) }.map { $0.element }
         guard let first = errors.first else { return nil }
         guard errors.count > 1, case let .invalidFile(location, message) = first else { return first }
         let rest = errors.dropFirst().map(\.description).joined(separator: "\n")
