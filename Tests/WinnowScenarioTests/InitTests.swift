@@ -143,4 +143,40 @@ final class InitTests: XCTestCase {
             XCTAssertEqual(help.contains("junit"), command == "check", "\(name): junit only where it is accepted")
         }
     }
+
+    /// The empty Core Data store (every Z_* table, no rows): a starter with no rules that still
+    /// validates, plans, runs and checks clean.
+    func testEmptyCoreDataStoreGetsAStarterThatRuns() throws {
+        _ = try ScenarioKit.copyDataset("coredata-testmodel.sqlite", into: dir)
+        try winnow(["init", "--database", "coredata-testmodel.sqlite"], expect: 0)
+        try winnow(["validate", "jobs/coredata-testmodel.yaml", "--database", "coredata-testmodel.sqlite"], expect: 0)
+        try winnow(["plan", "jobs/coredata-testmodel.yaml"], expect: 0)
+        try winnow(["run", "jobs/coredata-testmodel.yaml"], expect: 0)
+        try winnow(["check", "jobs/coredata-testmodel.yaml"], expect: 0)
+    }
+
+    /// Times and durations vary from run to run; everything else of the output is golden.
+    static func masked(_ text: String) -> String {
+        var text = text
+        for (pattern, replacement) in [
+            (#"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"#, "<time>"), (#"\d+\.\d\d s"#, "<s>"), (#"\d+\.\d s"#, "<s>"),
+        ] {
+            text = text.replacingOccurrences(of: pattern, with: replacement, options: .regularExpression)
+        }
+        return text
+    }
+
+    /// plan, run, history and show of the bundled example, through the executable, golden.
+    func testPlanHistoryAndShowOutputOfTheExample() throws {
+        let example = TestSupport.repositoryRoot.appendingPathComponent("examples/contacts.sqlite")
+        try FileManager.default.copyItem(at: example, to: dir.appendingPathComponent("contacts.sqlite"))
+        let job = try String(
+            contentsOf: TestSupport.repositoryRoot.appendingPathComponent("jobs/example.yaml"), encoding: .utf8)
+        try TestSupport.writeFile(job, to: path("example.yaml"))
+        let args = ["--database", "contacts.sqlite"]
+        try assertGolden(Self.masked(try winnow(["plan", "example.yaml"] + args, expect: 0).stdout), "cli-plan.txt")
+        try winnow(["run", "example.yaml"] + args, expect: 0)
+        try assertGolden(Self.masked(try winnow(["history"] + args, expect: 0).stdout), "cli-history.txt")
+        try assertGolden(Self.masked(try winnow(["show", "--run", "1"] + args, expect: 0).stdout), "cli-show.txt")
+    }
 }

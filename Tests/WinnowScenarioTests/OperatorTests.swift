@@ -505,6 +505,21 @@ final class OperatorTests: XCTestCase {
         XCTAssertTrue(rule.stderr.contains("(3 errors)"), rule.stderr)
         let schema = try winnow(["validate", "schema.yaml"], expect: 65)
         XCTAssertTrue(schema.stderr.contains("(2 errors)"), schema.stderr)
+        // Inside one table too: two bad columns and an index over a missing column.
+        try write(
+            "table.yaml",
+            """
+            version: 1
+            tables:
+              t:
+                columns:
+                  - {name: id, type: INTEGER, primary_key: maybe}
+                  - {name: a, type: TEXT, nullable: perhaps}
+                indexes:
+                  - {name: t_b, columns: [b], unique: false}
+            """)
+        let table = try winnow(["validate", "table.yaml"], expect: 65)
+        XCTAssertTrue(table.stderr.contains("(3 errors)"), table.stderr)
     }
 
     /// A seed that names a folder is a missing seed database (66), not an I/O error (74): found

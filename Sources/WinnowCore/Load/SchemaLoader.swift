@@ -45,7 +45,8 @@ public enum SchemaLoader {
                     throw reader.error(entry.keyNode, "tables", "'\(entry.key)': names starting with winnow_ or sqlite_ are reserved")
                 }
                 tables.append(
-                    try decodeTable(entry.key, entry.value, keyNode: entry.keyNode, reader: reader, path: tablesMap.child(entry.key)))
+                    try decodeTable(
+                        entry.key, entry.value, keyNode: entry.keyNode, reader: reader, path: tablesMap.child(entry.key), errors: &errors))
             } catch let error as WinnowError {
                 errors.append(error)
             }
@@ -62,40 +63,59 @@ public enum SchemaLoader {
     }
 
     package static func decodeTable(_ name: String, _ node: Node, keyNode: Node, reader: YAMLReader, path: String) throws -> TableModel {
+        var errors: [WinnowError] = []
+        let table = try decodeTable(name, node, keyNode: keyNode, reader: reader, path: path, errors: &errors)
+        if let error = WinnowError.combined(errors) { throw error }
+        return table
+    }
+
+    /// Reads one table; the errors of its columns and indexes are recorded in `errors`, each
+    /// column and index read even after another's error.
+    package static func decodeTable(
+        _ name: String, _ node: Node, keyNode: Node, reader: YAMLReader, path: String, errors: inout [WinnowError]
+    ) throws -> TableModel {
+        func attempt(_ body: () throws -> Void) {
+            do { try body() } catch let error as WinnowError { errors.append(error) } catch { errors.append(.internal("\(error)")) }
+        }
         let map = try reader.mapping(node, path, allowed: tableKeys, what: "a table")
         var table = TableModel(name: name, columns: [], location: reader.location(keyNode))
         if let node = map.optional("renamed_from") { table.renamedFrom = try names(node, reader, map.child("renamed_from")) }
         let columnsNode = try map.required("columns", what: "the table's columns")
         for (item, itemPath) in try reader.list(columnsNode, map.child("columns"), allowEmpty: false) {
-            let column = try decodeColumn(item, reader: reader, path: itemPath)
-            if table.column(named: column.name) != nil {
-                throw WinnowError.invalidFile(column.location, "\(itemPath).name: column '\(column.name)' is defined twice")
+            attempt {
+                let column = try decodeColumn(item, reader: reader, path: itemPath)
+                if table.column(named: column.name) != nil {
+                    throw WinnowError.invalidFile(column.location, "\(itemPath).name: column '\(column.name)' is defined twice")
+                }
+                table.columns.append(column)
             }
-            table.columns.append(column)
         }
         if let node = map.optional("indexes") {
             for (item, itemPath) in try reader.list(node, map.child("indexes")) {
-                let imap = try reader.mapping(item, itemPath, allowed: indexKeys, what: "an index")
-                let indexName = try reader.string(
-                    try imap.required("name", what: "the index name"), imap.child("name"), what: "an index name")
-                if Self.isReserved(indexName.value) {
-                    throw WinnowError.invalidFile(
-                        indexName.location,
-                        "\(imap.child("name")): '\(indexName.value)': names starting with winnow_ or sqlite_ are reserved")
+                attempt {
+                    let imap = try reader.mapping(item, itemPath, allowed: indexKeys, what: "an index")
+                    let indexName = try reader.string(
+                        try imap.required("name", what: "the index name"), imap.child("name"), what: "an index name")
+                    if Self.isReserved(indexName.value) {
+                        throw WinnowError.invalidFile(
+                            indexName.location,
+                            "\(imap.child("name")): '\(indexName.value)': names starting with winnow_ or sqlite_ are reserved")
+                    }
+                    let columns = try reader.list(
+                        try imap.required("columns", what: "the indexed columns"), imap.child("columns"),
+                        allowScalar: true, allowEmpty: false
+                    )
+                    .map { try reader.string($0.0, $0.1, what: "a column name") }
+                    for column in columns where table.column(named: column.value) == nil {
+                        throw WinnowError.invalidFile(
+                            column.location, "\(imap.child("columns")): table '\(name)' has no column '\(column.value)'")
+                    }
+                    let unique = try imap.optional("unique").map { try reader.bool($0, imap.child("unique")) } ?? false
+                    var index = IndexModel(
+                        name: indexName.value, columns: columns.map { table.column(named: $0.value)!.name }, unique: unique)
+                    index.location = indexName.location
+                    table.indexes.append(index)
                 }
-                let columns = try reader.list(
-                    try imap.required("columns", what: "the indexed columns"), imap.child("columns"),
-                    allowScalar: true, allowEmpty: false
-                )
-                .map { try reader.string($0.0, $0.1, what: "a column name") }
-                for column in columns where table.column(named: column.value) == nil {
-                    throw WinnowError.invalidFile(
-                        column.location, "\(imap.child("columns")): table '\(name)' has no column '\(column.value)'")
-                }
-                let unique = try imap.optional("unique").map { try reader.bool($0, imap.child("unique")) } ?? false
-                var index = IndexModel(name: indexName.value, columns: columns.map { table.column(named: $0.value)!.name }, unique: unique)
-                index.location = indexName.location
-                table.indexes.append(index)
             }
         }
         return table

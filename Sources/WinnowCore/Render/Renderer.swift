@@ -415,7 +415,7 @@ public enum Renderer {
         for child in sample.children {
             lines.append(
                 child.mayCollide
-                    ? "      children: \(plural(child.rows, "row")) of \(child.reference) point at rowid \(child.loser): each moves to rowid \(sample.winner), or is deleted where rowid \(sample.winner) already has the same row"
+                    ? "      children: \(plural(child.rows, "row")) of \(child.reference) \(child.rows == 1 ? "points" : "point") at rowid \(child.loser): each moves to rowid \(sample.winner), or is deleted where rowid \(sample.winner) already has the same row"
                     : "      re-point: \(plural(child.rows, "row")) of \(child.reference) from rowid \(child.loser) to rowid \(sample.winner)"
             )
         }
