@@ -8,29 +8,7 @@ import WinnowTestSupport
 
 /// `winnow init` on real databases: what it writes validates, plans and runs, and its rules find
 /// the real duplicates (Chinook's playlists, the Core Data store's users); it never overwrites.
-final class InitTests: XCTestCase {
-    var dir: URL!
-
-    override func setUpWithError() throws {
-        dir = try TestSupport.scratchDirectory("Init")
-        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: TestSupport.executable.path), "build the winnow executable first")
-    }
-
-    override func tearDownWithError() throws {
-        if let dir { try? FileManager.default.removeItem(at: dir) }
-    }
-
-    func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
-
-    @discardableResult
-    func winnow(_ args: [String], expect: Int32, file: StaticString = #filePath, line: UInt = #line) throws -> TestSupport.Result {
-        let result = try TestSupport.winnow(args, in: dir)
-        XCTAssertEqual(
-            result.status, expect, "winnow \(args.joined(separator: " "))\nstdout: \(result.stdout)\nstderr: \(result.stderr)",
-            file: file, line: line)
-        return result
-    }
-
+final class InitTests: CLITestCase {
     static let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
 
     func assertGolden(_ actual: String, _ name: String, file: StaticString = #filePath, line: UInt = #line) throws {

@@ -11,36 +11,7 @@ import WinnowTestSupport
 /// `--max-duration`, `check`'s reports (quiet, guards, GitHub annotations, folders), `show`,
 /// `history` and `schema inspect` with a job file, restore refusals that say why, `validate`
 /// against a database, and usage errors.
-final class OperatorTests: XCTestCase {
-    var dir: URL!
-
-    override func setUpWithError() throws {
-        dir = try TestSupport.scratchDirectory("Operator")
-        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: TestSupport.executable.path), "build the winnow executable first")
-    }
-
-    override func tearDownWithError() throws {
-        if let dir { try? FileManager.default.removeItem(at: dir) }
-    }
-
-    func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) throws -> String { try TestSupport.writeFile(text, to: path(name)) }
-
-    @discardableResult
-    func winnow(_ args: [String], expect: Int32, file: StaticString = #filePath, line: UInt = #line) throws -> TestSupport.Result {
-        let result = try TestSupport.winnow(args, in: dir)
-        XCTAssertEqual(
-            result.status, expect, "winnow \(args.joined(separator: " "))\nstdout: \(result.stdout)\nstderr: \(result.stderr)",
-            file: file, line: line)
-        return result
-    }
-
-    func json(_ line: Substring) -> [String: Any]? {
-        try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-    }
-
+final class OperatorTests: CLITestCase {
     /// `people`: `groups` keys with three rows each (two losers per group).
     @discardableResult
     func makePeople(groups: Int, name: String = "data.sqlite") throws -> String {
