@@ -83,24 +83,24 @@ extension DedupeExecutor {
         let strategies = rule.mergeColumns.map { $0.strategy }
         try db.cachedStatement(sql: sql.clearMerged).execute()
         let insert = RawStatement(try db.cachedStatement(sql: sql.insertMerged))
-        var sets: [[Int]: DatabaseValue] = [:]
+        var sets: [[Int]: SQLValue] = [:]
         var current: Int64?
-        var rows: [[DatabaseValue]] = []
+        var rows: [[SQLValue]] = []
         func flush() throws {
             guard let winner = current else { return }
             let changes = MergeResolver.changes(strategies: strategies, rows: rows)
             guard !changes.isEmpty else { return }
             let columns = changes.map { $0.index }
-            let set: DatabaseValue
+            let set: SQLValue
             if let known = sets[columns] {
                 set = known
             } else {
-                set = BatchStatements.mergeSet(columns).databaseValue
+                set = SQLValue(BatchStatements.mergeSet(columns))
                 sets[columns] = set
                 work.mergeColumnSets.append(columns)
             }
-            var values = [DatabaseValue](repeating: .null, count: strategies.count + 2)
-            values[0] = winner.databaseValue
+            var values = [SQLValue](repeating: .null, count: strategies.count + 2)
+            values[0] = .integer(winner)
             values[1] = set
             for change in changes { values[change.index + 2] = change.value }
             try insert.execute(values)
@@ -114,7 +114,7 @@ extension DedupeExecutor {
                 current = winner
                 rows.removeAll(keepingCapacity: true)
             }
-            rows.append((1...count).map { DatabaseValue(sqliteStatement: row, index: $0) })
+            rows.append((1...count).map { RawStatement.value(row, $0) })
         }
         try flush()
     }

@@ -26,6 +26,45 @@ struct RawStatement {
         }
     }
 
+    /// Column `index` (0-based) of the current row, as the core's value.
+    static func value(_ row: SQLiteStatement, _ index: CInt) -> SQLValue {
+        switch sqlite3_column_type(row, index) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(row, index))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(row, index))
+        case SQLITE_TEXT:
+            guard let text = sqlite3_column_text(row, index) else { return .text("") }
+            let count = Int(sqlite3_column_bytes(row, index))
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(row, index))
+            guard count > 0, let bytes = sqlite3_column_blob(row, index) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: bytes, count: count)))
+        default: return .null
+        }
+    }
+
+    /// Binds `values` (from parameter 1) and runs the statement to its end.
+    func execute(_ values: [SQLValue]) throws {
+        defer {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+        }
+        for (offset, value) in values.enumerated() {
+            let index = CInt(offset + 1)
+            let code: CInt
+            switch value {
+            case .null: code = sqlite3_bind_null(handle, index)
+            case let .integer(integer): code = sqlite3_bind_int64(handle, index, integer)
+            case let .real(real): code = sqlite3_bind_double(handle, index, real)
+            case let .text(text): code = sqlite3_bind_text(handle, index, text, -1, SQLFunctions.transient)
+            case let .blob(bytes):
+                code = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, CInt($0.count), SQLFunctions.transient) }
+            }
+            guard code == SQLITE_OK else { throw error(code) }
+        }
+        try run()
+    }
+
     /// Binds `values` (from parameter 1) and runs the statement to its end.
     func execute(_ values: [DatabaseValue]) throws {
         defer {
@@ -45,6 +84,11 @@ struct RawStatement {
             }
             guard code == SQLITE_OK else { throw error(code) }
         }
+        try run()
+    }
+
+    /// Steps the bound statement to its end.
+    private func run() throws {
         while true {
             switch sqlite3_step(handle) {
             case SQLITE_ROW: continue

@@ -1,8 +1,7 @@
 import Foundation
-import WinnowCore
-import GRDB
 
-/// Survivorship: the values a winner takes from its group. Pure.
+/// Survivorship: the values a winner takes from its group. Pure, and the same for every
+/// backend (values compared in ``ValueOrder``).
 public enum MergeResolver {
     /// Separator of `concat`.
     public static let concatSeparator = ", "
@@ -10,17 +9,17 @@ public enum MergeResolver {
     /// The merged value of one column.
     /// - Parameter values: the column's value in every row of the group, winner first, then the
     ///   losers in winner order.
-    public static func merge(_ strategy: MergeStrategy, _ values: [DatabaseValue]) -> DatabaseValue {
+    public static func merge(_ strategy: MergeStrategy, _ values: [SQLValue]) -> SQLValue {
         let present = values.filter { !$0.isNull }
         switch strategy {
         case .fillNull:
             return present.first ?? .null
         case .min:
-            return present.reduce(nil) { best, v in best.map { SQLiteOrder.compare(v, $0) < 0 ? v : $0 } ?? v } ?? .null
+            return present.reduce(nil) { best, v in best.map { ValueOrder.compare(v, $0) < 0 ? v : $0 } ?? v } ?? .null
         case .max:
-            return present.reduce(nil) { best, v in best.map { SQLiteOrder.compare(v, $0) > 0 ? v : $0 } ?? v } ?? .null
+            return present.reduce(nil) { best, v in best.map { ValueOrder.compare(v, $0) > 0 ? v : $0 } ?? v } ?? .null
         case .longest:
-            var best: DatabaseValue?
+            var best: SQLValue?
             var bestLength = -1
             for value in present {
                 let length = self.length(value)
@@ -42,40 +41,40 @@ public enum MergeResolver {
             if parts.isEmpty { return values.first ?? .null }
             // One value only: keep it as stored (an integer stays an integer).
             if parts.count == 1, let only = present.first(where: { text($0) == parts[0] }) { return only }
-            return parts.joined(separator: concatSeparator).databaseValue
+            return .text(parts.joined(separator: concatSeparator))
         }
     }
 
     /// SQLite's `length()`: characters of text, bytes of a blob, characters of a number's text.
-    static func length(_ value: DatabaseValue) -> Int {
-        switch value.storage {
+    static func length(_ value: SQLValue) -> Int {
+        switch value {
         case .null: return 0
-        case let .string(s): return s.unicodeScalars.count
+        case let .text(s): return s.unicodeScalars.count
         case let .blob(d): return d.count
-        case .int64, .double: return text(value)?.count ?? 0
+        case .integer, .real: return text(value)?.count ?? 0
         }
     }
 
-    static func text(_ value: DatabaseValue) -> String? {
-        switch value.storage {
+    static func text(_ value: SQLValue) -> String? {
+        switch value {
         case .null: return nil
-        case let .string(s): return s
-        case let .int64(i): return String(i)
-        case let .double(d): return String(d)
-        case let .blob(d): return String(data: d, encoding: .utf8)
+        case let .text(s): return s
+        case let .integer(i): return String(i)
+        case let .real(d): return String(d)
+        case let .blob(d): return String(bytes: d, encoding: .utf8)
         }
     }
 
     /// Sum of the numeric values (text and blobs are not numbers and are left out). Integers stay
     /// integers unless they overflow; any REAL makes the sum REAL.
-    static func sum(_ values: [DatabaseValue]) -> DatabaseValue? {
+    static func sum(_ values: [SQLValue]) -> SQLValue? {
         var integer: Int64 = 0
         var real = 0.0
         var isReal = false
         var any = false
         for value in values {
-            switch value.storage {
-            case let .int64(i):
+            switch value {
+            case let .integer(i):
                 any = true
                 if isReal {
                     real += Double(i)
@@ -88,7 +87,7 @@ public enum MergeResolver {
                 } else {
                     integer = result
                 }
-            case let .double(d):
+            case let .real(d):
                 any = true
                 if !isReal {
                     isReal = true
@@ -100,17 +99,17 @@ public enum MergeResolver {
             }
         }
         guard any else { return nil }
-        return isReal ? real.databaseValue : integer.databaseValue
+        return isReal ? .real(real) : .integer(integer)
     }
 
     /// The columns whose merged value differs from the winner's, with their new values.
     /// - Parameter rows: the group's rows (merge columns only), winner first.
-    public static func changes(strategies: [MergeStrategy], rows: [[DatabaseValue]]) -> [(index: Int, value: DatabaseValue)] {
+    public static func changes(strategies: [MergeStrategy], rows: [[SQLValue]]) -> [(index: Int, value: SQLValue)] {
         guard let winner = rows.first else { return [] }
-        var result: [(Int, DatabaseValue)] = []
+        var result: [(Int, SQLValue)] = []
         for (index, strategy) in strategies.enumerated() {
             let merged = merge(strategy, rows.map { $0[index] })
-            if !SQLiteOrder.identical(merged, winner[index]) { result.append((index, merged)) }
+            if !ValueOrder.identical(merged, winner[index]) { result.append((index, merged)) }
         }
         return result
     }
