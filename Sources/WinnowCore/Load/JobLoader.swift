@@ -37,28 +37,25 @@ public enum JobLoader {
         }
         var job = Job(file: reader.file, version: version)
         // Every section and every rule is read even after an error, so one pass reports all of them.
-        var errors: [WinnowError] = []
-        func attempt(_ body: () throws -> Void) {
-            do { try body() } catch let error as WinnowError { errors.append(error) } catch { errors.append(.internal("\(error)")) }
-        }
+        let log = ErrorLog()
         func path(_ key: String) throws -> Located<String>? {
             guard let node = map.optional(key) else { return nil }
             let raw = try reader.string(node, key, what: "a file path")
             return Located(resolve(raw.value, against: baseDirectory), at: raw.location)
         }
-        attempt { job.database = try path("database") }
-        attempt { job.schema = try path("schema") }
-        if let node = map.optional("allow_data_loss") { attempt { job.allowDataLoss = try reader.bool(node, "allow_data_loss") } }
-        if let node = map.optional("seed") { attempt { job.seed = try decodeSeed(node, reader: reader, baseDirectory: baseDirectory) } }
-        if let node = map.optional("batch") { attempt { job.batch = try decodeBatch(node, reader: reader) } }
+        log.attempt { job.database = try path("database") }
+        log.attempt { job.schema = try path("schema") }
+        if let node = map.optional("allow_data_loss") { log.attempt { job.allowDataLoss = try reader.bool(node, "allow_data_loss") } }
+        if let node = map.optional("seed") { log.attempt { job.seed = try decodeSeed(node, reader: reader, baseDirectory: baseDirectory) } }
+        if let node = map.optional("batch") { log.attempt { job.batch = try decodeBatch(node, reader: reader) } }
         if let node = map.optional("dedupe") {
-            attempt {
+            log.attempt {
                 for (index, item) in try reader.list(node, "dedupe").enumerated() {
-                    if let rule = decodeRule(item.0, index: index, reader: reader, errors: &errors) { job.dedupe.append(rule) }
+                    if let rule = decodeRule(item.0, index: index, reader: reader, log: log) { job.dedupe.append(rule) }
                 }
             }
         }
-        if let error = WinnowError.combined(errors) { throw error }
+        try log.throwIfAny()
         return job
     }
 
@@ -102,28 +99,25 @@ public enum JobLoader {
 
     /// Reads one rule, reporting every error it has (each section is read even after an error).
     package static func decodeRule(_ node: Node, index: Int, reader: YAMLReader) throws -> DedupeRule {
-        var errors: [WinnowError] = []
-        let rule = decodeRule(node, index: index, reader: reader, errors: &errors)
-        if let error = WinnowError.combined(errors) { throw error }
+        let log = ErrorLog()
+        let rule = decodeRule(node, index: index, reader: reader, log: log)
+        try log.throwIfAny()
         guard let rule else { throw WinnowError.internal("dedupe[\(index)] was not read and no error was reported") }
         return rule
     }
 
-    /// Reads one rule into `errors`: nil when it cannot be built (no entity or key); its other
+    /// Reads one rule, its errors into `log`: nil when it cannot be built (no entity or key); its other
     /// sections are still read and their errors recorded too.
-    package static func decodeRule(_ node: Node, index: Int, reader: YAMLReader, errors: inout [WinnowError]) -> DedupeRule? {
+    package static func decodeRule(_ node: Node, index: Int, reader: YAMLReader, log: ErrorLog) -> DedupeRule? {
         let path = "dedupe[\(index)]"
-        func attempt(_ body: () throws -> Void) {
-            do { try body() } catch let error as WinnowError { errors.append(error) } catch { errors.append(.internal("\(error)")) }
-        }
-        guard let map = reader.lenientMapping(node, path, allowed: ruleKeys, what: "a dedupe rule", errors: &errors) else { return nil }
+        guard let map = reader.lenientMapping(node, path, allowed: ruleKeys, what: "a dedupe rule", log: log) else { return nil }
         var entity: Located<String>?
         var key: [Located<String>]?
-        attempt {
+        log.attempt {
             entity = try reader.string(
                 try map.required("entity", what: "the table to deduplicate"), map.child("entity"), what: "a table name")
         }
-        attempt {
+        log.attempt {
             let keyNode = try map.required("key", what: "a column or a list of columns")
             let columns = try reader.list(keyNode, map.child("key"), allowScalar: true, allowEmpty: false)
                 .map { try reader.string($0.0, $0.1, what: "a column name") }
@@ -133,22 +127,19 @@ public enum JobLoader {
         let built = DedupeRule(index: index, location: reader.location(node), entity: entity ?? Located("", at: nil), key: key ?? [])
         var rule = built
         let keyColumns = key ?? []
-        readOptions(map, into: &rule, key: keyColumns, reader: reader, errors: &errors)
+        readOptions(map, into: &rule, key: keyColumns, reader: reader, log: log)
         guard entity != nil, key != nil else { return nil }
         return rule
     }
 
     /// The optional sections of a rule, each read even when another has an error.
     static func readOptions(
-        _ map: MappingReader, into rule: inout DedupeRule, key: [Located<String>], reader: YAMLReader, errors: inout [WinnowError]
+        _ map: MappingReader, into rule: inout DedupeRule, key: [Located<String>], reader: YAMLReader, log: ErrorLog
     ) {
-        func attempt(_ body: () throws -> Void) {
-            do { try body() } catch let error as WinnowError { errors.append(error) } catch { errors.append(.internal("\(error)")) }
-        }
-        attempt {
+        log.attempt {
             if let node = map.optional("hash") { rule.hash = try reader.bool(node, map.child("hash")) }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("hash_column") {
                 rule.hashColumn = try reader.string(node, map.child("hash_column"), what: "a column name")
                 guard rule.hash else {
@@ -159,20 +150,20 @@ public enum JobLoader {
                 }
             }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("normalize") {
                 rule.normalize = try decodeNormalize(node, key: key, reader: reader, path: map.child("normalize"))
             }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("nulls") {
                 rule.nulls = try reader.word(node, map.child("nulls"), as: NullPolicy.self, what: "NULL policy")
             }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("winner") { rule.winner = try decodeWinner(node, reader: reader, path: map.child("winner")) }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("merge") {
                 let mergeMap = try reader.mapping(node, map.child("merge"), allowed: [], what: "the merge section")
                 rule.merge = try mergeMap.entries.map { entry in
@@ -188,12 +179,12 @@ public enum JobLoader {
                 }
             }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("references") {
                 rule.references = try reader.word(node, map.child("references"), as: ReferencePolicy.self, what: "reference policy")
             }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("referenced_by") {
                 rule.referencedBy = try reader.list(node, map.child("referenced_by"), allowScalar: true)
                     .map { try decodeColumnReference($0.0, reader: reader, path: $0.1) }
@@ -204,13 +195,13 @@ public enum JobLoader {
                 }
             }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("archive") { rule.archive = try reader.bool(node, map.child("archive")) }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("incremental") { rule.incremental = try reader.bool(node, map.child("incremental")) }
         }
-        attempt {
+        log.attempt {
             if let node = map.optional("max_delete_percent") {
                 rule.maxDeletePercent = try reader.number(node, map.child("max_delete_percent"), range: 0...100)
             }

@@ -34,9 +34,9 @@ public enum SchemaLoader {
         let tablesMap = try reader.mapping(tablesNode, "tables", allowed: [], what: "the tables")
         var tables: [TableModel] = []
         // Every table is read even after an error, so one pass reports all of them.
-        var errors: [WinnowError] = []
+        let log = ErrorLog()
         for entry in tablesMap.entries {
-            do {
+            log.attempt {
                 guard !entry.key.isEmpty else { throw reader.error(entry.keyNode, "tables", "expected a table name") }
                 if tables.contains(where: { $0.name.caseInsensitiveCompare(entry.key) == .orderedSame }) {
                     throw reader.error(entry.keyNode, "tables", "table '\(entry.key)' is defined twice (names are case-insensitive)")
@@ -46,12 +46,10 @@ public enum SchemaLoader {
                 }
                 tables.append(
                     try decodeTable(
-                        entry.key, entry.value, keyNode: entry.keyNode, reader: reader, path: tablesMap.child(entry.key), errors: &errors))
-            } catch let error as WinnowError {
-                errors.append(error)
+                        entry.key, entry.value, keyNode: entry.keyNode, reader: reader, path: tablesMap.child(entry.key), log: log))
             }
         }
-        if let error = WinnowError.combined(errors) { throw error }
+        try log.throwIfAny()
         let model = SchemaModel(version: version, tables: tables)
         try checkReferences(model, reader: reader)
         try checkIndexNames(root, model, reader: reader)
@@ -63,26 +61,23 @@ public enum SchemaLoader {
     }
 
     package static func decodeTable(_ name: String, _ node: Node, keyNode: Node, reader: YAMLReader, path: String) throws -> TableModel {
-        var errors: [WinnowError] = []
-        let table = try decodeTable(name, node, keyNode: keyNode, reader: reader, path: path, errors: &errors)
-        if let error = WinnowError.combined(errors) { throw error }
+        let log = ErrorLog()
+        let table = try decodeTable(name, node, keyNode: keyNode, reader: reader, path: path, log: log)
+        try log.throwIfAny()
         return table
     }
 
     /// Reads one table; the errors of its columns and indexes are recorded in `errors`, each
     /// column and index read even after another's error.
     package static func decodeTable(
-        _ name: String, _ node: Node, keyNode: Node, reader: YAMLReader, path: String, errors: inout [WinnowError]
+        _ name: String, _ node: Node, keyNode: Node, reader: YAMLReader, path: String, log: ErrorLog
     ) throws -> TableModel {
-        func attempt(_ body: () throws -> Void) {
-            do { try body() } catch let error as WinnowError { errors.append(error) } catch { errors.append(.internal("\(error)")) }
-        }
         let map = try reader.mapping(node, path, allowed: tableKeys, what: "a table")
         var table = TableModel(name: name, columns: [], location: reader.location(keyNode))
         if let node = map.optional("renamed_from") { table.renamedFrom = try names(node, reader, map.child("renamed_from")) }
         let columnsNode = try map.required("columns", what: "the table's columns")
         for (item, itemPath) in try reader.list(columnsNode, map.child("columns"), allowEmpty: false) {
-            attempt {
+            log.attempt {
                 let column = try decodeColumn(item, reader: reader, path: itemPath)
                 if table.column(named: column.name) != nil {
                     throw WinnowError.invalidFile(column.location, "\(itemPath).name: column '\(column.name)' is defined twice")
@@ -92,7 +87,7 @@ public enum SchemaLoader {
         }
         if let node = map.optional("indexes") {
             for (item, itemPath) in try reader.list(node, map.child("indexes")) {
-                attempt {
+                log.attempt {
                     let imap = try reader.mapping(item, itemPath, allowed: indexKeys, what: "an index")
                     let indexName = try reader.string(
                         try imap.required("name", what: "the index name"), imap.child("name"), what: "an index name")

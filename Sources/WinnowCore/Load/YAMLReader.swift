@@ -227,12 +227,12 @@ package struct YAMLReader {
     /// A mapping whose unknown keys are recorded in `errors` and left out, so the rest of it can
     /// still be read; nil (with the error recorded) when the node is not a mapping.
     package func lenientMapping(
-        _ node: Node, _ path: String, allowed: [String], what: String, errors: inout [WinnowError]
+        _ node: Node, _ path: String, allowed: [String], what: String, log: ErrorLog
     )
         -> MappingReader?
     {
         guard case let .mapping(mapping) = node else {
-            errors.append(error(node, path, "expected \(what) (a mapping), found \(Self.describe(node))"))
+            log.record(error(node, path, "expected \(what) (a mapping), found \(Self.describe(node))"))
             return nil
         }
         var entries: [(key: String, keyNode: Node, value: Node)] = []
@@ -240,11 +240,11 @@ package struct YAMLReader {
             guard case let .scalar(scalar) = keyNode,
                 scalar.tagName == .str || scalar.tagName == .null || scalar.tagName == .bool || scalar.tagName == .int
             else {
-                errors.append(error(keyNode, path, "expected a key, found \(Self.describe(keyNode))"))
+                log.record(error(keyNode, path, "expected a key, found \(Self.describe(keyNode))"))
                 continue
             }
             if !allowed.isEmpty, !allowed.contains(scalar.string) {
-                errors.append(
+                log.record(
                     error(keyNode, path, "unknown key '\(scalar.string)' in \(what); expected one of \(allowed.joined(separator: ", "))"))
                 continue
             }

@@ -222,18 +222,23 @@ public enum Renderer {
         if summary.rules.isEmpty, summary.command != .restore, summary.migration.isEmpty, summary.notes.isEmpty, summary.drift.isEmpty {
             lines.append("no dedupe rules")
         }
+        lines.append(statusLine(summary, includeTimes: includeTimes))
+        return lines.joined(separator: "\n")
+    }
+
+    /// The last line of a summary: the verdict of a check, what a restore put back, or the
+    /// status and counts of a run or plan.
+    static func statusLine(_ summary: RunSummary, includeTimes: Bool = true) -> String {
         switch summary.command {
         case .check:
-            lines.append(checkVerdict(summary))
+            return checkVerdict(summary)
         case .restore:
-            lines.append("restored: \(summary.reinserted ?? 0) rows re-inserted, \(summary.reverted ?? 0) rows reverted")
+            return "restored: \(summary.reinserted ?? 0) rows re-inserted, \(summary.reverted ?? 0) rows reverted"
         default:
             let time = includeTimes ? String(format: " in %.2f s", summary.seconds) : ""
-            lines.append(
-                "\(summary.status): \(countsLine(summary.counts, wouldBe: wouldBe)) in \(plural(summary.counts.batches, "batch", "batches"))\(time)"
-            )
+            return "\(summary.status): \(countsLine(summary.counts, wouldBe: summary.dryRun)) "
+                + "in \(plural(summary.counts.batches, "batch", "batches"))\(time)"
         }
-        return lines.joined(separator: "\n")
     }
 
     /// `winnow history` as a table, newest first.
@@ -430,9 +435,8 @@ public enum Renderer {
 
     /// A run in one line, for logs and cron mails: `run 7 of JOB on DB: completed: ...`.
     public static func line(_ summary: RunSummary) -> String {
-        let last = text(summary).split(separator: "\n").last.map(String.init) ?? summary.status.rawValue
         let id = summary.runID.map { " \($0)" } ?? ""
-        return "\(summary.command.rawValue)\(id) of \(summary.job ?? "?") on \(summary.database): \(last)"
+        return "\(summary.command.rawValue)\(id) of \(summary.job ?? "?") on \(summary.database): \(statusLine(summary))"
     }
 
     /// The last line of a `check`: `OK: ...` or `FAIL: ...` with what was found.

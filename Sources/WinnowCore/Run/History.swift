@@ -2,10 +2,10 @@ import Foundation
 
 /// `winnow history` and `winnow show`: the runs recorded in a database.
 public enum History {
-    static let columns = """
-        id, command, job, started_at, finished_at, status, archive, groups, deleted, updated, repointed,
-        children_deleted, hashed, skipped, batches, migration_steps, seconds, restores_run, restored_by, message
-        """
+    /// `winnow_runs` as ``entry(_:liveRun:)`` reads it: the counts from column 7.
+    static let columns =
+        (["id", "command", "job", "started_at", "finished_at", "status", "archive"] + Counts.columns
+        + ["migration_steps", "seconds", "restores_run", "restored_by", "message"]).joined(separator: ", ")
 
     /// The runs, newest first.
     public static func entries(database location: String, limit: Int? = nil, backend: any DatabaseBackend) throws -> [HistoryEntry] {
@@ -32,20 +32,12 @@ public enum History {
             if try session.tableExists("winnow_run_rules") {
                 report.rules = try session.rows(
                     """
-                    SELECT rule, tbl, key, groups, deleted, updated, repointed, children_deleted, hashed, skipped, batches
+                    SELECT rule, tbl, key, \(Counts.columns.joined(separator: ", "))
                     FROM \(session.dialect.bookkeeping("winnow_run_rules")) WHERE run_id = ? ORDER BY rule
                     """, [SQLValue(runID)]
                 ).map { row in
-                    var counts = Counts()
-                    counts.groups = try row.int(3)
-                    counts.deleted = try row.int(4)
-                    counts.updated = try row.int(5)
-                    counts.repointed = try row.int(6)
-                    counts.childrenDeleted = try row.int(7)
-                    counts.hashed = try row.int(8)
-                    counts.skipped = try row.int(9)
-                    counts.batches = try row.int(10)
-                    return RunReport.Rule(index: try row.int(0), table: try row.string(1), key: try row.string(2), counts: counts)
+                    RunReport.Rule(
+                        index: try row.int(0), table: try row.string(1), key: try row.string(2), counts: try Counts(row, from: 3))
                 }
             }
             if try session.tableExists("winnow_journal") {
@@ -81,15 +73,7 @@ public enum History {
     }
 
     static func entry(_ row: SQLRow, liveRun: Int64?) throws -> HistoryEntry {
-        var counts = Counts()
-        counts.groups = try row.int(7)
-        counts.deleted = try row.int(8)
-        counts.updated = try row.int(9)
-        counts.repointed = try row.int(10)
-        counts.childrenDeleted = try row.int(11)
-        counts.hashed = try row.int(12)
-        counts.skipped = try row.int(13)
-        counts.batches = try row.int(14)
+        let counts = try Counts(row, from: 7)
         let id = try row.int64(0)
         var status = RunStatus(rawValue: try row.string(5))
         // A run marked running whose process is gone was interrupted.

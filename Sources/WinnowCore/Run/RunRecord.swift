@@ -47,40 +47,24 @@ public struct RunRecord {
 
     /// The statement that stores a run's counts (a backend's batch writer may keep it prepared).
     public static func progressSQL(_ dialect: any SQLDialect) -> String {
-        """
-        UPDATE \(dialect.bookkeeping("winnow_runs")) SET groups = ?, deleted = ?, updated = ?, repointed = ?,
-            children_deleted = ?, hashed = ?, skipped = ?, batches = ? WHERE id = ?
-        """
+        "UPDATE \(dialect.bookkeeping("winnow_runs")) SET \(Counts.columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?"
     }
 
     public static func progressArguments(_ totals: Counts, runID: Int64) -> [SQLValue] {
-        [
-            SQLValue(totals.groups), SQLValue(totals.deleted), SQLValue(totals.updated), SQLValue(totals.repointed),
-            SQLValue(totals.childrenDeleted), SQLValue(totals.hashed), SQLValue(totals.skipped), SQLValue(totals.batches),
-            SQLValue(runID),
-        ]
+        totals.columnValues + [SQLValue(runID)]
     }
 
     /// What one rule of the run did (`winnow show`), in its own short transaction after the
     /// rule's batches; a rule stopped by `--max-duration` records what it did so far.
     public func record(rule summary: RuleSummary) throws {
-        let c = summary.counts
-        try session.writeTransaction {
-            try session.execute(
-                """
-                INSERT INTO \(session.dialect.bookkeeping("winnow_run_rules"))
-                    (run_id, rule, tbl, key, groups, deleted, updated, repointed, children_deleted, hashed, skipped, batches)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (run_id, rule) DO UPDATE SET groups = excluded.groups, deleted = excluded.deleted,
-                    updated = excluded.updated, repointed = excluded.repointed, children_deleted = excluded.children_deleted,
-                    hashed = excluded.hashed, skipped = excluded.skipped, batches = excluded.batches
-                """,
-                [
-                    SQLValue(id), SQLValue(summary.index), SQLValue(summary.table), SQLValue(summary.key.joined(separator: " + ")),
-                    SQLValue(c.groups), SQLValue(c.deleted), SQLValue(c.updated), SQLValue(c.repointed), SQLValue(c.childrenDeleted),
-                    SQLValue(c.hashed), SQLValue(c.skipped), SQLValue(c.batches),
-                ])
-        }
+        let columns = ["run_id", "rule", "tbl", "key"] + Counts.columns
+        let sql = """
+            INSERT INTO \(session.dialect.bookkeeping("winnow_run_rules")) (\(columns.joined(separator: ", ")))
+            VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))
+            ON CONFLICT (run_id, rule) DO UPDATE SET \(Counts.columns.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
+            """
+        let key = [SQLValue(id), SQLValue(summary.index), SQLValue(summary.table), SQLValue(summary.key.joined(separator: " + "))]
+        try session.writeTransaction { try session.execute(sql, key + summary.counts.columnValues) }
     }
 
     /// The migration steps applied so far.

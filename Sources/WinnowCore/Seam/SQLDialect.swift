@@ -35,8 +35,6 @@ public protocol SQLDialect: Sendable {
     func bookkeeping(_ name: String) -> String
     /// `a` equals `b`, NULL equal to NULL.
     func nullSafeEqual(_ a: String, _ b: String) -> String
-    /// `a` differs from `b`, NULL equal to NULL.
-    func nullSafeDistinct(_ a: String, _ b: String) -> String
     /// The statements that create winnow's bookkeeping tables if they are missing.
     var bookkeepingSchema: [String] { get }
     /// The statements that create the schema-version and seed tables if they are missing.
@@ -46,10 +44,6 @@ public protocol SQLDialect: Sendable {
 }
 
 extension SQLDialect {
-    /// A quoted identifier (double quotes, embedded quotes doubled): standard SQL, and the form
-    /// every supported engine reads.
-    public func identifier(_ name: String) -> String { name.sqlIdentifier }
-
     /// A string literal.
     public func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
 

@@ -42,14 +42,6 @@ public enum SQLValue: Sendable, Hashable {
     }
 
     public var bool: Bool? { int64.map { $0 != 0 } }
-
-    public var bytes: [UInt8]? {
-        switch self {
-        case let .blob(bytes): return bytes
-        case let .text(text): return Array(text.utf8)
-        default: return nil
-        }
-    }
 }
 
 extension SQLValue {

@@ -24,7 +24,7 @@ enum ChangeTracking {
         ["winnow_track_insert_\(table)", "winnow_track_update_\(table)"]
     }
 
-    static func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+    static func literal(_ text: String) -> String { SQLiteDialect().literal(text) }
 
     /// Whether the table's changes have been tracked since a completed run, for these columns.
     static func isTracking(_ db: Database, rule: CompiledRule) throws -> Bool {

@@ -5,6 +5,8 @@ import WinnowCore
 /// Writes batches, journaling every deleted row and before-image when the rule archives.
 final class SQLiteBatchWriter: BatchWriter {
     let runID: Int64
+    /// The run's counts statement, spelled once (kept prepared by GRDB's statement cache).
+    private let progressSQL = RunRecord.progressSQL(SQLiteDialect())
     var writes: Bool { true }
     /// Journal shape ids by table and column list, created and committed by ``prepare(_:db:)``
     /// before any batch, so a rolled-back batch can never leave a cached id without its row.
@@ -43,7 +45,7 @@ final class SQLiteBatchWriter: BatchWriter {
     }
 
     func recordProgress(_ totals: Counts, db: Database) throws {
-        try db.cachedStatement(sql: RunRecord.progressSQL(SQLiteDialect()))
+        try db.cachedStatement(sql: progressSQL)
             .execute(arguments: SQLiteSession.arguments(RunRecord.progressArguments(totals, runID: runID)))
     }
 

@@ -65,28 +65,6 @@ struct RawStatement {
         try run()
     }
 
-    /// Binds `values` (from parameter 1) and runs the statement to its end.
-    func execute(_ values: [DatabaseValue]) throws {
-        defer {
-            sqlite3_reset(handle)
-            sqlite3_clear_bindings(handle)
-        }
-        for (offset, value) in values.enumerated() {
-            let index = CInt(offset + 1)
-            let code: CInt
-            switch value.storage {
-            case .null: code = sqlite3_bind_null(handle, index)
-            case let .int64(integer): code = sqlite3_bind_int64(handle, index, integer)
-            case let .double(real): code = sqlite3_bind_double(handle, index, real)
-            case let .string(text): code = sqlite3_bind_text(handle, index, text, -1, SQLFunctions.transient)
-            case let .blob(data):
-                code = data.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, CInt($0.count), SQLFunctions.transient) }
-            }
-            guard code == SQLITE_OK else { throw error(code) }
-        }
-        try run()
-    }
-
     /// Steps the bound statement to its end.
     private func run() throws {
         while true {

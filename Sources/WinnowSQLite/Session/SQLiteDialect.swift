@@ -21,8 +21,6 @@ public struct SQLiteDialect: SQLDialect {
 
     public func nullSafeEqual(_ a: String, _ b: String) -> String { "\(a) IS \(b)" }
 
-    public func nullSafeDistinct(_ a: String, _ b: String) -> String { "\(a) IS NOT \(b)" }
-
     public func rowIdentity(of table: LiveTable) -> RowIdentity? {
         table.rowIDExpression.map { .rowid(expression: $0, alias: table.rowIDAlias) }
     }
