@@ -183,12 +183,9 @@ extension DedupeExecutor {
     func readSamples(_ groups: [(winner: Int64, losers: [Int64])], limit: Int) throws -> [GroupSample] {
         let chosen = groups.prefix(limit)
         let columns = sampleColumns()
-        let selected = columns.map { "quote(\($0.sqlIdentifier))" }.joined(separator: ", ")
-        let rowSQL = "SELECT \(selected) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?"
-        let mergeSQL =
-            rule.mergeColumns.isEmpty
-            ? nil
-            : "SELECT \(rule.mergeColumns.map { $0.name.sqlIdentifier }.joined(separator: ", ")) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?"
+        // One read per row: the shown columns as SQL spells them, then the merge columns' values.
+        let selected = columns.map { "quote(\($0.sqlIdentifier))" } + rule.mergeColumns.map { $0.name.sqlIdentifier }
+        let rowSQL = "SELECT \(selected.joined(separator: ", ")) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?"
         let childSQL = rule.references.map { path -> String in
             let join = zip(path.childColumns, path.parentColumns).map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }
                 .joined(separator: " AND ")
@@ -200,29 +197,26 @@ extension DedupeExecutor {
         for group in chosen {
             let members = [group.winner] + group.losers
             var rows: [GroupSample.SampleRow] = []
+            var mergeValues: [[SQLValue]] = []
             for id in members {
-                guard let row = try Row.fetchOne(db, sql: rowSQL, arguments: [id]) else { continue }
+                guard let row = try Row.fetchOne(db.cachedStatement(sql: rowSQL), arguments: [id]) else { continue }
                 rows.append(.init(rowID: id, values: (0..<columns.count).map { row[$0] as String? ?? "NULL" }))
+                mergeValues.append((columns.count..<selected.count).map { SQLValue(row[$0] as DatabaseValue) })
             }
             var sample = GroupSample(
                 key: rows.first.map { row in keyIndexes.map { row.values[$0] } } ?? [], winner: group.winner, losers: group.losers)
             sample.columns = columns
             sample.rows = rows
-            if let mergeSQL {
-                // The same resolution as the batch: the winner's values, then the losers' in winner order.
-                let values = try members.compactMap { id in
-                    try Row.fetchOne(db, sql: mergeSQL, arguments: [id]).map { Array($0.databaseValues) }
-                }
-                for change in MergeResolver.changes(strategies: rule.mergeColumns.map(\.strategy), rows: values) {
-                    sample.merged.append(
-                        .init(
-                            column: rule.mergeColumns[change.index].name, before: Self.literal(values[0][change.index]),
-                            after: Self.literal(change.value)))
-                }
+            // The same resolution as the batch: the winner's values, then the losers' in winner order.
+            for change in MergeResolver.changes(strategies: rule.mergeColumns.map(\.strategy), rows: mergeValues) {
+                sample.merged.append(
+                    .init(
+                        column: rule.mergeColumns[change.index].name, before: Self.literal(mergeValues[0][change.index]),
+                        after: Self.literal(change.value)))
             }
             for (index, path) in rule.references.enumerated() {
                 for loser in group.losers {
-                    let count = try Int.fetchOne(db, sql: childSQL[index], arguments: [loser]) ?? 0
+                    let count = try Int.fetchOne(db.cachedStatement(sql: childSQL[index]), arguments: [loser]) ?? 0
                     if count > 0 {
                         sample.children.append(
                             .init(reference: path.label, loser: loser, rows: count, mayCollide: !path.uniqueKeys.isEmpty))
@@ -235,12 +229,12 @@ extension DedupeExecutor {
     }
 
     /// A value as SQL spells it (what `quote()` gives), for plan output.
-    static func literal(_ value: DatabaseValue) -> String {
-        switch value.storage {
+    static func literal(_ value: SQLValue) -> String {
+        switch value {
         case .null: return "NULL"
-        case let .int64(v): return String(v)
-        case let .double(v): return "\(v)"
-        case let .string(v): return "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
+        case let .integer(v): return String(v)
+        case let .real(v): return "\(v)"
+        case let .text(v): return SQLiteDialect().literal(v)
         case let .blob(v): return "X'" + v.map { String(format: "%02X", $0) }.joined() + "'"
         }
     }
