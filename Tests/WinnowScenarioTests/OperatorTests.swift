@@ -542,4 +542,121 @@ final class OperatorTests: CLITestCase {
         XCTAssertTrue(verbose.contains("timings:") && verbose.contains("discovery of dedupe[0] people"), verbose)
         XCTAssertEqual(try winnow(["run", "job.yaml", "--quiet"], expect: 0).stdout, "")
     }
+
+    // MARK: shapes and promises the new commands touch
+
+    /// customers, two of three rows duplicates after lowercase, and orders pointing at them
+    /// through a declared foreign key without an index.
+    @discardableResult
+    func makeCustomers(_ count: Int, name: String) throws -> String {
+        try TestSupport.makeDatabase(
+            at: path(name),
+            sql: """
+                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), amount INTEGER);
+                WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(count) - 1)
+                INSERT INTO customers (email, created_at, visits)
+                SELECT CASE i % 3 WHEN 0 THEN 'u' || (i / 3) || '@x.org' WHEN 1 THEN 'U' || (i / 3) || '@x.org' ELSE 'u' || (i / 3) || '@X.ORG' END,
+                       1000 + (i * 7919) % 100003, i % 5
+                FROM s ORDER BY (i * 2654435761) % 4294967311;
+                WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(count) - 1)
+                INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(count), i FROM s;
+                """)
+    }
+
+    static let customersJob = """
+        version: 1
+        database: data.sqlite
+        dedupe:
+          - entity: customers
+            key: email
+            normalize: [lowercase]
+            winner:
+              - created_at: asc
+            merge: {visits: sum}
+            archive: true
+        batch:
+          size: 7
+        """
+
+    /// --max-duration on heavy duplication, tiny batches, merges and an unindexed reference:
+    /// every stopped run leaves the references whole, the runs together end where one run does,
+    /// and restoring them newest first gives back the original rows.
+    func testRepeatedlyStoppedRunsOnHeavyShapesConvergeAndRestore() throws {
+        let db = try makeCustomers(3000, name: "data.sqlite")
+        try makeCustomers(3000, name: "reference.sqlite")
+        try write("job.yaml", Self.customersJob)
+        let original = try ScenarioKit.userState(db)
+        var runs = 0
+        var stopped = 0
+        while runs < 200 {
+            runs += 1
+            let result = try winnow(["run", "job.yaml", "--max-duration", "0.02", "--format", "json"], expect: 0)
+            let status = result.stdout.split(separator: "\n").compactMap(json).last?["status"] as? String
+            XCTAssertEqual(try ScenarioKit.rows(db, "PRAGMA foreign_key_check").count, 0, "run \(runs) left dangling orders")
+            if status == "completed" { break }
+            XCTAssertEqual(status, "stopped")
+            stopped += 1
+        }
+        XCTAssertGreaterThan(stopped, 0, "the limit stopped at least one run")
+        print("[Operator] heavy shape: \(runs) runs, \(stopped) stopped by --max-duration 0.02")
+        try winnow(["run", "job.yaml", "--database", "reference.sqlite"], expect: 0)
+        XCTAssertEqual(try TestSupport.contentDump(db, includeRowIDs: true), try TestSupport.contentDump(path("reference.sqlite")))
+        for run in stride(from: runs, through: 1, by: -1) {
+            let restored = try TestSupport.winnow(["restore", "job.yaml", "--run", String(run)], in: dir)
+            // The last run may have found nothing left to do (nothing to restore): refused, not done.
+            XCTAssertTrue(restored.status == 0 || (run == runs && restored.status == 65), restored.stderr)
+        }
+        XCTAssertEqual(try ScenarioKit.userState(db), original, "\(runs) runs (\(stopped) stopped) restored newest first")
+    }
+
+    /// An incremental rule stopped between batches keeps its change log: the next run still
+    /// finds every duplicate the inserts made.
+    func testStoppedIncrementalRuleKeepsItsChangeLog() throws {
+        let db = try makePeople(groups: 0)
+        try makePeople(groups: 0, name: "reference.sqlite")
+        let job = "version: 1\ndatabase: data.sqlite\ndedupe:\n  - entity: people\n    key: email\n    incremental: true\n"
+        try write("job.yaml", job)
+        try winnow(["run", "job.yaml"], expect: 0)
+        try winnow(["run", "job.yaml", "--database", "reference.sqlite"], expect: 0)
+        for target in [db, path("reference.sqlite")] {
+            try ScenarioKit.execute(
+                target,
+                """
+                WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 5999)
+                INSERT INTO people (email, visits) SELECT 'n' || (i % 2000) || '@x', i FROM s
+                """)
+        }
+        let first = try winnow(["run", "job.yaml", "--batch-size", "5", "--max-duration", "0.02", "--format", "json"], expect: 0)
+        XCTAssertEqual(first.stdout.split(separator: "\n").compactMap(json).last?["status"] as? String, "stopped")
+        try winnow(["run", "job.yaml"], expect: 0)
+        try winnow(["run", "job.yaml", "--database", "reference.sqlite"], expect: 0)
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM people"), 2000)
+        XCTAssertEqual(try TestSupport.contentDump(db), try TestSupport.contentDump(path("reference.sqlite")))
+    }
+
+    /// CONTRACT section 5: `validate`, `plan` and `check` never change a byte of the database
+    /// file; nor do the new read-only paths (validate --database, plan --save, a check whose
+    /// guard would refuse, show, history and schema inspect with a job file, init).
+    func testReadOnlyCommandsNeverChangeAByte() throws {
+        let db = try makeCustomers(300, name: "data.sqlite")
+        try write("job.yaml", Self.customersJob)
+        try winnow(["run", "job.yaml", "--max-duration", "0.001"], expect: 0)  // a history to show
+        try DatabaseQueue(path: db).writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try write(
+            "guarded.yaml", Self.customersJob.replacingOccurrences(of: "archive: true", with: "archive: true\n    max_delete_percent: 1"))
+        let bytes = try TestSupport.fileBytes(db)
+        try winnow(["validate", "job.yaml", "--database", "data.sqlite"], expect: 0)
+        try winnow(["plan", "job.yaml", "--save", "p.plan", "--verbose"], expect: 0)
+        try winnow(["check", "guarded.yaml", "--format", "junit"], expect: 1)
+        try winnow(["check", "job.yaml", "--format", "github"], expect: 1)
+        try winnow(["show", "job.yaml", "--run", "1", "--format", "json"], expect: 0)
+        try winnow(["history", "job.yaml"], expect: 0)
+        try winnow(["schema", "inspect", "job.yaml", "--format", "json"], expect: 0)
+        try winnow(["init", "--database", "data.sqlite"], expect: 0)
+        XCTAssertEqual(try TestSupport.fileBytes(db), bytes)
+        let wal = db + "-wal"
+        let walBytes = FileManager.default.fileExists(atPath: wal) ? try TestSupport.fileBytes(wal).count : 0
+        XCTAssertEqual(walBytes, 0, "nothing in a WAL either")
+    }
 }
