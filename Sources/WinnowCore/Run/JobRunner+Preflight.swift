@@ -3,6 +3,8 @@ import Foundation
 extension JobRunner {
     /// What the checks before a job's first write found.
     package struct Preflight {
+        /// The schema as inspected before anything ran.
+        package var live = LiveSchema(tables: [])
         /// The migration, when the job names a schema.
         package var plan: MigrationPlan?
         /// Its steps as rehearsed on a copy of the schema (the SQL `run` executes).
@@ -17,12 +19,14 @@ extension JobRunner {
     /// Everything a job can be refused for, checked before its first write (so a refused job
     /// changes nothing, and `plan` refuses what `run` would): the migration, rehearsed on a copy
     /// of the schema; every rule against the schema it leaves; the seed's file and tables; and,
-    /// when there are migration steps, the data guards on the rows as the migration will leave them.
+    /// when there are migration steps and `readingRows`, the data guards on the rows as the
+    /// migration will leave them.
     package static func preflight(
-        _ job: Job, target: SchemaModel?, session: any DatabaseSession, settings: BatchSettings
+        _ job: Job, target: SchemaModel?, session: any DatabaseSession, settings: BatchSettings, readingRows: Bool = true
     ) throws -> Preflight {
         let live = try session.inspect()
         var checked = Preflight()
+        checked.live = live
         var resulting = live
         if let target {
             let plan = try migrationPlan(session, live: live, job: job, target: target)
@@ -33,7 +37,7 @@ extension JobRunner {
         }
         checked.rules = try job.dedupe.map { try RuleCompiler.compile($0, schema: resulting, dialect: session.dialect) }
         if let seed = job.seed { _ = try session.seed(seed, runID: nil, checkingAgainst: resulting) }
-        if let plan = checked.plan, !plan.steps.isEmpty {
+        if readingRows, let plan = checked.plan, !plan.steps.isEmpty {
             let preview = MigrationPreview(live: live, steps: plan.steps)
             for table in resulting.tables {
                 if let rowID = table.rowIDExpression, let sql = preview.select(table.name, rowID: rowID) {
@@ -54,11 +58,7 @@ extension JobRunner {
     public static func validate(_ job: Job, database: String, backend: any DatabaseBackend) throws {
         let target = try target(job)
         try backend.withSession(database, mode: .readOnly) { session in
-            let live = try session.inspect()
-            var resulting = live
-            if let target { resulting = try session.rehearse(try migrationPlan(session, live: live, job: job, target: target)).result }
-            for rule in job.dedupe { _ = try RuleCompiler.compile(rule, schema: resulting, dialect: session.dialect) }
-            if let seed = job.seed { _ = try session.seed(seed, runID: nil, checkingAgainst: resulting) }
+            _ = try preflight(job, target: target, session: session, settings: job.batch, readingRows: false)
         }
     }
 

@@ -59,7 +59,9 @@ public enum JobRunner {
             let summaries = try dedupe(
                 checked.rules, mode: .plan, options: options, job: job, session: session, totals: &totals,
                 onEvent: onEvent)
-            let fingerprints = options.fingerprints ? try self.fingerprints(job, target: target, session: session, rules: summaries) : nil
+            let fingerprints =
+                options.fingerprints
+                ? try self.fingerprints(job, target: target, live: checked.live, session: session, rules: summaries) : nil
             var summary = RunSummary(
                 command: .plan, status: .planned, job: job.file, database: path, dryRun: true, counts: totals,
                 migrationSteps: migration.count, seconds: Date().timeIntervalSince(started), rules: summaries)
@@ -70,12 +72,13 @@ public enum JobRunner {
         }
     }
 
-    /// What a plan depends on: the job file, the target schema, the live schema and the rows
-    /// each rule would delete (`rules` from a plan loop run with ``RunOptions/fingerprints``).
+    /// What a plan depends on: the job file, the target schema, the live schema (as the
+    /// preflight inspected it) and the rows each rule would delete (`rules` from a plan loop run
+    /// with ``RunOptions/fingerprints``).
     package static func fingerprints(
-        _ job: Job, target: SchemaModel?, session: any DatabaseSession, rules: [RuleSummary]
+        _ job: Job, target: SchemaModel?, live inspected: LiveSchema, session: any DatabaseSession, rules: [RuleSummary]
     ) throws -> SavedPlan.Fingerprints {
-        let live = SchemaModel(live: try session.inspect(), version: try SchemaVersions.recorded(session)?.version ?? 0)
+        let live = SchemaModel(live: inspected, version: try SchemaVersions.recorded(session)?.version ?? 0)
         return SavedPlan.Fingerprints(
             job: try SavedPlan.fingerprint(jobFile: job.file), targetSchema: try target.map(SchemaVersions.checksum(of:)) ?? "none",
             liveSchema: try SchemaVersions.checksum(of: live), duplicates: SavedPlan.duplicatesFingerprint(rules))
@@ -93,7 +96,8 @@ public enum JobRunner {
         dry.sampleLimit = 0
         var totals = Counts()
         let rules = try dedupe(checked.rules, mode: .plan, options: dry, job: job, session: session, totals: &totals, onEvent: { _ in })
-        let differences = try fingerprints(job, target: target, session: session, rules: rules).differences(from: approved)
+        let differences = try fingerprints(job, target: target, live: checked.live, session: session, rules: rules)
+            .differences(from: approved)
         guard differences.isEmpty else {
             throw WinnowError.refused(
                 "the approved plan no longer matches: \(differences.joined(separator: "; ")); nothing was changed. "
