@@ -4,6 +4,7 @@ import PackageDescription
 // Layers (see README "Layout"):
 //   WinnowCore   — load, model, plan, the seam (dialect + session), the run lifecycle. No database.
 //   WinnowSQLite — the SQLite backend: GRDB, SQLite's C API, inspection, rebuilds, batches.
+//   WinnowPostgres — the PostgreSQL backend: postgres-nio, the catalog, set-based batches.
 //   winnow       — the command line: arguments, printing, exit codes.
 let package = Package(
     name: "winnow",
@@ -12,12 +13,14 @@ let package = Package(
         .executable(name: "winnow", targets: ["winnow"]),
         .library(name: "WinnowCore", targets: ["WinnowCore"]),
         .library(name: "WinnowSQLite", targets: ["WinnowSQLite"]),
+        .library(name: "WinnowPostgres", targets: ["WinnowPostgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -37,11 +40,21 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        .target(
+            name: "WinnowPostgres",
+            dependencies: [
+                "WinnowCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .executableTarget(
             name: "winnow",
             dependencies: [
                 "WinnowCore",
                 "WinnowSQLite",
+                "WinnowPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]

@@ -71,7 +71,7 @@ public enum Starter {
                 if candidate.text {
                     let expressions = candidate.columns.enumerated().map { index, column -> String in
                         index == 0 || StarterGuess.isText(table.column(named: column)!)
-                            ? "\(Normalizer.lowercase.sqlFunction)(\(Normalizer.trim.sqlFunction)(\(column.sqlIdentifier)))"
+                            ? session.dialect.normalized(session.dialect.normalized(column.sqlIdentifier, by: .trim), by: .lowercase)
                             : column.sqlIdentifier
                     }
                     normalized = try duplicates(session, qualified, expressions, candidate.columns)

@@ -43,7 +43,22 @@ public enum JobLoader {
             let raw = try reader.string(node, key, what: "a file path")
             return Located(resolve(raw.value, against: baseDirectory), at: raw.location)
         }
-        log.attempt { job.database = try path("database") }
+        log.attempt {
+            // A server's URL is kept as written; its password belongs in PGPASSWORD or ~/.pgpass.
+            if let node = map.optional("database"), let raw = try? reader.string(node, "database", what: "a file path"),
+                DatabaseURL.isPostgres(raw.value)
+            {
+                guard !DatabaseURL.hasPassword(raw.value) else {
+                    throw WinnowError.invalidFile(
+                        raw.location,
+                        "database: the URL carries a password; a job file is shared and committed, so set PGPASSWORD (or ~/.pgpass) instead"
+                    )
+                }
+                job.database = raw
+            } else {
+                job.database = try path("database")
+            }
+        }
         log.attempt { job.schema = try path("schema") }
         if let node = map.optional("allow_data_loss") { log.attempt { job.allowDataLoss = try reader.bool(node, "allow_data_loss") } }
         if let node = map.optional("seed") { log.attempt { job.seed = try decodeSeed(node, reader: reader, baseDirectory: baseDirectory) } }

@@ -7,23 +7,23 @@ public enum OrderTerm: Sendable, Equatable {
     /// Rows with more non-NULL values among these columns first (`most_complete`).
     case completeness([String])
 
-    public func sql(alias: String?) -> String {
+    public func sql(alias: String?, dialect: any SQLDialect, types: [String: String] = [:]) -> String {
         switch self {
         case let .column(name, descending, nullsLast):
-            return "\(CompiledRule.column(name, alias)) \(descending ? "DESC" : "ASC")\(nullsLast ? " NULLS LAST" : "")"
+            return dialect.orderTerm(
+                CompiledRule.column(name, alias), type: types[name], descending: descending, nullsLast: nullsLast, tieBreak: false)
         case .completeness:
-            return "\(compared(alias: alias)) DESC"
+            return "\(compared(alias: alias, dialect: dialect)) DESC"
         }
     }
 
     /// The value this term compares (without its direction).
-    public func compared(alias: String?) -> String {
+    public func compared(alias: String?, dialect: any SQLDialect) -> String {
         switch self {
         case let .column(name, _, _):
             return CompiledRule.column(name, alias)
         case let .completeness(columns):
-            let parts = columns.map { "(\(CompiledRule.column($0, alias)) IS NOT NULL)" }
-            return "(\(parts.isEmpty ? "0" : parts.joined(separator: " + ")))"
+            return dialect.countTrue(columns.map { "\(CompiledRule.column($0, alias)) IS NOT NULL" })
         }
     }
 
@@ -112,6 +112,8 @@ public struct CompiledRule: Sendable {
 
     /// How the rule's SQL is spelled.
     public var dialect: any SQLDialect
+    /// Declared types of the table's columns (how a dialect orders and compares them).
+    public var columnTypes: [String: String] = [:]
 
     /// The quoted table name, qualified with `main` (or the rule's source for it, in parentheses).
     public var qualifiedTable: String { qualified(table) }
@@ -128,13 +130,14 @@ public struct CompiledRule: Sendable {
     /// The normalised value of each key column, over the table aliased as `alias` (nil: unqualified).
     public func keyExpressions(alias: String? = nil) -> [String] {
         keyColumns.map { name in
-            normalizers[name, default: []].reduce(Self.column(name, alias)) { "\($1.sqlFunction)(\($0))" }
+            normalizers[name, default: []].reduce(Self.column(name, alias)) { dialect.normalized($0, by: $1) }
         }
     }
 
     /// The hash of the normalised key tuple.
     public func hashExpression(alias: String? = nil) -> String {
-        "winnow_hash(\(rule.nulls == .equal ? 1 : 0), \(keyExpressions(alias: alias).joined(separator: ", ")))"
+        let types = keyColumns.map { normalizers[$0, default: []].isEmpty ? columnTypes[$0] ?? "" : nil }
+        return dialect.keyHash(nullsEqual: rule.nulls == .equal, Array(zip(keyExpressions(alias: alias), types)).map { (sql: $0, type: $1) })
     }
 
     /// What rows are grouped by: the normalised key columns, or their hash.
@@ -146,7 +149,7 @@ public struct CompiledRule: Sendable {
     /// Every normaliser maps NULL to NULL and anything else to a non-NULL value, so the raw
     /// columns are tested (no normaliser is called twice per row).
     public func candidateFilter(alias: String? = nil) -> String {
-        guard rule.nulls == .distinct else { return "1" }
+        guard rule.nulls == .distinct else { return dialect.alwaysTrue }
         return keyColumns.map { "\(Self.column($0, alias)) IS NOT NULL" }.joined(separator: " AND ")
     }
 
@@ -160,9 +163,9 @@ public struct CompiledRule: Sendable {
     /// The full winner order: the rule's terms, then content (NULLs first, binary collation),
     /// then the primary key, then the rowid. A total order on distinct content.
     public func orderBy(alias: String? = nil) -> String {
-        var terms = winnerTerms.map { $0.sql(alias: alias) }
-        terms += tieBreakColumns.map { "\(Self.column($0, alias)) COLLATE BINARY ASC" }
-        terms += primaryKey.map { "\(Self.column($0, alias)) ASC" }
+        var terms = winnerTerms.map { $0.sql(alias: alias, dialect: dialect, types: columnTypes) }
+        terms += tieBreakColumns.map { dialect.orderTerm(Self.column($0, alias), type: columnTypes[$0], descending: false, nullsLast: false, tieBreak: true) }
+        terms += primaryKey.map { dialect.orderTerm(Self.column($0, alias), type: columnTypes[$0], descending: false, nullsLast: false, tieBreak: false) }
         let rowid = alias.map { "\($0).\(rowID)" } ?? rowID
         if !primaryKey.contains(where: { $0.sqlIdentifier == rowID }) { terms.append("\(rowid) ASC") }
         return terms.joined(separator: ", ")
@@ -171,7 +174,7 @@ public struct CompiledRule: Sendable {
     /// The rule's own winner terms only (may be empty): what discovery sorts by. Rows tied on it
     /// are ordered by ``orderBy(alias:)`` later, within their group.
     public func winnerOrderBy(alias: String? = nil) -> String? {
-        winnerTerms.isEmpty ? nil : winnerTerms.map { $0.sql(alias: alias) }.joined(separator: ", ")
+        winnerTerms.isEmpty ? nil : winnerTerms.map { $0.sql(alias: alias, dialect: dialect, types: columnTypes) }.joined(separator: ", ")
     }
 
     /// SQL, inside a window named `window` sorted by ``winnerOrderBy(alias:)``, that is true when
@@ -184,14 +187,14 @@ public struct CompiledRule: Sendable {
     public func tiedWithPrevious(window: String) -> String { tied("lag", window: window) }
 
     private func tied(_ function: String, window: String) -> String {
-        guard let collations = winnerCollations else { return "1" }
+        guard let collations = winnerCollations else { return dialect.alwaysTrue }
         let parts = winnerTerms.map { term -> String in
-            let value = term.compared(alias: nil)
+            let value = term.compared(alias: nil, dialect: dialect)
             var collation = ""
             if case let .column(name, _, _) = term, let declared = collations[name] { collation = " COLLATE \(declared.sqlIdentifier)" }
             return "(\(dialect.nullSafeEqual("\(function)(\(value)) OVER \(window)", "\(value)\(collation)")))"
         }
-        return parts.isEmpty ? "1" : parts.joined(separator: " AND ")
+        return parts.isEmpty ? dialect.alwaysTrue : parts.joined(separator: " AND ")
     }
 
     /// The refusal of `references: restrict`: `what` (child rows) points at rows the rule

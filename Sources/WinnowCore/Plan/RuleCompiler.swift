@@ -24,6 +24,12 @@ public enum RuleCompiler {
             throw fail(rule.entity.location, "entity", "'\(table.name)' is a virtual table; only ordinary tables can be deduplicated")
         }
         guard let identity = dialect.rowIdentity(of: table) else {
+            if !table.hasRowID, table.primaryKey.isEmpty {
+                throw fail(
+                    rule.entity.location, "entity",
+                    "'\(table.name)' has no primary key; on \(dialect.name) winnow identifies a row by its primary key (add one, e.g. ALTER TABLE \(table.name.sqlIdentifier) ADD PRIMARY KEY (...))"
+                )
+            }
             if table.hasRowID {
                 throw fail(
                     rule.entity.location, "entity",
@@ -92,7 +98,7 @@ public enum RuleCompiler {
             mergeColumns.append((live.name, merge.strategy))
         }
 
-        let references = try referencePaths(rule, table: table, schema: schema)
+        let references = try referencePaths(rule, table: table, schema: schema, dialect: dialect)
 
         var collations: [String: String]? = table.collationsKnown ? [:] : nil
         for term in winnerTerms {
@@ -105,6 +111,7 @@ public enum RuleCompiler {
             hashColumn: hashColumn, winnerTerms: winnerTerms, tieBreakColumns: nonKeyStored,
             normalizers: normalizers, dialect: dialect)
         compiled.winnerCollations = collations
+        compiled.columnTypes = Dictionary(table.columns.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         compiled.foreignKeysSuspendable = foreignKeysSuspendable(
             table: table, schema: schema, references: references,
             written: mergeColumns.map(\.name) + (hashColumn.map { [$0] } ?? []))
@@ -163,7 +170,7 @@ public enum RuleCompiler {
     }
 
     /// Declared foreign keys into the table, then `referenced_by:` entries not already declared.
-    package static func referencePaths(_ rule: DedupeRule, table: LiveTable, schema: LiveSchema) throws -> [ReferencePath] {
+    package static func referencePaths(_ rule: DedupeRule, table: LiveTable, schema: LiveSchema, dialect: any SQLDialect) throws -> [ReferencePath] {
         var paths: [ReferencePath] = []
         func uniqueKeys(of child: LiveTable, containing columns: [String]) -> [[String]] {
             var keys: [[String]] = []
@@ -180,7 +187,13 @@ public enum RuleCompiler {
                 throw WinnowError.invalidFile(
                     location ?? rule.location, "\(rule.keyPath).referenced_by: no table '\(name)' in the database")
             }
-            guard let _ = child.rowIDExpression, !child.isVirtual else {
+            guard dialect.rowIdentity(of: child) != nil, !child.isVirtual else {
+                if !child.hasRowID, child.primaryKey.isEmpty {
+                    throw WinnowError.invalidFile(
+                        location ?? rule.location,
+                        "\(rule.keyPath): '\(child.name)' references '\(table.name)' but has no primary key; on \(dialect.name) winnow re-points and journals a row by its primary key"
+                    )
+                }
                 throw WinnowError.invalidFile(
                     location ?? rule.location,
                     "\(rule.keyPath): '\(child.name)' references '\(table.name)' but is a WITHOUT ROWID or virtual table; winnow cannot re-point or journal its rows"
@@ -203,7 +216,7 @@ public enum RuleCompiler {
             paths.append(
                 ReferencePath(
                     childTable: child.name, childColumns: childColumns, parentColumns: parentColumns,
-                    childRowID: child.rowIDExpression!, childStoredColumns: child.storedColumns.map(\.name),
+                    childRowID: dialect.rowIdentity(of: child)!.sql, childStoredColumns: child.storedColumns.map(\.name),
                     uniqueKeys: uniqueKeys(of: child, containing: childColumns), declared: true,
                     indexed: child.hasIndex(leading: childColumns)))
         }
@@ -231,7 +244,7 @@ public enum RuleCompiler {
             paths.append(
                 ReferencePath(
                     childTable: child.name, childColumns: [column.name], parentColumns: [parentKey],
-                    childRowID: child.rowIDExpression!, childStoredColumns: child.storedColumns.map(\.name),
+                    childRowID: dialect.rowIdentity(of: child)!.sql, childStoredColumns: child.storedColumns.map(\.name),
                     uniqueKeys: uniqueKeys(of: child, containing: [column.name]), declared: false,
                     indexed: child.hasIndex(leading: [column.name])))
         }

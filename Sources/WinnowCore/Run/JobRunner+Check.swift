@@ -52,7 +52,7 @@ extension JobRunner {
         let totals = summaries.reduce(Counts()) { $0 + $1.counts }
         let status: RunStatus = !drift.isEmpty ? .drift : (totals.groups > 0 ? .duplicates : .clean)
         var summary = RunSummary(
-            command: .check, status: status, job: job.file, database: path,
+            command: .check, status: status, job: job.file, database: DatabaseURL.redacted(path),
             dryRun: true, counts: totals, seconds: Date().timeIntervalSince(started), rules: summaries)
         summary.drift = drift.map { $0.table.isEmpty ? $0.message : $0.description }
         summary.driftFindings = drift
@@ -67,7 +67,7 @@ extension JobRunner {
         """
         SELECT count(*), coalesce(sum(n - 1), 0) FROM (
             SELECT count(*) AS n FROM \(rule.qualifiedTable) WHERE \(rule.candidateFilter())
-            GROUP BY \(rule.groupExpressions().joined(separator: ", ")) HAVING count(*) > 1)
+            GROUP BY \(rule.groupExpressions().joined(separator: ", ")) HAVING count(*) > 1) AS winnow_groups
         """
     }
 }

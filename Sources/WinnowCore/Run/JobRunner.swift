@@ -63,7 +63,7 @@ public enum JobRunner {
                 options.fingerprints
                 ? try self.fingerprints(job, target: target, live: checked.live, session: session, rules: summaries) : nil
             var summary = RunSummary(
-                command: .plan, status: .planned, job: job.file, database: path, dryRun: true, counts: totals,
+                command: .plan, status: .planned, job: job.file, database: DatabaseURL.redacted(path), dryRun: true, counts: totals,
                 migrationSteps: migration.count, seconds: Date().timeIntervalSince(started), rules: summaries)
             summary.migration = migration
             summary.notes = notes
@@ -148,7 +148,7 @@ public enum JobRunner {
                 try record.finish(status, totals: totals, seconds: seconds, message: message)
             }
             var summary = RunSummary(
-                command: .run, runID: record.id, status: status, job: job.file, database: path,
+                command: .run, runID: record.id, status: status, job: job.file, database: DatabaseURL.redacted(path),
                 counts: totals, migrationSteps: applied.count, seconds: seconds, rules: summaries)
             summary.migration = applied
             summary.notes = notes

@@ -25,11 +25,47 @@ public enum RestoreRunner {
                     message: "restored run \(runID): \(reinserted) rows re-inserted, \(reverted) rows reverted")
             }
             var summary = RunSummary(
-                command: .restore, runID: record.id, status: .restored, job: nil, database: location,
+                command: .restore, runID: record.id, status: .restored, job: nil, database: DatabaseURL.redacted(location),
                 seconds: seconds, message: "run \(runID) restored")
             summary.reinserted = reinserted
             summary.reverted = reverted
             return summary
+        }
+    }
+}
+
+extension RestoreRunner {
+    /// Refuses a restore of `runID` that cannot be done: no such run, not a `run`, restored
+    /// already, or nothing journaled (archive off, or only schema changes).
+    public static func checkRestorable(_ session: any DatabaseSession, runID: Int64) throws {
+        let runs = session.dialect.bookkeeping("winnow_runs")
+        guard
+            let run = try session.row(
+                """
+                SELECT command, status, archive, restored_by, deleted + updated + repointed + children_deleted + hashed, migration_steps
+                FROM \(runs) WHERE id = ?
+                """, [SQLValue(runID)])
+        else {
+            throw WinnowError.usage("no run \(runID) in this database; see winnow history")
+        }
+        let command = try run.string(0)
+        guard command == "run" else {
+            throw WinnowError.usage("run \(runID) is a \(command), not a run; only runs can be restored")
+        }
+        if let by = run[3].int64 { throw WinnowError.refused("run \(runID) was already restored by run \(by)") }
+        let entries = try session.value("SELECT count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) WHERE run_id = ?", [SQLValue(runID)]).int ?? 0
+        let changes = try run.int(4)
+        if entries == 0 && changes > 0 {
+            throw WinnowError.refused("run \(runID) changed \(changes) rows without a journal (archive: false); it cannot be restored")
+        }
+        if entries == 0 {
+            let steps = try run.int(5)
+            let migrated = steps > 0 ? "it only changed the schema (\(steps) migration step\(steps == 1 ? "" : "s")), and " : ""
+            throw WinnowError.refused(
+                """
+                run \(runID) changed no rows: \(migrated)schema changes are never undone (a database is never downgraded); \
+                there is nothing to restore
+                """)
         }
     }
 }

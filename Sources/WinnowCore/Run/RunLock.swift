@@ -22,7 +22,12 @@ public enum RunLock {
 
     /// Takes the lock inside the caller's write transaction, or throws ``WinnowError/locked(_:)``.
     public static func take(_ session: any DatabaseSession, runID: Int64?, me: ProcessIdentity = .current) throws {
-        if let holder = try holder(session), holder.identity != me, holder.identity.isAlive {
+        let claimed = try session.claimRunLock()
+        let holder = try holder(session)
+        if claimed == false || (claimed == nil && holder.map { $0.identity != me && $0.identity.isAlive } == true) {
+            guard let holder else {
+                throw WinnowError.locked("another winnow run holds the lock of this database; retry later or pass --wait SECONDS")
+            }
             throw WinnowError.locked(
                 """
                 another winnow run holds the lock (run \(holder.runID.map(String.init) ?? "?"), pid \(holder.identity.pid) \

@@ -22,6 +22,11 @@ public protocol DatabaseSession: AnyObject {
     /// Rolls back a transaction a failure left open.
     func rollbackIfNeeded()
     func tableExists(_ name: String) throws -> Bool
+    /// Claims the engine's own run lock for this session, next to the `winnow_lock` row: nil
+    /// when the engine has none (SQLite: the row under the write lock serves), true when this
+    /// session holds it (a lock row left by a run on any host is then stale), false when
+    /// another session holds it.
+    func claimRunLock() throws -> Bool?
     /// The engine's failure as a ``WinnowError`` naming the database.
     func mapError(_ error: Error) -> WinnowError
 

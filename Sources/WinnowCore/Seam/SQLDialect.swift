@@ -41,6 +41,23 @@ public protocol SQLDialect: Sendable {
     var versionSchema: [String] { get }
     /// How a table's rows are identified across statements.
     func rowIdentity(of table: LiveTable) -> RowIdentity?
+
+    // MARK: rule expressions (the same groups and order on every engine)
+
+    /// `expression` passed through one key normaliser, with the results of ``Normalize``.
+    func normalized(_ expression: String, by normalizer: Normalizer) -> String
+    /// The key hash of a tuple: lowercase hex SHA-256 of its ``ValueCodec``-style encoding;
+    /// NULL when a part is NULL and `nullsEqual` is false.
+    /// `parts` are SQL expressions with their column's declared type (nil: text, after a normaliser).
+    func keyHash(nullsEqual: Bool, _ parts: [(sql: String, type: String?)]) -> String
+    /// One ascending/descending term of a winner order, NULLs placed as SQLite places them
+    /// (first when ascending, last when descending, or last when `nullsLast`). `type` is the
+    /// column's declared type; a content tie-break (`tieBreak`) compares text byte by byte.
+    func orderTerm(_ expression: String, type: String?, descending: Bool, nullsLast: Bool, tieBreak: Bool) -> String
+    /// The number of `conditions` that hold (`most_complete`).
+    func countTrue(_ conditions: [String]) -> String
+    /// A condition that always holds.
+    var alwaysTrue: String { get }
 }
 
 extension SQLDialect {

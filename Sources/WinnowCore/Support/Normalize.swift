@@ -73,17 +73,3 @@ public enum Normalize {
         return String(result)
     }
 }
-
-extension Normalizer {
-    /// The SQL function that applies the normaliser (each backend provides it, with the same
-    /// results as ``Normalize``).
-    public var sqlFunction: String {
-        switch self {
-        case .trim: return "winnow_trim"
-        case .lowercase: return "winnow_lower"
-        case .collapseWhitespace: return "winnow_collapse_ws"
-        case .nfkc: return "winnow_nfkc"
-        case .digitsOnly: return "winnow_digits"
-        }
-    }
-}

@@ -19,33 +19,7 @@ public enum Restorer {
     }
 
     static func undo(_ db: Database, runID: Int64, restoreID: Int64) throws -> (Int, Int) {
-        guard
-            let run = try Row.fetchOne(
-                db,
-                sql:
-                    "SELECT command, status, archive, restored_by, deleted + updated + repointed + children_deleted + hashed, migration_steps FROM winnow_runs WHERE id = ?",
-                arguments: [runID])
-        else {
-            throw WinnowError.usage("no run \(runID) in this database; see winnow history")
-        }
-        guard (run[0] as String) == "run" else {
-            throw WinnowError.usage("run \(runID) is a \(run[0] as String), not a run; only runs can be restored")
-        }
-        if let by: Int64 = run[3] { throw WinnowError.refused("run \(runID) was already restored by run \(by)") }
-        let entries = try Int.fetchOne(db, sql: "SELECT count(*) FROM winnow_journal WHERE run_id = ?", arguments: [runID]) ?? 0
-        let changes: Int = run[4]
-        if entries == 0 && changes > 0 {
-            throw WinnowError.refused("run \(runID) changed \(changes) rows without a journal (archive: false); it cannot be restored")
-        }
-        if entries == 0 {
-            let steps: Int = run[5]
-            let migrated = steps > 0 ? "it only changed the schema (\(steps) migration step\(steps == 1 ? "" : "s")), and " : ""
-            throw WinnowError.refused(
-                """
-                run \(runID) changed no rows: \(migrated)schema changes are never undone (a database is never downgraded); \
-                there is nothing to restore
-                """)
-        }
+        try RestoreRunner.checkRestorable(SQLiteSession(db), runID: runID)
         /// A later run that journaled a change of `rid` in `table` and is not restored: the one
         /// to restore first.
         func blocker(_ table: String, _ rid: Int64) throws -> String {

@@ -25,6 +25,22 @@ public struct SQLiteDialect: SQLDialect {
         table.rowIDExpression.map { .rowid(expression: $0, alias: table.rowIDAlias) }
     }
 
+    public func normalized(_ expression: String, by normalizer: Normalizer) -> String { "\(normalizer.sqlFunction)(\(expression))" }
+
+    public func keyHash(nullsEqual: Bool, _ parts: [(sql: String, type: String?)]) -> String {
+        "winnow_hash(\(nullsEqual ? 1 : 0), \(parts.map(\.sql).joined(separator: ", ")))"
+    }
+
+    public func orderTerm(_ expression: String, type: String?, descending: Bool, nullsLast: Bool, tieBreak: Bool) -> String {
+        "\(expression)\(tieBreak ? " COLLATE BINARY" : "") \(descending ? "DESC" : "ASC")\(nullsLast ? " NULLS LAST" : "")"
+    }
+
+    public func countTrue(_ conditions: [String]) -> String {
+        "(\(conditions.isEmpty ? "0" : conditions.map { "(\($0))" }.joined(separator: " + ")))"
+    }
+
+    public var alwaysTrue: String { "1" }
+
     public var bookkeepingSchema: [String] {
         [
             """
@@ -121,5 +137,19 @@ public struct SQLiteDialect: SQLDialect {
             )
             """,
         ]
+    }
+}
+
+extension Normalizer {
+    /// The SQL function that applies the normaliser (each backend provides it, with the same
+    /// results as ``Normalize``).
+    var sqlFunction: String {
+        switch self {
+        case .trim: return "winnow_trim"
+        case .lowercase: return "winnow_lower"
+        case .collapseWhitespace: return "winnow_collapse_ws"
+        case .nfkc: return "winnow_nfkc"
+        case .digitsOnly: return "winnow_digits"
+        }
     }
 }

@@ -40,6 +40,8 @@ public final class SQLiteSession: DatabaseSession {
 
     public func tableExists(_ name: String) throws -> Bool { try db.tableExists(name) }
 
+    public func claimRunLock() throws -> Bool? { nil }
+
     public func mapError(_ error: Error) -> WinnowError { DatabaseOpener.map(error, path: location) }
 
     public func inspect() throws -> LiveSchema { try SchemaInspector.inspect(db) }

@@ -47,7 +47,7 @@ struct Check: ParsableCommand {
             let loaded = try Self.jobFiles(jobs).map { try JobLoader.load(path: $0) }
             var summaries: [RunSummary] = []
             for job in loaded {
-                let summary = try JobRunner.check(job, options: RunOptions(database: database, sampleLimit: 0))
+                let summary = try JobRunner.check(job, options: RunOptions(database: database, sampleLimit: 0), backend: BackendRouter())
                 summaries.append(summary)
                 switch format {
                 case .text where quiet:

@@ -20,7 +20,7 @@ struct HistoryCommand: ParsableCommand {
     func run() throws {
         try Console.guarded(options) {
             let database = try options.database(job: job, command: "history")
-            let entries = try History.entries(database: database, limit: limit)
+            let entries = try History.entries(database: database, limit: limit, backend: BackendRouter())
             guard !options.quiet else { return 0 }
             if options.format == .json {
                 entries.forEach { Console.out(Renderer.json($0)) }

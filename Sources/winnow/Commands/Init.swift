@@ -28,7 +28,7 @@ struct Init: ParsableCommand {
             let name = URL(fileURLWithPath: database).deletingPathExtension().lastPathComponent
             let result = try Starter.write(
                 database: database, jobPath: job ?? "jobs/\(name).yaml", schemaPath: schema ?? "schemas/\(name).yaml",
-                backend: SQLiteBackend())
+                backend: BackendRouter())
             guard !options.quiet else { return 0 }
             if options.format == .json {
                 Console.out(Renderer.json(starter: result))

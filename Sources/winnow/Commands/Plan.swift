@@ -32,7 +32,7 @@ struct Plan: ParsableCommand {
             let loaded = try JobLoader.load(path: job)
             var runOptions = runOptions(options, jobOptions)
             runOptions.fingerprints = saveTo != nil
-            let summary = try JobRunner.plan(loaded, options: runOptions, onEvent: eventPrinter(options))
+            let summary = try JobRunner.plan(loaded, options: runOptions, backend: BackendRouter(), onEvent: eventPrinter(options))
             if let saveTo, let fingerprints = summary.fingerprints {
                 let saved = SavedPlan(
                     job: job, database: summary.database, createdAt: Bookkeeping.timestamp(), fingerprints: fingerprints,

@@ -24,7 +24,7 @@ struct Restore: ParsableCommand {
     func run() throws {
         try Console.guarded(options) {
             let database = try options.database(job: job, command: "restore")
-            let summary = try Restorer.restore(database: database, runID: runID, wait: wait)
+            let summary = try RestoreRunner.restore(database: database, runID: runID, wait: wait, backend: BackendRouter())
             printSummary(summary, options)
             return 0
         }

@@ -50,7 +50,7 @@ struct Run: ParsableCommand {
                 // The limit covers the whole call: each job gets what is left of it.
                 runOptions.maxDuration = maxDuration.map { max(0.001, $0 - Date().timeIntervalSince(started)) }
                 runOptions.approvedPlan = approved
-                let summary = try JobRunner.run(job, options: runOptions, onEvent: eventPrinter(options))
+                let summary = try JobRunner.run(job, options: runOptions, backend: BackendRouter(), onEvent: eventPrinter(options))
                 printSummary(summary, options)
                 if summary.status == .stopped { break }
             }

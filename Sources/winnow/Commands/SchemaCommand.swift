@@ -24,7 +24,7 @@ struct SchemaCommand: ParsableCommand {
         func run() throws {
             try Console.guarded(options) {
                 let database = try options.database(job: job, command: "schema inspect")
-                let model = try SchemaPrinter.model(database: database, backend: SQLiteBackend())
+                let model = try SchemaPrinter.model(database: database, backend: BackendRouter())
                 Console.out(options.format == .json ? SchemaPrinter.json(model) : try SchemaPrinter.render(model))
                 return 0
             }

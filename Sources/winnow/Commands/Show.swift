@@ -19,7 +19,7 @@ struct Show: ParsableCommand {
     func run() throws {
         try Console.guarded(options) {
             let database = try options.database(job: job, command: "show")
-            let report = try History.show(database: database, runID: runID)
+            let report = try History.show(database: database, runID: runID, backend: BackendRouter())
             guard !options.quiet else { return 0 }
             Console.out(options.format == .json ? Renderer.json(report) : Renderer.text(report))
             return 0

@@ -24,7 +24,7 @@ struct Validate: ParsableCommand {
                 let result = try Validator.validate(path: file)
                 var checked = ""
                 if let database = options.database, case let .job(job, _) = result {
-                    try JobRunner.validate(job, database: database)
+                    try JobRunner.validate(job, database: database, backend: BackendRouter())
                     checked = ", checked against \(database)"
                 }
                 if !options.quiet {

@@ -1,0 +1,474 @@
+import Foundation
+import PostgresNIO
+import WinnowCore
+
+/// What one batch did (or, for `plan`, would do).
+struct PostgresBatchWork {
+    var counts = Counts()
+    var samples: [GroupSample] = []
+}
+
+/// The batches of one rule (see ``PostgresDedupe``): its SQL spelled once, journal shapes
+/// registered once.
+struct PostgresBatch {
+    let dedupe: PostgresDedupe
+    var rule: CompiledRule { dedupe.rule }
+    var session: PostgresSession { dedupe.session }
+    var link: PostgresLink { session.link }
+    var dialect: PostgresDialect { session.postgresDialect }
+    let width: Int
+    /// Journal shape ids by table (archive only).
+    var shapes: [String: Int64] = [:]
+    /// Primary keys and column types of the child tables.
+    var childKeys: [String: [String]] = [:]
+    var childTypes: [String: [String: String]] = [:]
+    let rankSQL: String
+    let archive: Bool
+
+    init(dedupe: PostgresDedupe) throws {
+        self.dedupe = dedupe
+        width = dedupe.primaryKey.count
+        archive = dedupe.writes && dedupe.rule.rule.archive
+        let rule = dedupe.rule
+        let schema = try dedupe.session.inspect()
+        for path in rule.references {
+            guard let child = schema.table(named: path.childTable) else { continue }
+            childKeys[path.childTable] = child.primaryKey
+            childTypes[path.childTable] = Dictionary(child.columns.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
+        }
+        let names = ["g"] + (0..<width).map { "k\($0)" }
+        let members = "unnest($1::int8[]\((0..<width).map { ", $\($0 + 2)::text[]" }.joined())) AS m(\(names.joined(separator: ", ")))"
+        let mergeValues = rule.mergeColumns.map { ", \(Self.readable("t", $0.name, type: rule.columnTypes[$0.name]))" }.joined()
+        let partition = (["m.g"] + rule.groupExpressions(alias: "t")).joined(separator: ", ")
+        let winnerIDs = dedupe.idTexts("t").enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", ")
+        rankSQL = """
+            SELECT s.* FROM (
+                SELECT \(dedupe.idTexts("t").joined(separator: ", ")), m.g, row_number() OVER w AS winnow_rn, \(winnerIDs), \
+            count(*) OVER p AS winnow_n\(mergeValues)
+                FROM \(members) JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))
+                WHERE \(rule.candidateFilter(alias: "t"))
+                WINDOW p AS (PARTITION BY \(partition)), w AS (p ORDER BY \(rule.orderBy(alias: "t")))
+            ) AS s WHERE s.winnow_n > 1 ORDER BY s.g, \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")), s.winnow_rn
+            """
+        if archive {
+            for name in [rule.table] + rule.references.map(\.childTable) where shapes[name] == nil {
+                shapes[name] = try Self.shape(session: dedupe.session, table: name)
+            }
+        }
+    }
+
+    /// A column as ``SQLValue`` reads it: numbers, text and bytea as they are, other types as text.
+    static func readable(_ alias: String, _ column: String, type: String?) -> String {
+        let t = (type ?? "").lowercased()
+        let plain =
+            PostgresDialect.isText(t) || t == "bytea" || t == "boolean" || t.hasPrefix("numeric") || t.hasPrefix("double") || t == "real"
+            || t == "integer" || t == "bigint" || t == "smallint"
+        return plain ? "\(alias).\(column.sqlIdentifier)" : "(\(alias).\(column.sqlIdentifier))::text"
+    }
+
+    /// The journal shape of a table: its columns as a JSON array (images are `jsonb` objects).
+    static func shape(session: PostgresSession, table: String) throws -> Int64 {
+        let columns = try session.inspect().table(named: table)?.columns.map(\.name) ?? []
+        let json = "[" + columns.map { "\"\($0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\"" }.joined(separator: ",") + "]"
+        let shapes = session.postgresDialect.bookkeeping("winnow_journal_shapes")
+        return try session.value(
+            """
+            INSERT INTO \(shapes) (tbl, columns) VALUES (?, ?)
+            ON CONFLICT (tbl, columns) DO UPDATE SET tbl = excluded.tbl RETURNING id
+            """, [SQLValue(table), SQLValue(json)]
+        ).int64 ?? 0
+    }
+
+    struct Group {
+        var winner: [String]
+        var losers: [[String]] = []
+        /// Merge values, winner first, then the losers in winner order.
+        var values: [[SQLValue]] = []
+    }
+
+    func run(found: FoundGroups, groups range: Range<Int>, batch: Int, totals: Counts, wantSamples: Bool) throws -> PostgresBatchWork {
+        var members: [[String]] = []
+        var groupNumbers: [Int64] = []
+        for group in range {
+            for index in found.starts[group]..<found.starts[group + 1] {
+                members.append(found.ids[index])
+                groupNumbers.append(Int64(group))
+            }
+        }
+        let planned = members.count - range.count
+        var work = PostgresBatchWork()
+        var batchLosers: [[String]] = []
+        let body = {
+            if dedupe.writes {
+                let limit = max(1000, self.dedupe.options.settings.maxTransactionMilliseconds * 20)
+                try link.command("SET LOCAL statement_timeout = \(limit)")
+                try link.command("SET LOCAL lock_timeout = \(max(500, self.dedupe.options.settings.maxTransactionMilliseconds * 4))")
+                // The batch's rows, locked in key order (concurrent batches never deadlock on them).
+                let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
+                try link.command(
+                    """
+                    SELECT 1 FROM \(keys) JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))
+                    ORDER BY \(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")) FOR UPDATE OF t
+                    """, PostgresDedupe.bindings(PostgresDedupe.columns(members, width: width)))
+            }
+            let groups = try self.rank(members: members, groupNumbers: groupNumbers)
+            work.counts.groups = groups.count
+            let losers = groups.flatMap(\.losers)
+            batchLosers = losers
+            work.counts.deleted = losers.count
+            work.counts.skipped = planned - losers.count
+            work.counts.batches = 1
+            if wantSamples { work.samples = try self.samples(groups) }
+            guard !groups.isEmpty else { return }
+            work.counts.updated = try self.merge(groups, batch: batch)
+            for path in rule.references {
+                let (moved, deleted) = try self.repoint(path, groups: groups, batch: batch)
+                work.counts.repointed += moved
+                work.counts.childrenDeleted += deleted
+            }
+            try self.delete(losers, batch: batch)
+            if let runID = dedupe.runID {
+                try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(totals + work.counts, runID: runID))
+            }
+        }
+        if dedupe.writes {
+            try retrying { try session.writeTransaction(body) }
+        } else {
+            try body()
+            session.wouldDelete[rule.table.lowercased(), default: []] += batchLosers
+        }
+        return work
+    }
+
+    /// Retries a batch that lost a deadlock or a serialization conflict (it was rolled back whole).
+    func retrying(_ body: () throws -> Void) throws {
+        var attempt = 0
+        while true {
+            do {
+                return try body()
+            } catch let error as PSQLError {
+                let state = error.serverInfo?[.sqlState]
+                guard state == "40001" || state == "40P01", attempt < 5 else { throw error }
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.05 * Double(attempt))
+            }
+        }
+    }
+
+    /// The batch's groups as they are now: rows that still share a key, in winner order.
+    func rank(members: [[String]], groupNumbers: [Int64]) throws -> [Group] {
+        var binds = PostgresBindings()
+        binds.append(groupNumbers)
+        for column in PostgresDedupe.columns(members, width: width) { binds.append(column) }
+        var groups: [Group] = []
+        for row in try link.query(rankSQL, binds) {
+            let values = row.sqlValues
+            let id = values[0..<width].map { $0.string ?? "" }
+            let rank = values[width + 1].int ?? 0
+            let winner = values[(width + 2)..<(2 * width + 2)].map { $0.string ?? "" }
+            let merged = Array(values[(2 * width + 3)...])
+            if rank == 1 {
+                groups.append(Group(winner: winner, values: [merged]))
+            } else if !groups.isEmpty, groups[groups.count - 1].winner == winner {
+                groups[groups.count - 1].losers.append(id)
+                groups[groups.count - 1].values.append(merged)
+            }
+        }
+        return groups.filter { !$0.losers.isEmpty }
+    }
+
+    /// Journals rows of `table` (before-images) selected by `from` (a FROM clause aliasing the
+    /// table `c`, with its bindings).
+    /// `rid` is the row's key after the change (a re-pointed child's key may include the
+    /// reference); `path` names the re-pointing whose columns take the winner's (`w`) values.
+    func journal(
+        _ op: String, table: String, keys: [String], from: String, binds: PostgresBindings, batch: Int, path: ReferencePath? = nil
+    ) throws {
+        guard archive, let shape = shapes[table], let runID = dedupe.runID else { return }
+        let after = keys.map { key -> String in
+            if let path, let index = path.childColumns.firstIndex(where: { $0.caseInsensitiveCompare(key) == .orderedSame }) {
+                return "w.\(path.parentColumns[index].sqlIdentifier)"
+            }
+            return "c.\(key.sqlIdentifier)"
+        }
+        let rid = "jsonb_build_array(\(after.joined(separator: ", ")))"
+        try link.command(
+            """
+            INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
+            SELECT \(runID), \(batch), '\(op)', \(shape), \(rid), to_jsonb(c) \(from)
+            """, binds)
+    }
+
+    /// Resolves and applies the merges; returns the number of winners changed.
+    func merge(_ groups: [Group], batch: Int) throws -> Int {
+        guard !rule.mergeColumns.isEmpty else { return 0 }
+        let strategies = rule.mergeColumns.map(\.strategy)
+        var rows: [String] = []
+        var winners: [[String]] = []
+        for group in groups {
+            let changes = MergeResolver.changes(strategies: strategies, rows: group.values)
+            guard !changes.isEmpty else { continue }
+            var values = group.values[0]
+            for change in changes { values[change.index] = change.value }
+            winners.append(group.winner)
+            rows.append("(" + (group.winner.map(dialect.literal) + values.map(Self.textLiteral)).joined(separator: ", ") + ")")
+        }
+        guard !winners.isEmpty else { return 0 }
+        guard dedupe.writes else { return winners.count }
+        let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
+        try journal(
+            "update", table: rule.table, keys: dedupe.primaryKey,
+            from: "FROM \(keys) JOIN \(dedupe.table) AS c ON \(dedupe.keyJoin("c", "m", columns: dedupe.primaryKey))",
+            binds: PostgresDedupe.bindings(PostgresDedupe.columns(winners, width: width)), batch: batch)
+        let names = (0..<width).map { "k\($0)" } + rule.mergeColumns.indices.map { "v\($0)" }
+        let sets = rule.mergeColumns.enumerated().map { index, column in
+            "\(column.name.sqlIdentifier) = v.v\(index)::\(dedupe.type(column.name))"
+        }
+        try link.command(
+            """
+            UPDATE \(dedupe.table) AS t SET \(sets.joined(separator: ", "))
+            FROM (VALUES \(rows.joined(separator: ", "))) AS v(\(names.joined(separator: ", ")))
+            WHERE \(dedupe.keyJoin("t", "v", columns: dedupe.primaryKey))
+            """)
+        return winners.count
+    }
+
+    /// A value as a text literal (cast to the column's type where it is used).
+    static func textLiteral(_ value: SQLValue) -> String {
+        switch value {
+        case .null: return "NULL::text"
+        case let .integer(v): return "'\(v)'"
+        case let .real(v): return "'\(v)'"
+        case let .text(v): return "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
+        case let .blob(v): return "'\\x" + v.map { String(format: "%02x", $0) }.joined() + "'"
+        }
+    }
+
+    /// Moves the children of the losers to their winners; returns (re-pointed, deleted).
+    func repoint(_ path: ReferencePath, groups: [Group], batch: Int) throws -> (Int, Int) {
+        let losers = groups.flatMap(\.losers)
+        let winners = groups.flatMap { group in group.losers.map { _ in group.winner } }
+        let child = rule.qualified(path.childTable)
+        let childKey = childKeys[path.childTable] ?? []
+        if rule.rule.references == .restrict {
+            let count = try dedupe.childCount(path, of: losers)
+            if count > 0 { throw rule.restrictRefusal("\(count) row(s) of \(path.label) point at rows that would be deleted") }
+            return (0, 0)
+        }
+        let sets = zip(path.childColumns, path.parentColumns).map { "\($0.sqlIdentifier) = w.\($1.sqlIdentifier)" }.joined(separator: ", ")
+        if path.uniqueKeys.isEmpty {
+            let names = (0..<width).map { "k\($0)" } + (0..<width).map { "w\($0)" }
+            let pairs = "unnest(\((1...(2 * width)).map { "$\($0)::text[]" }.joined(separator: ", "))) AS m(\(names.joined(separator: ", ")))"
+            let from = """
+                FROM \(pairs) JOIN \(dedupe.table) AS p ON \(dedupe.keyJoin("p", "m", columns: dedupe.primaryKey))
+                JOIN \(dedupe.table) AS w ON \(dedupe.primaryKey.enumerated().map { "w.\($1.sqlIdentifier) = m.w\($0)::\(dedupe.type($1))" }.joined(separator: " AND "))
+                """
+            let binds = PostgresDedupe.bindings(
+                PostgresDedupe.columns(losers, width: width) + PostgresDedupe.columns(winners, width: width))
+            guard dedupe.writes else {
+                return (try link.query("SELECT count(*) \(from) JOIN \(child) AS c ON \(PostgresDedupe.join(path))", binds)
+                    .first?.sqlValues.first?.int ?? 0, 0)
+            }
+            try journal(
+                "update", table: path.childTable, keys: childKey, from: "\(from) JOIN \(child) AS c ON \(PostgresDedupe.join(path))", binds: binds,
+                batch: batch, path: path)
+            let moved = try link.command("UPDATE \(child) AS c SET \(sets) \(from) WHERE \(PostgresDedupe.join(path))", binds)
+            return (moved, 0)
+        }
+        // A unique key of the child includes the reference: decided row by row, as SQLite does.
+        // Children of the winner first, then of each loser in winner order; a row whose key
+        // after re-pointing is taken is a duplicate itself and deleted.
+        let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
+        var members: [[String]] = []
+        var order: [Int64] = []
+        var owner: [Int] = []
+        for (index, group) in groups.enumerated() {
+            for member in [group.winner] + group.losers {
+                members.append(member)
+                order.append(Int64(order.count))
+                owner.append(index)
+            }
+        }
+        let names = ["o"] + (0..<width).map { "k\($0)" }
+        let keysFrom = "unnest($1::int8[]\((0..<width).map { ", $\($0 + 2)::text[]" }.joined())) AS m(\(names.joined(separator: ", ")))"
+        var binds = PostgresBindings()
+        binds.append(order)
+        for column in PostgresDedupe.columns(members, width: width) { binds.append(column) }
+        let parentValues = path.parentColumns.map { "(p.\($0.sqlIdentifier))::text" }
+        let rows = try link.query(
+            """
+            SELECT m.o, \(childKey.map { "(c.\($0.sqlIdentifier))::text" }.joined(separator: ", ")), \
+            \(parentValues.joined(separator: ", ")), \(keyColumns.map { "(c.\($0.sqlIdentifier))::text" }.joined(separator: ", "))
+            FROM \(keysFrom) JOIN \(dedupe.table) AS p ON \(dedupe.keyJoin("p", "m", columns: dedupe.primaryKey))
+            JOIN \(child) AS c ON \(PostgresDedupe.join(path))
+            ORDER BY m.o, \(childKey.map { "c.\($0.sqlIdentifier)" }.joined(separator: ", "))
+            """, binds)
+        var winnerValues: [Int: [SQLValue]] = [:]
+        var occupied = Set<[SQLValue]>()
+        var currentGroup = -1
+        var moves: [([String], [String])] = []
+        var deletes: [[String]] = []
+        let k = childKey.count
+        let pc = path.parentColumns.count
+        for row in rows {
+            let values = row.sqlValues
+            let position = values[0].int ?? 0
+            let group = owner[position]
+            let childID = values[1...k].map { $0.string ?? "" }
+            let parent = Array(values[(k + 1)...(k + pc)])
+            var current: [String: SQLValue] = [:]
+            for (offset, name) in keyColumns.enumerated() { current[name] = values[k + pc + 1 + offset] }
+            let isWinner = members[position] == groups[group].winner
+            if group != currentGroup {
+                occupied.removeAll()
+                currentGroup = group
+            }
+            if isWinner { winnerValues[group] = parent }
+            if !isWinner {
+                // The winner's referenced values (read from any of its rows, else from the parent).
+                let target = try winnerValues[group] ?? referenced(path, winner: groups[group].winner)
+                winnerValues[group] = target
+                for (column, value) in zip(path.childColumns, target) { current[column] = value }
+            }
+            let tuples: [[SQLValue]] = path.uniqueKeys.enumerated().compactMap { keyIndex, key in
+                let tuple = key.map { current[$0] ?? .null }
+                return tuple.contains(where: \.isNull) ? nil : [SQLValue(keyIndex)] + tuple
+            }
+            if isWinner || !tuples.contains(where: occupied.contains) {
+                occupied.formUnion(tuples)
+                if !isWinner { moves.append((childID, groups[group].winner)) }
+            } else {
+                deletes.append(childID)
+            }
+        }
+        guard dedupe.writes else { return (moves.count, deletes.count) }
+        let types = childTypes[path.childTable]
+        let childNames = (0..<k).map { "k\($0)" }
+        if !deletes.isEmpty {
+            let from = "FROM \(dedupe.unnestKeys(first: 1, count: k, alias: "m", names: childNames)) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types))"
+            let binds = PostgresDedupe.bindings(PostgresDedupe.columns(deletes, width: k))
+            try journal("delete", table: path.childTable, keys: childKey, from: from, binds: binds, batch: batch)
+            try link.command(
+                "DELETE FROM \(child) AS c USING \(dedupe.unnestKeys(first: 1, count: k, alias: "m", names: childNames)) WHERE \(dedupe.keyJoin("c", "m", columns: childKey, types: types))",
+                binds)
+        }
+        if !moves.isEmpty {
+            let names = childNames + (0..<width).map { "w\($0)" }
+            let pairs = "unnest(\((1...(k + width)).map { "$\($0)::text[]" }.joined(separator: ", "))) AS m(\(names.joined(separator: ", ")))"
+            let winnerJoin = dedupe.primaryKey.enumerated().map { "w.\($1.sqlIdentifier) = m.w\($0)::\(dedupe.type($1))" }.joined(separator: " AND ")
+            let binds = PostgresDedupe.bindings(
+                PostgresDedupe.columns(moves.map(\.0), width: k) + PostgresDedupe.columns(moves.map(\.1), width: width))
+            try journal(
+                "update", table: path.childTable, keys: childKey,
+                from: "FROM \(pairs) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types)) JOIN \(dedupe.table) AS w ON \(winnerJoin)",
+                binds: binds, batch: batch, path: path)
+            try link.command(
+                """
+                UPDATE \(child) AS c SET \(sets) FROM \(pairs) JOIN \(dedupe.table) AS w ON \(winnerJoin)
+                WHERE \(dedupe.keyJoin("c", "m", columns: childKey, types: types))
+                """, binds)
+        }
+        return (moves.count, deletes.count)
+    }
+
+    /// The values a winner's children hold (its referenced columns).
+    func referenced(_ path: ReferencePath, winner: [String]) throws -> [SQLValue] {
+        let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
+        let row = try link.query(
+            """
+            SELECT \(path.parentColumns.map { "(p.\($0.sqlIdentifier))::text" }.joined(separator: ", "))
+            FROM \(keys) JOIN \(dedupe.table) AS p ON \(dedupe.keyJoin("p", "m", columns: dedupe.primaryKey))
+            """, PostgresDedupe.bindings(PostgresDedupe.columns([winner], width: width)))
+        return row.first?.sqlValues ?? []
+    }
+
+    /// Journals and deletes the losers.
+    func delete(_ losers: [[String]], batch: Int) throws {
+        guard dedupe.writes, !losers.isEmpty else { return }
+        let names = (0..<width).map { "k\($0)" }
+        let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: names)
+        let binds = PostgresDedupe.bindings(PostgresDedupe.columns(losers, width: width))
+        try journal(
+            "delete", table: rule.table, keys: dedupe.primaryKey,
+            from: "FROM \(keys) JOIN \(dedupe.table) AS c ON \(dedupe.keyJoin("c", "m", columns: dedupe.primaryKey))", binds: binds,
+            batch: batch)
+        try link.command("DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))", binds)
+    }
+
+    /// Sample groups for `plan`.
+    func samples(_ groups: [Group]) throws -> [GroupSample] {
+        let limit = max(0, dedupe.options.sampleLimit)
+        let chosen = groups.prefix(limit)
+        guard !chosen.isEmpty else { return [] }
+        var columns: [String] = []
+        func add(_ name: String) {
+            if !columns.contains(where: { $0.caseInsensitiveCompare(name) == .orderedSame }), !dedupe.primaryKey.contains(name) {
+                columns.append(name)
+            }
+        }
+        rule.keyColumns.forEach(add)
+        for term in rule.winnerTerms { if case let .column(name, _, _) = term { add(name) } }
+        rule.mergeColumns.forEach { add($0.name) }
+        for name in rule.storedColumns where columns.count < 8 { add(name) }
+        let shown = columns.map { name -> String in
+            let value = "(t.\(name.sqlIdentifier))::text"
+            return PostgresDialect.isText(rule.columnTypes[name])
+                ? "CASE WHEN t.\(name.sqlIdentifier) IS NULL THEN 'NULL' ELSE quote_literal(t.\(name.sqlIdentifier)) END"
+                : "coalesce(\(value), 'NULL')"
+        }
+        let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
+        var samples: [GroupSample] = []
+        var ordinal: Int64 = 0
+        func rowID(_ id: [String]) -> Int64 {
+            if id.count == 1, let value = Int64(id[0]) { return value }
+            ordinal += 1
+            return ordinal
+        }
+        for group in chosen {
+            let all = [group.winner] + group.losers
+            let rows = try link.query(
+                """
+                SELECT \(dedupe.idTexts("t").joined(separator: ", ")), \(shown.joined(separator: ", "))
+                FROM \(keys) JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))
+                """, PostgresDedupe.bindings(PostgresDedupe.columns(all, width: width)))
+            var byID: [[String]: [String]] = [:]
+            for row in rows {
+                let values = row.sqlValues
+                byID[values[0..<width].map { $0.string ?? "" }] = values[width...].map { $0.string ?? "NULL" }
+            }
+            let ids = all.map(rowID)
+            var sample = GroupSample(
+                key: rule.keyColumns.map { key in
+                    columns.firstIndex { $0.caseInsensitiveCompare(key) == .orderedSame }.flatMap { byID[group.winner]?[$0] } ?? ""
+                }, winner: ids[0], losers: Array(ids.dropFirst()))
+            sample.columns = columns
+            sample.rows = zip(all, ids).compactMap { id, number in byID[id].map { GroupSample.SampleRow(rowID: number, values: $0) } }
+            for change in MergeResolver.changes(strategies: rule.mergeColumns.map(\.strategy), rows: group.values) {
+                sample.merged.append(
+                    .init(
+                        column: rule.mergeColumns[change.index].name, before: Self.shown(group.values[0][change.index]),
+                        after: Self.shown(change.value)))
+            }
+            for path in rule.references {
+                for (loser, number) in zip(group.losers, ids.dropFirst()) {
+                    let count = try dedupe.childCount(path, of: [loser])
+                    if count > 0 {
+                        sample.children.append(.init(reference: path.label, loser: number, rows: count, mayCollide: !path.uniqueKeys.isEmpty))
+                    }
+                }
+            }
+            samples.append(sample)
+        }
+        return samples
+    }
+
+    static func shown(_ value: SQLValue) -> String {
+        switch value {
+        case .null: return "NULL"
+        case let .integer(v): return String(v)
+        case let .real(v): return "\(v)"
+        case let .text(v): return "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
+        case let .blob(v): return "X'" + v.map { String(format: "%02X", $0) }.joined() + "'"
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import Crypto
+import Foundation
+import PostgresNIO
+import WinnowCore
+
+/// The duplicate groups one discovery found: every member's primary key (as text, one string
+/// per key column), in group order, winner first. Kept by the session between the executions
+/// of one rule (the guard pass and the batches).
+struct FoundGroups {
+    var ids: [[String]] = []
+    /// Where each group starts in `ids`, plus the end.
+    var starts: [Int] = []
+    var groupCount: Int { max(0, starts.count - 1) }
+}
+
+/// One rule on PostgreSQL: discovery in one window query; batches of groups by primary key
+/// (`unnest` of key arrays), each one transaction under `SET LOCAL lock_timeout` and
+/// `statement_timeout`: the groups ranked again as they are now (rows locked first), merges
+/// resolved by ``MergeResolver`` (the same code as SQLite's), children re-pointed by one
+/// `UPDATE ... FROM` per child table (row by row only where a unique key of the child can
+/// collide), everything journaled as `jsonb` images for `restore`, then one `DELETE ... USING`.
+/// With `runID` nil nothing is written (`plan`): the same reads, the writes counted instead.
+struct PostgresDedupe: RuleExecution {
+    let session: PostgresSession
+    let rule: CompiledRule
+    let runID: Int64?
+    let options: RuleExecutionOptions
+
+    var writes: Bool { runID != nil }
+    private var link: PostgresLink { session.link }
+    private var dialect: PostgresDialect { session.postgresDialect }
+    var primaryKey: [String] { rule.primaryKey }
+    var table: String { rule.qualifiedTable }
+
+    /// `t.pk::text` per key column.
+    func idTexts(_ alias: String) -> [String] { primaryKey.map { "(\(alias).\($0.sqlIdentifier))::text" } }
+
+    /// The declared type of a column (for casts from text).
+    func type(_ column: String, in types: [String: String]? = nil) -> String {
+        let known = (types ?? rule.columnTypes)[column] ?? "text"
+        return known.isEmpty ? "text" : known
+    }
+
+    /// `unnest($first::text[], ...) AS alias(c0, c1, ...)` over key arrays, joined to `t`.
+    func unnestKeys(first: Int, count: Int, alias: String, names: [String]) -> String {
+        let arrays = (0..<count).map { "$\(first + $0)::text[]" }.joined(separator: ", ")
+        return "unnest(\(arrays)) AS \(alias)(\(names.joined(separator: ", ")))"
+    }
+
+    func keyJoin(_ tableAlias: String, _ keyAlias: String, columns: [String], types: [String: String]? = nil) -> String {
+        columns.enumerated().map { index, column in
+            "\(tableAlias).\(column.sqlIdentifier) = \(keyAlias).k\(index)::\(type(column, in: types))"
+        }.joined(separator: " AND ")
+    }
+
+    static func bindings(_ arrays: [[String]], prefix: [Int64] = []) -> PostgresBindings {
+        var binds = PostgresBindings(capacity: prefix.count + arrays.count)
+        for value in prefix { binds.append(value) }
+        for array in arrays { binds.append(array) }
+        return binds
+    }
+
+    /// Columns of an id list, as arrays per key column.
+    static func columns(_ ids: [[String]], width: Int) -> [[String]] {
+        (0..<width).map { column in ids.map { $0[column] } }
+    }
+
+    // MARK: discovery
+
+    func discover() throws -> Discovery {
+        var exclusion = ""
+        var binds = PostgresBindings()
+        if let excluded = session.wouldDelete[rule.table.lowercased()], !excluded.isEmpty {
+            // plan: rows an earlier rule would have deleted are gone for this one.
+            let keys = unnestKeys(first: 1, count: primaryKey.count, alias: "x", names: primaryKey.indices.map { "k\($0)" })
+            exclusion = " AND NOT EXISTS (SELECT 1 FROM \(keys) WHERE \(keyJoin("t", "x", columns: primaryKey)))"
+            binds = Self.bindings(Self.columns(excluded, width: primaryKey.count))
+        }
+        let groups = rule.groupExpressions(alias: "t")
+        let groupNames = groups.indices.map { "winnow_g\($0)" }
+        let sql = """
+            SELECT \(primaryKey.indices.map { "s.winnow_id\($0)" }.joined(separator: ", ")), s.winnow_rn FROM (
+                SELECT \(idTexts("t").enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")), \
+            \(groupNames.map { "t.\($0)" }.joined(separator: ", ")),
+                       count(*) OVER (PARTITION BY \(groupNames.map { "t.\($0)" }.joined(separator: ", "))) AS winnow_n,
+                       row_number() OVER (PARTITION BY \(groupNames.map { "t.\($0)" }.joined(separator: ", ")) ORDER BY \(rule.orderBy(alias: "t"))) AS winnow_rn
+                FROM (SELECT t.*, \(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
+                      FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)) AS t
+            ) AS s WHERE s.winnow_n > 1 ORDER BY \(groupNames.map { "s.\($0)" }.joined(separator: ", ")), s.winnow_rn
+            """
+        var found = FoundGroups()
+        let width = primaryKey.count
+        for row in try link.query(sql, binds) {
+            let values = row.sqlValues
+            if values[width].int64 == 1 { found.starts.append(found.ids.count) }
+            found.ids.append(values[0..<width].map { $0.string ?? "" })
+        }
+        found.starts.append(found.ids.count)
+        session.found[rule.rule.index] = found
+        var total = try session.value("SELECT count(*) FROM \(table)").int ?? 0
+        total -= session.wouldDelete[rule.table.lowercased()]?.count ?? 0
+        return Discovery(groups: found.groupCount, losers: found.ids.count - found.groupCount, tableRows: total)
+    }
+
+    func checkGuards(_ discovery: Discovery) throws {
+        if let limit = rule.rule.maxDeletePercent, discovery.tableRows > 0 {
+            let share = Double(discovery.losers) * 100 / Double(discovery.tableRows)
+            if share > limit {
+                throw WinnowError.refused(
+                    """
+                    \(rule.rule.keyPath) (\(rule.table)): would delete \(discovery.losers) of \(discovery.tableRows) rows \
+                    (\(String(format: "%.1f", share))%), more than max_delete_percent \(String(format: "%g", limit))%; nothing was changed
+                    """)
+            }
+        }
+        guard rule.rule.references == .restrict, let found = session.found[rule.rule.index] else { return }
+        let losers = losers(of: found, groups: 0..<found.groupCount)
+        guard !losers.isEmpty else { return }
+        for path in rule.references {
+            let count = try childCount(path, of: losers)
+            if count > 0 {
+                throw rule.restrictRefusal("\(count) row(s) of \(path.label) point at rows that would be deleted; nothing was changed")
+            }
+        }
+    }
+
+    func losers(of found: FoundGroups, groups: Range<Int>) -> [[String]] {
+        groups.flatMap { group in found.ids[(found.starts[group] + 1)..<found.starts[group + 1]] }
+    }
+
+    /// Child rows of `path` that point at the rows `ids`.
+    func childCount(_ path: ReferencePath, of ids: [[String]]) throws -> Int {
+        let keys = unnestKeys(first: 1, count: primaryKey.count, alias: "m", names: primaryKey.indices.map { "k\($0)" })
+        let rows = try link.query(
+            """
+            SELECT count(*) FROM \(keys) JOIN \(table) AS p ON \(keyJoin("p", "m", columns: primaryKey))
+            JOIN \(rule.qualified(path.childTable)) AS c ON \(Self.join(path))
+            """, Self.bindings(Self.columns(ids, width: primaryKey.count)))
+        return rows.first?.sqlValues.first?.int ?? 0
+    }
+
+    static func join(_ path: ReferencePath) -> String {
+        zip(path.childColumns, path.parentColumns).map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
+    }
+
+    func prepare() throws {}
+
+    // MARK: batches
+
+    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
+        guard let found = session.found[rule.rule.index], found.groupCount > 0 else { return Counts() }
+        var counts = Counts()
+        var sizer = BatchSizer(configured: options.settings.size, maxTransactionMilliseconds: options.settings.maxTransactionMilliseconds)
+        let writer = try PostgresBatch(dedupe: self)
+        var next = 0
+        var done = 0
+        while next < found.groupCount {
+            if done > 0, writes, options.deadline.passed() { break }
+            if done > 0, options.settings.pauseMilliseconds > 0 {
+                Thread.sleep(forTimeInterval: Double(options.settings.pauseMilliseconds) / 1000)
+            }
+            let range = next..<min(found.groupCount, next + sizer.current)
+            let number = batchNumber
+            let started = Date()
+            let wantSamples = samples.count < options.sampleLimit
+            let work = try writer.run(found: found, groups: range, batch: number, totals: totals, wantSamples: wantSamples)
+            let seconds = Date().timeIntervalSince(started)
+            sizer.record(size: range.count, seconds: seconds)
+            counts = counts + work.counts
+            totals = totals + work.counts
+            samples += work.samples.prefix(max(0, options.sampleLimit - samples.count))
+            done += work.counts.deleted + work.counts.skipped
+            options.onEvent(
+                .batch(
+                    BatchReport(
+                        rule: rule.rule.index, table: rule.table, batch: number, counts: work.counts, seconds: seconds, done: done,
+                        total: discovery.losers)))
+            batchNumber += 1
+            next = range.upperBound
+        }
+        return counts
+    }
+
+    func deletionDigest() throws -> String? {
+        guard !writes else { return nil }
+        let deleted = (session.wouldDelete[rule.table.lowercased()] ?? []).map { $0.joined(separator: "\u{1F}") }.sorted()
+        let digest = SHA256.hash(data: Data(deleted.joined(separator: "\u{1E}").utf8))
+        return digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts {
+        guard let column = rule.hashColumn else { return Counts() }
+        let hash = rule.hashExpression(alias: "t")
+        let stale = "t.\(column.sqlIdentifier) IS DISTINCT FROM \(hash)"
+        var counts = Counts()
+        if !writes {
+            counts.hashed = try session.value("SELECT count(*) FROM \(table) AS t WHERE \(stale)").int ?? 0
+            return counts
+        }
+        // In slices of the primary key's order, each its own transaction.
+        var sizer = BatchSizer(
+            configured: max(options.settings.size, BatchSizer.rowRangeStart), maxTransactionMilliseconds: options.settings.maxTransactionMilliseconds,
+            start: BatchSizer.rowRangeStart)
+        let order = primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")
+        var after: [String]?
+        while true {
+            let started = Date()
+            var changed = 0
+            var last: [String]?
+            try session.writeTransaction {
+                let keys = after.map { values -> String in
+                    "(\(order)) > (\(zip(primaryKey, values).map { "\(dialect.literal($1))::\(type($0))" }.joined(separator: ", ")))"
+                }
+                let slice = try link.query(
+                    """
+                    SELECT \(idTexts("t").joined(separator: ", ")) FROM \(table) AS t \(keys.map { "WHERE \($0)" } ?? "")
+                    ORDER BY \(order) OFFSET \(sizer.current - 1) LIMIT 1
+                    """)
+                last = slice.first.map { $0.sqlValues.map { $0.string ?? "" } }
+                var range = keys.map { [$0] } ?? []
+                if let last {
+                    range.append(
+                        "(\(order)) <= (\(zip(primaryKey, last).map { "\(dialect.literal($1))::\(type($0))" }.joined(separator: ", ")))")
+                }
+                changed = try link.command(
+                    """
+                    UPDATE \(table) AS t SET \(column.sqlIdentifier) = \(hash)
+                    WHERE \((range + [stale]).joined(separator: " AND "))
+                    """)
+                var progress = totals
+                progress.hashed += counts.hashed + changed
+                try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(progress, runID: runID!))
+            }
+            counts.hashed += changed
+            sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
+            guard let last else { break }
+            after = last
+        }
+        totals.hashed += counts.hashed
+        if counts.hashed > 0 { counts.batches += 1 }
+        return counts
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import WinnowCore
+
+/// The PostgreSQL backend: `postgresql://` URLs (libpq's conventions, see
+/// ``PostgresLocation``), one connection per command.
+public struct PostgresBackend: DatabaseBackend {
+    /// Reads seed databases (SQLite files) for `seed:`.
+    let seedBackend: (any DatabaseBackend)?
+    let environment: [String: String]
+
+    public init(seedBackend: (any DatabaseBackend)? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.seedBackend = seedBackend
+        self.environment = environment
+    }
+
+    public func withSession<T>(_ location: String, mode: AccessMode, _ body: (any DatabaseSession) throws -> T) throws -> T {
+        let parsed = try PostgresLocation.parse(location, environment: environment)
+        let link = try PostgresLink(parsed)
+        let session: PostgresSession
+        do {
+            let readOnly: Bool
+            if case .readOnly = mode { readOnly = true } else { readOnly = false }
+            session = try PostgresSession(link: link, location: parsed.redacted, readOnly: readOnly, seedBackend: seedBackend)
+        } catch let error as WinnowError {
+            throw error
+        } catch {
+            throw WinnowError.notFound("\(parsed.redacted): \(error)")
+        }
+        do {
+            return try body(session)
+        } catch {
+            session.rollbackIfNeeded()
+            throw session.mapError(error)
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import WinnowCore
+
+/// PostgreSQL's spelling: user tables qualified with their schema, winnow's tables in their own
+/// schema (`winnow`), `IS NOT DISTINCT FROM`, rows identified by primary key.
+///
+/// The key normalisers and the key hash are spelled in plain SQL (no function is installed, so
+/// `plan` and `check` work on a read-only connection) and give exactly what ``Normalize`` and
+/// SQLite's `winnow_hash` give: the character tables (white space, decimal digits, lowercase
+/// mappings) are generated from Swift's own Unicode data, not from the server's locale.
+public struct PostgresDialect: SQLDialect {
+    /// The schema of the user's tables.
+    public var userSchema: String
+    /// The schema of winnow's tables.
+    public var bookkeepingSchemaName: String
+
+    public init(userSchema: String = "public", bookkeepingSchema: String = "winnow") {
+        self.userSchema = userSchema
+        self.bookkeepingSchemaName = bookkeepingSchema
+    }
+
+    public var name: String { "postgresql" }
+
+    public var capabilities: DialectCapabilities {
+        DialectCapabilities(
+            transactionalDDL: true, alterColumnNullability: true, triggers: false, advisoryLocks: true, changeToken: false)
+    }
+
+    public func table(_ name: String) -> String { "\(userSchema.sqlIdentifier).\(name.sqlIdentifier)" }
+
+    public func bookkeeping(_ name: String) -> String { "\(bookkeepingSchemaName.sqlIdentifier).\(name.sqlIdentifier)" }
+
+    public func nullSafeEqual(_ a: String, _ b: String) -> String { "\(a) IS NOT DISTINCT FROM \(b)" }
+
+    public func rowIdentity(of table: LiveTable) -> RowIdentity? {
+        table.primaryKey.isEmpty ? nil : .primaryKey(table.primaryKey)
+    }
+
+    public var alwaysTrue: String { "true" }
+
+    public func countTrue(_ conditions: [String]) -> String {
+        "(\(conditions.isEmpty ? "0" : conditions.map { "(\($0))::int" }.joined(separator: " + ")))"
+    }
+
+    /// Whether values of `type` compare under a collation (text-like types).
+    static func isText(_ type: String?) -> Bool {
+        guard let type = type?.lowercased() else { return false }
+        return type == "text" || type.hasPrefix("character") || type.hasPrefix("varchar") || type.hasPrefix("char")
+            || type == "name" || type == "citext" || type == "bpchar"
+    }
+
+    public func orderTerm(_ expression: String, type: String?, descending: Bool, nullsLast: Bool, tieBreak: Bool) -> String {
+        // SQLite: text compares byte by byte (BINARY), NULL is the smallest value.
+        let collate = Self.isText(type) ? " COLLATE \"C\"" : ""
+        let nulls = nullsLast || descending ? "NULLS LAST" : "NULLS FIRST"
+        return "\(expression)\(collate) \(descending ? "DESC" : "ASC") \(nulls)"
+    }
+
+    public func normalized(_ expression: String, by normalizer: Normalizer) -> String {
+        let x = "(\(expression))::text"
+        switch normalizer {
+        case .trim:
+            return "btrim(\(x), \(PostgresUnicode.whitespaceLiteral))"
+        case .collapseWhitespace:
+            return "regexp_replace(\(x), '[\(PostgresUnicode.whitespaceClass)]+', ' ', 'g')"
+        case .lowercase:
+            // ASCII text (as many bytes as characters) by the C locale; the rest by Swift's table.
+            let translated = "translate(\(x), \(PostgresUnicode.lowercaseFrom), \(PostgresUnicode.lowercaseTo))"
+            let full = PostgresUnicode.lowercaseSpecials.reduce(translated) { "replace(\($0), \($1.from), \($1.to))" }
+            return "(CASE WHEN octet_length(\(x)) = char_length(\(x)) THEN lower(\(x) COLLATE \"C\") ELSE \(full) END)"
+        case .nfkc:
+            return "(CASE WHEN octet_length(\(x)) = char_length(\(x)) THEN \(x) ELSE normalize(\(x), NFKC) END)"
+        case .digitsOnly:
+            return "regexp_replace(\(x), '[^\(PostgresUnicode.digitClass)]', '', 'g')"
+        }
+    }
+
+    public func keyHash(nullsEqual: Bool, _ parts: [(sql: String, type: String?)]) -> String {
+        let encoded = parts.map { part -> String in
+            let value = Self.encoding(part.sql, type: part.type)
+            return nullsEqual ? "coalesce(\(value), '\\x00'::bytea)" : value
+        }
+        return "encode(sha256(\(encoded.joined(separator: " || "))), 'hex')"
+    }
+
+    /// The ``ValueCodec`` encoding of one value (NULL for NULL): integers as tag 1 + 8 bytes
+    /// little-endian, reals equal to an integer as that integer (as SQLite's GROUP BY groups
+    /// them), other reals as tag 2 + their bits, bytea as tag 4, everything else as text.
+    static func encoding(_ expression: String, type: String?) -> String {
+        let type = type?.lowercased() ?? "text"
+        func littleEndian(_ bigEndian: String) -> String {
+            (1...8).reversed().map { "substring(\(bigEndian) from \($0) for 1)" }.joined(separator: " || ")
+        }
+        func varint(_ length: String) -> String {
+            """
+            (CASE WHEN \(length) < 128 THEN set_byte('\\x00'::bytea, 0, \(length)) \
+            WHEN \(length) < 16384 THEN set_byte(set_byte('\\x0000'::bytea, 0, (\(length) & 127) | 128), 1, \(length) >> 7) \
+            WHEN \(length) < 2097152 THEN set_byte(set_byte(set_byte('\\x000000'::bytea, 0, (\(length) & 127) | 128), 1, ((\(length) >> 7) & 127) | 128), 2, \(length) >> 14) \
+            ELSE set_byte(set_byte(set_byte(set_byte('\\x00000000'::bytea, 0, (\(length) & 127) | 128), 1, ((\(length) >> 7) & 127) | 128), 2, ((\(length) >> 14) & 127) | 128), 3, \(length) >> 21) END)
+            """
+        }
+        if ["integer", "bigint", "smallint", "int", "int2", "int4", "int8", "serial", "bigserial"].contains(type) {
+            return "('\\x01'::bytea || \(littleEndian("int8send((\(expression))::int8)")))"
+        }
+        if ["real", "double precision", "float4", "float8"].contains(type) || type.hasPrefix("numeric") || type.hasPrefix("decimal") {
+            let real = "(\(expression))::float8"
+            return """
+                (CASE WHEN \(real) = trunc(\(real)) AND \(real) >= -9223372036854775808.0 AND \(real) < 9223372036854775808.0 \
+                THEN '\\x01'::bytea || \(littleEndian("int8send((\(real))::int8)")) \
+                ELSE '\\x02'::bytea || \(littleEndian("float8send(\(real))")) END)
+                """
+        }
+        if type == "bytea" {
+            return "('\\x04'::bytea || \(varint("length(\(expression))")) || (\(expression)))"
+        }
+        let bytes = "convert_to((\(expression))::text, 'UTF8')"
+        return "('\\x03'::bytea || \(varint("length(\(bytes))")) || \(bytes))"
+    }
+
+    public var bookkeepingSchema: [String] {
+        let s = bookkeepingSchemaName.sqlIdentifier
+        return [
+            "CREATE SCHEMA IF NOT EXISTS \(s)",
+            """
+            CREATE TABLE IF NOT EXISTS \(s).winnow_runs (
+                id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+                command TEXT NOT NULL,
+                job TEXT,
+                started_at TEXT NOT NULL,
+                finished_at TEXT,
+                status TEXT NOT NULL,
+                archive BIGINT NOT NULL DEFAULT 0,
+                groups BIGINT NOT NULL DEFAULT 0,
+                deleted BIGINT NOT NULL DEFAULT 0,
+                updated BIGINT NOT NULL DEFAULT 0,
+                repointed BIGINT NOT NULL DEFAULT 0,
+                children_deleted BIGINT NOT NULL DEFAULT 0,
+                hashed BIGINT NOT NULL DEFAULT 0,
+                skipped BIGINT NOT NULL DEFAULT 0,
+                batches BIGINT NOT NULL DEFAULT 0,
+                migration_steps BIGINT NOT NULL DEFAULT 0,
+                seconds DOUBLE PRECISION NOT NULL DEFAULT 0,
+                restores_run BIGINT,
+                restored_by BIGINT,
+                message TEXT
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS \(s).winnow_journal_shapes (
+                id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+                tbl TEXT NOT NULL,
+                columns TEXT NOT NULL,
+                UNIQUE (tbl, columns)
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS \(s).winnow_journal (
+                id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+                run_id BIGINT NOT NULL,
+                batch BIGINT NOT NULL,
+                op TEXT NOT NULL CHECK (op IN ('delete', 'update')),
+                shape_id BIGINT NOT NULL,
+                rid JSONB NOT NULL,
+                image JSONB NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS winnow_journal_by_run ON \(s).winnow_journal (run_id, id)",
+            """
+            CREATE TABLE IF NOT EXISTS \(s).winnow_run_rules (
+                run_id BIGINT NOT NULL,
+                rule BIGINT NOT NULL,
+                tbl TEXT NOT NULL,
+                key TEXT NOT NULL,
+                groups BIGINT NOT NULL DEFAULT 0,
+                deleted BIGINT NOT NULL DEFAULT 0,
+                updated BIGINT NOT NULL DEFAULT 0,
+                repointed BIGINT NOT NULL DEFAULT 0,
+                children_deleted BIGINT NOT NULL DEFAULT 0,
+                hashed BIGINT NOT NULL DEFAULT 0,
+                skipped BIGINT NOT NULL DEFAULT 0,
+                batches BIGINT NOT NULL DEFAULT 0,
+                PRIMARY KEY (run_id, rule)
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS \(s).winnow_lock (
+                id BIGINT PRIMARY KEY CHECK (id = 1),
+                run_id BIGINT,
+                pid BIGINT NOT NULL,
+                process_start TEXT,
+                host TEXT NOT NULL,
+                acquired_at TEXT NOT NULL
+            )
+            """,
+        ]
+    }
+
+    public var versionSchema: [String] {
+        let s = bookkeepingSchemaName.sqlIdentifier
+        return [
+            "CREATE SCHEMA IF NOT EXISTS \(s)",
+            """
+            CREATE TABLE IF NOT EXISTS \(s).winnow_schema (
+                id BIGINT PRIMARY KEY CHECK (id = 1),
+                version BIGINT NOT NULL,
+                checksum TEXT NOT NULL,
+                applied_at TEXT NOT NULL,
+                run_id BIGINT
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS \(s).winnow_seeds (
+                name TEXT PRIMARY KEY,
+                seeded_at TEXT NOT NULL,
+                run_id BIGINT,
+                rows BIGINT NOT NULL DEFAULT 0
+            )
+            """,
+        ]
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import PostgresNIO
+import WinnowCore
+
+/// A ``DatabaseSession`` over one PostgreSQL connection, held for the whole command (temporary
+/// state, the advisory lock and transactions belong to the server session).
+///
+/// The core writes its statements with `?` placeholders; they become `$1`, `$2`, ... here. The
+/// stages are PostgreSQL's own: the catalog for inspection, native transactional DDL for
+/// migrations (rehearsed in a transaction that is rolled back), set-based batches by primary key.
+public final class PostgresSession: DatabaseSession {
+    let link: PostgresLink
+    let postgresDialect: PostgresDialect
+    public let location: String
+    let readOnly: Bool
+    /// Another backend that reads seed files (SQLite), when the command line gave one.
+    let seedBackend: (any DatabaseBackend)?
+    private(set) var inTransaction = false
+    /// The groups each rule's last discovery found (by rule index).
+    var found: [Int: FoundGroups] = [:]
+    /// `plan`: the rows earlier rules would have deleted, by table (later rules count without them).
+    var wouldDelete: [String: [[String]]] = [:]
+    let serverVersion: Int32
+
+    init(link: PostgresLink, location: String, readOnly: Bool, seedBackend: (any DatabaseBackend)?) throws {
+        self.link = link
+        self.location = location
+        self.readOnly = readOnly
+        self.seedBackend = seedBackend
+        let row = try link.query("SELECT current_schema(), current_setting('server_version_num')::int8, current_setting('server_encoding')")
+        let values = row.first?.sqlValues ?? []
+        guard let schema = values.first?.string else {
+            throw WinnowError.refused(
+                "\(location): no current schema (the search_path names no schema that exists); set search_path or create the schema")
+        }
+        serverVersion = Int32(values.count > 1 ? values[1].int ?? 0 : 0)
+        if values.count > 2, values[2].string != "UTF8" {
+            throw WinnowError.refused(
+                "\(location): the database's encoding is \(values[2].string ?? "?"); winnow's key normalisers need UTF8")
+        }
+        guard serverVersion >= 130_000 else {
+            throw WinnowError.refused("\(location): PostgreSQL \(serverVersion / 10000) is too old; winnow needs 13 or later")
+        }
+        postgresDialect = PostgresDialect(userSchema: schema, bookkeepingSchema: link.location.bookkeepingSchema)
+        if readOnly { try link.command("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY") }
+        // A statement waiting for another session's lock gives up instead of queueing every
+        // writer behind it; winnow retries what it can.
+        try link.command("SET lock_timeout = '5s'")
+        try link.command("SET idle_in_transaction_session_timeout = '10min'")
+    }
+
+    public var dialect: any SQLDialect { postgresDialect }
+    /// The migration planner's engine check is SQLite's: PostgreSQL does everything a recent
+    /// SQLite does natively (rename/drop column).
+    public var engineVersion: Int32 { 3_045_000 }
+
+    // MARK: statements
+
+    /// `?` placeholders as `$1`, `$2`, ... (quoted text, identifiers and comments left alone).
+    static func numbered(_ sql: String) -> String {
+        guard sql.contains("?") else { return sql }
+        var out = ""
+        out.reserveCapacity(sql.utf8.count + 8)
+        var number = 0
+        var quote: Character?
+        var previous: Character = " "
+        var lineComment = false
+        for char in sql {
+            if lineComment {
+                out.append(char)
+                if char == "\n" { lineComment = false }
+            } else if let open = quote {
+                out.append(char)
+                if char == open { quote = nil }
+            } else if char == "'" || char == "\"" {
+                quote = char
+                out.append(char)
+            } else if char == "-", previous == "-" {
+                lineComment = true
+                out.append(char)
+            } else if char == "?" {
+                number += 1
+                out.append("$\(number)")
+            } else {
+                out.append(char)
+            }
+            previous = char
+        }
+        return out
+    }
+
+    public func execute(_ sql: String, _ arguments: [SQLValue]) throws {
+        try link.command(Self.numbered(sql), PostgresBindings(values: arguments))
+    }
+
+    public func rows(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
+        try link.query(Self.numbered(sql), PostgresBindings(values: arguments)).map { SQLRow($0.sqlValues) }
+    }
+
+    public func writeTransaction(_ body: () throws -> Void) throws {
+        if inTransaction { return try body() }
+        try link.command(readOnly ? "BEGIN READ WRITE" : "BEGIN")
+        inTransaction = true
+        do {
+            try body()
+            try link.command("COMMIT")
+            inTransaction = false
+        } catch {
+            rollbackIfNeeded()
+            throw error
+        }
+    }
+
+    public func rollbackIfNeeded() {
+        guard inTransaction else { return }
+        _ = try? link.command("ROLLBACK")
+        inTransaction = false
+    }
+
+    /// The schema a table lives in: winnow's own tables in the bookkeeping schema.
+    func schema(of table: String) -> String {
+        Bookkeeping.isWinnowTable(table) ? postgresDialect.bookkeepingSchemaName : postgresDialect.userSchema
+    }
+
+    public func tableExists(_ name: String) throws -> Bool {
+        try !rows(
+            """
+            SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = ? AND c.relname = ? AND c.relkind IN ('r', 'p')
+            """, [SQLValue(schema(of: name)), SQLValue(name)]
+        ).isEmpty
+    }
+
+    public func claimRunLock() throws -> Bool? {
+        let key = "winnow:\(postgresDialect.bookkeepingSchemaName)"
+        return try value("SELECT pg_try_advisory_lock(1466527311, hashtext(?))", [SQLValue(key)]).bool
+    }
+
+    public func mapError(_ error: Error) -> WinnowError {
+        if let error = error as? WinnowError { return error }
+        guard let error = error as? PSQLError else { return .internal("\(location): \(error)") }
+        guard let state = error.serverInfo?[.sqlState] else {
+            switch error.code {
+            case .serverClosedConnection, .connectionError, .clientClosedConnection, .uncleanShutdown:
+                return .io(
+                    "\(location): the connection to the server was lost; committed batches are kept, the batch in flight was rolled back")
+            default:
+                return .internal("\(location): \(error.code)")
+            }
+        }
+        var message = error.serverInfo?[.message] ?? "server error"
+        if ProcessInfo.processInfo.environment["WINNOW_DEBUG_SQL"] != nil, let sql = error.query?.sql { message += " [in: \(sql)]" }
+        if let detail = error.serverInfo?[.detail] { message += " (\(detail))" }
+        switch state {
+        case "55P03", "40001", "40P01":
+            return .locked("\(location): \(message); another session holds a lock winnow needs; retry later")
+        case "57014":
+            return .locked("\(location): \(message); a statement took longer than its statement_timeout; retry later")
+        case "42501":
+            return .refused("\(location): \(message); the user lacks a privilege winnow needs")
+        case "25006":
+            return .internal("\(location): \(message)")
+        default:
+            if state.hasPrefix("23") { return .refused("\(location): a constraint failed: \(message)") }
+            if state.hasPrefix("53") { return .io("\(location): the server is out of a resource: \(message)") }
+            if state.hasPrefix("08") || state.hasPrefix("57P") {
+                return .io("\(location): \(message); committed batches are kept, the batch in flight was rolled back")
+            }
+            return .io("\(location): PostgreSQL error \(state): \(message)")
+        }
+    }
+
+    // MARK: inspect
+
+    public func inspect() throws -> LiveSchema { try PostgresInspector(session: self).inspect() }
+
+    public func dependents() throws -> [(name: String, sql: String)] { try PostgresInspector(session: self).dependents() }
+
+    public func tableDefinition(_ table: String) throws -> String? {
+        try inspect().table(named: table).map { PostgresInspector.createTable($0, dialect: postgresDialect) }
+    }
+
+    // MARK: stages
+
+    public func prepareForBatchWrites() {}
+
+    public func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema) {
+        let steps = try plan.steps.map { step in
+            PlannedStep(summary: step.summary, sql: try PostgresMigrator(session: self).statements(step), rebuildsTable: false)
+        }
+        guard !plan.steps.isEmpty else { return (steps, try inspect()) }
+        // DDL is transactional: the schema the plan leaves is read from a transaction that is
+        // rolled back (its locks last a moment, under lock_timeout).
+        let result = try rehearsing {
+            for step in plan.steps { try PostgresMigrator(session: self).applyWithinTransaction(step) }
+            return try inspect()
+        }
+        return (steps, result)
+    }
+
+    /// Runs `body` in a transaction that is always rolled back.
+    func rehearsing<T>(_ body: () throws -> T) throws -> T {
+        precondition(!inTransaction, "rehearsal inside a transaction")
+        try link.command(readOnly ? "BEGIN READ WRITE" : "BEGIN")
+        inTransaction = true
+        defer { rollbackIfNeeded() }
+        try link.command("SET LOCAL lock_timeout = '1s'")
+        return try body()
+    }
+
+    public func apply(_ step: MigrationStep, settings: BatchSettings, progress: @escaping (Int, Int) -> Void) throws -> String? {
+        var migrator = PostgresMigrator(session: self)
+        migrator.settings = settings
+        migrator.progress = progress
+        return try migrator.apply(step)
+    }
+
+    public func finishInterrupted(_ work: InterruptedWork, settings: BatchSettings) throws {
+        // No rebuilds on PostgreSQL; an index left INVALID by a killed CREATE INDEX
+        // CONCURRENTLY is rebuilt when its step runs again.
+    }
+
+    public func checkGuardsBeforeMigrating(
+        _ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
+        resulting: LiveSchema, settings: BatchSettings
+    ) throws {
+        // The guards read the rows as the migration leaves them: apply it in a transaction,
+        // check, roll back.
+        try rehearsing {
+            for step in plan.steps { try PostgresMigrator(session: self).applyWithinTransaction(step) }
+            let schema = try inspect()
+            for rule in job.dedupe {
+                let compiled = try RuleCompiler.compile(rule, schema: schema, dialect: dialect)
+                let execution = PostgresDedupe(session: self, rule: compiled, runID: nil, options: RuleExecutionOptions(settings: settings))
+                try execution.checkGuards(try execution.discover())
+            }
+        }
+    }
+
+    public func seed(_ spec: SeedSpec, runID: Int64?, checkingAgainst schema: LiveSchema?) throws -> SeedOutcome {
+        try PostgresSeeder(session: self, spec: spec, runID: runID).seed(checkingAgainst: schema)
+    }
+
+    public func ruleExecution(_ rule: CompiledRule, runID: Int64?, options: RuleExecutionOptions) -> any RuleExecution {
+        PostgresDedupe(session: self, rule: rule, runID: runID, options: options)
+    }
+
+    public var changeTracker: any ChangeTracker { PostgresChangeTracker() }
+
+    public func undo(runID: Int64, restoreID: Int64) throws -> (reinserted: Int, reverted: Int) {
+        try PostgresRestorer(session: self).undo(runID: runID, restoreID: restoreID)
+    }
+}
+
+/// Incremental rules need row triggers that log changes; on PostgreSQL they are not built yet,
+/// so such a rule is refused before anything is written.
+struct PostgresChangeTracker: ChangeTracker {
+    private func refuse(_ table: String) -> WinnowError {
+        .refused("\(table): incremental: true needs change triggers, which winnow does not install on PostgreSQL yet; run the rule without incremental")
+    }
+    func isTracking(_ rule: CompiledRule) throws -> Bool { throw refuse(rule.table) }
+    func start(_ rule: CompiledRule) throws { throw refuse(rule.table) }
+    func isInstalled(table: String) throws -> Bool { false }
+    func stop(table: String) throws {}
+    func lastChange(table: String) throws -> Int64 { throw refuse(table) }
+    func finish(table: String, upTo: Int64, runID: Int64) throws { throw refuse(table) }
+}
