@@ -202,6 +202,9 @@ struct PostgresDedupe: RuleExecution {
             configured: max(options.settings.size, BatchSizer.rowRangeStart), maxTransactionMilliseconds: options.settings.maxTransactionMilliseconds,
             start: BatchSizer.rowRangeStart)
         let order = primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")
+        // Journaled like every other change, so restore puts the old hashes back.
+        let shape = rule.rule.archive ? try PostgresBatch.shape(session: session, table: rule.table) : nil
+        let batch = batchNumber
         var after: [String]?
         while true {
             let started = Date()
@@ -222,6 +225,14 @@ struct PostgresDedupe: RuleExecution {
                     range.append(
                         "(\(order)) <= (\(zip(primaryKey, last).map { "\(dialect.literal($1))::\(type($0))" }.joined(separator: ", ")))")
                 }
+                if let shape {
+                    try link.command(
+                        """
+                        INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
+                        SELECT \(runID!), \(batch), 'update', \(shape), jsonb_build_array(\(order)), to_jsonb(t) FROM \(table) AS t
+                        WHERE \((range + [stale]).joined(separator: " AND "))
+                        """)
+                }
                 changed = try link.command(
                     """
                     UPDATE \(table) AS t SET \(column.sqlIdentifier) = \(hash)
@@ -237,7 +248,10 @@ struct PostgresDedupe: RuleExecution {
             after = last
         }
         totals.hashed += counts.hashed
-        if counts.hashed > 0 { counts.batches += 1 }
+        if counts.hashed > 0 {
+            counts.batches += 1
+            batchNumber += 1
+        }
         return counts
     }
 }

@@ -68,8 +68,11 @@ struct PostgresInspector {
                 let identity = column[6].bool == true
                 var defaultSQL = column[4].string.map(Self.defaultSQL)
                 if identity || defaultSQL?.hasPrefix("nextval(") == true { defaultSQL = nil }
+                // A primary key is NOT NULL by itself; like SQLite's inspector, only an explicit
+                // constraint is reported (schema files say nothing of a key's nullability).
+                let inKey = primaryKey.contains(columnName)
                 return LiveColumn(
-                    name: columnName, type: column[2].string ?? "", notNull: column[3].bool == true, defaultSQL: defaultSQL,
+                    name: columnName, type: column[2].string ?? "", notNull: column[3].bool == true && !inKey, defaultSQL: defaultSQL,
                     primaryKeyIndex: (primaryKey.firstIndex(of: columnName) ?? -1) + 1, hidden: column[5].bool == true ? 3 : 0,
                     collation: column[7].string)
             }

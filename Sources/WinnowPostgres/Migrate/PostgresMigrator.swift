@@ -50,7 +50,6 @@ struct PostgresMigrator {
         }
         if keys.count > 1 { items.append("PRIMARY KEY (\(keys.map(\.sqlIdentifier).joined(separator: ", ")))") }
         return ["CREATE TABLE \(dialect.table(table.name)) (\(items.joined(separator: ", ")))"]
-            + table.indexes.map { createIndex($0, on: table.name, concurrently: false) }
     }
 
     func createIndex(_ index: IndexModel, on table: String, concurrently: Bool) -> String {
@@ -110,7 +109,9 @@ struct PostgresMigrator {
                     Alteration(
                         sql: "ALTER TABLE \(table) ALTER COLUMN \(name) " + (newDefault.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT")))
             }
-            if column.nullable, current.notNull {
+            if current.primaryKeyIndex > 0 {
+                // A primary key is NOT NULL on PostgreSQL whatever the file says.
+            } else if column.nullable, current.notNull {
                 result.append(Alteration(sql: "ALTER TABLE \(table) ALTER COLUMN \(name) DROP NOT NULL"))
             } else if !column.nullable, !current.notNull {
                 let check = "winnow_nn_\(rebuild.table)_\(column.name)".sqlIdentifier

@@ -190,9 +190,21 @@ public final class PostgresSession: DatabaseSession {
         }
         guard !plan.steps.isEmpty else { return (steps, try inspect()) }
         // DDL is transactional: the schema the plan leaves is read from a transaction that is
-        // rolled back (its locks last a moment, under lock_timeout).
+        // rolled back (its locks last a moment, under lock_timeout). A read-only command
+        // (`plan`, `validate`) keeps that transaction open until it ends, so its rules read the
+        // tables as the migration leaves them; nothing is ever committed.
+        if readOnly {
+            if !inTransaction {
+                try link.command("BEGIN READ WRITE")
+                inTransaction = true
+                try link.command("SET LOCAL lock_timeout = '1s'")
+            }
+            for step in plan.steps where !step.waitsForDedupe { try PostgresMigrator(session: self).applyWithinTransaction(step) }
+            return (steps, try inspect())
+        }
         let result = try rehearsing {
-            for step in plan.steps { try PostgresMigrator(session: self).applyWithinTransaction(step) }
+            // Unique indexes that wait for the dedupe would fail on today's duplicates.
+            for step in plan.steps where !step.waitsForDedupe { try PostgresMigrator(session: self).applyWithinTransaction(step) }
             return try inspect()
         }
         return (steps, result)
@@ -225,9 +237,18 @@ public final class PostgresSession: DatabaseSession {
         resulting: LiveSchema, settings: BatchSettings
     ) throws {
         // The guards read the rows as the migration leaves them: apply it in a transaction,
-        // check, roll back.
+        // check, roll back. (A read-only command is inside its rehearsal already.)
+        if readOnly && inTransaction {
+            for rule in rules {
+                var compiled = rule
+                compiled.sources = [:]
+                let execution = PostgresDedupe(session: self, rule: compiled, runID: nil, options: RuleExecutionOptions(settings: settings))
+                try execution.checkGuards(try execution.discover())
+            }
+            return
+        }
         try rehearsing {
-            for step in plan.steps { try PostgresMigrator(session: self).applyWithinTransaction(step) }
+            for step in plan.steps where !step.waitsForDedupe { try PostgresMigrator(session: self).applyWithinTransaction(step) }
             let schema = try inspect()
             for rule in job.dedupe {
                 let compiled = try RuleCompiler.compile(rule, schema: schema, dialect: dialect)
@@ -264,4 +285,12 @@ struct PostgresChangeTracker: ChangeTracker {
     func stop(table: String) throws {}
     func lastChange(table: String) throws -> Int64 { throw refuse(table) }
     func finish(table: String, upTo: Int64, runID: Int64) throws { throw refuse(table) }
+}
+
+extension MigrationStep {
+    /// A unique index created after the rules have run.
+    var waitsForDedupe: Bool {
+        if case let .createIndex(_, _, afterDedupe) = self { return afterDedupe }
+        return false
+    }
 }
