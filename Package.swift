@@ -79,6 +79,13 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(
+            name: "WinnowPostgresTests",
+            dependencies: [
+                "WinnowCore", "WinnowSQLite", "WinnowPostgres", "WinnowTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
             name: "WinnowScenarioTests",
             dependencies: [
                 "WinnowCore", "WinnowSQLite", "WinnowTestSupport", .product(name: "GRDB", package: "GRDB.swift"),

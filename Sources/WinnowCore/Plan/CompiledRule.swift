@@ -137,7 +137,8 @@ public struct CompiledRule: Sendable {
     /// The hash of the normalised key tuple.
     public func hashExpression(alias: String? = nil) -> String {
         let types = keyColumns.map { normalizers[$0, default: []].isEmpty ? columnTypes[$0] ?? "" : nil }
-        return dialect.keyHash(nullsEqual: rule.nulls == .equal, Array(zip(keyExpressions(alias: alias), types)).map { (sql: $0, type: $1) })
+        return dialect.keyHash(
+            nullsEqual: rule.nulls == .equal, Array(zip(keyExpressions(alias: alias), types)).map { (sql: $0, type: $1) })
     }
 
     /// What rows are grouped by: the normalised key columns, or their hash.
@@ -164,8 +165,12 @@ public struct CompiledRule: Sendable {
     /// then the primary key, then the rowid. A total order on distinct content.
     public func orderBy(alias: String? = nil) -> String {
         var terms = winnerTerms.map { $0.sql(alias: alias, dialect: dialect, types: columnTypes) }
-        terms += tieBreakColumns.map { dialect.orderTerm(Self.column($0, alias), type: columnTypes[$0], descending: false, nullsLast: false, tieBreak: true) }
-        terms += primaryKey.map { dialect.orderTerm(Self.column($0, alias), type: columnTypes[$0], descending: false, nullsLast: false, tieBreak: false) }
+        terms += tieBreakColumns.map {
+            dialect.orderTerm(Self.column($0, alias), type: columnTypes[$0], descending: false, nullsLast: false, tieBreak: true)
+        }
+        terms += primaryKey.map {
+            dialect.orderTerm(Self.column($0, alias), type: columnTypes[$0], descending: false, nullsLast: false, tieBreak: false)
+        }
         let rowid = alias.map { "\($0).\(rowID)" } ?? rowID
         if !primaryKey.contains(where: { $0.sqlIdentifier == rowID }) { terms.append("\(rowid) ASC") }
         return terms.joined(separator: ", ")

@@ -170,7 +170,9 @@ public enum RuleCompiler {
     }
 
     /// Declared foreign keys into the table, then `referenced_by:` entries not already declared.
-    package static func referencePaths(_ rule: DedupeRule, table: LiveTable, schema: LiveSchema, dialect: any SQLDialect) throws -> [ReferencePath] {
+    package static func referencePaths(
+        _ rule: DedupeRule, table: LiveTable, schema: LiveSchema, dialect: any SQLDialect
+    ) throws -> [ReferencePath] {
         var paths: [ReferencePath] = []
         func uniqueKeys(of child: LiveTable, containing columns: [String]) -> [[String]] {
             var keys: [[String]] = []

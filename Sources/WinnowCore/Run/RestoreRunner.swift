@@ -53,7 +53,9 @@ extension RestoreRunner {
             throw WinnowError.usage("run \(runID) is a \(command), not a run; only runs can be restored")
         }
         if let by = run[3].int64 { throw WinnowError.refused("run \(runID) was already restored by run \(by)") }
-        let entries = try session.value("SELECT count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) WHERE run_id = ?", [SQLValue(runID)]).int ?? 0
+        let entries =
+            try session.value("SELECT count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) WHERE run_id = ?", [SQLValue(runID)])
+            .int ?? 0
         let changes = try run.int(4)
         if entries == 0 && changes > 0 {
             throw WinnowError.refused("run \(runID) changed \(changes) rows without a journal (archive: false); it cannot be restored")

@@ -69,7 +69,10 @@ struct PostgresBatch {
     /// The journal shape of a table: its columns as a JSON array (images are `jsonb` objects).
     static func shape(session: PostgresSession, table: String) throws -> Int64 {
         let columns = try session.inspect().table(named: table)?.columns.map(\.name) ?? []
-        let json = "[" + columns.map { "\"\($0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\"" }.joined(separator: ",") + "]"
+        let json =
+            "["
+            + columns.map { "\"\($0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\"" }.joined(
+                separator: ",") + "]"
         let shapes = session.postgresDialect.bookkeeping("winnow_journal_shapes")
         return try session.value(
             """
@@ -258,7 +261,8 @@ struct PostgresBatch {
         let sets = zip(path.childColumns, path.parentColumns).map { "\($0.sqlIdentifier) = w.\($1.sqlIdentifier)" }.joined(separator: ", ")
         if path.uniqueKeys.isEmpty {
             let names = (0..<width).map { "k\($0)" } + (0..<width).map { "w\($0)" }
-            let pairs = "unnest(\((1...(2 * width)).map { "$\($0)::text[]" }.joined(separator: ", "))) AS m(\(names.joined(separator: ", ")))"
+            let pairs =
+                "unnest(\((1...(2 * width)).map { "$\($0)::text[]" }.joined(separator: ", "))) AS m(\(names.joined(separator: ", ")))"
             let from = """
                 FROM \(pairs) JOIN \(dedupe.table) AS p ON \(dedupe.keyJoin("p", "m", columns: dedupe.primaryKey))
                 JOIN \(dedupe.table) AS w ON \(dedupe.primaryKey.enumerated().map { "w.\($1.sqlIdentifier) = m.w\($0)::\(dedupe.type($1))" }.joined(separator: " AND "))
@@ -266,11 +270,14 @@ struct PostgresBatch {
             let binds = PostgresDedupe.bindings(
                 PostgresDedupe.columns(losers, width: width) + PostgresDedupe.columns(winners, width: width))
             guard dedupe.writes else {
-                return (try link.query("SELECT count(*) \(from) JOIN \(child) AS c ON \(PostgresDedupe.join(path))", binds)
-                    .first?.sqlValues.first?.int ?? 0, 0)
+                return (
+                    try link.query("SELECT count(*) \(from) JOIN \(child) AS c ON \(PostgresDedupe.join(path))", binds)
+                        .first?.sqlValues.first?.int ?? 0, 0
+                )
             }
             try journal(
-                "update", table: path.childTable, keys: childKey, from: "\(from) JOIN \(child) AS c ON \(PostgresDedupe.join(path))", binds: binds,
+                "update", table: path.childTable, keys: childKey, from: "\(from) JOIN \(child) AS c ON \(PostgresDedupe.join(path))",
+                binds: binds,
                 batch: batch, path: path)
             let moved = try link.command("UPDATE \(child) AS c SET \(sets) \(from) WHERE \(PostgresDedupe.join(path))", binds)
             return (moved, 0)
@@ -345,7 +352,8 @@ struct PostgresBatch {
         let types = childTypes[path.childTable]
         let childNames = (0..<k).map { "k\($0)" }
         if !deletes.isEmpty {
-            let from = "FROM \(dedupe.unnestKeys(first: 1, count: k, alias: "m", names: childNames)) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types))"
+            let from =
+                "FROM \(dedupe.unnestKeys(first: 1, count: k, alias: "m", names: childNames)) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types))"
             let binds = PostgresDedupe.bindings(PostgresDedupe.columns(deletes, width: k))
             try journal("delete", table: path.childTable, keys: childKey, from: from, binds: binds, batch: batch)
             try link.command(
@@ -354,13 +362,16 @@ struct PostgresBatch {
         }
         if !moves.isEmpty {
             let names = childNames + (0..<width).map { "w\($0)" }
-            let pairs = "unnest(\((1...(k + width)).map { "$\($0)::text[]" }.joined(separator: ", "))) AS m(\(names.joined(separator: ", ")))"
-            let winnerJoin = dedupe.primaryKey.enumerated().map { "w.\($1.sqlIdentifier) = m.w\($0)::\(dedupe.type($1))" }.joined(separator: " AND ")
+            let pairs =
+                "unnest(\((1...(k + width)).map { "$\($0)::text[]" }.joined(separator: ", "))) AS m(\(names.joined(separator: ", ")))"
+            let winnerJoin = dedupe.primaryKey.enumerated().map { "w.\($1.sqlIdentifier) = m.w\($0)::\(dedupe.type($1))" }.joined(
+                separator: " AND ")
             let binds = PostgresDedupe.bindings(
                 PostgresDedupe.columns(moves.map(\.0), width: k) + PostgresDedupe.columns(moves.map(\.1), width: width))
             try journal(
                 "update", table: path.childTable, keys: childKey,
-                from: "FROM \(pairs) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types)) JOIN \(dedupe.table) AS w ON \(winnerJoin)",
+                from:
+                    "FROM \(pairs) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types)) JOIN \(dedupe.table) AS w ON \(winnerJoin)",
                 binds: binds, batch: batch, path: path)
             try link.command(
                 """
@@ -392,7 +403,8 @@ struct PostgresBatch {
             "delete", table: rule.table, keys: dedupe.primaryKey,
             from: "FROM \(keys) JOIN \(dedupe.table) AS c ON \(dedupe.keyJoin("c", "m", columns: dedupe.primaryKey))", binds: binds,
             batch: batch)
-        try link.command("DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))", binds)
+        try link.command(
+            "DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))", binds)
     }
 
     /// Sample groups for `plan`.
@@ -453,7 +465,8 @@ struct PostgresBatch {
                 for (loser, number) in zip(group.losers, ids.dropFirst()) {
                     let count = try dedupe.childCount(path, of: [loser])
                     if count > 0 {
-                        sample.children.append(.init(reference: path.label, loser: number, rows: count, mayCollide: !path.uniqueKeys.isEmpty))
+                        sample.children.append(
+                            .init(reference: path.label, loser: number, rows: count, mayCollide: !path.uniqueKeys.isEmpty))
                     }
                 }
             }

@@ -199,7 +199,8 @@ struct PostgresDedupe: RuleExecution {
         }
         // In slices of the primary key's order, each its own transaction.
         var sizer = BatchSizer(
-            configured: max(options.settings.size, BatchSizer.rowRangeStart), maxTransactionMilliseconds: options.settings.maxTransactionMilliseconds,
+            configured: max(options.settings.size, BatchSizer.rowRangeStart),
+            maxTransactionMilliseconds: options.settings.maxTransactionMilliseconds,
             start: BatchSizer.rowRangeStart)
         let order = primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")
         // Journaled like every other change, so restore puts the old hashes back.

@@ -128,7 +128,9 @@ struct PostgresInspector {
             let literal = String(text[..<range.lowerBound]) + "'"
             if !literal.dropFirst().dropLast().replacingOccurrences(of: "''", with: "").contains("'") { text = literal }
         }
-        if text.hasPrefix("("), text.hasSuffix(")"), Double(text.dropFirst().dropLast()) != nil { text = String(text.dropFirst().dropLast()) }
+        if text.hasPrefix("("), text.hasSuffix(")"), Double(text.dropFirst().dropLast()) != nil {
+            text = String(text.dropFirst().dropLast())
+        }
         return text
     }
 

@@ -92,7 +92,8 @@ struct PostgresMigrator {
         var result: [Alteration] = []
         for column in rebuild.dropped { result.append(Alteration(sql: "ALTER TABLE \(table) DROP COLUMN \(column.sqlIdentifier)")) }
         for column in rebuild.added {
-            result.append(Alteration(sql: "ALTER TABLE \(table) ADD COLUMN \(columnDefinition(column, inlinePrimaryKey: false, identity: false))"))
+            result.append(
+                Alteration(sql: "ALTER TABLE \(table) ADD COLUMN \(columnDefinition(column, inlinePrimaryKey: false, identity: false))"))
         }
         for column in rebuild.changed {
             guard let current = live.column(named: column.name) else { continue }
@@ -147,7 +148,8 @@ struct PostgresMigrator {
             for alteration in try alterations(r) {
                 if let fill = alteration.fill {
                     try session.execute(
-                        "UPDATE \(dialect.table(r.table)) SET \(fill.column.sqlIdentifier) = \(fill.value) WHERE \(fill.column.sqlIdentifier) IS NULL")
+                        "UPDATE \(dialect.table(r.table)) SET \(fill.column.sqlIdentifier) = \(fill.value) WHERE \(fill.column.sqlIdentifier) IS NULL"
+                    )
                 }
                 try session.execute(alteration.sql)
             }

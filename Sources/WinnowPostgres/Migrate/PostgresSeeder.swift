@@ -63,15 +63,19 @@ struct PostgresSeeder {
             for (source, target) in ordered {
                 let columns = target.storedColumns.map(\.name).filter { source.column(named: $0)?.isStored == true }
                 let table = dialect.table(target.name)
-                let key = target.primaryKey.count == 1 && ["integer", "bigint"].contains(target.column(named: target.primaryKey[0])?.type ?? "")
+                let key =
+                    target.primaryKey.count == 1 && ["integer", "bigint"].contains(target.column(named: target.primaryKey[0])?.type ?? "")
                     ? target.primaryKey[0] : nil
-                var nextKey = try key.map { try session.value("SELECT coalesce(max(\($0.sqlIdentifier)), 0) FROM \(table)").int64 ?? 0 } ?? 0
+                var nextKey =
+                    try key.map { try session.value("SELECT coalesce(max(\($0.sqlIdentifier)), 0) FROM \(table)").int64 ?? 0 } ?? 0
                 var map: [Int64: Int64] = [:]
                 let insert = """
                     INSERT INTO \(table) (\(columns.map(\.sqlIdentifier).joined(separator: ", "))) OVERRIDING SYSTEM VALUE
                     VALUES (\(columns.map { "?::\(target.column(named: $0)?.type ?? "text")" }.joined(separator: ", "))) ON CONFLICT DO NOTHING
                     """
-                for row in try seed.rows("SELECT \(columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM \(seed.dialect.table(source.name))") {
+                for row in try seed.rows(
+                    "SELECT \(columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM \(seed.dialect.table(source.name))")
+                {
                     var values = row.values.map { value -> SQLValue in
                         if case let .integer(v) = value { return .text(String(v)) }
                         if case let .real(v) = value { return .text("\(v)") }

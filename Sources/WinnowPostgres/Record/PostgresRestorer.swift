@@ -35,11 +35,13 @@ struct PostgresRestorer {
                 }
                 let qualified = dialect.table(table.name)
                 let columns = table.storedColumns.map(\.name.sqlIdentifier).joined(separator: ", ")
-                let entries = "SELECT j.rid AS winnow_rid, (jsonb_populate_record(NULL::\(qualified), j.image)).* FROM \(journal) AS j WHERE j.run_id = ? AND j.batch = ? AND j.op = ? AND j.shape_id = ?"
+                let entries =
+                    "SELECT j.rid AS winnow_rid, (jsonb_populate_record(NULL::\(qualified), j.image)).* FROM \(journal) AS j WHERE j.run_id = ? AND j.batch = ? AND j.op = ? AND j.shape_id = ?"
                 let arguments = [SQLValue(runID), SQLValue(batch), SQLValue(op), SQLValue(shape)]
-                let expected = try session.value(
-                    "SELECT count(*) FROM \(journal) AS j WHERE j.run_id = ? AND j.batch = ? AND j.op = ? AND j.shape_id = ?", arguments
-                ).int ?? 0
+                let expected =
+                    try session.value(
+                        "SELECT count(*) FROM \(journal) AS j WHERE j.run_id = ? AND j.batch = ? AND j.op = ? AND j.shape_id = ?", arguments
+                    ).int ?? 0
                 let key = table.primaryKey.map(\.sqlIdentifier)
                 let match = key.map { "t.\($0) = r.\($0)" }.joined(separator: " AND ")
                 // An update's row is found by its key after the change (`rid`).
@@ -47,14 +49,16 @@ struct PostgresRestorer {
                     "t.\(column.sqlIdentifier) = (r.winnow_rid->>\(index))::\(table.column(named: column)?.type ?? "text")"
                 }.joined(separator: " AND ")
                 if op == "delete" {
-                    let present = try session.value(
-                        "SELECT count(*) FROM (\(entries)) AS r JOIN \(qualified) AS t ON \(match)", arguments
-                    ).int ?? 0
+                    let present =
+                        try session.value(
+                            "SELECT count(*) FROM (\(entries)) AS r JOIN \(qualified) AS t ON \(match)", arguments
+                        ).int ?? 0
                     if present > 0 {
                         throw WinnowError.refused(
                             "cannot restore run \(runID): \(present) row(s) of \(name) deleted by that run exist again (same primary key)")
                     }
-                    let identity = table.columns.contains { $0.defaultSQL == nil && $0.primaryKeyIndex > 0 } ? " OVERRIDING SYSTEM VALUE" : ""
+                    let identity =
+                        table.columns.contains { $0.defaultSQL == nil && $0.primaryKeyIndex > 0 } ? " OVERRIDING SYSTEM VALUE" : ""
                     let count = try session.link.command(
                         PostgresSession.numbered(
                             "INSERT INTO \(qualified) (\(columns))\(identity) SELECT \(columns) FROM (\(entries)) AS r"),
@@ -63,7 +67,8 @@ struct PostgresRestorer {
                 } else {
                     let sets = table.storedColumns.map { "\($0.name.sqlIdentifier) = r.\($0.name.sqlIdentifier)" }
                     let count = try session.link.command(
-                        PostgresSession.numbered("UPDATE \(qualified) AS t SET \(sets.joined(separator: ", ")) FROM (\(entries)) AS r WHERE \(current)"),
+                        PostgresSession.numbered(
+                            "UPDATE \(qualified) AS t SET \(sets.joined(separator: ", ")) FROM (\(entries)) AS r WHERE \(current)"),
                         .init(values: arguments))
                     if count != expected {
                         throw WinnowError.refused(

@@ -39,7 +39,8 @@ public struct PostgresLocation: Sendable, Equatable {
     }
 
     /// Parses `url` against `environment`; a malformed URL is a usage error that names the part.
-    public static func parse(_ url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> PostgresLocation {
+    public static func parse(_ url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> PostgresLocation
+    {
         func bad(_ what: String) -> WinnowError { .usage("\(DatabaseURL.redacted(url)): \(what)") }
         guard DatabaseURL.isPostgres(url), let schemeEnd = url.range(of: "://") else {
             throw bad("not a postgresql:// URL")

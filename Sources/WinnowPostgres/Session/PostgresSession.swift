@@ -277,7 +277,9 @@ public final class PostgresSession: DatabaseSession {
 /// so such a rule is refused before anything is written.
 struct PostgresChangeTracker: ChangeTracker {
     private func refuse(_ table: String) -> WinnowError {
-        .refused("\(table): incremental: true needs change triggers, which winnow does not install on PostgreSQL yet; run the rule without incremental")
+        .refused(
+            "\(table): incremental: true needs change triggers, which winnow does not install on PostgreSQL yet; run the rule without incremental"
+        )
     }
     func isTracking(_ rule: CompiledRule) throws -> Bool { throw refuse(rule.table) }
     func start(_ rule: CompiledRule) throws { throw refuse(rule.table) }

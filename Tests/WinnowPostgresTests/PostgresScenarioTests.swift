@@ -1,0 +1,220 @@
+import Foundation
+import GRDB
+import WinnowCore
+import WinnowTestSupport
+import XCTest
+
+/// The same jobs on PostgreSQL and SQLite: same exit codes, same survivors, exact restores.
+final class PostgresScenarioTests: XCTestCase {
+    /// A server that cannot be reached: exit 66, the server named, the password never printed.
+    func testUnreachableServerExits66WithoutTheSecret() throws {
+        let result = try TestSupport.winnow(
+            [
+                "check", TestSupport.repositoryRoot.appendingPathComponent("jobs/example.yaml").path, "--database",
+                "postgresql://ann:s3cret@127.0.0.1:1/app",
+            ])
+        XCTAssertEqual(result.status, 66, result.stderr)
+        XCTAssertTrue(result.stderr.contains("127.0.0.1:1"), result.stderr)
+        XCTAssertFalse(result.stderr.contains("s3cret") || result.stdout.contains("s3cret"), result.stderr)
+    }
+
+    func testJobFileWithAPasswordIsRefused() throws {
+        let dir = try TestSupport.scratchDirectory()
+        let job = try TestSupport.writeFile(
+            "version: 1\ndatabase: postgresql://ann:s3cret@db/app\ndedupe:\n  - {entity: t, key: a}\n",
+            to: dir.appendingPathComponent("j.yaml").path)
+        let result = try TestSupport.winnow(["validate", job])
+        XCTAssertEqual(result.status, 65, result.stderr)
+        XCTAssertTrue(result.stderr.contains("PGPASSWORD"), result.stderr)
+        XCTAssertFalse(result.stderr.contains("s3cret"), result.stderr)
+    }
+
+    struct Case {
+        var job: String
+        var data: String
+        var restorable: Bool
+        var checkAfter: Int32 = 0
+        var runStatus: Int32 = 0
+    }
+
+    static let datasets = TestSupport.repositoryRoot.deletingLastPathComponent().appendingPathComponent("shared/datasets")
+
+    static var cases: [Case] {
+        let examples = TestSupport.repositoryRoot.appendingPathComponent("examples")
+        return [
+            Case(job: "example", data: examples.appendingPathComponent("contacts.sqlite").path, restorable: true),
+            Case(job: "contacts-by-person", data: examples.appendingPathComponent("contacts.sqlite").path, restorable: true),
+            Case(job: "contacts-phone", data: examples.appendingPathComponent("contacts.sqlite").path, restorable: false),
+            Case(
+                job: "contacts-restrict", data: examples.appendingPathComponent("contacts.sqlite").path, restorable: false, checkAfter: 1,
+                runStatus: 65),
+            Case(job: "crm-migrate", data: examples.appendingPathComponent("crm-v1.sqlite").path, restorable: false),
+            Case(job: "chinook-playlists", data: datasets.appendingPathComponent("chinook.sqlite").path, restorable: true),
+            Case(job: "coredata-users", data: datasets.appendingPathComponent("coredata-bookmigration-v1.sqlite").path, restorable: true),
+        ]
+    }
+
+    /// Every job of jobs/ on the same data in both engines: check fails before and passes after,
+    /// the rows left are the same, and restore gives the loaded rows back exactly.
+    func testEveryJobGivesTheSameSurvivorsOnBothEngines() throws {
+        let url = try PostgresServer.require()
+        for c in Self.cases {
+            guard FileManager.default.fileExists(atPath: c.data) else { continue }
+            let dir = try TestSupport.scratchDirectory("\(#function)-\(c.job)")
+            let copy = dir.appendingPathComponent("db.sqlite").path
+            try FileManager.default.copyItem(atPath: c.data, toPath: copy)
+            try PostgresServer.reset(url)
+            try PostgresServer.load(copy, into: url)
+            let job = TestSupport.repositoryRoot.appendingPathComponent("jobs/\(c.job).yaml").path
+            let tables = try DatabaseQueue(path: copy).read { db in
+                try String.fetchAll(
+                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'winnow_%'"
+                )
+            }
+            let loaded = try PostgresServer.rows(url, tables: tables)
+            XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", url]).status, 1, c.job)
+            let pg = try TestSupport.winnow(["run", job, "--database", url])
+            XCTAssertEqual(pg.status, c.runStatus, "\(c.job): \(pg.stderr)")
+            XCTAssertEqual(try TestSupport.winnow(["run", job, "--database", copy]).status, c.runStatus, c.job)
+            XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", url]).status, c.checkAfter, c.job)
+            let allTables = try DatabaseQueue(path: copy).read { db in
+                try String.fetchAll(
+                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'winnow_%'"
+                )
+            }
+            let onPostgres = try PostgresServer.rows(url, tables: allTables)
+            let onSQLite = try PostgresServer.rows(copy, tables: allTables)
+            for table in allTables {
+                XCTAssertEqual(onPostgres[table], onSQLite[table], "\(c.job): \(table) differs between the engines")
+            }
+            guard c.restorable else { continue }
+            let restore = try TestSupport.winnow(["restore", "--run", "1", "--database", url])
+            XCTAssertEqual(restore.status, 0, "\(c.job): \(restore.stderr)")
+            XCTAssertEqual(try PostgresServer.rows(url, tables: tables), loaded, "\(c.job): restore is not exact")
+        }
+    }
+
+    /// Property: generated rows with Unicode keys (case, NFKC forms, every kind of white space,
+    /// non-ASCII digits, dotted capital I, final sigma, ties on the winner order) end with the
+    /// same survivors, merges and re-pointed children on both engines, for several seeds.
+    func testGeneratedUnicodeDataSameSurvivorsOnBothEngines() throws {
+        let url = try PostgresServer.require()
+        let bases = [
+            "émile@example.fr", "ΣΟΦΙΑ@example.gr", "İstanbul@example.tr", "straße@example.de", "ＦＵＬＬ@example.jp", "ﬁne@example.com",
+            "kafka@example.cz", "Ǆemal@example.ba", "ﬀ@example.org", "zoë@example.nl",
+        ]
+        let spaces = ["", " ", "\u{00A0}", "\u{3000}", "\t", "\u{2009}"]
+        for seed: UInt64 in [1, 2, 3] {
+            var random = SplitMix64(seed: seed)
+            let dir = try TestSupport.scratchDirectory("\(#function)-\(seed)")
+            let path = dir.appendingPathComponent("gen.sqlite").path
+            let queue = try DatabaseQueue(path: path)
+            try queue.write { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, score INTEGER, note TEXT, seen TEXT);
+                        CREATE TABLE visits (id INTEGER PRIMARY KEY, person_id INTEGER NOT NULL REFERENCES people(id), n INTEGER);
+                        CREATE INDEX visits_person ON visits (person_id);
+                        CREATE TABLE tags (person_id INTEGER NOT NULL REFERENCES people(id), tag TEXT NOT NULL, PRIMARY KEY (person_id, tag));
+                        """)
+                for id in 1...300 {
+                    var email = bases[Int(random.next() % UInt64(bases.count))]
+                    switch random.next() % 4 {
+                    case 0: email = email.uppercased()
+                    case 1: email = email.lowercased()
+                    case 2: email = email.decomposedStringWithCompatibilityMapping
+                    default: break
+                    }
+                    email = spaces[Int(random.next() % 6)] + email + spaces[Int(random.next() % 6)]
+                    let nullEmail = random.next() % 20 == 0
+                    let phone = "+\(random.next() % 3) \u{0661}\u{0662}-\(random.next() % 5)"
+                    try db.execute(
+                        sql: "INSERT INTO people VALUES (?, ?, ?, ?, ?, ?)",
+                        arguments: [
+                            id, nullEmail ? nil : email, phone, Int(random.next() % 4),
+                            random.next() % 3 == 0 ? nil : "n\(random.next() % 5)",
+                            "2024-0\(1 + random.next() % 3)",
+                        ])
+                    for _ in 0..<Int(random.next() % 3) {
+                        try db.execute(sql: "INSERT INTO visits (person_id, n) VALUES (?, ?)", arguments: [id, Int(random.next() % 100)])
+                    }
+                    for tag in ["a", "b", "c"] where random.next() % 2 == 0 {
+                        try db.execute(sql: "INSERT INTO tags VALUES (?, ?)", arguments: [id, tag])
+                    }
+                }
+            }
+            try queue.close()
+            let job = try TestSupport.writeFile(
+                """
+                version: 1
+                dedupe:
+                  - entity: people
+                    key: email
+                    normalize: [nfkc, trim, collapse_whitespace, lowercase]
+                    winner:
+                      - score: desc
+                    merge:
+                      note: concat
+                      score: sum
+                      seen: max
+                    archive: true
+                  - entity: people
+                    key: [phone, seen]
+                    hash: true
+                    normalize:
+                      phone: [nfkc, digits_only]
+                    nulls: equal
+                    winner: most_complete
+                    archive: true
+                batch:
+                  size: 7
+                """, to: dir.appendingPathComponent("job.yaml").path)
+            try PostgresServer.reset(url)
+            try PostgresServer.load(path, into: url)
+            let tables = ["people", "visits", "tags"]
+            let loaded = try PostgresServer.rows(url, tables: tables)
+            let pg = try TestSupport.winnow(["run", job, "--database", url])
+            XCTAssertEqual(pg.status, 0, pg.stderr)
+            let lite = try TestSupport.winnow(["run", job, "--database", path])
+            XCTAssertEqual(lite.status, 0, lite.stderr)
+            let onPostgres = try PostgresServer.rows(url, tables: tables)
+            let onSQLite = try PostgresServer.rows(path, tables: tables)
+            for table in tables { XCTAssertEqual(onPostgres[table], onSQLite[table], "seed \(seed): \(table) differs") }
+            XCTAssertLessThan(onPostgres["people"]?.count ?? 0, 300, "seed \(seed): the data has duplicates")
+            XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", url]).status, 0)
+            XCTAssertEqual(try TestSupport.winnow(["restore", "--run", "1", "--database", url]).status, 0)
+            XCTAssertEqual(try PostgresServer.rows(url, tables: tables), loaded, "seed \(seed): restore is not exact")
+        }
+    }
+
+    /// SIGKILL in the middle of the batches: nothing half done, and the next run converges to
+    /// the survivors SQLite keeps.
+    func testKilledRunConverges() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let path = dir.appendingPathComponent("big.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER)")
+            for id in 1...20000 { try db.execute(sql: "INSERT INTO t VALUES (?, ?, ?)", arguments: [id, "K\(id % 7000)", id % 13]) }
+        }
+        try queue.close()
+        let job = try TestSupport.writeFile(
+            "version: 1\ndedupe:\n  - {entity: t, key: k, normalize: [lowercase], merge: {v: sum}, archive: true}\nbatch: {size: 20}\n",
+            to: dir.appendingPathComponent("job.yaml").path)
+        try PostgresServer.reset(url)
+        try PostgresServer.load(path, into: url)
+        let process = Process()
+        process.executableURL = TestSupport.executable
+        process.arguments = ["run", job, "--database", url, "--quiet"]
+        try process.run()
+        Thread.sleep(forTimeInterval: 1.5)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let rerun = try TestSupport.winnow(["run", job, "--database", url])
+        XCTAssertEqual(rerun.status, 0, rerun.stderr)
+        XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", url]).status, 0)
+        XCTAssertEqual(try TestSupport.winnow(["run", job, "--database", path]).status, 0)
+        XCTAssertEqual(try PostgresServer.rows(url, tables: ["t"]), try PostgresServer.rows(path, tables: ["t"]))
+    }
+}

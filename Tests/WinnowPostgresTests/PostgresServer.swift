@@ -1,0 +1,80 @@
+import Foundation
+import WinnowCore
+import WinnowPostgres
+import WinnowSQLite
+import WinnowTestSupport
+import XCTest
+
+/// The server the PostgreSQL suites run against: `WINNOW_TEST_POSTGRES` (a postgresql:// URL
+/// to a database the tests may empty). `.ci/run` starts a throwaway cluster and sets it; without
+/// it the suites are skipped locally and fail under CI=true.
+enum PostgresServer {
+    static var url: String? { ProcessInfo.processInfo.environment["WINNOW_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 } }
+
+    static func require() throws -> String {
+        if let url { return url }
+        let how =
+            "set WINNOW_TEST_POSTGRES=postgresql://USER@127.0.0.1:PORT/DB to run the PostgreSQL suites (README: Testing on PostgreSQL)"
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            XCTFail("no PostgreSQL server under CI=true: \(how)")
+            throw XCTSkip(how)
+        }
+        throw XCTSkip(how)
+    }
+
+    /// Empties the test database's `public` and `winnow` schemas.
+    static func reset(_ url: String) throws {
+        try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { session in
+            try session.execute("DROP SCHEMA IF EXISTS winnow CASCADE")
+            try session.execute("DROP SCHEMA IF EXISTS public CASCADE")
+            try session.execute("CREATE SCHEMA public")
+        }
+    }
+
+    /// Loads a SQLite file into the test database (scripts/pg-load).
+    static func load(_ sqlite: String, into url: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", TestSupport.repositoryRoot.appendingPathComponent("scripts/pg-load").path, sqlite, url]
+        let err = Pipe()
+        process.standardError = err
+        try process.run()
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw WinnowError.io("pg-load failed: \(message)") }
+    }
+
+    /// Every row of every named table, as text, sorted (what "same survivors" compares).
+    static func rows(_ location: String, tables: [String]) throws -> [String: [String]] {
+        try BackendRouter().withSession(location, mode: .readOnly) { session in
+            var result: [String: [String]] = [:]
+            for table in tables {
+                let columns = try session.inspect().table(named: table)?.storedColumns.map(\.name) ?? []
+                let rows = try session.rows(
+                    "SELECT \(columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM \(session.dialect.table(table))")
+                result[table] = rows.map { row in
+                    row.values.map { value -> String in
+                        switch value {
+                        case .null: return "NULL"
+                        case let .integer(v): return String(v)
+                        case let .real(v): return v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)
+                        case let .text(v): return v
+                        case let .blob(v): return v.map { String(format: "%02x", $0) }.joined()
+                        }
+                    }.joined(separator: "|")
+                }.sorted()
+            }
+            return result
+        }
+    }
+}
+
+/// The command line's choice of backend, for the tests.
+struct BackendRouter: DatabaseBackend {
+    func withSession<T>(_ location: String, mode: AccessMode, _ body: (any DatabaseSession) throws -> T) throws -> T {
+        if DatabaseURL.isPostgres(location) {
+            return try PostgresBackend(seedBackend: SQLiteBackend()).withSession(location, mode: mode, body)
+        }
+        return try SQLiteBackend().withSession(location, mode: mode, body)
+    }
+}
