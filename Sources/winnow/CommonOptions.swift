@@ -4,8 +4,21 @@ import WinnowCore
 
 /// Options every command takes.
 struct CommonOptions: ParsableArguments {
-    @Option(name: .long, help: "Database file; overrides the job's 'database:'.")
-    var database: String?
+    @Option(
+        name: .customLong("database"),
+        help: ArgumentHelp(
+            "Database file, postgresql:// URL, or a quoted glob ('tenants/*.sqlite'); repeat for several. Overrides the job's 'database:'.",
+            valueName: "database"))
+    var databaseItems: [String] = []
+
+    @Option(name: .long, help: "A file listing databases, one per line ('-': standard input).")
+    var databasesFrom: String?
+
+    /// The one database of a single-store command (the first named).
+    var database: String? {
+        get { databaseItems.first }
+        set { databaseItems = newValue.map { [$0] } ?? [] }
+    }
 
     @Option(name: .customLong("format"), help: "Output format: text or json.")
     var commonFormat: CommonFormat = .text
@@ -29,16 +42,71 @@ enum CommonFormat: String, ExpressibleByArgument, CaseIterable {
 }
 
 extension CommonOptions {
+    /// Every store named by `--database` (globs expanded) and `--databases-from`; empty when
+    /// neither was given.
+    func namedStores() throws -> [String] {
+        var items = databaseItems
+        if let list = databasesFrom {
+            let text: String
+            if list == "-" {
+                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            } else {
+                guard let contents = FileManager.default.contents(atPath: list) else {
+                    throw WinnowError.notFound("--databases-from \(list): no such file")
+                }
+                text = String(decoding: contents, as: UTF8.self)
+            }
+            items += StoreList.parse(list: text)
+        }
+        return try StoreList.expand(items)
+    }
+
+    /// The stores a job runs on: the named ones, else the job's `database:` (a path or a glob).
+    func stores(for job: Job) throws -> [String] {
+        let named = try namedStores()
+        if !named.isEmpty { return named }
+        guard let database = job.database?.value else {
+            throw WinnowError.usage("\(job.file): the job names no database; add 'database:' to it or pass --database PATH")
+        }
+        return try StoreList.expand([database])
+    }
+
+    /// A command that works on one database: more than one named is a usage error.
+    func single(_ command: String) throws -> String? {
+        let named = try namedStores()
+        guard named.count <= 1 else {
+            throw WinnowError.usage("\(command) works on one database at a time (\(named.count) named); loop over them in the shell")
+        }
+        return named.first
+    }
+
     /// The database a command works on: `--database`, else the `database:` of the job file
     /// given instead (`winnow history jobs/contacts.yaml`).
+    /// The databases of a command that takes several: the named ones, else the job's.
+    func databases(job: String?, command: String) throws -> [String] {
+        let named = try namedStores()
+        if !named.isEmpty { return named }
+        if let job, FileManager.default.fileExists(atPath: job), let path = try JobLoader.load(path: job).database?.value {
+            return try StoreList.expand([path])
+        }
+        return [try database(job: job, command: command)]
+    }
+
     func database(job: String?, command: String) throws -> String {
         if let job, !FileManager.default.fileExists(atPath: job) {
             throw WinnowError.usage("\(command): '\(job)' is not a job file (no such file); name a job file or pass --database PATH")
         }
-        if let database { return database }
+        if let database = try single(command) { return database }
         if let job {
             let loaded = try JobLoader.load(path: job)
-            if let path = loaded.database?.value { return path }
+            if let path = loaded.database?.value {
+                let stores = try StoreList.expand([path])
+                guard stores.count == 1 else {
+                    throw WinnowError.usage(
+                        "\(command) works on one database at a time; the job's '\(path)' names \(stores.count): pass --database PATH")
+                }
+                return stores[0]
+            }
             throw WinnowError.usage("\(job): the job names no database; pass --database PATH")
         }
         throw WinnowError.usage("\(command) needs --database PATH (or a job file that names its database)")

@@ -4,12 +4,22 @@ import WinnowCore
 
 /// Printing and exit codes, shared by the commands.
 enum Console {
-    static func out(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
+    private static let lock = NSLock()
 
-    static func err(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+    /// One line on standard output (whole lines even from several threads). When the reader
+    /// has gone (`winnow plan | head`), winnow stops quietly with exit 74 instead of trapping.
+    static func out(_ line: String) { write(line, to: FileHandle.standardOutput) }
+
+    static func err(_ line: String) { write(line, to: FileHandle.standardError) }
+
+    private static func write(_ line: String, to handle: FileHandle) {
+        lock.withLock {
+            do {
+                try handle.write(contentsOf: Data((line + "\n").utf8))
+            } catch {
+                exit(WinnowError.io("output closed").exitCode)
+            }
+        }
     }
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }

@@ -218,3 +218,59 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(try PostgresServer.rows(url, tables: ["t"]), try PostgresServer.rows(path, tables: ["t"]))
     }
 }
+
+/// `incremental: true` on PostgreSQL: triggers log the changed rows, the second run looks only
+/// at their groups, and both engines end with the same rows.
+final class PostgresIncrementalTests: XCTestCase {
+    func testIncrementalRunsMatchSQLite() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let path = dir.appendingPathComponent("inc.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, created_at TEXT, visits INTEGER)")
+            try db.execute(sql: "CREATE INDEX people_email ON people (email)")
+            for id in 1...500 {
+                try db.execute(sql: "INSERT INTO people VALUES (?, ?, ?, ?)", arguments: [id, "u\(id % 300)@x", "2024-\(id % 9)", id % 5])
+            }
+        }
+        try queue.close()
+        try PostgresServer.reset(url)
+        try PostgresServer.load(path, into: url)
+        let job = try TestSupport.writeFile(
+            """
+            version: 1
+            dedupe:
+              - entity: people
+                key: email
+                winner:
+                  - created_at: asc
+                merge: {visits: sum}
+                incremental: true
+            """, to: dir.appendingPathComponent("job.yaml").path)
+        for location in [url, path] {
+            XCTAssertEqual(try TestSupport.winnow(["run", job, "--database", location]).status, 0)
+        }
+        // New rows: duplicates of kept rows, and an update that makes two rows share a key.
+        let changes = [
+            "INSERT INTO people (id, email, created_at, visits) VALUES (1001, 'u5@x', '2023-01', 7)",
+            "INSERT INTO people (id, email, created_at, visits) VALUES (1002, 'new@x', '2023-02', 1)",
+            "INSERT INTO people (id, email, created_at, visits) VALUES (1003, 'new@x', '2023-03', 2)",
+            "UPDATE people SET email = 'u7@x' WHERE id = 250",
+        ]
+        try BackendRouter().withSession(url, mode: .readWrite(create: false)) { session in
+            for sql in changes { try session.execute(sql.replacingOccurrences(of: "people", with: "public.people")) }
+        }
+        try DatabaseQueue(path: path).write { db in for sql in changes { try db.execute(sql: sql) } }
+        let plan = try TestSupport.winnow(["plan", job, "--database", url, "--format", "json"])
+        XCTAssertEqual(plan.status, 0, plan.stderr)
+        XCTAssertTrue(plan.stdout.contains("\"incremental\":true"), "the second pass looks at the logged changes only: \(plan.stdout)")
+        for location in [url, path] {
+            let second = try TestSupport.winnow(["run", job, "--database", location])
+            XCTAssertEqual(second.status, 0, second.stderr)
+            XCTAssertTrue(second.stdout.contains("3 duplicate groups"), "\(location): \(second.stdout)")
+            XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", location]).status, 0)
+        }
+        XCTAssertEqual(try PostgresServer.rows(url, tables: ["people"]), try PostgresServer.rows(path, tables: ["people"]))
+    }
+}

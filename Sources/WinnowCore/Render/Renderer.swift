@@ -536,3 +536,37 @@ public enum Renderer {
         return lines.joined(separator: "\n")
     }
 }
+
+extension Renderer {
+    /// `check --format junit` over fleets: the single-store summaries as usual, then one test
+    /// suite per store of each fleet (`job on store`); a store that could not be checked is a
+    /// suite with one erroring test case.
+    public static func junit(
+        summaries: [RunSummary], fleets: [(job: String, outcomes: [StoreOutcome])], includeTimes: Bool = true
+    ) -> String {
+        var named = summaries
+        var errors: [(name: String, message: String)] = []
+        for fleet in fleets {
+            for outcome in fleet.outcomes {
+                if var summary = outcome.summary {
+                    summary.job = "\(fleet.job) on \(outcome.store)"
+                    named.append(summary)
+                } else {
+                    errors.append(("\(fleet.job) on \(outcome.store)", "\(outcome.status.rawValue): \(outcome.error?.description ?? "")"))
+                }
+            }
+        }
+        var lines = junit(named, includeTimes: includeTimes).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard !errors.isEmpty, lines.last == "</testsuites>" else { return lines.joined(separator: "\n") }
+        lines.removeLast()
+        for error in errors {
+            lines.append("  <testsuite name=\"\(xmlEscape(error.name))\" tests=\"1\" failures=\"0\" errors=\"1\" time=\"0\">")
+            lines.append("    <testcase classname=\"winnow.check\" name=\"store\">")
+            lines.append("      <error message=\"\(xmlEscape(error.message))\"/>")
+            lines.append("    </testcase>")
+            lines.append("  </testsuite>")
+        }
+        lines.append("</testsuites>")
+        return lines.joined(separator: "\n")
+    }
+}

@@ -167,8 +167,7 @@ public enum JobRunner {
         let settings = settings(job, options)
         func apply(_ step: MigrationStep) throws {
             let started = Date()
-            var current: String?
-            if case let .rebuild(r) = step { current = try session.tableDefinition(r.table) }
+            let sql = try session.statements(for: step)
             let name = "migration step \(applied.count + 1): \(step.summary)"
             onEvent(.phaseStarted(name))
             if let remark = try session.apply(step, settings: settings, progress: { onEvent(.phaseProgress(name, done: $0, total: $1)) }) {
@@ -176,7 +175,7 @@ public enum JobRunner {
             }
             onEvent(.phaseFinished(name, seconds: Date().timeIntervalSince(started)))
             let planned = PlannedStep(
-                summary: step.summary, sql: MigrationSQL.statements(step, currentSQL: current),
+                summary: step.summary, sql: sql,
                 rebuildsTable: step.rebuildsTable)
             applied.append(planned)
             try record.record(migrationSteps: applied.count)

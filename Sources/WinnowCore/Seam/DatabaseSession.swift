@@ -46,6 +46,8 @@ public protocol DatabaseSession: AnyObject {
     /// The steps of `plan` as they would run, and the schema they leave, found without
     /// touching the database.
     func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema)
+    /// The SQL of one migration step as it will run now (shown by `plan` and `run --verbose`).
+    func statements(for step: MigrationStep) throws -> [String]
     /// Applies one migration step; returns a remark worth reporting. `progress` hears of rows
     /// copied so far and the rows to copy, for steps that copy rows (a rebuild).
     func apply(_ step: MigrationStep, settings: BatchSettings, progress: @escaping (Int, Int) -> Void) throws -> String?

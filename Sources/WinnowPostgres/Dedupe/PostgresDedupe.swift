@@ -76,6 +76,9 @@ struct PostgresDedupe: RuleExecution {
             exclusion = " AND NOT EXISTS (SELECT 1 FROM \(keys) WHERE \(keyJoin("t", "x", columns: primaryKey)))"
             binds = Self.bindings(Self.columns(excluded, width: primaryKey.count))
         }
+        if let upTo = options.changesUpTo {
+            exclusion += " AND " + PostgresChangeTracker.scope(rule, upTo: upTo, dialect: dialect)
+        }
         let groups = rule.groupExpressions(alias: "t")
         let groupNames = groups.indices.map { "winnow_g\($0)" }
         let sql = """

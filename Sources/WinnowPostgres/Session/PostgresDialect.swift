@@ -23,7 +23,7 @@ public struct PostgresDialect: SQLDialect {
 
     public var capabilities: DialectCapabilities {
         DialectCapabilities(
-            transactionalDDL: true, alterColumnNullability: true, triggers: false, advisoryLocks: true, changeToken: false)
+            transactionalDDL: true, alterColumnNullability: true, triggers: true, advisoryLocks: true, changeToken: false)
     }
 
     public func table(_ name: String) -> String { "\(userSchema.sqlIdentifier).\(name.sqlIdentifier)" }

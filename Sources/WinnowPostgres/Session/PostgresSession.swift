@@ -185,29 +185,36 @@ public final class PostgresSession: DatabaseSession {
     public func prepareForBatchWrites() {}
 
     public func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema) {
-        let steps = try plan.steps.map { step in
-            PlannedStep(summary: step.summary, sql: try PostgresMigrator(session: self).statements(step), rebuildsTable: false)
+        guard !plan.steps.isEmpty else { return ([], try inspect()) }
+        // DDL is transactional: each step's SQL is spelled against the schema the steps before it
+        // leave, and the schema the plan leaves is read, in a transaction that is rolled back (its
+        // locks last a moment, under lock_timeout). A read-only command (`plan`, `validate`)
+        // keeps that transaction open until it ends, so its rules read the tables as the
+        // migration leaves them; nothing is ever committed. Unique indexes that wait for the
+        // dedupe are not built (they would fail on today's duplicates).
+        func walk() throws -> (steps: [PlannedStep], result: LiveSchema) {
+            var steps: [PlannedStep] = []
+            for step in plan.steps {
+                steps.append(PlannedStep(summary: Self.summary(step), sql: try statements(for: step), rebuildsTable: false))
+                if !step.waitsForDedupe { try PostgresMigrator(session: self).applyWithinTransaction(step) }
+            }
+            return (steps, try inspect())
         }
-        guard !plan.steps.isEmpty else { return (steps, try inspect()) }
-        // DDL is transactional: the schema the plan leaves is read from a transaction that is
-        // rolled back (its locks last a moment, under lock_timeout). A read-only command
-        // (`plan`, `validate`) keeps that transaction open until it ends, so its rules read the
-        // tables as the migration leaves them; nothing is ever committed.
         if readOnly {
             if !inTransaction {
                 try link.command("BEGIN READ WRITE")
                 inTransaction = true
                 try link.command("SET LOCAL lock_timeout = '1s'")
             }
-            for step in plan.steps where !step.waitsForDedupe { try PostgresMigrator(session: self).applyWithinTransaction(step) }
-            return (steps, try inspect())
+            return try walk()
         }
-        let result = try rehearsing {
-            // Unique indexes that wait for the dedupe would fail on today's duplicates.
-            for step in plan.steps where !step.waitsForDedupe { try PostgresMigrator(session: self).applyWithinTransaction(step) }
-            return try inspect()
-        }
-        return (steps, result)
+        return try rehearsing(walk)
+    }
+
+    /// A step as PostgreSQL runs it: what SQLite rebuilds a table for is altered in place here.
+    static func summary(_ step: MigrationStep) -> String {
+        if case let .rebuild(r) = step { return "alter table \(r.table): \(r.reasons.joined(separator: "; "))" }
+        return step.summary
     }
 
     /// Runs `body` in a transaction that is always rolled back.
@@ -219,6 +226,8 @@ public final class PostgresSession: DatabaseSession {
         try link.command("SET LOCAL lock_timeout = '1s'")
         return try body()
     }
+
+    public func statements(for step: MigrationStep) throws -> [String] { try PostgresMigrator(session: self).statements(step) }
 
     public func apply(_ step: MigrationStep, settings: BatchSettings, progress: @escaping (Int, Int) -> Void) throws -> String? {
         var migrator = PostgresMigrator(session: self)
@@ -266,27 +275,11 @@ public final class PostgresSession: DatabaseSession {
         PostgresDedupe(session: self, rule: rule, runID: runID, options: options)
     }
 
-    public var changeTracker: any ChangeTracker { PostgresChangeTracker() }
+    public var changeTracker: any ChangeTracker { PostgresChangeTracker(session: self) }
 
     public func undo(runID: Int64, restoreID: Int64) throws -> (reinserted: Int, reverted: Int) {
         try PostgresRestorer(session: self).undo(runID: runID, restoreID: restoreID)
     }
-}
-
-/// Incremental rules need row triggers that log changes; on PostgreSQL they are not built yet,
-/// so such a rule is refused before anything is written.
-struct PostgresChangeTracker: ChangeTracker {
-    private func refuse(_ table: String) -> WinnowError {
-        .refused(
-            "\(table): incremental: true needs change triggers, which winnow does not install on PostgreSQL yet; run the rule without incremental"
-        )
-    }
-    func isTracking(_ rule: CompiledRule) throws -> Bool { throw refuse(rule.table) }
-    func start(_ rule: CompiledRule) throws { throw refuse(rule.table) }
-    func isInstalled(table: String) throws -> Bool { false }
-    func stop(table: String) throws {}
-    func lastChange(table: String) throws -> Int64 { throw refuse(table) }
-    func finish(table: String, upTo: Int64, runID: Int64) throws { throw refuse(table) }
 }
 
 extension MigrationStep {

@@ -64,6 +64,12 @@ public final class SQLiteSession: DatabaseSession {
         try ShadowSchema.rehearse(plan, from: db)
     }
 
+    public func statements(for step: MigrationStep) throws -> [String] {
+        var current: String?
+        if case let .rebuild(r) = step { current = try tableDefinition(r.table) }
+        return MigrationSQL.statements(step, currentSQL: current)
+    }
+
     public func apply(_ step: MigrationStep, settings: BatchSettings, progress: @escaping (Int, Int) -> Void) throws -> String? {
         var executor = MigrationExecutor(db: db, settings: settings)
         executor.progress = progress

@@ -15,7 +15,14 @@ struct Check: ParsableCommand {
               winnow check jobs/ --format github     # annotations at the failing lines
             """)
 
-    @Option(name: .long, help: "Database file; overrides the jobs' 'database:'.") var database: String?
+    @Option(
+        name: .customLong("database"),
+        help: ArgumentHelp(
+            "Database file, postgresql:// URL, or a quoted glob ('fixtures/*.sqlite'); repeat for several. Overrides the jobs' 'database:'.",
+            valueName: "database"))
+    var databaseItems: [String] = []
+    @Option(name: .long, help: "A file listing databases, one per line ('-': standard input).") var databasesFrom: String?
+    @OptionGroup var fleet: FleetFlags
     @Option(name: .long, help: "Output format: text, json, junit or github.") var format: OutputFormat = .text
     @Flag(name: .long, help: "Print only what was found (one line per failing job) and errors.") var quiet = false
     @Flag(name: .long, help: "Print more detail.") var verbose = false
@@ -40,14 +47,30 @@ struct Check: ParsableCommand {
 
     func run() throws {
         var common = CommonOptions()
-        common.database = database
+        common.databaseItems = databaseItems
+        common.databasesFrom = databasesFrom
         common.format = format == .json ? .json : .text
         common.quiet = quiet
         try Console.guarded(common) {
             let loaded = try Self.jobFiles(jobs).map { try JobLoader.load(path: $0) }
             var summaries: [RunSummary] = []
+            var fleetCode: Int32?
+            var fleetOutcomes: [(job: String, outcomes: [StoreOutcome])] = []
             for job in loaded {
-                let summary = try JobRunner.check(job, options: RunOptions(database: database, sampleLimit: 0), backend: BackendRouter())
+                let stores = try common.stores(for: job)
+                if stores.count > 1 || fleet.given {
+                    let text: OutputFormat = format == .text || format == .json ? format : .junit
+                    let result = FleetReport.run(stores, flags: fleet, format: text, quiet: quiet, command: "check") { store in
+                        let summary = try JobRunner.check(
+                            job, options: RunOptions(database: store, sampleLimit: 0), backend: BackendRouter())
+                        return (summary, Renderer.checkFailed(summary) ? ExitStatus.findings : ExitStatus.ok)
+                    }
+                    fleetOutcomes.append((job.file, result.outcomes))
+                    fleetCode = FleetRunner.worst([fleetCode ?? 0, result.code])
+                    continue
+                }
+                let summary = try JobRunner.check(
+                    job, options: RunOptions(database: stores.first, sampleLimit: 0), backend: BackendRouter())
                 summaries.append(summary)
                 switch format {
                 case .text where quiet:
@@ -63,12 +86,15 @@ struct Check: ParsableCommand {
                 }
             }
             // The reports are what CI reads: printed even with --quiet.
-            if format == .junit { Console.out(Renderer.junit(summaries)) }
+            if format == .junit {
+                Console.out(fleetOutcomes.isEmpty ? Renderer.junit(summaries) : Renderer.junit(summaries: summaries, fleets: fleetOutcomes))
+            }
             if format == .github {
-                let annotations = Renderer.github(summaries)
+                let annotations = Renderer.github(summaries + fleetOutcomes.flatMap { $0.outcomes.compactMap(\.summary) })
                 if !annotations.isEmpty { Console.out(annotations) }
             }
-            return summaries.contains(where: Renderer.checkFailed) ? ExitStatus.findings : ExitStatus.ok
+            let single = summaries.contains(where: Renderer.checkFailed) ? ExitStatus.findings : ExitStatus.ok
+            return FleetRunner.worst([single, fleetCode ?? 0])
         }
     }
 }

@@ -19,13 +19,20 @@ struct HistoryCommand: ParsableCommand {
 
     func run() throws {
         try Console.guarded(options) {
-            let database = try options.database(job: job, command: "history")
-            let entries = try History.entries(database: database, limit: limit, backend: BackendRouter())
-            guard !options.quiet else { return 0 }
-            if options.format == .json {
-                entries.forEach { Console.out(Renderer.json($0)) }
-            } else {
-                Console.out(Renderer.text(entries))
+            let databases = try options.databases(job: job, command: "history")
+            for database in databases {
+                let entries = try History.entries(database: database, limit: limit, backend: BackendRouter())
+                guard !options.quiet else { continue }
+                if options.format == .json {
+                    // Over several stores every entry is tagged with its store.
+                    entries.forEach { entry in
+                        let body = Renderer.json(entry)
+                        Console.out(databases.count > 1 ? "{\"store\":\(FleetReport.string(database)),\"entry\":\(body)}" : body)
+                    }
+                } else {
+                    if databases.count > 1 { Console.out("== \(database)") }
+                    Console.out(Renderer.text(entries))
+                }
             }
             return 0
         }

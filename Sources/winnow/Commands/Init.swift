@@ -24,7 +24,7 @@ struct Init: ParsableCommand {
 
     func run() throws {
         try Console.guarded(options) {
-            guard let database = options.database else { throw WinnowError.usage("init needs --database PATH") }
+            guard let database = try options.single("init") else { throw WinnowError.usage("init needs --database PATH") }
             let name = URL(fileURLWithPath: database).deletingPathExtension().lastPathComponent
             let result = try Starter.write(
                 database: database, jobPath: job ?? "jobs/\(name).yaml", schemaPath: schema ?? "schemas/\(name).yaml",

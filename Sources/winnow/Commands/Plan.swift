@@ -21,6 +21,7 @@ struct Plan: ParsableCommand {
 
     @OptionGroup var options: CommonOptions
     @OptionGroup var jobOptions: JobOptions
+    @OptionGroup var fleet: FleetFlags
     @Option(
         name: .customLong("save"),
         help: "Also write the plan, with fingerprints of the job, the schemas and the duplicates, to FILE (for run --plan).")
@@ -31,6 +32,12 @@ struct Plan: ParsableCommand {
         try Console.guarded(options) {
             let loaded = try JobLoader.load(path: job)
             var runOptions = runOptions(options, jobOptions)
+            let stores = try options.stores(for: loaded)
+            if stores.count > 1 || fleet.given {
+                guard saveTo == nil else { throw WinnowError.usage("plan --save saves the plan of one database; name one") }
+                return planFleet(loaded, stores: stores, runOptions: runOptions)
+            }
+            runOptions.database = stores.first
             runOptions.fingerprints = saveTo != nil
             let summary = try JobRunner.plan(loaded, options: runOptions, backend: BackendRouter(), onEvent: eventPrinter(options))
             if let saveTo, let fingerprints = summary.fingerprints {
@@ -49,5 +56,52 @@ struct Plan: ParsableCommand {
             }
             return 0
         }
+    }
+
+    /// `plan` over a fleet: every store planned (read-only), then the stores grouped by their
+    /// live schema, so one review covers every store in the same state: per group the plan of
+    /// its first store, and per store what would change.
+    func planFleet(_ job: Job, stores: [String], runOptions: RunOptions) -> Int32 {
+        var planOptions = runOptions
+        planOptions.fingerprints = true
+        planOptions.sampleLimit = options.verbose ? nil : 3
+        let shared = planOptions
+        let quietOptions = options
+        let result = FleetReport.run(stores, flags: fleet, format: options.format == .json ? .json : .junit, quiet: true, command: "plan") {
+            store in
+            var storeOptions = shared
+            storeOptions.database = store
+            return (try JobRunner.plan(job, options: storeOptions, backend: BackendRouter()), 0)
+        }
+        guard options.format == .text, !quietOptions.quiet else { return result.code }
+        var groups: [(schema: String, outcomes: [StoreOutcome])] = []
+        for outcome in result.outcomes {
+            guard let schema = outcome.summary?.fingerprints?.liveSchema else { continue }
+            if let index = groups.firstIndex(where: { $0.schema == schema }) {
+                groups[index].outcomes.append(outcome)
+            } else {
+                groups.append((schema, [outcome]))
+            }
+        }
+        for (number, group) in groups.enumerated() {
+            let changing = group.outcomes.filter {
+                ($0.summary?.counts.changedAnything ?? false) || ($0.summary?.migration.isEmpty == false)
+            }
+            Console.out(
+                "== schema group \(number + 1) of \(groups.count): \(group.outcomes.count) store\(group.outcomes.count == 1 ? "" : "s"), \(changing.count) would change"
+            )
+            if let first = group.outcomes.first?.summary { Console.out(Renderer.text(first)) }
+            Console.out("per store:")
+            for outcome in group.outcomes {
+                guard let summary = outcome.summary else { continue }
+                Console.out(
+                    "  \(outcome.store): \(Renderer.countsLine(summary.counts, wouldBe: true)), \(summary.migration.count) migration steps")
+            }
+        }
+        for outcome in result.outcomes where outcome.summary == nil {
+            Console.out(FleetReport.line(outcome))
+        }
+        Console.out(FleetReport.total(result.outcomes, code: result.code, seconds: result.outcomes.map(\.seconds).reduce(0, +)))
+        return result.code
     }
 }

@@ -19,6 +19,7 @@ struct Run: ParsableCommand {
 
     @OptionGroup var options: CommonOptions
     @OptionGroup var jobOptions: JobOptions
+    @OptionGroup var fleet: FleetFlags
     @Flag(name: .long, help: "Write nothing; the same as plan.") var dryRun = false
     @Option(name: .long, help: "Wait up to SECONDS for another run's lock instead of exiting 75.") var wait: Double?
     @Option(
@@ -45,16 +46,31 @@ struct Run: ParsableCommand {
             let loaded = try jobs.map { try JobLoader.load(path: $0) }
             let approved = try planFile.map { try SavedPlan.load(path: $0).fingerprints }
             let started = Date()
+            var code: Int32 = 0
             for job in loaded {
+                let stores = try options.stores(for: job)
                 var runOptions = runOptions(options, jobOptions, dryRun: dryRun, wait: wait)
                 // The limit covers the whole call: each job gets what is left of it.
                 runOptions.maxDuration = maxDuration.map { max(0.001, $0 - Date().timeIntervalSince(started)) }
                 runOptions.approvedPlan = approved
+                if stores.count > 1 || fleet.given {
+                    guard approved == nil else { throw WinnowError.usage("run --plan applies a plan saved for one database; name one") }
+                    let shared = runOptions
+                    let result = FleetReport.run(stores, flags: fleet, format: options.format, quiet: options.quiet, command: "run") {
+                        store in
+                        var storeOptions = shared
+                        storeOptions.database = store
+                        return (try JobRunner.run(job, options: storeOptions, backend: BackendRouter()), 0)
+                    }
+                    code = FleetRunner.worst([code, result.code])
+                    continue
+                }
+                runOptions.database = stores.first
                 let summary = try JobRunner.run(job, options: runOptions, backend: BackendRouter(), onEvent: eventPrinter(options))
                 printSummary(summary, options)
                 if summary.status == .stopped { break }
             }
-            return 0
+            return code
         }
     }
 }

@@ -23,7 +23,7 @@ struct Validate: ParsableCommand {
             for file in files {
                 let result = try Validator.validate(path: file)
                 var checked = ""
-                if let database = options.database, case let .job(job, _) = result {
+                if let database = try options.single("validate"), case let .job(job, _) = result {
                     try JobRunner.validate(job, database: database, backend: BackendRouter())
                     checked = ", checked against \(database)"
                 }

@@ -1,0 +1,106 @@
+import Foundation
+import XCTest
+
+@testable import WinnowCore
+
+/// Scheduling of a fleet, with stand-in work (no database).
+final class FleetRunnerTests: XCTestCase {
+    func summary() -> RunSummary {
+        RunSummary(
+            command: .run, runID: 1, status: .completed, job: "j", database: "d", counts: Counts(), migrationSteps: 0, seconds: 0, rules: []
+        )
+    }
+
+    func testEveryStoreRunsOnceWithinTheParallelBound() {
+        let counter = Concurrency()
+        let stores = (0..<40).map { "s\($0)" }
+        let outcomes = FleetRunner.run(stores, options: FleetOptions(parallel: 3)) { _ in
+            counter.enter()
+            Thread.sleep(forTimeInterval: 0.005)
+            counter.leave()
+            return (self.summary(), 0)
+        }
+        XCTAssertEqual(outcomes.map(\.store), stores, "outcomes in the stores' order")
+        XCTAssertTrue(outcomes.allSatisfy { $0.status == .done })
+        XCTAssertLessThanOrEqual(counter.peak, 3)
+        XCTAssertGreaterThan(counter.peak, 1, "stores ran concurrently")
+    }
+
+    func testFirstFailureStopsSchedulingUnlessToldToContinue() {
+        let stores = (0..<10).map { "s\($0)" }
+        let work: @Sendable (String) throws -> (RunSummary, Int32) = { store in
+            if store == "s3" { throw WinnowError.io("disk full") }
+            return (self.summary(), 0)
+        }
+        let stopped = FleetRunner.run(stores, options: FleetOptions(parallel: 1), work: work)
+        XCTAssertEqual(stopped.map(\.status), [.done, .done, .done, .failed] + Array(repeating: .notRun, count: 6))
+        XCTAssertEqual(FleetRunner.exitCode(stopped), 74)
+        let all = FleetRunner.run(stores, options: FleetOptions(parallel: 2, continueOnError: true), work: work)
+        XCTAssertEqual(all.filter { $0.status == .done }.count, 9)
+        XCTAssertEqual(all[3].status, .failed)
+    }
+
+    func testFailedCanaryStopsTheRollout() {
+        let stores = (0..<10).map { "s\($0)" }
+        let ran = Concurrency()
+        let outcomes = FleetRunner.run(stores, options: FleetOptions(parallel: 4, canary: 2, continueOnError: true)) { store in
+            ran.enter()
+            ran.leave()
+            if store == "s1" { throw WinnowError.refused("guard") }
+            return (self.summary(), 0)
+        }
+        XCTAssertEqual(ran.total, 2, "only the canaries ran")
+        XCTAssertEqual(outcomes.filter { $0.status == .notRun }.count, 8)
+        XCTAssertEqual(FleetRunner.exitCode(outcomes), 65)
+    }
+
+    func testLockedStoreIsSkippedNotAFailure() {
+        let outcomes = FleetRunner.run(["a", "b", "c"], options: FleetOptions(parallel: 1)) { store in
+            if store == "a" { throw WinnowError.locked("held") }
+            return (self.summary(), store == "c" ? 1 : 0)
+        }
+        XCTAssertEqual(outcomes.map(\.status), [.locked, .done, .done], "a locked store does not stop the rollout")
+        XCTAssertEqual(FleetRunner.exitCode(outcomes), 75, "locked outranks findings")
+    }
+
+    func testSeverityOrder() {
+        XCTAssertEqual(FleetRunner.worst([0, 1, 75, 65]), 65)
+        XCTAssertEqual(FleetRunner.worst([66, 74]), 74)
+        XCTAssertEqual(FleetRunner.worst([1, 0]), 1)
+        XCTAssertEqual(FleetRunner.worst([70, 74]), 70)
+        XCTAssertEqual(FleetRunner.worst([]), 0)
+    }
+
+    func testStoreListExpandsGlobsInNameOrder() throws {
+        let dir = try FileManager.default.temporaryDirectory.appendingPathComponent("fleet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for name in ["b.sqlite", "a.sqlite", "c.txt"] {
+            FileManager.default.createFile(atPath: dir.appendingPathComponent(name).path, contents: Data())
+        }
+        let expanded = try StoreList.expand([dir.path + "/*.sqlite", dir.path + "/a.sqlite", "postgresql://h/d"])
+        XCTAssertEqual(expanded, [dir.path + "/a.sqlite", dir.path + "/b.sqlite", "postgresql://h/d"])
+        XCTAssertThrowsError(try StoreList.expand([dir.path + "/*.db"])) { error in
+            guard case WinnowError.usage = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertEqual(StoreList.parse(list: "# tenants\na.sqlite\n\n  b.sqlite  \n"), ["a.sqlite", "b.sqlite"])
+    }
+}
+
+/// Counts concurrent entries.
+final class Concurrency: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = 0
+    private(set) var peak = 0
+    private(set) var total = 0
+
+    func enter() {
+        lock.withLock {
+            current += 1
+            total += 1
+            peak = max(peak, current)
+        }
+    }
+
+    func leave() { lock.withLock { current -= 1 } }
+}
