@@ -29,13 +29,13 @@ struct FleetFlags: ParsableArguments {
 enum FleetReport {
     /// Runs `work` over `stores`; returns the outcomes and the fleet's exit code.
     static func run(
-        _ stores: [String], flags: FleetFlags, format: OutputFormat, quiet: Bool, command: String,
+        _ stores: [String], flags: FleetFlags, format: OutputFormat, quiet: Bool, command: String, stop: StopSignal? = nil,
         work: @escaping @Sendable (String) throws -> (RunSummary, Int32)
     ) -> (outcomes: [StoreOutcome], code: Int32) {
         let started = Date()
         let progress = FleetProgress(total: stores.count, enabled: !quiet && format == .text && Console.stderrIsTerminal)
         let outcomes = FleetRunner.run(
-            stores, options: flags.options, work: work, started: { progress.started($0) },
+            stores, options: flags.options, stop: stop, work: work, started: { progress.started($0) },
             finished: { outcome in
                 progress.finished(outcome.store)
                 guard !quiet || outcome.exitCode != 0 else { return }

@@ -32,10 +32,15 @@ final class FleetRunnerTests: XCTestCase {
             if store == "s3" { throw WinnowError.io("disk full") }
             return (self.summary(), 0)
         }
-        let stopped = FleetRunner.run(stores, options: FleetOptions(parallel: 1), work: work)
+        let signal = StopSignal()
+        let stopped = FleetRunner.run(stores, options: FleetOptions(parallel: 1), stop: signal, work: work)
         XCTAssertEqual(stopped.map(\.status), [.done, .done, .done, .failed] + Array(repeating: .notRun, count: 6))
         XCTAssertEqual(FleetRunner.exitCode(stopped), 74)
-        let all = FleetRunner.run(stores, options: FleetOptions(parallel: 2, continueOnError: true), work: work)
+        XCTAssertTrue(signal.isRaised, "the runs in flight are told to stop after their batch")
+        XCTAssertTrue(RunDeadline(at: nil, stop: signal).passed(), "a run's deadline passes once its fleet stops")
+        let goOn = StopSignal()
+        let all = FleetRunner.run(stores, options: FleetOptions(parallel: 2, continueOnError: true), stop: goOn, work: work)
+        XCTAssertFalse(goOn.isRaised)
         XCTAssertEqual(all.filter { $0.status == .done }.count, 9)
         XCTAssertEqual(all[3].status, .failed)
     }

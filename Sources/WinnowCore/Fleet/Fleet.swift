@@ -116,6 +116,7 @@ public enum FleetRunner {
     /// thread, one call at a time). `work` returns the store's summary and exit code, or throws.
     public static func run(
         _ stores: [String], options: FleetOptions,
+        stop: StopSignal? = nil,
         work: @escaping @Sendable (String) throws -> (RunSummary, Int32),
         started: @escaping @Sendable (String) -> Void = { _ in },
         finished: @escaping @Sendable (StoreOutcome) -> Void = { _ in }
@@ -145,6 +146,7 @@ public enum FleetRunner {
                 outcome = StoreOutcome(
                     store: store, status: .failed, error: wrapped, seconds: Date().timeIntervalSince(begin), exitCode: wrapped.exitCode)
             }
+            if outcome.status == .failed, !options.continueOnError { stop?.raise() }
             state.finish(index, outcome, finished)
         }
         func pool(_ indexes: [Int], stopOnFailure: Bool) {

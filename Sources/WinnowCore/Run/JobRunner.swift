@@ -131,7 +131,7 @@ public enum JobRunner {
             var totals = Counts()
             var applied: [PlannedStep] = []
             var notes: [String] = []
-            let deadline = RunDeadline(at: options.maxDuration.map { started.addingTimeInterval($0) })
+            let deadline = RunDeadline(at: options.maxDuration.map { started.addingTimeInterval($0) }, stop: options.stop)
             let summaries = try record.guarding(totals: { totals }, started: started) {
                 try execute(
                     job, target: target, options: options, session: session, record: record, deadline: deadline,
@@ -140,7 +140,11 @@ public enum JobRunner {
             let seconds = Date().timeIntervalSince(started)
             let status: RunStatus = deadline.reached ? .stopped : .completed
             var message: String?
-            if deadline.reached, let limit = options.maxDuration {
+            if deadline.reached, options.stop?.isRaised == true {
+                message =
+                    "stopped after the batch in flight: another store of the fleet failed; the next run continues where this one stopped"
+                notes.append(message!)
+            } else if deadline.reached, let limit = options.maxDuration {
                 message = "stopped after --max-duration \(String(format: "%g", limit)) s; the next run continues where this one stopped"
                 notes.append(message!)
             }

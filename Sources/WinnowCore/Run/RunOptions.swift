@@ -20,6 +20,8 @@ public struct RunOptions: Sendable {
     /// `run --plan FILE`: the fingerprints of the approved plan; the run refuses (65) before its
     /// first write when the database, the files or the duplicates no longer match them.
     public var approvedPlan: SavedPlan.Fingerprints?
+    /// A fleet's signal to stop after the batch in flight (status `stopped`, like --max-duration).
+    public var stop: StopSignal?
 
     public init(
         database: String? = nil, batchSize: Int? = nil, dryRun: Bool = false, wait: TimeInterval? = nil,

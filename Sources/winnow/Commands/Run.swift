@@ -55,9 +55,12 @@ struct Run: ParsableCommand {
                 runOptions.approvedPlan = approved
                 if stores.count > 1 || fleet.given {
                     guard approved == nil else { throw WinnowError.usage("run --plan applies a plan saved for one database; name one") }
+                    // After a failing store, the runs in flight stop after their batch (unless --continue-on-error).
+                    runOptions.stop = StopSignal()
                     let shared = runOptions
-                    let result = FleetReport.run(stores, flags: fleet, format: options.format, quiet: options.quiet, command: "run") {
-                        store in
+                    let result = FleetReport.run(
+                        stores, flags: fleet, format: options.format, quiet: options.quiet, command: "run", stop: runOptions.stop
+                    ) { store in
                         var storeOptions = shared
                         storeOptions.database = store
                         return (try JobRunner.run(job, options: storeOptions, backend: BackendRouter()), 0)
