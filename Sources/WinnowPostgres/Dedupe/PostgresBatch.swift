@@ -39,16 +39,21 @@ struct PostgresBatch {
         let names = ["g"] + (0..<width).map { "k\($0)" }
         let members = "unnest($1::int8[]\((0..<width).map { ", $\($0 + 2)::text[]" }.joined())) AS m(\(names.joined(separator: ", ")))"
         let mergeValues = rule.mergeColumns.map { ", \(Self.readable("t", $0.name, type: rule.columnTypes[$0.name]))" }.joined()
-        let partition = (["m.g"] + rule.groupExpressions(alias: "t")).joined(separator: ", ")
+        let partition = (["t.winnow_group"] + rule.groupExpressions(alias: "t")).joined(separator: ", ")
         let winnerIDs = dedupe.idTexts("t").enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", ")
+        // The batch's rows, locked in key order when writing (concurrent batches never deadlock
+        // on them), then ranked again as they are now: one statement.
+        let lock = dedupe.writes ? " ORDER BY \(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")) FOR UPDATE OF t" : ""
         rankSQL = """
+            WITH batch AS MATERIALIZED (
+                SELECT t.*, m.g AS winnow_group FROM \(members) JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))\(lock))
             SELECT s.* FROM (
-                SELECT \(dedupe.idTexts("t").joined(separator: ", ")), m.g, row_number() OVER w AS winnow_rn, \(winnerIDs), \
+                SELECT \(dedupe.idTexts("t").joined(separator: ", ")), t.winnow_group, row_number() OVER w AS winnow_rn, \(winnerIDs), \
             count(*) OVER p AS winnow_n\(mergeValues)
-                FROM \(members) JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))
+                FROM batch AS t
                 WHERE \(rule.candidateFilter(alias: "t"))
                 WINDOW p AS (PARTITION BY \(partition)), w AS (p ORDER BY \(rule.orderBy(alias: "t")))
-            ) AS s WHERE s.winnow_n > 1 ORDER BY s.g, \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")), s.winnow_rn
+            ) AS s WHERE s.winnow_n > 1 ORDER BY s.winnow_group, \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")), s.winnow_rn
             """
         if archive {
             for name in [rule.table] + rule.references.map(\.childTable) where shapes[name] == nil {
@@ -104,15 +109,8 @@ struct PostgresBatch {
         let body = {
             if dedupe.writes {
                 let limit = max(1000, self.dedupe.options.settings.maxTransactionMilliseconds * 20)
-                try link.command("SET LOCAL statement_timeout = \(limit)")
-                try link.command("SET LOCAL lock_timeout = \(max(500, self.dedupe.options.settings.maxTransactionMilliseconds * 4))")
-                // The batch's rows, locked in key order (concurrent batches never deadlock on them).
-                let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
-                try link.command(
-                    """
-                    SELECT 1 FROM \(keys) JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))
-                    ORDER BY \(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")) FOR UPDATE OF t
-                    """, PostgresDedupe.bindings(PostgresDedupe.columns(members, width: width)))
+                let wait = max(500, self.dedupe.options.settings.maxTransactionMilliseconds * 4)
+                try link.command("SELECT set_config('statement_timeout', '\(limit)', true), set_config('lock_timeout', '\(wait)', true)")
             }
             let groups = try self.rank(members: members, groupNumbers: groupNumbers)
             work.counts.groups = groups.count

@@ -79,24 +79,35 @@ struct PostgresDedupe: RuleExecution {
         if let upTo = options.changesUpTo {
             exclusion += " AND " + PostgresChangeTracker.scope(rule, upTo: upTo, dialect: dialect)
         }
+        // One window pass; each row comes back with its rank and its group's winner (no final
+        // sort: the groups are put together here).
         let groups = rule.groupExpressions(alias: "t")
         let groupNames = groups.indices.map { "winnow_g\($0)" }
+        let partition = groupNames.map { "t.\($0)" }.joined(separator: ", ")
+        let width = primaryKey.count
         let sql = """
-            SELECT \(primaryKey.indices.map { "s.winnow_id\($0)" }.joined(separator: ", ")), s.winnow_rn FROM (
-                SELECT \(idTexts("t").enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")), \
-            \(groupNames.map { "t.\($0)" }.joined(separator: ", ")),
-                       count(*) OVER (PARTITION BY \(groupNames.map { "t.\($0)" }.joined(separator: ", "))) AS winnow_n,
-                       row_number() OVER (PARTITION BY \(groupNames.map { "t.\($0)" }.joined(separator: ", ")) ORDER BY \(rule.orderBy(alias: "t"))) AS winnow_rn
+            SELECT \((0..<width).map { "s.winnow_id\($0)" }.joined(separator: ", ")), s.winnow_rn, \
+            \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")) FROM (
+                SELECT \(idTexts("t").enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")),
+                       count(*) OVER p AS winnow_n, row_number() OVER w AS winnow_rn,
+                       \(idTexts("t").enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", "))
                 FROM (SELECT t.*, \(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
                       FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)) AS t
-            ) AS s WHERE s.winnow_n > 1 ORDER BY \(groupNames.map { "s.\($0)" }.joined(separator: ", ")), s.winnow_rn
+                WINDOW p AS (PARTITION BY \(partition)), w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))
+            ) AS s WHERE s.winnow_n > 1
             """
-        var found = FoundGroups()
-        let width = primaryKey.count
+        var members: [[String]: [(rank: Int64, id: [String])]] = [:]
+        var order: [[String]] = []
         for row in try link.query(sql, binds) {
             let values = row.sqlValues
-            if values[width].int64 == 1 { found.starts.append(found.ids.count) }
-            found.ids.append(values[0..<width].map { $0.string ?? "" })
+            let winner = values[(width + 1)...].map { $0.string ?? "" }
+            if members[winner] == nil { order.append(winner) }
+            members[winner, default: []].append((values[width].int64 ?? 0, values[0..<width].map { $0.string ?? "" }))
+        }
+        var found = FoundGroups()
+        for winner in order {
+            found.starts.append(found.ids.count)
+            found.ids += members[winner, default: []].sorted { $0.rank < $1.rank }.map(\.id)
         }
         found.starts.append(found.ids.count)
         session.found[rule.rule.index] = found
