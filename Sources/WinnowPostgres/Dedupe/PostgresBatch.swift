@@ -163,7 +163,7 @@ struct PostgresBatch {
         for column in PostgresDedupe.columns(members, width: width) { binds.append(column) }
         var groups: [Group] = []
         for row in try link.query(rankSQL, binds) {
-            let values = row.sqlValues
+            let values = row
             let id = values[0..<width].map { $0.string ?? "" }
             let rank = values[width + 1].int ?? 0
             let winner = values[(width + 2)..<(2 * width + 2)].map { $0.string ?? "" }
@@ -270,7 +270,7 @@ struct PostgresBatch {
             guard dedupe.writes else {
                 return (
                     try link.query("SELECT count(*) \(from) JOIN \(child) AS c ON \(PostgresDedupe.join(path))", binds)
-                        .first?.sqlValues.first?.int ?? 0, 0
+                        .first?.first?.int ?? 0, 0
                 )
             }
             try journal(
@@ -316,7 +316,7 @@ struct PostgresBatch {
         let k = childKey.count
         let pc = path.parentColumns.count
         for row in rows {
-            let values = row.sqlValues
+            let values = row
             let position = values[0].int ?? 0
             let group = owner[position]
             let childID = values[1...k].map { $0.string ?? "" }
@@ -388,7 +388,7 @@ struct PostgresBatch {
             SELECT \(path.parentColumns.map { "(p.\($0.sqlIdentifier))::text" }.joined(separator: ", "))
             FROM \(keys) JOIN \(dedupe.table) AS p ON \(dedupe.keyJoin("p", "m", columns: dedupe.primaryKey))
             """, PostgresDedupe.bindings(PostgresDedupe.columns([winner], width: width)))
-        return row.first?.sqlValues ?? []
+        return row.first ?? []
     }
 
     /// Journals and deletes the losers.
@@ -443,7 +443,7 @@ struct PostgresBatch {
                 """, PostgresDedupe.bindings(PostgresDedupe.columns(all, width: width)))
             var byID: [[String]: [String]] = [:]
             for row in rows {
-                let values = row.sqlValues
+                let values = row
                 byID[values[0..<width].map { $0.string ?? "" }] = values[width...].map { $0.string ?? "NULL" }
             }
             let ids = all.map(rowID)

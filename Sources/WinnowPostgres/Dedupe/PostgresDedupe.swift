@@ -99,7 +99,7 @@ struct PostgresDedupe: RuleExecution {
         var members: [[String]: [(rank: Int64, id: [String])]] = [:]
         var order: [[String]] = []
         for row in try link.query(sql, binds) {
-            let values = row.sqlValues
+            let values = row
             let winner = values[(width + 1)...].map { $0.string ?? "" }
             if members[winner] == nil { order.append(winner) }
             members[winner, default: []].append((values[width].int64 ?? 0, values[0..<width].map { $0.string ?? "" }))
@@ -150,7 +150,7 @@ struct PostgresDedupe: RuleExecution {
             SELECT count(*) FROM \(keys) JOIN \(table) AS p ON \(keyJoin("p", "m", columns: primaryKey))
             JOIN \(rule.qualified(path.childTable)) AS c ON \(Self.join(path))
             """, Self.bindings(Self.columns(ids, width: primaryKey.count)))
-        return rows.first?.sqlValues.first?.int ?? 0
+        return rows.first?.first?.int ?? 0
     }
 
     static func join(_ path: ReferencePath) -> String {
@@ -234,7 +234,7 @@ struct PostgresDedupe: RuleExecution {
                     SELECT \(idTexts("t").joined(separator: ", ")) FROM \(table) AS t \(keys.map { "WHERE \($0)" } ?? "")
                     ORDER BY \(order) OFFSET \(sizer.current - 1) LIMIT 1
                     """)
-                last = slice.first.map { $0.sqlValues.map { $0.string ?? "" } }
+                last = slice.first.map { $0.map { $0.string ?? "" } }
                 var range = keys.map { [$0] } ?? []
                 if let last {
                     range.append(

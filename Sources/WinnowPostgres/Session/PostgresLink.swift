@@ -63,10 +63,17 @@ final class PostgresLink {
         try? group.syncShutdownGracefully()
     }
 
-    /// Runs one statement (parameters `$1`, `$2`, ...) and returns its rows.
-    func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> [PostgresRow] {
+    /// Runs one statement (parameters `$1`, `$2`, ...) and returns its rows as values.
+    ///
+    /// Rows are converted as they arrive (postgres-nio's collect-all path copies its growing row
+    /// array on every network read: half of a 200,000-row discovery's time).
+    func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> [[SQLValue]] {
         statements += 1
-        return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait().rows
+        let box = RowBox()
+        _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) { row in
+            box.rows.append(row.sqlValues)
+        }.wait()
+        return box.rows
     }
 
     /// Runs one statement and returns the number of rows it changed.
@@ -110,6 +117,12 @@ final class PostgresLink {
         }
         return .notFound("cannot reach \(target): \(error)")
     }
+}
+
+/// Rows collected by a query's row callback (called on the connection's event loop, one row at
+/// a time, while the caller waits for the query to end).
+private final class RowBox: @unchecked Sendable {
+    var rows: [[SQLValue]] = []
 }
 
 extension PostgresRow {

@@ -28,7 +28,7 @@ public final class PostgresSession: DatabaseSession {
         self.readOnly = readOnly
         self.seedBackend = seedBackend
         let row = try link.query("SELECT current_schema(), current_setting('server_version_num')::int8, current_setting('server_encoding')")
-        let values = row.first?.sqlValues ?? []
+        let values = row.first ?? []
         guard let schema = values.first?.string else {
             throw WinnowError.refused(
                 "\(location): no current schema (the search_path names no schema that exists); set search_path or create the schema")
@@ -94,7 +94,7 @@ public final class PostgresSession: DatabaseSession {
     }
 
     public func rows(_ sql: String, _ arguments: [SQLValue]) throws -> [SQLRow] {
-        try link.query(Self.numbered(sql), PostgresBindings(values: arguments)).map { SQLRow($0.sqlValues) }
+        try link.query(Self.numbered(sql), PostgresBindings(values: arguments)).map(SQLRow.init)
     }
 
     public func writeTransaction(_ body: () throws -> Void) throws {
