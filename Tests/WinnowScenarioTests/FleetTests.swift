@@ -67,8 +67,10 @@ final class FleetTests: CLITestCase {
         let first = try winnow(
             ["run", "job.yaml", "--database", "tenants/*.sqlite", "--parallel", "2", "--continue-on-error", "--format", "json"], expect: 74)
         let lines = first.stdout.split(separator: "\n").compactMap { json($0) }
-        let stores = lines.filter { $0["store"] != nil }
+        let stores = lines.filter { $0["store"] != nil && $0["status"] != nil }
         XCTAssertEqual(stores.count, 200, "one report per store")
+        let events = lines.filter { $0["store"] != nil && $0["event"] != nil }
+        XCTAssertGreaterThanOrEqual(events.count, 99, "every store's batches, tagged with its path")
         func outcome(_ path: String) -> [String: Any]? { stores.first { ($0["store"] as? String)?.hasSuffix(path) == true } }
         XCTAssertEqual(outcome("t001.sqlite")?["status"] as? String, "locked")
         XCTAssertEqual(outcome("t001.sqlite")?["exit"] as? Int, 75)
@@ -115,14 +117,14 @@ final class FleetTests: CLITestCase {
 
     func testKilledFleetRunLosesNothingAndConverges() throws {
         try FileManager.default.createDirectory(atPath: path("tenants"), withIntermediateDirectories: true)
-        for n in 0..<16 { try makeStore(path(String(format: "tenants/t%02d.sqlite", n)), rows: 6000, duplicates: true, seed: n) }
+        for n in 0..<16 { try makeStore(path(String(format: "tenants/t%02d.sqlite", n)), rows: 12000, duplicates: true, seed: n) }
         try write("job.yaml", Self.job)
         let process = Process()
         process.executableURL = TestSupport.executable
         process.arguments = ["run", "job.yaml", "--database", "tenants/*.sqlite", "--parallel", "2", "--quiet"]
         process.currentDirectoryURL = dir
         try process.run()
-        Thread.sleep(forTimeInterval: 1.0)
+        Thread.sleep(forTimeInterval: 0.6)
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         XCTAssertEqual(process.terminationReason, .uncaughtSignal, "killed mid-fleet (the fleet took less than a second)")
@@ -130,9 +132,9 @@ final class FleetTests: CLITestCase {
         try winnow(["check", "job.yaml", "--database", "tenants/*.sqlite"], expect: 0)
         for n in 0..<16 {
             let store = path(String(format: "tenants/t%02d.sqlite", n))
-            XCTAssertEqual(try ScenarioKit.int(store, "SELECT count(*) FROM people"), 4000, "t\(n)")
+            XCTAssertEqual(try ScenarioKit.int(store, "SELECT count(*) FROM people"), 8000, "t\(n)")
             XCTAssertEqual(
-                try ScenarioKit.int(store, "SELECT sum(visits) FROM people"), (1...6000).map { $0 % 5 }.reduce(0, +),
+                try ScenarioKit.int(store, "SELECT sum(visits) FROM people"), (1...12000).map { $0 % 5 }.reduce(0, +),
                 "t\(n): merges summed once")
             XCTAssertEqual(try ScenarioKit.column(store, "PRAGMA integrity_check", as: String.self), ["ok"], "t\(n)")
         }

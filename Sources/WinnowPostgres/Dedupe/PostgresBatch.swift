@@ -43,7 +43,8 @@ struct PostgresBatch {
         let winnerIDs = dedupe.idTexts("t").enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", ")
         // The batch's rows, locked in key order when writing (concurrent batches never deadlock
         // on them), then ranked again as they are now: one statement.
-        let lock = dedupe.writes ? " ORDER BY \(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")) FOR UPDATE OF t" : ""
+        let lock =
+            dedupe.writes ? " ORDER BY \(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")) FOR UPDATE OF t" : ""
         rankSQL = """
             WITH batch AS MATERIALIZED (
                 SELECT t.*, m.g AS winnow_group FROM \(members) JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))\(lock))

@@ -63,7 +63,22 @@ struct Run: ParsableCommand {
                     ) { store in
                         var storeOptions = shared
                         storeOptions.database = store
-                        return (try JobRunner.run(job, options: storeOptions, backend: BackendRouter()), 0)
+                        // json: each store's batch and migration events, tagged with its path.
+                        let tagged = options.format == .json && !options.quiet
+                        let summary = try JobRunner.run(job, options: storeOptions, backend: BackendRouter()) { event in
+                            guard tagged else { return }
+                            switch event {
+                            case let .batch(report):
+                                Console.out("{\"store\":\(FleetReport.string(store)),\"event\":\(Renderer.json(report))}")
+                            case let .migrationStep(index, step, seconds):
+                                Console.out(
+                                    "{\"store\":\(FleetReport.string(store)),\"event\":\(Renderer.json(migrationStep: step, index: index, seconds: seconds))}"
+                                )
+                            default:
+                                break
+                            }
+                        }
+                        return (summary, 0)
                     }
                     code = FleetRunner.worst([code, result.code])
                     continue
