@@ -84,6 +84,9 @@ extension CommonOptions {
     /// given instead (`winnow history jobs/contacts.yaml`).
     /// The databases of a command that takes several: the named ones, else the job's.
     func databases(job: String?, command: String) throws -> [String] {
+        if let job, !FileManager.default.fileExists(atPath: job) {
+            throw WinnowError.usage("\(command): '\(job)' is not a job file (no such file); name a job file or pass --database PATH")
+        }
         let named = try namedStores()
         if !named.isEmpty { return named }
         if let job, FileManager.default.fileExists(atPath: job), let path = try JobLoader.load(path: job).database?.value {
