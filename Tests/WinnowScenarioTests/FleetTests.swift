@@ -139,4 +139,26 @@ final class FleetTests: CLITestCase {
             XCTAssertEqual(try ScenarioKit.column(store, "PRAGMA integrity_check", as: String.self), ["ok"], "t\(n)")
         }
     }
+
+    /// `--max-duration` covers the whole fleet: stores started late get what is left (their
+    /// first batch), stop cleanly, and the next call finishes them.
+    func testMaxDurationCoversTheWholeFleet() throws {
+        try FileManager.default.createDirectory(atPath: path("tenants"), withIntermediateDirectories: true)
+        for n in 0..<6 { try makeStore(path("tenants/t\(n).sqlite"), rows: 12000, duplicates: true, seed: n) }
+        try write("job.yaml", Self.job)
+        let limited = try winnow(
+            ["run", "job.yaml", "--database", "tenants/*.sqlite", "--parallel", "1", "--max-duration", "0.1", "--format", "json"], expect: 0
+        )
+        let summaries = limited.stdout.split(separator: "\n").compactMap { json($0) }.compactMap { $0["summary"] as? [String: Any] }
+        XCTAssertEqual(summaries.count, 6)
+        // In store order (--parallel 1): the first spends the limit; the others start after it.
+        let late = summaries.filter { ($0["database"] as? String)?.hasSuffix("t0.sqlite") == false }
+        XCTAssertEqual(late.count, 5)
+        for summary in late {
+            XCTAssertEqual(summary["status"] as? String, "stopped")
+            XCTAssertEqual(summary["batches"] as? Int, 1, "a store started after the limit runs its first batch only")
+        }
+        try winnow(["run", "job.yaml", "--database", "tenants/*.sqlite"], expect: 0)
+        try winnow(["check", "job.yaml", "--database", "tenants/*.sqlite"], expect: 0)
+    }
 }

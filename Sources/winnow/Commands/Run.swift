@@ -63,6 +63,8 @@ struct Run: ParsableCommand {
                     ) { store in
                         var storeOptions = shared
                         storeOptions.database = store
+                        // --max-duration covers the whole call: a store gets what is left when it starts.
+                        storeOptions.maxDuration = maxDuration.map { max(0.001, $0 - Date().timeIntervalSince(started)) }
                         // json: each store's batch and migration events, tagged with its path.
                         let tagged = options.format == .json && !options.quiet
                         let summary = try JobRunner.run(job, options: storeOptions, backend: BackendRouter()) { event in
