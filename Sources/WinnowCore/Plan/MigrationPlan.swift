@@ -37,6 +37,12 @@ public enum MigrationStep: Sendable, Equatable {
     case dropTable(String)
 
     /// Whether the step rewrites a whole table.
+    /// A unique index created only after the rules have run (today's duplicates would fail it).
+    public var waitsForDedupe: Bool {
+        if case let .createIndex(_, _, afterDedupe) = self { return afterDedupe }
+        return false
+    }
+
     public var rebuildsTable: Bool {
         if case .rebuild = self { return true }
         return false

@@ -191,7 +191,7 @@ public enum JobRunner {
         try session.finishInterrupted(.retired, settings: settings)
         if let plan {
             for step in plan.steps {
-                if case let .createIndex(_, _, afterDedupe) = step, afterDedupe {
+                if step.waitsForDedupe {
                     deferred.append(step)
                     continue
                 }

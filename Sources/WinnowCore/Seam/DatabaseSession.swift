@@ -36,8 +36,6 @@ public protocol DatabaseSession: AnyObject {
     func inspect() throws -> LiveSchema
     /// Views and triggers (a column they use cannot simply be dropped).
     func dependents() throws -> [(name: String, sql: String)]
-    /// The stored definition of a table (for showing a rebuild's SQL).
-    func tableDefinition(_ table: String) throws -> String?
 
     // MARK: stages
 

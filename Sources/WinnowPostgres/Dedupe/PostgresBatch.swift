@@ -30,7 +30,8 @@ struct PostgresBatch {
         width = dedupe.primaryKey.count
         archive = dedupe.writes && dedupe.rule.rule.archive
         let rule = dedupe.rule
-        let schema = try dedupe.session.inspect()
+        // The catalog is read once per rule, and only for the child tables' keys and types.
+        let schema = rule.references.isEmpty ? LiveSchema(tables: []) : try dedupe.session.inspect()
         for path in rule.references {
             guard let child = schema.table(named: path.childTable) else { continue }
             childKeys[path.childTable] = child.primaryKey
@@ -57,8 +58,9 @@ struct PostgresBatch {
             ) AS s WHERE s.winnow_n > 1 ORDER BY s.winnow_group, \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")), s.winnow_rn
             """
         if archive {
-            for name in [rule.table] + rule.references.map(\.childTable) where shapes[name] == nil {
-                shapes[name] = try Self.shape(session: dedupe.session, table: name)
+            shapes[rule.table] = try Self.shape(session: dedupe.session, table: rule.table, columns: rule.storedColumns)
+            for path in rule.references where shapes[path.childTable] == nil {
+                shapes[path.childTable] = try Self.shape(session: dedupe.session, table: path.childTable, columns: path.childStoredColumns)
             }
         }
     }
@@ -72,13 +74,11 @@ struct PostgresBatch {
         return plain ? "\(alias).\(column.sqlIdentifier)" : "(\(alias).\(column.sqlIdentifier))::text"
     }
 
-    /// The journal shape of a table: its columns as a JSON array (images are `jsonb` objects).
-    static func shape(session: PostgresSession, table: String) throws -> Int64 {
-        let columns = try session.inspect().table(named: table)?.columns.map(\.name) ?? []
-        let json =
-            "["
-            + columns.map { "\"\($0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\"" }.joined(
-                separator: ",") + "]"
+    /// The journal shape of a table: its stored columns as a JSON array (images are `jsonb`
+    /// objects; restore reads them through the table's row type).
+    static func shape(session: PostgresSession, table: String, columns: [String]) throws -> Int64 {
+        let data = (try? JSONSerialization.data(withJSONObject: columns, options: [.withoutEscapingSlashes])) ?? Data("[]".utf8)
+        let json = String(decoding: data, as: UTF8.self)
         let shapes = session.postgresDialect.bookkeeping("winnow_journal_shapes")
         return try session.value(
             """
@@ -411,16 +411,7 @@ struct PostgresBatch {
         let limit = max(0, dedupe.options.sampleLimit)
         let chosen = groups.prefix(limit)
         guard !chosen.isEmpty else { return [] }
-        var columns: [String] = []
-        func add(_ name: String) {
-            if !columns.contains(where: { $0.caseInsensitiveCompare(name) == .orderedSame }), !dedupe.primaryKey.contains(name) {
-                columns.append(name)
-            }
-        }
-        rule.keyColumns.forEach(add)
-        for term in rule.winnerTerms { if case let .column(name, _, _) = term { add(name) } }
-        rule.mergeColumns.forEach { add($0.name) }
-        for name in rule.storedColumns where columns.count < 8 { add(name) }
+        let columns = rule.sampleColumns()
         let shown = columns.map { name -> String in
             let value = "(t.\(name.sqlIdentifier))::text"
             return PostgresDialect.isText(rule.columnTypes[name])
@@ -454,12 +445,7 @@ struct PostgresBatch {
                 }, winner: ids[0], losers: Array(ids.dropFirst()))
             sample.columns = columns
             sample.rows = zip(all, ids).compactMap { id, number in byID[id].map { GroupSample.SampleRow(rowID: number, values: $0) } }
-            for change in MergeResolver.changes(strategies: rule.mergeColumns.map(\.strategy), rows: group.values) {
-                sample.merged.append(
-                    .init(
-                        column: rule.mergeColumns[change.index].name, before: Self.shown(group.values[0][change.index]),
-                        after: Self.shown(change.value)))
-            }
+            sample.recordMerges(rule, values: group.values)
             for path in rule.references {
                 for (loser, number) in zip(group.losers, ids.dropFirst()) {
                     let count = try dedupe.childCount(path, of: [loser])
@@ -472,15 +458,5 @@ struct PostgresBatch {
             samples.append(sample)
         }
         return samples
-    }
-
-    static func shown(_ value: SQLValue) -> String {
-        switch value {
-        case .null: return "NULL"
-        case let .integer(v): return String(v)
-        case let .real(v): return "\(v)"
-        case let .text(v): return "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
-        case let .blob(v): return "X'" + v.map { String(format: "%02X", $0) }.joined() + "'"
-        }
     }
 }

@@ -218,7 +218,7 @@ struct PostgresDedupe: RuleExecution {
             start: BatchSizer.rowRangeStart)
         let order = primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")
         // Journaled like every other change, so restore puts the old hashes back.
-        let shape = rule.rule.archive ? try PostgresBatch.shape(session: session, table: rule.table) : nil
+        let shape = rule.rule.archive ? try PostgresBatch.shape(session: session, table: rule.table, columns: rule.storedColumns) : nil
         let batch = batchNumber
         var after: [String]?
         while true {

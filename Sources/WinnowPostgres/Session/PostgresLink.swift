@@ -14,8 +14,6 @@ final class PostgresLink {
     private let group: MultiThreadedEventLoopGroup
     private let connection: PostgresConnection
     private let logger: Logger
-    /// Statements run, by text (``PostgresSession`` keeps them for the statement profile).
-    private(set) var statements = 0
 
     init(_ location: PostgresLocation) throws {
         self.location = location
@@ -68,7 +66,6 @@ final class PostgresLink {
     /// Rows are converted as they arrive (postgres-nio's collect-all path copies its growing row
     /// array on every network read: half of a 200,000-row discovery's time).
     func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> [[SQLValue]] {
-        statements += 1
         let box = RowBox()
         _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) { row in
             box.rows.append(row.sqlValues)
@@ -79,15 +76,8 @@ final class PostgresLink {
     /// Runs one statement and returns the number of rows it changed.
     @discardableResult
     func command(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> Int {
-        statements += 1
         let result = try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait()
         return result.metadata.rows ?? 0
-    }
-
-    /// Runs several statements without parameters (the simple query protocol).
-    func script(_ sql: String) throws {
-        statements += 1
-        _ = try connection.simpleQuery(sql).wait()
     }
 
     /// The failure of a connection attempt: exit 66 naming the server, never the password.

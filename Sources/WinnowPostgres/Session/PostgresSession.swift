@@ -20,7 +20,6 @@ public final class PostgresSession: DatabaseSession {
     var found: [Int: FoundGroups] = [:]
     /// `plan`: the rows earlier rules would have deleted, by table (later rules count without them).
     var wouldDelete: [String: [[String]]] = [:]
-    let serverVersion: Int32
 
     init(link: PostgresLink, location: String, readOnly: Bool, seedBackend: (any DatabaseBackend)?) throws {
         self.link = link
@@ -33,7 +32,7 @@ public final class PostgresSession: DatabaseSession {
             throw WinnowError.refused(
                 "\(location): no current schema (the search_path names no schema that exists); set search_path or create the schema")
         }
-        serverVersion = Int32(values.count > 1 ? values[1].int ?? 0 : 0)
+        let serverVersion = values.count > 1 ? values[1].int ?? 0 : 0
         if values.count > 2, values[2].string != "UTF8" {
             throw WinnowError.refused(
                 "\(location): the database's encoding is \(values[2].string ?? "?"); winnow's key normalisers need UTF8")
@@ -176,10 +175,6 @@ public final class PostgresSession: DatabaseSession {
 
     public func dependents() throws -> [(name: String, sql: String)] { try PostgresInspector(session: self).dependents() }
 
-    public func tableDefinition(_ table: String) throws -> String? {
-        try inspect().table(named: table).map { PostgresInspector.createTable($0, dialect: postgresDialect) }
-    }
-
     // MARK: stages
 
     public func prepareForBatchWrites() {}
@@ -279,13 +274,5 @@ public final class PostgresSession: DatabaseSession {
 
     public func undo(runID: Int64, restoreID: Int64) throws -> (reinserted: Int, reverted: Int) {
         try PostgresRestorer(session: self).undo(runID: runID, restoreID: restoreID)
-    }
-}
-
-extension MigrationStep {
-    /// A unique index created after the rules have run.
-    var waitsForDedupe: Bool {
-        if case let .createIndex(_, _, afterDedupe) = self { return afterDedupe }
-        return false
     }
 }

@@ -162,27 +162,9 @@ extension DedupeExecutor {
         }
     }
 
-    /// Columns a plan shows per row: the key, the winner order's columns and the merged
-    /// columns first, then the other stored columns, at most ``sampleColumnLimit`` in all.
-    static let sampleColumnLimit = 8
-
-    func sampleColumns() -> [String] {
-        var columns: [String] = []
-        func add(_ name: String) {
-            // The row's identity has its own column.
-            guard name.sqlIdentifier != rule.rowID else { return }
-            if !columns.contains(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) { columns.append(name) }
-        }
-        rule.keyColumns.forEach(add)
-        for term in rule.winnerTerms { if case let .column(name, _, _) = term { add(name) } }
-        rule.mergeColumns.forEach { add($0.name) }
-        for name in rule.storedColumns where columns.count < Self.sampleColumnLimit { add(name) }
-        return columns
-    }
-
     func readSamples(_ groups: [(winner: Int64, losers: [Int64])], limit: Int) throws -> [GroupSample] {
         let chosen = groups.prefix(limit)
-        let columns = sampleColumns()
+        let columns = rule.sampleColumns()
         // One read per row: the shown columns as SQL spells them, then the merge columns' values.
         let selected = columns.map { "quote(\($0.sqlIdentifier))" } + rule.mergeColumns.map { $0.name.sqlIdentifier }
         let rowSQL = "SELECT \(selected.joined(separator: ", ")) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?"
@@ -208,12 +190,7 @@ extension DedupeExecutor {
             sample.columns = columns
             sample.rows = rows
             // The same resolution as the batch: the winner's values, then the losers' in winner order.
-            for change in MergeResolver.changes(strategies: rule.mergeColumns.map(\.strategy), rows: mergeValues) {
-                sample.merged.append(
-                    .init(
-                        column: rule.mergeColumns[change.index].name, before: Self.literal(mergeValues[0][change.index]),
-                        after: Self.literal(change.value)))
-            }
+            sample.recordMerges(rule, values: mergeValues)
             for (index, path) in rule.references.enumerated() {
                 for loser in group.losers {
                     let count = try Int.fetchOne(db.cachedStatement(sql: childSQL[index]), arguments: [loser]) ?? 0
@@ -226,16 +203,5 @@ extension DedupeExecutor {
             samples.append(sample)
         }
         return samples
-    }
-
-    /// A value as SQL spells it (what `quote()` gives), for plan output.
-    static func literal(_ value: SQLValue) -> String {
-        switch value {
-        case .null: return "NULL"
-        case let .integer(v): return String(v)
-        case let .real(v): return "\(v)"
-        case let .text(v): return SQLiteDialect().literal(v)
-        case let .blob(v): return "X'" + v.map { String(format: "%02X", $0) }.joined() + "'"
-        }
     }
 }

@@ -56,7 +56,7 @@ public final class SQLiteSession: DatabaseSession {
         ).map { ($0[0] as String, $0[1] as String) }
     }
 
-    public func tableDefinition(_ table: String) throws -> String? { try SchemaInspector.table(db, named: table)?.sql }
+    func tableDefinition(_ table: String) throws -> String? { try SchemaInspector.table(db, named: table)?.sql }
 
     public func prepareForBatchWrites() { DatabaseOpener.prepareForBatchWrites(db) }
 
