@@ -5,6 +5,7 @@ import PackageDescription
 //   WinnowCore   — load, model, plan, the seam (dialect + session), the run lifecycle. No database.
 //   WinnowSQLite — the SQLite backend: GRDB, SQLite's C API, inspection, rebuilds, batches.
 //   WinnowPostgres — the PostgreSQL backend: postgres-nio, the catalog, set-based batches.
+//   WinnowBackends — picks the backend by the database's name (the only target that knows both).
 //   winnow       — the command line: arguments, printing, exit codes.
 let package = Package(
     name: "winnow",
@@ -49,12 +50,17 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        .target(
+            name: "WinnowBackends",
+            dependencies: ["WinnowCore", "WinnowSQLite", "WinnowPostgres"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .executableTarget(
             name: "winnow",
             dependencies: [
                 "WinnowCore",
                 "WinnowSQLite",
-                "WinnowPostgres",
+                "WinnowBackends",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
@@ -81,7 +87,8 @@ let package = Package(
         .testTarget(
             name: "WinnowPostgresTests",
             dependencies: [
-                "WinnowCore", "WinnowSQLite", "WinnowPostgres", "WinnowTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "WinnowCore", "WinnowSQLite", "WinnowPostgres", "WinnowBackends", "WinnowTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

@@ -74,44 +74,30 @@ extension CommonOptions {
     /// A command that works on one database: more than one named is a usage error.
     func single(_ command: String) throws -> String? {
         let named = try namedStores()
-        guard named.count <= 1 else {
-            throw WinnowError.usage("\(command) works on one database at a time (\(named.count) named); loop over them in the shell")
-        }
+        guard named.count <= 1 else { throw Self.oneAtATime(command, named.count) }
         return named.first
     }
 
-    /// The database a command works on: `--database`, else the `database:` of the job file
-    /// given instead (`winnow history jobs/contacts.yaml`).
-    /// The databases of a command that takes several: the named ones, else the job's.
+    static func oneAtATime(_ command: String, _ count: Int) -> WinnowError {
+        .usage("\(command) works on one database at a time (\(count) named); loop over them in the shell")
+    }
+
+    /// The databases of a command that takes a job file instead of `--database`
+    /// (`winnow history jobs/contacts.yaml`): the named ones, else the job's.
     func databases(job: String?, command: String) throws -> [String] {
         if let job, !FileManager.default.fileExists(atPath: job) {
             throw WinnowError.usage("\(command): '\(job)' is not a job file (no such file); name a job file or pass --database PATH")
         }
         let named = try namedStores()
         if !named.isEmpty { return named }
-        if let job, FileManager.default.fileExists(atPath: job), let path = try JobLoader.load(path: job).database?.value {
-            return try StoreList.expand([path])
-        }
-        return [try database(job: job, command: command)]
+        guard let job else { throw WinnowError.usage("\(command) needs --database PATH (or a job file that names its database)") }
+        return try stores(for: JobLoader.load(path: job))
     }
 
+    /// The one database of such a command.
     func database(job: String?, command: String) throws -> String {
-        if let job, !FileManager.default.fileExists(atPath: job) {
-            throw WinnowError.usage("\(command): '\(job)' is not a job file (no such file); name a job file or pass --database PATH")
-        }
-        if let database = try single(command) { return database }
-        if let job {
-            let loaded = try JobLoader.load(path: job)
-            if let path = loaded.database?.value {
-                let stores = try StoreList.expand([path])
-                guard stores.count == 1 else {
-                    throw WinnowError.usage(
-                        "\(command) works on one database at a time; the job's '\(path)' names \(stores.count): pass --database PATH")
-                }
-                return stores[0]
-            }
-            throw WinnowError.usage("\(job): the job names no database; pass --database PATH")
-        }
-        throw WinnowError.usage("\(command) needs --database PATH (or a job file that names its database)")
+        let databases = try databases(job: job, command: command)
+        guard databases.count == 1 else { throw Self.oneAtATime(command, databases.count) }
+        return databases[0]
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import WinnowBackends
 import WinnowCore
 import WinnowTestSupport
 import XCTest

@@ -1,4 +1,5 @@
 import Foundation
+import WinnowBackends
 import WinnowCore
 import WinnowPostgres
 import WinnowSQLite
@@ -66,15 +67,5 @@ enum PostgresServer {
             }
             return result
         }
-    }
-}
-
-/// The command line's choice of backend, for the tests.
-struct BackendRouter: DatabaseBackend {
-    func withSession<T>(_ location: String, mode: AccessMode, _ body: (any DatabaseSession) throws -> T) throws -> T {
-        if DatabaseURL.isPostgres(location) {
-            return try PostgresBackend(seedBackend: SQLiteBackend()).withSession(location, mode: mode, body)
-        }
-        return try SQLiteBackend().withSession(location, mode: mode, body)
     }
 }

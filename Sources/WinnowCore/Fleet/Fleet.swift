@@ -23,7 +23,7 @@ public enum StoreList {
             if DatabaseURL.isPostgres(item) || !isPattern(item) {
                 matches = [item]
             } else {
-                matches = glob(item)
+                matches = files(matching: item)
                 if matches.isEmpty { throw WinnowError.usage("--database '\(item)': no file matches the pattern") }
             }
             for match in matches where seen.insert(match).inserted { result.append(match) }
@@ -38,10 +38,10 @@ public enum StoreList {
     }
 
     /// The file system's matches of a pattern, sorted.
-    static func glob(_ pattern: String) -> [String] {
+    static func files(matching pattern: String) -> [String] {
         var matches = glob_t()
         defer { globfree(&matches) }
-        guard Glibc.glob(pattern, 0, nil, &matches) == 0 else { return [] }
+        guard glob(pattern, 0, nil, &matches) == 0 else { return [] }
         return (0..<Int(matches.gl_pathc)).compactMap { matches.gl_pathv[$0].map { String(cString: $0) } }.sorted()
     }
 }

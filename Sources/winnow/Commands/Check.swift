@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import WinnowBackends
 import WinnowCore
 import WinnowSQLite
 
@@ -59,8 +60,8 @@ struct Check: ParsableCommand {
             for job in loaded {
                 let stores = try common.stores(for: job)
                 if stores.count > 1 || fleet.given {
-                    let text: OutputFormat = format == .text || format == .json ? format : .junit
-                    let result = FleetReport.run(stores, flags: fleet, format: text, quiet: quiet, command: "check") { store in
+                    let printed: OutputFormat? = format == .text || format == .json ? format : nil
+                    let result = FleetReport.run(stores, flags: fleet, format: printed, quiet: quiet, command: "check") { store in
                         let summary = try JobRunner.check(
                             job, options: RunOptions(database: store, sampleLimit: 0), backend: BackendRouter())
                         return (summary, Renderer.checkFailed(summary) ? ExitStatus.findings : ExitStatus.ok)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import WinnowBackends
 import WinnowCore
 import WinnowSQLite
 
@@ -25,10 +26,7 @@ struct HistoryCommand: ParsableCommand {
                 guard !options.quiet else { continue }
                 if options.format == .json {
                     // Over several stores every entry is tagged with its store.
-                    entries.forEach { entry in
-                        let body = Renderer.json(entry)
-                        Console.out(databases.count > 1 ? "{\"store\":\(FleetReport.string(database)),\"entry\":\(body)}" : body)
-                    }
+                    entries.forEach { Console.out(databases.count > 1 ? Renderer.json(store: database, entry: $0) : Renderer.json($0)) }
                 } else {
                     if databases.count > 1 { Console.out("== \(database)") }
                     Console.out(Renderer.text(entries))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import WinnowBackends
 import WinnowCore
 import WinnowSQLite
 
@@ -66,42 +67,15 @@ struct Plan: ParsableCommand {
         planOptions.fingerprints = true
         planOptions.sampleLimit = options.verbose ? nil : 3
         let shared = planOptions
-        let quietOptions = options
-        let result = FleetReport.run(stores, flags: fleet, format: options.format == .json ? .json : .junit, quiet: true, command: "plan") {
+        let result = FleetReport.run(stores, flags: fleet, format: options.format == .json ? .json : nil, quiet: true, command: "plan") {
             store in
             var storeOptions = shared
             storeOptions.database = store
             return (try JobRunner.plan(job, options: storeOptions, backend: BackendRouter()), 0)
         }
-        guard options.format == .text, !quietOptions.quiet else { return result.code }
-        var groups: [(schema: String, outcomes: [StoreOutcome])] = []
-        for outcome in result.outcomes {
-            guard let schema = outcome.summary?.fingerprints?.liveSchema else { continue }
-            if let index = groups.firstIndex(where: { $0.schema == schema }) {
-                groups[index].outcomes.append(outcome)
-            } else {
-                groups.append((schema, [outcome]))
-            }
-        }
-        for (number, group) in groups.enumerated() {
-            let changing = group.outcomes.filter {
-                ($0.summary?.counts.changedAnything ?? false) || ($0.summary?.migration.isEmpty == false)
-            }
-            Console.out(
-                "== schema group \(number + 1) of \(groups.count): \(group.outcomes.count) store\(group.outcomes.count == 1 ? "" : "s"), \(changing.count) would change"
-            )
-            if let first = group.outcomes.first?.summary { Console.out(Renderer.text(first)) }
-            Console.out("per store:")
-            for outcome in group.outcomes {
-                guard let summary = outcome.summary else { continue }
-                Console.out(
-                    "  \(outcome.store): \(Renderer.countsLine(summary.counts, wouldBe: true)), \(summary.migration.count) migration steps")
-            }
-        }
-        for outcome in result.outcomes where outcome.summary == nil {
-            Console.out(FleetReport.line(outcome))
-        }
-        Console.out(FleetReport.total(result.outcomes, code: result.code, seconds: result.outcomes.map(\.seconds).reduce(0, +)))
+        guard options.format == .text, !options.quiet else { return result.code }
+        Console.out(Renderer.fleetPlan(result.outcomes))
+        Console.out(Renderer.fleetTotal(result.outcomes, exitCode: result.code, seconds: result.seconds))
         return result.code
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import WinnowBackends
 import WinnowCore
 import WinnowSQLite
 
@@ -68,17 +69,7 @@ struct Run: ParsableCommand {
                         // json: each store's batch and migration events, tagged with its path.
                         let tagged = options.format == .json && !options.quiet
                         let summary = try JobRunner.run(job, options: storeOptions, backend: BackendRouter()) { event in
-                            guard tagged else { return }
-                            switch event {
-                            case let .batch(report):
-                                Console.out("{\"store\":\(FleetReport.string(store)),\"event\":\(Renderer.json(report))}")
-                            case let .migrationStep(index, step, seconds):
-                                Console.out(
-                                    "{\"store\":\(FleetReport.string(store)),\"event\":\(Renderer.json(migrationStep: step, index: index, seconds: seconds))}"
-                                )
-                            default:
-                                break
-                            }
+                            if tagged, let line = Renderer.json(store: store, event: event) { Console.out(line) }
                         }
                         return (summary, 0)
                     }

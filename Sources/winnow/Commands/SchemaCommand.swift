@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import WinnowBackends
 import WinnowCore
 import WinnowSQLite
 
