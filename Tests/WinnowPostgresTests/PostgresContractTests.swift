@@ -1,0 +1,124 @@
+import Foundation
+import WinnowBackends
+import WinnowCore
+import WinnowPostgres
+import WinnowTestSupport
+import XCTest
+
+/// Promises of the contract that the PostgreSQL backend must keep too: the lock (75, and a
+/// dead holder never blocks), plan writes nothing, a password never appears, a database that
+/// is not there is 66.
+final class PostgresContractTests: XCTestCase {
+    static let examples = TestSupport.repositoryRoot.appendingPathComponent("examples")
+    static var exampleJob: String { TestSupport.repositoryRoot.appendingPathComponent("jobs/example.yaml").path }
+
+    func loadContacts(_ url: String) throws {
+        let dir = try TestSupport.scratchDirectory()
+        let copy = dir.appendingPathComponent("contacts.sqlite").path
+        try FileManager.default.copyItem(atPath: Self.examples.appendingPathComponent("contacts.sqlite").path, toPath: copy)
+        try PostgresServer.reset(url)
+        try PostgresServer.load(copy, into: url)
+    }
+
+    /// Another session holds the run lock (its advisory lock and the lock row): 75, nothing
+    /// changed; once it lets go, the run goes through.
+    func testLockHeldByAnotherSessionExits75() throws {
+        let url = try PostgresServer.require()
+        try loadContacts(url)
+        let before = try PostgresServer.rows(url, tables: ["contacts", "orders", "contact_tags"])
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { session in
+                try session.writeTransaction {
+                    try Bookkeeping.install(session)
+                    try RunLock.take(session, runID: nil)
+                }
+                holding.signal()
+                release.wait()
+            }
+        }
+        holder.start()
+        XCTAssertEqual(holding.wait(timeout: .now() + 10), .success)
+        let locked = try TestSupport.winnow(["run", Self.exampleJob, "--database", url])
+        XCTAssertEqual(locked.status, 75, locked.stderr)
+        XCTAssertEqual(
+            try PostgresServer.rows(url, tables: ["contacts", "orders", "contact_tags"]), before, "a refused run changes nothing")
+        release.signal()
+        while !holder.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(try TestSupport.winnow(["run", Self.exampleJob, "--database", url]).status, 0)
+    }
+
+    /// A lock row left by a run on another host whose session is gone (no advisory lock) is
+    /// abandoned: the next run takes it over at once.
+    func testAbandonedLockRowIsTakenOver() throws {
+        let url = try PostgresServer.require()
+        try loadContacts(url)
+        try BackendRouter().withSession(url, mode: .readWrite(create: false)) { session in
+            try session.writeTransaction {
+                try Bookkeeping.install(session)
+                try session.execute(
+                    """
+                    INSERT INTO winnow.winnow_lock (id, run_id, pid, process_start, host, acquired_at)
+                    VALUES (1, NULL, 4242, NULL, 'elsewhere.example', '2024-01-01T00:00:00Z')
+                    """)
+            }
+        }
+        let run = try TestSupport.winnow(["run", Self.exampleJob, "--database", url])
+        XCTAssertEqual(run.status, 0, run.stderr)
+    }
+
+    /// `plan`, even with a pending migration rehearsed in an open transaction, leaves no trace:
+    /// same rows, same schema, no winnow schema.
+    func testPlanChangesNothing() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let copy = dir.appendingPathComponent("crm.sqlite").path
+        try FileManager.default.copyItem(atPath: Self.examples.appendingPathComponent("crm-v1.sqlite").path, toPath: copy)
+        try PostgresServer.reset(url)
+        try PostgresServer.load(copy, into: url)
+        let tables = try BackendRouter().withSession(url, mode: .readOnly) { try $0.inspect().tables.map(\.name) }
+        let rows = try PostgresServer.rows(url, tables: tables)
+        let schema = try TestSupport.winnow(["schema", "inspect", "--database", url]).stdout
+        let job = TestSupport.repositoryRoot.appendingPathComponent("jobs/crm-migrate.yaml").path
+        let plan = try TestSupport.winnow(["plan", job, "--database", url])
+        XCTAssertEqual(plan.status, 0, plan.stderr)
+        XCTAssertTrue(plan.stdout.contains("rename table people to contacts"), plan.stdout)
+        XCTAssertEqual(try PostgresServer.rows(url, tables: tables), rows)
+        XCTAssertEqual(try TestSupport.winnow(["schema", "inspect", "--database", url]).stdout, schema)
+        let winnowSchema = try BackendRouter().withSession(url, mode: .readOnly) {
+            try $0.value("SELECT count(*) FROM pg_namespace WHERE nspname = 'winnow'").int
+        }
+        XCTAssertEqual(winnowSchema, 0, "plan created no bookkeeping")
+    }
+
+    /// A password in `--database` never reaches the output (text or json) or the history.
+    func testPasswordNeverAppears() throws {
+        let url = try PostgresServer.require()
+        try loadContacts(url)
+        guard let withPassword = url.range(of: "://").map({ url.replacingCharacters(in: $0, with: "://") }),
+            let at = withPassword.firstIndex(of: "@")
+        else { return XCTFail("\(url) has no user") }
+        let secret = "s3cr3t-pw"
+        let secretURL = String(withPassword[..<at]) + ":\(secret)" + String(withPassword[at...])
+        for args in [
+            ["run", Self.exampleJob, "--database", secretURL], ["check", Self.exampleJob, "--database", secretURL, "--format", "json"],
+            ["history", "--database", secretURL], ["history", "--database", secretURL, "--format", "json"],
+            ["plan", Self.exampleJob, "--database", secretURL, "--format", "json"],
+        ] {
+            let result = try TestSupport.winnow(args)
+            XCTAssertEqual(result.status, 0, "\(args): \(result.stderr)")
+            XCTAssertFalse(result.stdout.contains(secret) || result.stderr.contains(secret), "\(args[0]) printed the password")
+        }
+    }
+
+    /// A database that does not exist on a server that answers: 66, the server named.
+    func testMissingDatabaseExits66() throws {
+        let url = try PostgresServer.require()
+        let location = try PostgresLocation.parse(url)
+        let missing = "postgresql://\(location.user)@\(location.host):\(location.port)/winnow_no_such_db"
+        let result = try TestSupport.winnow(["check", Self.exampleJob, "--database", missing])
+        XCTAssertEqual(result.status, 66, result.stderr)
+        XCTAssertTrue(result.stderr.contains("winnow_no_such_db") && result.stderr.contains("does not exist"), result.stderr)
+    }
+}
