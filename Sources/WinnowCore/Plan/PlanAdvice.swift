@@ -10,11 +10,18 @@ public enum PlanAdvice {
     public static func warnings(_ rule: CompiledRule, discovery: Discovery, settings: BatchSettings) -> [String] {
         var warnings: [String] = []
         for path in rule.references where !path.indexed {
+            // Where enforcement cannot be suspended, the engine's own check of every deleted row
+            // reads the child table again: time grows with the square of the rows.
+            let cost =
+                rule.dialect.capabilities.suspendableForeignKeyChecks
+                ? "(winnow does it once per rule; SQLite does it for every \(rule.table) row deleted while foreign keys are on)"
+                : path.declared
+                    ? "for every batch, and \(rule.dialect.name)'s foreign-key check reads it again for every \(rule.table) row deleted"
+                    : "for every batch"
             warnings.append(
                 """
                 \(path.label) has no index: finding the rows that point at a \(rule.table) row reads all of \(path.childTable) \
-                (winnow does it once per rule; SQLite does it for every \(rule.table) row deleted while foreign keys are on); \
-                fix: \(path.suggestedIndex)
+                \(cost); fix: \(path.suggestedIndex)
                 """)
         }
         if discovery.groups > settings.size, settings.size < smallBatch {

@@ -131,6 +131,11 @@ extension JobRunner {
         let wanted = Set(rules.filter(\.rule.incremental).map { $0.table.lowercased() })
         for rule in rules {
             if rule.rule.incremental {
+                guard session.dialect.capabilities.triggers else {
+                    throw WinnowError.refused(
+                        "\(rule.rule.keyPath) (\(rule.table)): incremental: true needs row triggers, which \(session.dialect.name) does not offer; run the rule without it"
+                    )
+                }
                 let tracking = try tracker.isTracking(rule)
                 if !tracking && install { try tracker.start(rule) }
                 states[rule.rule.index] = IncrementalState(tracking: tracking, upTo: try tracker.lastChange(table: rule.table))

@@ -1,24 +1,18 @@
 import Foundation
 
-/// What a database engine can do, as far as winnow's plans depend on it.
+/// What a database engine can do, where winnow's behaviour depends on it (each flag is read by
+/// the core: a target without a capability gets a clear refusal or a different plan).
 public struct DialectCapabilities: Sendable, Equatable {
-    /// DDL runs inside a transaction and rolls back with it.
-    public var transactionalDDL: Bool
-    /// `ALTER TABLE ... ALTER COLUMN ... SET/DROP NOT NULL` exists (else: a table rebuild).
-    public var alterColumnNullability: Bool
-    /// Row triggers that can record changes (incremental rules).
+    /// Row triggers that can record changes: `incremental: true` is refused without them.
     public var triggers: Bool
-    /// Session-level advisory locks next to the `winnow_lock` row.
-    public var advisoryLocks: Bool
-    /// A cheap token that changes when another connection commits (SQLite's `data_version`).
-    public var changeToken: Bool
+    /// A connection may turn its foreign-key enforcement off and check the references it
+    /// touches itself (SQLite); otherwise every deleted parent row is checked by the engine,
+    /// which reads a child table without an index once per row (`plan` says so).
+    public var suspendableForeignKeyChecks: Bool
 
-    public init(transactionalDDL: Bool, alterColumnNullability: Bool, triggers: Bool, advisoryLocks: Bool, changeToken: Bool) {
-        self.transactionalDDL = transactionalDDL
-        self.alterColumnNullability = alterColumnNullability
+    public init(triggers: Bool, suspendableForeignKeyChecks: Bool) {
         self.triggers = triggers
-        self.advisoryLocks = advisoryLocks
-        self.changeToken = changeToken
+        self.suspendableForeignKeyChecks = suspendableForeignKeyChecks
     }
 }
 

@@ -22,8 +22,8 @@ public struct PostgresDialect: SQLDialect {
     public var name: String { "postgresql" }
 
     public var capabilities: DialectCapabilities {
-        DialectCapabilities(
-            transactionalDDL: true, alterColumnNullability: true, triggers: true, advisoryLocks: true, changeToken: false)
+        // Disabling foreign-key triggers needs a superuser (session_replication_role).
+        DialectCapabilities(triggers: true, suspendableForeignKeyChecks: false)
     }
 
     public func table(_ name: String) -> String { "\(userSchema.sqlIdentifier).\(name.sqlIdentifier)" }

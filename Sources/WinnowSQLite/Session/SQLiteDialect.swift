@@ -10,9 +10,7 @@ public struct SQLiteDialect: SQLDialect {
     public var capabilities: DialectCapabilities {
         // DDL is transactional; nullability changes need a table rebuild; no advisory locks
         // (the lock row under SQLite's write lock serves); `PRAGMA data_version` is the token.
-        DialectCapabilities(
-            transactionalDDL: true, alterColumnNullability: false, triggers: true, advisoryLocks: false,
-            changeToken: true)
+        DialectCapabilities(triggers: true, suspendableForeignKeyChecks: true)
     }
 
     public func table(_ name: String) -> String { "main.\(name.sqlIdentifier)" }
