@@ -207,7 +207,7 @@ final class MigrationPreviewTests: XCTestCase {
     ])
 
     func testUnchangedTablesSelectTheirColumnsAndRowID() {
-        let preview = MigrationPreview(live: live, steps: [])
+        let preview = MigrationPreview(live: live, steps: [], dialect: SQLiteDialect())
         XCTAssertEqual(preview.select("plain", rowID: "rowid"), "SELECT \"v\" AS \"v\", rowid AS rowid FROM main.\"plain\"")
         XCTAssertEqual(
             preview.select("PEOPLE", rowID: "\"id\""),
@@ -227,7 +227,7 @@ final class MigrationPreviewTests: XCTestCase {
                         changed: [ColumnModel(name: "email", type: "text", nullable: false, defaultValue: .text("it's"))],
                         added: [], dropped: [], reasons: [])),
                 .dropColumn(table: "contacts", column: "old"),
-            ])
+            ], dialect: SQLiteDialect())
         XCTAssertNil(preview.select("people", rowID: "rowid"))
         XCTAssertEqual(
             preview.select("contacts", rowID: "\"id\""),
@@ -248,7 +248,7 @@ final class MigrationPreviewTests: XCTestCase {
                         dropped: [], reasons: [])),
                 .createTable(TableModel(name: "fresh", columns: [ColumnModel(name: "k", type: "text")], indexes: [])),
                 .dropTable("people"),
-            ])
+            ], dialect: SQLiteDialect())
         XCTAssertEqual(
             preview.select("plain", rowID: "rowid"),
             "SELECT \"v\" AS \"v\", CURRENT_TIMESTAMP AS \"at\", rowid AS rowid FROM main.\"plain\"")

@@ -19,26 +19,29 @@ public struct MigrationPreview: Sendable {
     package struct Source: Sendable {
         /// The current name; nil for a table the migration creates (no rows yet).
         package var currentTable: String?
-        /// SQL naming the current table's rowid.
-        package var currentRowID: String
+        /// SQL naming the current table's rowid (nil where rows are identified by primary-key
+        /// columns, which the preview carries like any other column).
+        package var currentRowID: String?
         package var columns: [Column]
     }
 
     /// Keyed by the lowercased table name after the migration.
     private var tables: [String: Source] = [:]
+    /// How values and tables are spelled.
+    private let dialect: any SQLDialect
 
-    public init(live: LiveSchema, steps: [MigrationStep]) {
-        for table in live.tables {
-            guard let rowID = table.rowIDExpression else { continue }
+    public init(live: LiveSchema, steps: [MigrationStep], dialect: any SQLDialect) {
+        self.dialect = dialect
+        for table in live.tables where table.rowIDExpression != nil || !table.primaryKey.isEmpty {
             tables[table.name.lowercased()] = Source(
-                currentTable: table.name, currentRowID: rowID,
+                currentTable: table.name, currentRowID: table.rowIDExpression,
                 columns: table.columns.map { Column(name: $0.name, expression: $0.name.sqlIdentifier, collation: $0.collation) })
         }
         for step in steps { apply(step) }
     }
 
     private mutating func apply(_ step: MigrationStep) {
-        func defaultSQL(_ value: DefaultValue?) -> String { value?.expressionSQL ?? "NULL" }
+        func defaultSQL(_ column: ColumnModel) -> String { dialect.value(column.defaultValue?.expressionSQL ?? "NULL", as: column.type) }
         func edit(_ table: String, _ change: (inout Source) -> Void) {
             guard var source = tables[table.lowercased()] else { return }
             change(&source)
@@ -47,8 +50,8 @@ public struct MigrationPreview: Sendable {
         switch step {
         case let .createTable(model):
             tables[model.name.lowercased()] = Source(
-                currentTable: nil, currentRowID: "rowid",
-                columns: model.columns.map { Column(name: $0.name, expression: "NULL") })
+                currentTable: nil, currentRowID: nil,
+                columns: model.columns.map { Column(name: $0.name, expression: dialect.value("NULL", as: $0.type)) })
         case let .renameTable(from, to):
             if let source = tables.removeValue(forKey: from.lowercased()) { tables[to.lowercased()] = source }
         case let .renameColumn(table, from, to):
@@ -58,7 +61,7 @@ public struct MigrationPreview: Sendable {
                 }
             }
         case let .addColumn(table, column):
-            edit(table) { $0.columns.append(Column(name: column.name, expression: defaultSQL(column.defaultValue))) }
+            edit(table) { $0.columns.append(Column(name: column.name, expression: defaultSQL(column))) }
         case let .rebuild(rebuild):
             edit(rebuild.table) { source in
                 // A column made NOT NULL gets its default where it was NULL (the copy's coalesce).
@@ -68,13 +71,14 @@ public struct MigrationPreview: Sendable {
                     }
                     // coalesce() drops the column's collation: keep it, so grouping compares as the column does.
                     let column = source.columns[i]
+                    let type = rebuild.changed.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.type ?? ""
                     source.columns[i].expression =
-                        MigrationSQL.filling(column.expression, with: value)
+                        MigrationSQL.filling(column.expression, withSQL: dialect.value(value.expressionSQL, as: type))
                         + (column.collation.map { " COLLATE \($0.sqlIdentifier)" } ?? "")
                 }
                 source.columns.removeAll { column in rebuild.dropped.contains { $0.caseInsensitiveCompare(column.name) == .orderedSame } }
                 for column in rebuild.added {
-                    source.columns.append(Column(name: column.name, expression: defaultSQL(column.defaultValue)))
+                    source.columns.append(Column(name: column.name, expression: defaultSQL(column)))
                 }
             }
         case let .dropColumn(table, column):
@@ -92,17 +96,19 @@ public struct MigrationPreview: Sendable {
     }
 
     /// A `SELECT` giving the table's rows after the migration, with its columns under their new
-    /// names and the current rowid under `rowID` (the name a rule compiled against the migrated
-    /// schema uses); nil for a table the migration drops or one that does not exist.
-    public func select(_ table: String, rowID: String) -> String? {
+    /// names and, where rows are identified by a rowid, the current rowid under `rowID` (the name
+    /// a rule compiled against the migrated schema uses; nil for primary-key identity, whose
+    /// columns are among the others); nil for a table the migration drops or one that does not
+    /// exist.
+    public func select(_ table: String, rowID: String?) -> String? {
         guard let source = tables[table.lowercased()] else { return nil }
         var items = source.columns.map { "\($0.expression) AS \($0.name.sqlIdentifier)" }
-        let aliased = source.columns.contains { $0.name.sqlIdentifier == rowID || $0.name == rowID }
+        let aliased = rowID.map { rowID in source.columns.contains { $0.name.sqlIdentifier == rowID || $0.name == rowID } } ?? true
         guard let current = source.currentTable else {
-            if !aliased { items.append("NULL AS \(rowID)") }
-            return "SELECT \(items.joined(separator: ", ")) WHERE 0"
+            if let rowID, !aliased { items.append("NULL AS \(rowID)") }
+            return "SELECT \(items.joined(separator: ", ")) WHERE \(dialect.alwaysFalse)"
         }
-        if !aliased { items.append("\(source.currentRowID) AS \(rowID)") }
-        return "SELECT \(items.joined(separator: ", ")) FROM main.\(current.sqlIdentifier)"
+        if let rowID, !aliased, let currentRowID = source.currentRowID { items.append("\(currentRowID) AS \(rowID)") }
+        return "SELECT \(items.joined(separator: ", ")) FROM \(dialect.table(current))"
     }
 }

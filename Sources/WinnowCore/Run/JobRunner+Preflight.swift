@@ -38,9 +38,12 @@ extension JobRunner {
         checked.rules = try job.dedupe.map { try RuleCompiler.compile($0, schema: resulting, dialect: session.dialect) }
         if let seed = job.seed { _ = try session.seed(seed, runID: nil, checkingAgainst: resulting) }
         if readingRows, let plan = checked.plan, !plan.steps.isEmpty {
-            let preview = MigrationPreview(live: live, steps: plan.steps)
+            let preview = MigrationPreview(live: live, steps: plan.steps, dialect: session.dialect)
             for table in resulting.tables {
-                if let rowID = table.rowIDExpression, let sql = preview.select(table.name, rowID: rowID) {
+                guard let identity = session.dialect.rowIdentity(of: table) else { continue }
+                var rowID: String?
+                if case let .rowid(expression, _) = identity { rowID = expression }
+                if let sql = preview.select(table.name, rowID: rowID) {
                     checked.sources[table.name.lowercased()] = sql
                 }
             }

@@ -52,6 +52,11 @@ public protocol SQLDialect: Sendable {
     func countTrue(_ conditions: [String]) -> String
     /// A condition that always holds.
     var alwaysTrue: String { get }
+    /// A condition that never holds.
+    var alwaysFalse: String { get }
+    /// `expression` as a value of a schema file's `type` where the engine's types are strict
+    /// (PostgreSQL: a cast); unchanged where any value fits any column (SQLite).
+    func value(_ expression: String, as type: String) -> String
 }
 
 extension SQLDialect {

@@ -111,7 +111,7 @@ struct PostgresDedupe: RuleExecution {
         }
         found.starts.append(found.ids.count)
         session.found[rule.rule.index] = found
-        var total = try session.value("SELECT count(*) FROM \(table)").int ?? 0
+        var total = try session.value("SELECT count(*) FROM \(table) AS t").int ?? 0
         total -= session.wouldDelete[rule.table.lowercased()]?.count ?? 0
         return Discovery(groups: found.groupCount, losers: found.ids.count - found.groupCount, tableRows: total)
     }

@@ -38,6 +38,20 @@ public struct PostgresDialect: SQLDialect {
 
     public var alwaysTrue: String { "true" }
 
+    public var alwaysFalse: String { "false" }
+
+    public func value(_ expression: String, as type: String) -> String { "CAST(\(expression) AS \(Self.columnType(type)))" }
+
+    /// The type a schema file's type names on PostgreSQL (`blob` is `bytea`, an empty type or
+    /// `datetime` is `text`, as SQLite stores them).
+    static func columnType(_ declared: String) -> String {
+        switch declared.lowercased() {
+        case "", "datetime": return "text"
+        case "blob": return "bytea"
+        default: return declared
+        }
+    }
+
     public func countTrue(_ conditions: [String]) -> String {
         "(\(conditions.isEmpty ? "0" : conditions.map { "(\($0))::int" }.joined(separator: " + ")))"
     }

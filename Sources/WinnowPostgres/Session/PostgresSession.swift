@@ -182,28 +182,18 @@ public final class PostgresSession: DatabaseSession {
     public func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema) {
         guard !plan.steps.isEmpty else { return ([], try inspect()) }
         // DDL is transactional: each step's SQL is spelled against the schema the steps before it
-        // leave, and the schema the plan leaves is read, in a transaction that is rolled back (its
-        // locks last a moment, under lock_timeout). A read-only command (`plan`, `validate`)
-        // keeps that transaction open until it ends, so its rules read the tables as the
-        // migration leaves them; nothing is ever committed. Unique indexes that wait for the
-        // dedupe are not built (they would fail on today's duplicates).
-        func walk() throws -> (steps: [PlannedStep], result: LiveSchema) {
+        // leave, and the schema the plan leaves is read, in a transaction that is rolled back.
+        // Only the catalog changes in it (no row is filled or scanned, no index built), so its
+        // locks last a moment, under lock_timeout; the rules read the rows as the migration
+        // leaves them through the preview's SELECTs (``CompiledRule/sources``).
+        return try rehearsing {
             var steps: [PlannedStep] = []
             for step in plan.steps {
                 steps.append(PlannedStep(summary: Self.summary(step), sql: try statements(for: step), rebuildsTable: false))
-                if !step.waitsForDedupe { try PostgresMigrator(session: self).applyWithinTransaction(step) }
+                try PostgresMigrator(session: self).rehearse(step)
             }
             return (steps, try inspect())
         }
-        if readOnly {
-            if !inTransaction {
-                try link.command("BEGIN READ WRITE")
-                inTransaction = true
-                try link.command("SET LOCAL lock_timeout = '1s'")
-            }
-            return try walk()
-        }
-        return try rehearsing(walk)
     }
 
     /// A step as PostgreSQL runs it: what SQLite rebuilds a table for is altered in place here.
@@ -240,25 +230,11 @@ public final class PostgresSession: DatabaseSession {
         _ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
         resulting: LiveSchema, settings: BatchSettings
     ) throws {
-        // The guards read the rows as the migration leaves them: apply it in a transaction,
-        // check, roll back. (A read-only command is inside its rehearsal already.)
-        if readOnly && inTransaction {
-            for rule in rules {
-                var compiled = rule
-                compiled.sources = [:]
-                let execution = PostgresDedupe(session: self, rule: compiled, runID: nil, options: RuleExecutionOptions(settings: settings))
-                try execution.checkGuards(try execution.discover())
-            }
-            return
-        }
-        try rehearsing {
-            for step in plan.steps where !step.waitsForDedupe { try PostgresMigrator(session: self).applyWithinTransaction(step) }
-            let schema = try inspect()
-            for rule in job.dedupe {
-                let compiled = try RuleCompiler.compile(rule, schema: schema, dialect: dialect)
-                let execution = PostgresDedupe(session: self, rule: compiled, runID: nil, options: RuleExecutionOptions(settings: settings))
-                try execution.checkGuards(try execution.discover())
-            }
+        // The rules read the rows as the migration will leave them (their sources are the
+        // preview's SELECTs over today's tables): nothing is migrated to check them.
+        for rule in rules {
+            let execution = PostgresDedupe(session: self, rule: rule, runID: nil, options: RuleExecutionOptions(settings: settings))
+            try execution.checkGuards(try execution.discover())
         }
     }
 

@@ -39,6 +39,10 @@ public struct SQLiteDialect: SQLDialect {
 
     public var alwaysTrue: String { "1" }
 
+    public var alwaysFalse: String { "0" }
+
+    public func value(_ expression: String, as type: String) -> String { expression }
+
     public var bookkeepingSchema: [String] {
         [
             """
