@@ -797,4 +797,12 @@ final class JobLoaderTests: XCTestCase {
             guard case .notFound = error else { return XCTFail("expected .notFound, got \(error)") }
         }
     }
+
+    /// A device is not a job file: 66 like a missing file or a directory, never an I/O error.
+    func testDeviceIsNotAJobFile() {
+        XCTAssertThrowsError(try JobLoader.load(path: "/dev/null")) { error in
+            guard case let WinnowError.notFound(message) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(message.contains("not a regular file"), message)
+        }
+    }
 }

@@ -18,6 +18,10 @@ package struct YAMLReader {
             throw WinnowError.notFound("\(path): no such file")
         }
         if isDirectory.boolValue { throw WinnowError.notFound("\(path): is a directory, not a file") }
+        // A device, socket or pipe (`/dev/null`) is not a job or schema file either.
+        if let type = try? FileManager.default.attributesOfItem(atPath: path)[.type] as? FileAttributeType, type != .typeRegular {
+            throw WinnowError.notFound("\(path): is not a regular file")
+        }
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
             throw WinnowError.io("\(path): cannot read: \(error.localizedDescription)")
