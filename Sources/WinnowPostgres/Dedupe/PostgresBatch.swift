@@ -25,8 +25,12 @@ struct PostgresBatch {
     let rankSQL: String
     let archive: Bool
 
-    init(dedupe: PostgresDedupe) throws {
+    /// The rule's groups (``PostgresDedupe/discover()``).
+    let found: FoundGroups
+
+    init(dedupe: PostgresDedupe, found: FoundGroups) throws {
         self.dedupe = dedupe
+        self.found = found
         width = dedupe.primaryKey.count
         archive = dedupe.writes && dedupe.rule.rule.archive
         let rule = dedupe.rule
@@ -37,25 +41,39 @@ struct PostgresBatch {
             childKeys[path.childTable] = child.primaryKey
             childTypes[path.childTable] = Dictionary(child.columns.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         }
+        // The batch's members: from discovery's temporary table by group range (`run`), or
+        // from arrays of keys (`plan`). The `= ANY` on the first key column lets the planner
+        // see a handful of index probes, not a join that a scan of the whole table could serve.
+        let width = dedupe.primaryKey.count
         let names = ["g"] + (0..<width).map { "k\($0)" }
-        let members = "unnest($1::int8[]\((0..<width).map { ", $\($0 + 2)::text[]" }.joined())) AS m(\(names.joined(separator: ", ")))"
+        let members =
+            found.table.map { table in
+                "SELECT winnow_g AS g, \((0..<width).map { "k\($0)" }.joined(separator: ", ")) FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2"
+            }
+            ?? "SELECT * FROM unnest($1::int8[]\((0..<width).map { ", $\($0 + 2)::text[]" }.joined())) AS m(\(names.joined(separator: ", ")))"
+        let first = dedupe.primaryKey[0]
+        let probe = "t.\(first.sqlIdentifier) = ANY(ARRAY(SELECT m.k0::\(dedupe.type(first)) FROM m))"
         let mergeValues = rule.mergeColumns.map { ", \(Self.readable("t", $0.name, type: rule.columnTypes[$0.name]))" }.joined()
         let partition = (["t.winnow_group"] + rule.groupExpressions(alias: "t")).joined(separator: ", ")
         let winnerIDs = dedupe.idTexts("t").enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", ")
         // The batch's rows, locked in key order when writing (concurrent batches never deadlock
-        // on them), then ranked again as they are now: one statement.
+        // on them), then ranked again as they are now: one statement. Without merges only the
+        // losers come back (their winner's key with them); with merges the winners too.
         let lock =
             dedupe.writes ? " ORDER BY \(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")) FOR UPDATE OF t" : ""
+        let wanted = rule.mergeColumns.isEmpty ? "s.winnow_rn > 1" : "(s.winnow_rn > 1 OR s.winnow_next)"
         rankSQL = """
-            WITH batch AS MATERIALIZED (
-                SELECT t.*, m.g AS winnow_group FROM \(members) JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))\(lock))
+            WITH m AS MATERIALIZED (\(members)),
+            batch AS MATERIALIZED (
+                SELECT t.*, m.g AS winnow_group FROM m JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))
+                WHERE \(probe)\(lock))
             SELECT s.* FROM (
                 SELECT \(dedupe.idTexts("t").joined(separator: ", ")), t.winnow_group, row_number() OVER w AS winnow_rn, \(winnerIDs), \
-            count(*) OVER p AS winnow_n\(mergeValues)
+            lead(true) OVER w AS winnow_next, (SELECT count(*) FROM m) AS winnow_members\(mergeValues)
                 FROM batch AS t
                 WHERE \(rule.candidateFilter(alias: "t"))
-                WINDOW p AS (PARTITION BY \(partition)), w AS (p ORDER BY \(rule.orderBy(alias: "t")))
-            ) AS s WHERE s.winnow_n > 1 ORDER BY s.winnow_group, \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")), s.winnow_rn
+                WINDOW w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))
+            ) AS s WHERE \(wanted) ORDER BY s.winnow_group, \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")), s.winnow_rn
             """
         if archive {
             shapes[rule.table] = try Self.shape(session: dedupe.session, table: rule.table, columns: rule.storedColumns)
@@ -95,16 +113,24 @@ struct PostgresBatch {
         var values: [[SQLValue]] = []
     }
 
-    func run(found: FoundGroups, groups range: Range<Int>, batch: Int, totals: Counts, wantSamples: Bool) throws -> PostgresBatchWork {
-        var members: [[String]] = []
-        var groupNumbers: [Int64] = []
-        for group in range {
-            for index in found.starts[group]..<found.starts[group + 1] {
-                members.append(found.ids[index])
-                groupNumbers.append(Int64(group))
+    func run(groups range: Range<Int>, batch: Int, totals: Counts, wantSamples: Bool) throws -> PostgresBatchWork {
+        var binds = PostgresBindings()
+        if found.table != nil {
+            // Groups are numbered from 1 on the server.
+            binds.append(Int64(range.lowerBound + 1))
+            binds.append(Int64(range.upperBound + 1))
+        } else {
+            var members: [[String]] = []
+            var groupNumbers: [Int64] = []
+            for group in range {
+                for index in found.starts[group]..<found.starts[group + 1] {
+                    members.append(found.ids[index])
+                    groupNumbers.append(Int64(group))
+                }
             }
+            binds.append(groupNumbers)
+            for column in PostgresDedupe.columns(members, width: width) { binds.append(column) }
         }
-        let planned = members.count - range.count
         var work = PostgresBatchWork()
         var batchLosers: [[String]] = []
         let body = {
@@ -113,11 +139,12 @@ struct PostgresBatch {
                 let wait = max(500, self.dedupe.options.settings.maxTransactionMilliseconds * 4)
                 try link.command("SELECT set_config('statement_timeout', '\(limit)', true), set_config('lock_timeout', '\(wait)', true)")
             }
-            let groups = try self.rank(members: members, groupNumbers: groupNumbers)
+            let (groups, members) = try self.rank(binds)
             work.counts.groups = groups.count
             let losers = groups.flatMap(\.losers)
             batchLosers = losers
             work.counts.deleted = losers.count
+            let planned = try (members ?? self.memberCount(range)) - range.count
             work.counts.skipped = planned - losers.count
             work.counts.batches = 1
             if wantSamples { work.samples = try self.samples(groups) }
@@ -157,26 +184,45 @@ struct PostgresBatch {
         }
     }
 
-    /// The batch's groups as they are now: rows that still share a key, in winner order.
-    func rank(members: [[String]], groupNumbers: [Int64]) throws -> [Group] {
-        var binds = PostgresBindings()
-        binds.append(groupNumbers)
-        for column in PostgresDedupe.columns(members, width: width) { binds.append(column) }
+    /// The batch's groups as they are now: rows that still share a key, in winner order; and
+    /// how many members discovery put in the batch (nil when no row came back).
+    func rank(_ binds: PostgresBindings) throws -> ([Group], Int?) {
         var groups: [Group] = []
+        var members: Int?
+        var current: (group: Int64, winner: [String])?
+        let withWinners = !rule.mergeColumns.isEmpty
         for row in try link.query(rankSQL, binds) {
             let values = row
             let id = values[0..<width].map { $0.string ?? "" }
+            let group = values[width].int64 ?? 0
             let rank = values[width + 1].int ?? 0
             let winner = values[(width + 2)..<(2 * width + 2)].map { $0.string ?? "" }
-            let merged = Array(values[(2 * width + 3)...])
+            members = values[2 * width + 3].int
+            let merged = Array(values[(2 * width + 4)...])
             if rank == 1 {
                 groups.append(Group(winner: winner, values: [merged]))
-            } else if !groups.isEmpty, groups[groups.count - 1].winner == winner {
+                current = (group, winner)
+            } else if let current, current.group == group, current.winner == winner {
                 groups[groups.count - 1].losers.append(id)
                 groups[groups.count - 1].values.append(merged)
+            } else if !withWinners {
+                // Only losers come back: the first of a group opens it.
+                groups.append(Group(winner: winner, losers: [id]))
+                current = (group, winner)
             }
         }
-        return groups.filter { !$0.losers.isEmpty }
+        return (groups.filter { !$0.losers.isEmpty }, members)
+    }
+
+    /// Members discovery put in groups `range` (a batch whose rows all changed returns none).
+    func memberCount(_ range: Range<Int>) throws -> Int {
+        guard let table = found.table else {
+            return found.starts[range.upperBound] - found.starts[range.lowerBound]
+        }
+        return try link.query(
+            "SELECT count(*) FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2",
+            PostgresDedupe.bindings([], prefix: [Int64(range.lowerBound + 1), Int64(range.upperBound + 1)])
+        ).first?.first?.int ?? 0
     }
 
     /// Journals rows of `table` (before-images) selected by `from` (a FROM clause aliasing the

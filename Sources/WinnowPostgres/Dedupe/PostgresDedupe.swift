@@ -3,14 +3,21 @@ import Foundation
 import PostgresNIO
 import WinnowCore
 
-/// The duplicate groups one discovery found: every member's primary key (as text, one string
-/// per key column), in group order, winner first. Kept by the session between the executions
-/// of one rule (the guard pass and the batches).
+/// The duplicate groups one discovery found, kept by the session between the executions of one
+/// rule (the guard pass and the batches). `plan` (and a rule that restricts references, whose
+/// guard reads the losers) keeps every member's primary key here, as text, in group order,
+/// winner first; `run` leaves them on the server in the temporary table `table`.
 struct FoundGroups {
     var ids: [[String]] = []
     /// Where each group starts in `ids`, plus the end.
     var starts: [Int] = []
-    var groupCount: Int { max(0, starts.count - 1) }
+    /// `run`: a temporary table of every member (`winnow_g`, numbered from 1 in groups, and the
+    /// primary key as `k0`, `k1`, ...).
+    var table: String?
+    var serverGroups = 0
+    /// Rows in all the groups, winners included.
+    var members = 0
+    var groupCount: Int { table == nil ? max(0, starts.count - 1) : serverGroups }
 }
 
 /// One rule on PostgreSQL: discovery in one window query; batches of groups by primary key
@@ -79,41 +86,64 @@ struct PostgresDedupe: RuleExecution {
         if let upTo = options.changesUpTo {
             exclusion += " AND " + PostgresChangeTracker.scope(rule, upTo: upTo, dialect: dialect)
         }
-        // One window pass; each row comes back with its rank and its group's winner (no final
-        // sort: the groups are put together here).
+        // One window pass over the table: each member of a group with its rank and its group's
+        // winner (a row is a member when it is not its group's first or has a next one: no
+        // second window counts the groups).
         let groups = rule.groupExpressions(alias: "t")
         let groupNames = groups.indices.map { "winnow_g\($0)" }
         let partition = groupNames.map { "t.\($0)" }.joined(separator: ", ")
         let width = primaryKey.count
-        let sql = """
-            SELECT \((0..<width).map { "s.winnow_id\($0)" }.joined(separator: ", ")), s.winnow_rn, \
-            \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")) FROM (
-                SELECT \(idTexts("t").enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")),
-                       count(*) OVER p AS winnow_n, row_number() OVER w AS winnow_rn,
-                       \(idTexts("t").enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", "))
-                FROM (SELECT t.*, \(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
-                      FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)) AS t
-                WINDOW p AS (PARTITION BY \(partition)), w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))
-            ) AS s WHERE s.winnow_n > 1
+        let serverSide = writes && rule.rule.references != .restrict
+        let ids = serverSide ? primaryKey.map { "t.\($0.sqlIdentifier)" } : idTexts("t")
+        let window = """
+            SELECT \(ids.enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")),
+                   row_number() OVER w AS winnow_rn, lead(true) OVER w AS winnow_next,
+                   \(ids.enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", "))
+            FROM (SELECT t.*, \(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
+                  FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)) AS t
+            WINDOW w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))
             """
-        var members: [[String]: [(rank: Int64, id: [String])]] = [:]
-        var order: [[String]] = []
-        for row in try link.query(sql, binds) {
-            let values = row
-            let winner = values[(width + 1)...].map { $0.string ?? "" }
-            if members[winner] == nil { order.append(winner) }
-            members[winner, default: []].append((values[width].int64 ?? 0, values[0..<width].map { $0.string ?? "" }))
-        }
+        let winners = (0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")
         var found = FoundGroups()
-        for winner in order {
+        if serverSide {
+            // run: the members stay on the server, in a temporary table numbered by group (1...n),
+            // which the batches read by range; nothing but two counts comes back.
+            let name = "pg_temp.winnow_found_\(rule.rule.index)"
+            try link.command("DROP TABLE IF EXISTS \(name)")
+            try link.command(
+                """
+                CREATE TEMPORARY TABLE \(name) AS
+                SELECT dense_rank() OVER (ORDER BY \(winners)) AS winnow_g, \((0..<width).map { "s.winnow_id\($0) AS k\($0)" }.joined(separator: ", "))
+                FROM (\(window)) AS s WHERE s.winnow_rn > 1 OR s.winnow_next
+                """, binds)
+            try link.command("CREATE INDEX ON \(name) (winnow_g)")
+            let counts = try link.query("SELECT count(*), coalesce(max(winnow_g), 0) FROM \(name)").first ?? []
+            found.table = name
+            found.members = counts.first?.int ?? 0
+            found.serverGroups = counts.dropFirst().first?.int ?? 0
+        } else {
+            var members: [[String]: [(rank: Int64, id: [String])]] = [:]
+            var order: [[String]] = []
+            for row in try link.query(
+                "SELECT \((0..<width).map { "s.winnow_id\($0)" }.joined(separator: ", ")), s.winnow_rn, \(winners) FROM (\(window)) AS s WHERE s.winnow_rn > 1 OR s.winnow_next",
+                binds)
+            {
+                let values = row
+                let winner = values[(width + 1)...].map { $0.string ?? "" }
+                if members[winner] == nil { order.append(winner) }
+                members[winner, default: []].append((values[width].int64 ?? 0, values[0..<width].map { $0.string ?? "" }))
+            }
+            for winner in order {
+                found.starts.append(found.ids.count)
+                found.ids += members[winner, default: []].sorted { $0.rank < $1.rank }.map(\.id)
+            }
             found.starts.append(found.ids.count)
-            found.ids += members[winner, default: []].sorted { $0.rank < $1.rank }.map(\.id)
+            found.members = found.ids.count
         }
-        found.starts.append(found.ids.count)
         session.found[rule.rule.index] = found
         var total = try session.value("SELECT count(*) FROM \(table) AS t").int ?? 0
         total -= session.wouldDelete[rule.table.lowercased()]?.count ?? 0
-        return Discovery(groups: found.groupCount, losers: found.ids.count - found.groupCount, tableRows: total)
+        return Discovery(groups: found.groupCount, losers: found.members - found.groupCount, tableRows: total)
     }
 
     func checkGuards(_ discovery: Discovery) throws {
@@ -165,7 +195,7 @@ struct PostgresDedupe: RuleExecution {
         guard let found = session.found[rule.rule.index], found.groupCount > 0 else { return Counts() }
         var counts = Counts()
         var sizer = BatchSizer(configured: options.settings.size, maxTransactionMilliseconds: options.settings.maxTransactionMilliseconds)
-        let writer = try PostgresBatch(dedupe: self)
+        let writer = try PostgresBatch(dedupe: self, found: found)
         var next = 0
         var done = 0
         while next < found.groupCount {
@@ -177,7 +207,7 @@ struct PostgresDedupe: RuleExecution {
             let number = batchNumber
             let started = Date()
             let wantSamples = samples.count < options.sampleLimit
-            let work = try writer.run(found: found, groups: range, batch: number, totals: totals, wantSamples: wantSamples)
+            let work = try writer.run(groups: range, batch: number, totals: totals, wantSamples: wantSamples)
             let seconds = Date().timeIntervalSince(started)
             sizer.record(size: range.count, seconds: seconds)
             counts = counts + work.counts
@@ -192,6 +222,7 @@ struct PostgresDedupe: RuleExecution {
             batchNumber += 1
             next = range.upperBound
         }
+        if let table = found.table, next >= found.groupCount { try link.command("DROP TABLE IF EXISTS \(table)") }
         return counts
     }
 

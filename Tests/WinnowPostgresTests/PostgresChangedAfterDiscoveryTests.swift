@@ -1,0 +1,87 @@
+import Foundation
+import WinnowBackends
+import WinnowCore
+import WinnowPostgres
+import WinnowTestSupport
+import XCTest
+
+/// `run` keeps discovery's groups on the server (a temporary table) and each batch ranks its
+/// rows again as they are then: rows another session changed or deleted between discovery and
+/// the batch decide as they are now, never as discovery saw them.
+final class PostgresChangedAfterDiscoveryTests: XCTestCase {
+    func load(_ url: String) throws {
+        let dir = try TestSupport.scratchDirectory()
+        let path = dir.appendingPathComponent("t.sqlite").path
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL);
+                INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'a', 3), (4, 'b', 1), (5, 'b', 2), (6, 'c', 1), (7, 'c', 2),
+                                     (8, 'd', 1), (9, 'd', 2), (10, 'd', 3);
+                """)
+        try PostgresServer.reset(url)
+        try PostgresServer.load(path, into: url)
+    }
+
+    func ids(_ url: String) throws -> [Int] {
+        try BackendRouter().withSession(url, mode: .readOnly) { session in
+            try session.rows("SELECT id FROM public.t ORDER BY id").compactMap { $0.values.first?.int }
+        }
+    }
+
+    func testBatchesDecideOnRowsAsTheyAreNow() throws {
+        let url = try PostgresServer.require()
+        try load(url)
+        let job = try JobLoader.decode(
+            yaml: "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: true}\nbatch: {size: 2}\n",
+            file: "job.yaml", baseDirectory: nil)
+        var changed = false
+        var failure: String?
+        let summary = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
+            guard case .ruleStarted = event, !changed else { return }
+            changed = true
+            do {
+                // Another session, after discovery and before the first batch.
+                try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                    try other.execute("DELETE FROM public.t WHERE id = 1")  // group a loses its winner...
+                    try other.execute("UPDATE public.t SET k = 'z' WHERE id = 3")  // ...and a member: 2 is alone
+                    try other.execute("UPDATE public.t SET created = 9 WHERE id = 6")  // group c: 7 wins now
+                    try other.execute("DELETE FROM public.t WHERE id = 9")  // group d: 8 still wins over 10
+                }
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        XCTAssertNil(failure)
+        XCTAssertTrue(changed, "the rows were changed between discovery and the batches")
+        XCTAssertEqual(try ids(url), [2, 3, 4, 7, 8], "b keeps 4, c keeps 7 (its new winner), d keeps 8; a and the moved row untouched")
+        XCTAssertEqual(summary.counts.deleted, 3)
+        XCTAssertEqual(summary.counts.skipped, 3, "discovery planned 6 losers; 1, 3 and 9 were gone from their groups")
+        // The journal undoes exactly what the run deleted.
+        let restore = try TestSupport.winnow(["restore", "--run", "\(summary.runID ?? 0)", "--database", url])
+        XCTAssertEqual(restore.status, 0, restore.stderr)
+        XCTAssertEqual(try ids(url), [2, 3, 4, 5, 6, 7, 8, 10])
+    }
+
+    /// Two rules on one table in one run (each its own discovery table, the second seeing what
+    /// the first left), then a second run in the same process that finds nothing.
+    func testTwoRulesOnOneTableThenARerun() throws {
+        let url = try PostgresServer.require()
+        try load(url)
+        let job = try JobLoader.decode(
+            yaml: """
+                version: 1
+                dedupe:
+                  - {entity: t, key: k, winner: [{created: desc}]}
+                  - {entity: t, key: created}
+                batch: {size: 1}
+                """, file: "job.yaml", baseDirectory: nil)
+        let first = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())
+        // Rule 1 keeps the latest of each key (3, 5, 7, 10); rule 2 then keeps one per `created`
+        // among them, by content ('a' before 'd', 'b' before 'c'): 3 and 5.
+        XCTAssertEqual(first.counts.deleted, 6 + 2)
+        XCTAssertEqual(try ids(url), [3, 5])
+        let again = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())
+        XCTAssertEqual(again.counts.deleted, 0)
+    }
+}
