@@ -92,6 +92,32 @@ final class PostgresContractTests: XCTestCase {
         XCTAssertEqual(winnowSchema, 0, "plan created no bookkeeping")
     }
 
+    /// What SQLite rebuilds a table for, PostgreSQL alters in place: `plan` and `run` say so
+    /// (text and json), never "rebuild table".
+    func testStepsAreNamedAsPostgreSQLRunsThem() throws {
+        let url = try PostgresServer.require()
+        try PostgresServer.reset(url)
+        try PostgresServer.load(Self.examples.appendingPathComponent("crm-v1.sqlite").path, into: url)
+        let job = TestSupport.repositoryRoot.appendingPathComponent("jobs/crm-migrate.yaml").path
+        let plan = try TestSupport.winnow(["plan", job, "--database", url])
+        XCTAssertEqual(plan.status, 0, plan.stderr)
+        XCTAssertTrue(plan.stdout.contains("alter table contacts: make email NOT NULL"), plan.stdout)
+        let run = try TestSupport.winnow(["run", job, "--database", url, "--format", "json"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let steps = run.stdout.split(separator: "\n").compactMap { line -> [String: Any]? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            return object["event"] as? String == "migration" ? object : nil
+        }
+        XCTAssertFalse(steps.isEmpty, run.stdout)
+        XCTAssertTrue(
+            steps.contains { ($0["summary"] as? String)?.hasPrefix("alter table contacts: make email NOT NULL") == true }, run.stdout)
+        for step in steps {
+            XCTAssertEqual(step["rebuild"] as? Bool, false, "\(step)")
+            XCTAssertFalse((step["summary"] as? String ?? "").contains("rebuild table"), "\(step)")
+        }
+        XCTAssertFalse((plan.stdout + run.stdout).contains("rebuild table"))
+    }
+
     /// A password in `--database` never reaches the output (text or json) or the history.
     func testPasswordNeverAppears() throws {
         let url = try PostgresServer.require()

@@ -172,15 +172,14 @@ public enum JobRunner {
         func apply(_ step: MigrationStep) throws {
             let started = Date()
             let sql = try session.statements(for: step)
-            let name = "migration step \(applied.count + 1): \(step.summary)"
+            let described = session.describe(step)
+            let name = "migration step \(applied.count + 1): \(described.summary)"
             onEvent(.phaseStarted(name))
             if let remark = try session.apply(step, settings: settings, progress: { onEvent(.phaseProgress(name, done: $0, total: $1)) }) {
                 notes.append(remark)
             }
             onEvent(.phaseFinished(name, seconds: Date().timeIntervalSince(started)))
-            let planned = PlannedStep(
-                summary: step.summary, sql: sql,
-                rebuildsTable: step.rebuildsTable)
+            let planned = PlannedStep(summary: described.summary, sql: sql, rebuildsTable: described.rebuildsTable)
             applied.append(planned)
             try record.record(migrationSteps: applied.count)
             onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))

@@ -46,6 +46,9 @@ public protocol DatabaseSession: AnyObject {
     func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema)
     /// The SQL of one migration step as it will run now (shown by `plan` and `run --verbose`).
     func statements(for step: MigrationStep) throws -> [String]
+    /// A step as this engine runs it, for reports: what SQLite rebuilds a table for, another
+    /// engine may alter in place (and say so).
+    func describe(_ step: MigrationStep) -> (summary: String, rebuildsTable: Bool)
     /// Applies one migration step; returns a remark worth reporting. `progress` hears of rows
     /// copied so far and the rows to copy, for steps that copy rows (a rebuild).
     func apply(_ step: MigrationStep, settings: BatchSettings, progress: @escaping (Int, Int) -> Void) throws -> String?
@@ -87,6 +90,8 @@ public struct SeedOutcome: Sendable, Equatable {
 }
 
 extension DatabaseSession {
+    public func describe(_ step: MigrationStep) -> (summary: String, rebuildsTable: Bool) { (step.summary, step.rebuildsTable) }
+
     public func execute(_ sql: String) throws { try execute(sql, []) }
 
     public func rows(_ sql: String) throws -> [SQLRow] { try rows(sql, []) }

@@ -438,18 +438,25 @@ struct PostgresBatch {
         return row.first ?? []
     }
 
-    /// Journals and deletes the losers.
+    /// Journals and deletes the losers: with the journal on, one statement whose `RETURNING`
+    /// rows are the before-images (each loser is looked up once, not once more to journal it).
     func delete(_ losers: [[String]], batch: Int) throws {
         guard dedupe.writes, !losers.isEmpty else { return }
         let names = (0..<width).map { "k\($0)" }
         let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: names)
         let binds = PostgresDedupe.bindings(PostgresDedupe.columns(losers, width: width))
-        try journal(
-            "delete", table: rule.table, keys: dedupe.primaryKey,
-            from: "FROM \(keys) JOIN \(dedupe.table) AS c ON \(dedupe.keyJoin("c", "m", columns: dedupe.primaryKey))", binds: binds,
-            batch: batch)
+        let delete = "DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))"
+        guard archive, let shape = shapes[rule.table], let runID = dedupe.runID else {
+            try link.command(delete, binds)
+            return
+        }
+        let rid = "jsonb_build_array(\(dedupe.primaryKey.map { "d.\($0.sqlIdentifier)" }.joined(separator: ", ")))"
         try link.command(
-            "DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))", binds)
+            """
+            WITH d AS (\(delete) RETURNING t.*)
+            INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
+            SELECT \(runID), \(batch), 'delete', \(shape), \(rid), to_jsonb(d) FROM d
+            """, binds)
     }
 
     /// Sample groups for `plan`.

@@ -189,7 +189,9 @@ public final class PostgresSession: DatabaseSession {
         return try rehearsing {
             var steps: [PlannedStep] = []
             for step in plan.steps {
-                steps.append(PlannedStep(summary: Self.summary(step), sql: try statements(for: step), rebuildsTable: false))
+                let described = describe(step)
+                steps.append(
+                    PlannedStep(summary: described.summary, sql: try statements(for: step), rebuildsTable: described.rebuildsTable))
                 try PostgresMigrator(session: self).rehearse(step)
             }
             return (steps, try inspect())
@@ -197,9 +199,9 @@ public final class PostgresSession: DatabaseSession {
     }
 
     /// A step as PostgreSQL runs it: what SQLite rebuilds a table for is altered in place here.
-    static func summary(_ step: MigrationStep) -> String {
-        if case let .rebuild(r) = step { return "alter table \(r.table): \(r.reasons.joined(separator: "; "))" }
-        return step.summary
+    public func describe(_ step: MigrationStep) -> (summary: String, rebuildsTable: Bool) {
+        if case let .rebuild(r) = step { return ("alter table \(r.table): \(r.reasons.joined(separator: "; "))", false) }
+        return (step.summary, false)
     }
 
     /// Runs `body` in a transaction that is always rolled back.
