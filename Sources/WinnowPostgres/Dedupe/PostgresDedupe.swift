@@ -95,13 +95,19 @@ struct PostgresDedupe: RuleExecution {
         let width = primaryKey.count
         let serverSide = writes && rule.rule.references != .restrict
         let ids = serverSide ? primaryKey.map { "t.\($0.sqlIdentifier)" } : idTexts("t")
+        // The batches rank every group again in the rule's full order (winner terms, then the
+        // content tie-break over every column), so the groups kept on the server need only
+        // their members: ordered by primary key, the sort carries the key and the primary key,
+        // not every column. The client-side groups keep the full order (the restrict guard reads
+        // their losers).
+        let order = serverSide ? primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ") : rule.orderBy(alias: "t")
         let window = """
             SELECT \(ids.enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")),
                    row_number() OVER w AS winnow_rn, lead(true) OVER w AS winnow_next,
                    \(ids.enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", "))
             FROM (SELECT t.*, \(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
                   FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)) AS t
-            WINDOW w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))
+            WINDOW w AS (PARTITION BY \(partition) ORDER BY \(order))
             """
         let winners = (0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")
         var found = FoundGroups()
