@@ -118,6 +118,67 @@ final class PostgresContractTests: XCTestCase {
         XCTAssertFalse((plan.stdout + run.stdout).contains("rebuild table"))
     }
 
+    /// A unique index the migration adds over a key that rows would still share once the
+    /// job's rules ran is refused before anything changes (exit 65, the index named, no INVALID
+    /// index left); with a rule for that key the run deduplicates, then builds the index.
+    func testUniqueIndexOverKeysTheRulesLeaveIsRefusedFirst() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let data = dir.appendingPathComponent("u.sqlite").path
+        try TestSupport.makeDatabase(
+            at: data,
+            sql: """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT, name TEXT);
+                INSERT INTO t VALUES (1, 'a', 'x'), (2, 'a', 'x'), (3, 'b', 'z'), (4, 'c', 'w'), (5, 'c', 'v'), (6, NULL, 'n'), (7, NULL, 'n');
+                """)
+        try PostgresServer.reset(url)
+        try PostgresServer.load(data, into: url)
+        _ = try TestSupport.writeFile(
+            """
+            version: 2
+            tables:
+              t:
+                columns:
+                - {name: id, type: integer, primary_key: true}
+                - {name: email, type: text}
+                - {name: name, type: text}
+                indexes:
+                - {name: t_email, columns: [email], unique: true}
+            """, to: dir.appendingPathComponent("schema.yaml").path)
+        func job(_ name: String, _ rules: String) throws -> String {
+            try TestSupport.writeFile("version: 1\nschema: schema.yaml\n\(rules)", to: dir.appendingPathComponent(name).path)
+        }
+        func state() throws -> (ids: [Int], indexes: [String]) {
+            try BackendRouter().withSession(url, mode: .readOnly) { session in
+                (
+                    try session.rows("SELECT id FROM public.t ORDER BY id").compactMap { $0.values.first?.int },
+                    try session.rows("SELECT indexname FROM pg_indexes WHERE schemaname = 'public' AND tablename = 't' ORDER BY 1")
+                        .compactMap { $0.values.first?.string }
+                )
+            }
+        }
+        let before = try state()
+        // No rule: 'a' and 'c' repeat (two NULLs do not collide in a unique index).
+        let bare = try TestSupport.winnow(["run", try job("bare.yaml", ""), "--database", url])
+        XCTAssertEqual(bare.status, 65, bare.stderr)
+        XCTAssertTrue(bare.stderr.contains("cannot create unique index t_email on t(email): 4 rows in 2 group(s) share a key"), bare.stderr)
+        XCTAssertEqual(try state().ids, before.ids)
+        XCTAssertEqual(try state().indexes, before.indexes, "no index, valid or INVALID, is left")
+        XCTAssertEqual(try TestSupport.winnow(["plan", try job("bare.yaml", ""), "--database", url]).status, 65)
+        // A rule on another key leaves the 'c' pair: still refused, and said so.
+        let other = try TestSupport.winnow([
+            "run", try job("other.yaml", "dedupe:\n  - {entity: t, key: [email, name]}\n"), "--database", url,
+        ])
+        XCTAssertEqual(other.status, 65, other.stderr)
+        XCTAssertTrue(other.stderr.contains("2 rows in 1 group(s) share a key that the job's dedupe rules leave"), other.stderr)
+        XCTAssertEqual(try state().ids, before.ids)
+        // A rule for the key: duplicates go, then the index is built.
+        let keyed = try TestSupport.winnow(["run", try job("keyed.yaml", "dedupe:\n  - {entity: t, key: email}\n"), "--database", url])
+        XCTAssertEqual(keyed.status, 0, keyed.stderr)
+        XCTAssertEqual(try state().ids, [1, 3, 5, 6, 7])
+        XCTAssertEqual(try state().indexes, ["t_email", "t_pkey"])
+    }
+
     /// A password in `--database` never reaches the output (text or json) or the history.
     func testPasswordNeverAppears() throws {
         let url = try PostgresServer.require()

@@ -55,6 +55,27 @@ extension JobRunner {
         return checked
     }
 
+    /// The refusal of a unique index the migration creates over a key that rows would still
+    /// share once the job's rules ran (`rows` in `groups` groups), before anything changed.
+    package static func uniqueIndexRefusal(_ job: Job, table: String, index: IndexModel, rows: Int, groups: Int) -> WinnowError {
+        let after =
+            job.dedupe.contains { $0.entity.value.caseInsensitiveCompare(table) == .orderedSame }
+            ? " that the job's dedupe rules leave" : ""
+        return .refused(
+            """
+            \(job.schema?.value ?? "schema"): cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): \
+            \(rows) rows in \(groups) group(s) share a key\(after); add a dedupe rule for that key; nothing was changed
+            """)
+    }
+
+    /// A unique index that failed on duplicates while a run built it (rows written since the
+    /// checks): the message both engines give.
+    package static func uniqueIndexFailure(table: String, index: IndexModel, detail: String) -> WinnowError {
+        .refused(
+            "cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): the table holds duplicates of that key; add a dedupe rule for it (\(detail))"
+        )
+    }
+
     /// `validate JOB --database PATH`: what `plan` refuses about the job's files on this
     /// database, without reading its rows: the migration to the target schema (rehearsed), every
     /// rule against the schema the migration leaves, and the seed's file and tables.

@@ -224,7 +224,14 @@ struct PostgresMigrator {
         }
         try session.execute("SET lock_timeout = '0'")
         defer { _ = try? session.execute("SET lock_timeout = '5s'") }
-        try session.execute(createIndex(index, on: table, concurrently: true))
+        do {
+            try session.execute(createIndex(index, on: table, concurrently: true))
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            // Duplicates written since the checks: the failed build leaves an INVALID index,
+            // which is dropped so the table is as it was.
+            _ = try? session.execute("DROP INDEX CONCURRENTLY IF EXISTS \(dialect.userSchema.sqlIdentifier).\(index.name.sqlIdentifier)")
+            throw JobRunner.uniqueIndexFailure(table: table, index: index, detail: error.serverInfo?[.detail] ?? "duplicate key")
+        }
         return remark
     }
 }

@@ -234,9 +234,52 @@ public final class PostgresSession: DatabaseSession {
     ) throws {
         // The rules read the rows as the migration will leave them (their sources are the
         // preview's SELECTs over today's tables): nothing is migrated to check them.
+        let uniqueIndexes = plan.steps.compactMap { step -> (table: String, index: IndexModel)? in
+            if case let .createIndex(table, index, _) = step, index.unique { return (table, index) }
+            return nil
+        }
+        let indexed = Set(uniqueIndexes.map { $0.table.lowercased() })
+        // The rows the rules would delete, by table (their primary keys as text): rules of one
+        // table are found independently and their losers united, as on SQLite.
+        var losers: [String: [[String]]] = [:]
         for rule in rules {
             let execution = PostgresDedupe(session: self, rule: rule, runID: nil, options: RuleExecutionOptions(settings: settings))
             try execution.checkGuards(try execution.discover())
+            if indexed.contains(rule.table.lowercased()), let found = found[rule.rule.index] {
+                losers[rule.table.lowercased(), default: []] += execution.losers(of: found, groups: 0..<found.groupCount)
+            }
+        }
+        // A unique index over a key that rows would still share once the rules ran is refused
+        // now, before anything changed (built CONCURRENTLY at the end of the run, it would fail
+        // there and leave an INVALID index behind).
+        for (table, index) in uniqueIndexes {
+            guard preview.hasRows(table), let target = resulting.table(named: table), !target.primaryKey.isEmpty, !index.columns.isEmpty,
+                let source = preview.select(target.name, rowID: nil)
+            else { continue }
+            let key = target.primaryKey
+            let columns = index.columns.map { "s.\($0.sqlIdentifier)" }
+            let gone = losers[table.lowercased()] ?? []
+            let arrays = key.indices.map { "$\($0 + 1)::text[]" }.joined(separator: ", ")
+            let exclusion =
+                gone.isEmpty
+                ? ""
+                : """
+                 AND NOT EXISTS (SELECT 1 FROM unnest(\(arrays)) AS x(\(key.indices.map { "k\($0)" }.joined(separator: ", "))) \
+                WHERE \(key.enumerated().map { "(s.\($1.sqlIdentifier))::text = x.k\($0)" }.joined(separator: " AND ")))
+                """
+            let row =
+                try link.query(
+                    """
+                    SELECT count(*), coalesce(sum(g.n), 0) FROM (
+                        SELECT count(*) AS n FROM (\(source)) AS s
+                        WHERE \(columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND "))\(exclusion)
+                        GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1) AS g
+                    """, PostgresDedupe.bindings(PostgresDedupe.columns(gone, width: key.count))
+                ).first ?? []
+            let groups = row.first?.int ?? 0
+            guard groups == 0 else {
+                throw JobRunner.uniqueIndexRefusal(job, table: table, index: index, rows: row.dropFirst().first?.int ?? 0, groups: groups)
+            }
         }
     }
 

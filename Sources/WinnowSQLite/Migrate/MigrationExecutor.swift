@@ -42,9 +42,7 @@ struct MigrationExecutor {
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             if case let .createIndex(table, index, _) = step {
-                throw WinnowError.refused(
-                    "cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): the table holds duplicates of that key; add a dedupe rule for it (\(error.message ?? ""))"
-                )
+                throw JobRunner.uniqueIndexFailure(table: table, index: index, detail: error.message ?? "")
             }
             throw WinnowError.refused("\(step.summary): \(error.message ?? "constraint failed")")
         }

@@ -49,17 +49,7 @@ enum MigrationGuards {
                         GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1)
                     """, arguments: [target.name.lowercased()])!
             let groups: Int = row[0]
-            guard groups == 0 else {
-                let rows: Int = row[1]
-                let after =
-                    job.dedupe.contains { $0.entity.value.caseInsensitiveCompare(table) == .orderedSame }
-                    ? " that the job's dedupe rules leave" : ""
-                throw WinnowError.refused(
-                    """
-                    \(job.schema?.value ?? "schema"): cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): \
-                    \(rows) rows in \(groups) group(s) share a key\(after); add a dedupe rule for that key; nothing was changed
-                    """)
-            }
+            guard groups == 0 else { throw JobRunner.uniqueIndexRefusal(job, table: table, index: index, rows: row[1], groups: groups) }
         }
     }
 }
