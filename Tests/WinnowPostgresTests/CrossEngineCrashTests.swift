@@ -10,46 +10,13 @@ import XCTest
 /// nothing, converge (`run` exits 0, then `check` exits 0) and end with the same rows as the
 /// other engine and as an uninterrupted run.
 final class CrossEngineCrashTests: XCTestCase {
-    /// Where a scenario runs: a copy of the SQLite file, or the test server loaded from it.
-    struct Engine {
-        var name: String
-        /// A fresh location holding the template's rows.
-        var prepare: (_ template: String, _ dir: URL) throws -> String
-        /// Indexes left INVALID by an interrupted concurrent build (PostgreSQL only).
-        var invalidIndexes: (_ location: String) throws -> Int
-    }
-
-    static func engines() throws -> [Engine] {
-        let sqlite = Engine(
-            name: "sqlite",
-            prepare: { template, dir in
-                let copy = dir.appendingPathComponent("copy-\(UUID().uuidString).sqlite").path
-                try FileManager.default.copyItem(atPath: template, toPath: copy)
-                return copy
-            }, invalidIndexes: { _ in 0 })
-        let url = try PostgresServer.require()
-        let postgres = Engine(
-            name: "postgresql",
-            prepare: { template, _ in
-                try PostgresServer.reset(url)
-                try PostgresServer.load(template, into: url)
-                return url
-            },
-            invalidIndexes: { location in
-                try BackendRouter().withSession(location, mode: .readOnly) { session in
-                    try session.value("SELECT count(*) FROM pg_catalog.pg_index WHERE NOT indisvalid").int ?? 0
-                }
-            })
-        return [sqlite, postgres]
-    }
-
     /// One scenario on every engine: the rows each engine ends with after kills at `fractions`
     /// of an uninterrupted run's time, compared across engines and with the uninterrupted run.
     func converge(
         template: String, job: String, tables: [String], fractions: [Double], dir: URL, file: StaticString = #filePath, line: UInt = #line
     ) throws {
         var results: [String: [String: [String]]] = [:]
-        for engine in try Self.engines() {
+        for engine in try CrossEngine.all() {
             // The uninterrupted run: its time places the kills, its rows are the reference.
             let clean = try engine.prepare(template, dir)
             let started = Date()
