@@ -187,37 +187,6 @@ final class PostgresScenarioTests: XCTestCase {
             XCTAssertEqual(try PostgresServer.rows(url, tables: tables), loaded, "seed \(seed): restore is not exact")
         }
     }
-
-    /// SIGKILL in the middle of the batches: nothing half done, and the next run converges to
-    /// the survivors SQLite keeps.
-    func testKilledRunConverges() throws {
-        let url = try PostgresServer.require()
-        let dir = try TestSupport.scratchDirectory()
-        let path = dir.appendingPathComponent("big.sqlite").path
-        let queue = try DatabaseQueue(path: path)
-        try queue.write { db in
-            try db.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER)")
-            for id in 1...20000 { try db.execute(sql: "INSERT INTO t VALUES (?, ?, ?)", arguments: [id, "K\(id % 7000)", id % 13]) }
-        }
-        try queue.close()
-        let job = try TestSupport.writeFile(
-            "version: 1\ndedupe:\n  - {entity: t, key: k, normalize: [lowercase], merge: {v: sum}, archive: true}\nbatch: {size: 20}\n",
-            to: dir.appendingPathComponent("job.yaml").path)
-        try PostgresServer.reset(url)
-        try PostgresServer.load(path, into: url)
-        let process = Process()
-        process.executableURL = TestSupport.executable
-        process.arguments = ["run", job, "--database", url, "--quiet"]
-        try process.run()
-        Thread.sleep(forTimeInterval: 1.5)
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        let rerun = try TestSupport.winnow(["run", job, "--database", url])
-        XCTAssertEqual(rerun.status, 0, rerun.stderr)
-        XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", url]).status, 0)
-        XCTAssertEqual(try TestSupport.winnow(["run", job, "--database", path]).status, 0)
-        XCTAssertEqual(try PostgresServer.rows(url, tables: ["t"]), try PostgresServer.rows(path, tables: ["t"]))
-    }
 }
 
 /// `incremental: true` on PostgreSQL: triggers log the changed rows, the second run looks only
