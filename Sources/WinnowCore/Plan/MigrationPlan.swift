@@ -85,6 +85,15 @@ public struct MigrationPlan: Sendable, Equatable {
     public var steps: [MigrationStep]
 
     public var isEmpty: Bool { steps.isEmpty }
+
+    /// The unique indexes the plan creates, with their tables (checked against the rows before
+    /// anything changes: rows that would still share their key refuse the job).
+    public var uniqueIndexes: [(table: String, index: IndexModel)] {
+        steps.compactMap { step in
+            if case let .createIndex(table, index, _) = step, index.unique { return (table, index) }
+            return nil
+        }
+    }
 }
 
 /// A change that is not a lightweight migration, named precisely.

@@ -44,13 +44,14 @@ struct PostgresBatch {
         // The batch's members: from discovery's temporary table by group range (`run`), or
         // from arrays of keys (`plan`). The `= ANY` on the first key column lets the planner
         // see a handful of index probes, not a join that a scan of the whole table could serve.
-        let width = dedupe.primaryKey.count
-        let names = ["g"] + (0..<width).map { "k\($0)" }
-        let members =
-            found.table.map { table in
-                "SELECT winnow_g AS g, \((0..<width).map { "k\($0)" }.joined(separator: ", ")) FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2"
-            }
-            ?? "SELECT * FROM unnest($1::int8[]\((0..<width).map { ", $\($0 + 2)::text[]" }.joined())) AS m(\(names.joined(separator: ", ")))"
+        let keys = (0..<width).map { "k\($0)" }
+        let members: String
+        if let table = found.table {
+            members = "SELECT winnow_g AS g, \(keys.joined(separator: ", ")) FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2"
+        } else {
+            members =
+                "SELECT * FROM unnest($1::int8[]\(keys.indices.map { ", $\($0 + 2)::text[]" }.joined())) AS m(g, \(keys.joined(separator: ", ")))"
+        }
         let first = dedupe.primaryKey[0]
         let probe = "t.\(first.sqlIdentifier) = ANY(ARRAY(SELECT m.k0::\(dedupe.type(first)) FROM m))"
         let mergeValues = rule.mergeColumns.map { ", \(Self.readable("t", $0.name, type: rule.columnTypes[$0.name]))" }.joined()
@@ -229,10 +230,14 @@ struct PostgresBatch {
     /// table `c`, with its bindings).
     /// `rid` is the row's key after the change (a re-pointed child's key may include the
     /// reference); `path` names the re-pointing whose columns take the winner's (`w`) values.
+    /// `with` is a `WITH` clause the FROM clause may read (a data-modifying one whose
+    /// `RETURNING` rows are the images). Returns false when nothing is journaled (no archive).
+    @discardableResult
     func journal(
-        _ op: String, table: String, keys: [String], from: String, binds: PostgresBindings, batch: Int, path: ReferencePath? = nil
-    ) throws {
-        guard archive, let shape = shapes[table], let runID = dedupe.runID else { return }
+        _ op: String, table: String, keys: [String], from: String, binds: PostgresBindings, batch: Int, path: ReferencePath? = nil,
+        with: String = ""
+    ) throws -> Bool {
+        guard archive, let shape = shapes[table], let runID = dedupe.runID else { return false }
         let after = keys.map { key -> String in
             if let path, let index = path.childColumns.firstIndex(where: { $0.caseInsensitiveCompare(key) == .orderedSame }) {
                 return "w.\(path.parentColumns[index].sqlIdentifier)"
@@ -242,9 +247,10 @@ struct PostgresBatch {
         let rid = "jsonb_build_array(\(after.joined(separator: ", ")))"
         try link.command(
             """
-            INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
+            \(with)INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
             SELECT \(runID), \(batch), '\(op)', \(shape), \(rid), to_jsonb(c) \(from)
             """, binds)
+        return true
     }
 
     /// Resolves and applies the merges; returns the number of winners changed.
@@ -446,17 +452,10 @@ struct PostgresBatch {
         let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: names)
         let binds = PostgresDedupe.bindings(PostgresDedupe.columns(losers, width: width))
         let delete = "DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))"
-        guard archive, let shape = shapes[rule.table], let runID = dedupe.runID else {
-            try link.command(delete, binds)
-            return
-        }
-        let rid = "jsonb_build_array(\(dedupe.primaryKey.map { "d.\($0.sqlIdentifier)" }.joined(separator: ", ")))"
-        try link.command(
-            """
-            WITH d AS (\(delete) RETURNING t.*)
-            INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
-            SELECT \(runID), \(batch), 'delete', \(shape), \(rid), to_jsonb(d) FROM d
-            """, binds)
+        let journaled = try journal(
+            "delete", table: rule.table, keys: dedupe.primaryKey, from: "FROM c", binds: binds, batch: batch,
+            with: "WITH c AS (\(delete) RETURNING t.*) ")
+        if !journaled { try link.command(delete, binds) }
     }
 
     /// Sample groups for `plan`.

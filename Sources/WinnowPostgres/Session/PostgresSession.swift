@@ -234,10 +234,7 @@ public final class PostgresSession: DatabaseSession {
     ) throws {
         // The rules read the rows as the migration will leave them (their sources are the
         // preview's SELECTs over today's tables): nothing is migrated to check them.
-        let uniqueIndexes = plan.steps.compactMap { step -> (table: String, index: IndexModel)? in
-            if case let .createIndex(table, index, _) = step, index.unique { return (table, index) }
-            return nil
-        }
+        let uniqueIndexes = plan.uniqueIndexes
         let indexed = Set(uniqueIndexes.map { $0.table.lowercased() })
         // The rows the rules would delete, by table (their primary keys as text): rules of one
         // table are found independently and their losers united, as on SQLite.

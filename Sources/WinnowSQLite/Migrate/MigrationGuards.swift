@@ -15,10 +15,7 @@ enum MigrationGuards {
         _ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
         resulting: LiveSchema, db: Database, settings: BatchSettings
     ) throws {
-        let uniqueIndexes = plan.steps.compactMap { step -> (table: String, index: IndexModel)? in
-            if case let .createIndex(table, index, _) = step, index.unique { return (table, index) }
-            return nil
-        }
+        let uniqueIndexes = plan.uniqueIndexes
         let indexed = Set(uniqueIndexes.map { $0.table.lowercased() })
         let guarded = rules.filter {
             $0.rule.maxDeletePercent != nil || $0.rule.references == .restrict || indexed.contains($0.table.lowercased())
