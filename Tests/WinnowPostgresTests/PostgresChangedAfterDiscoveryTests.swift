@@ -63,6 +63,26 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
         XCTAssertEqual(try ids(url), [2, 3, 4, 5, 6, 7, 8, 10])
     }
 
+    /// `max_delete_percent` reads discovery's counts, which `run` now takes from the groups it
+    /// keeps on the server: over the limit nothing changes (exit 65), under it the run goes.
+    func testMaxDeletePercentCountsTheGroupsKeptOnTheServer() throws {
+        let url = try PostgresServer.require()
+        try load(url)
+        let dir = try TestSupport.scratchDirectory()
+        func job(_ percent: Int) throws -> String {
+            try TestSupport.writeFile(
+                "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], max_delete_percent: \(percent)}\n",
+                to: dir.appendingPathComponent("job\(percent).yaml").path)
+        }
+        let refused = try TestSupport.winnow(["run", try job(50), "--database", url])
+        XCTAssertEqual(refused.status, 65, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("would delete 6 of 10 rows (60.0%)"), refused.stderr)
+        XCTAssertEqual(try ids(url), Array(1...10), "nothing was changed")
+        let allowed = try TestSupport.winnow(["run", try job(60), "--database", url])
+        XCTAssertEqual(allowed.status, 0, allowed.stderr)
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8])
+    }
+
     /// Two rules on one table in one run (each its own discovery table, the second seeing what
     /// the first left), then a second run in the same process that finds nothing.
     func testTwoRulesOnOneTableThenARerun() throws {
