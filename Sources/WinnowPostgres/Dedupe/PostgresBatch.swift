@@ -23,6 +23,10 @@ struct PostgresBatch {
     var childKeys: [String: [String]] = [:]
     var childTypes: [String: [String: String]] = [:]
     let rankSQL: String
+    /// The whole batch in one statement (lock, rank, journal and delete the losers, count),
+    /// for a rule with nothing to do between ranking and deleting: no merges, no references,
+    /// groups kept on the server. Nil otherwise.
+    private(set) var fusedSQL: String?
     let archive: Bool
 
     /// The rule's groups (``PostgresDedupe/discover()``).
@@ -82,6 +86,35 @@ struct PostgresBatch {
                 shapes[path.childTable] = try Self.shape(session: dedupe.session, table: path.childTable, columns: path.childStoredColumns)
             }
         }
+        if found.table != nil, dedupe.writes, rule.mergeColumns.isEmpty, rule.references.isEmpty {
+            // The losers never leave the server: each is deleted by the tuple id it was locked
+            // at (it cannot move while locked; the primary key is compared too, so a
+            // partitioned table's repeated tuple ids never match another row).
+            let ranked = """
+                SELECT t.winnow_tid, \(dedupe.primaryKey.enumerated().map { "t.\($1.sqlIdentifier) AS k\($0)" }.joined(separator: ", ")),
+                       row_number() OVER w AS winnow_rn
+                FROM batch AS t
+                WHERE \(rule.candidateFilter(alias: "t"))
+                WINDOW w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))
+                """
+            let delete = """
+                DELETE FROM \(dedupe.table) AS t USING s
+                WHERE t.ctid = s.winnow_tid AND \(dedupe.keyJoin("t", "s", columns: dedupe.primaryKey)) AND s.winnow_rn > 1
+                RETURNING t.*
+                """
+            let journal = journalSQL("delete", table: rule.table, keys: dedupe.primaryKey, from: "FROM c", batch: "$3::int8").map {
+                ",\nj AS (\($0))"
+            }
+            fusedSQL = """
+                WITH m AS MATERIALIZED (\(members)),
+                batch AS MATERIALIZED (
+                    SELECT t.*, t.ctid AS winnow_tid, m.g AS winnow_group FROM m JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))
+                    WHERE \(probe)\(lock)),
+                s AS MATERIALIZED (\(ranked)),
+                c AS (\(delete))\(journal ?? "")
+                SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM s WHERE s.winnow_rn = 2), (SELECT count(*) FROM m)
+                """
+        }
     }
 
     /// A column as ``SQLValue`` reads it: numbers, text and bytea as they are, other types as text.
@@ -89,6 +122,7 @@ struct PostgresBatch {
         let t = (type ?? "").lowercased()
         let plain =
             PostgresDialect.isText(t) || t == "bytea" || t == "boolean" || t.hasPrefix("numeric") || t.hasPrefix("double") || t == "real"
+            || t == "float4"
             || t == "integer" || t == "bigint" || t == "smallint"
         return plain ? "\(alias).\(column.sqlIdentifier)" : "(\(alias).\(column.sqlIdentifier))::text"
     }
@@ -139,6 +173,20 @@ struct PostgresBatch {
                 let limit = max(1000, self.dedupe.options.settings.maxTransactionMilliseconds * 20)
                 let wait = max(500, self.dedupe.options.settings.maxTransactionMilliseconds * 4)
                 try link.command("SELECT set_config('statement_timeout', '\(limit)', true), set_config('lock_timeout', '\(wait)', true)")
+            }
+            if let fused = self.fusedSQL, !wantSamples {
+                var fusedBinds = binds
+                fusedBinds.append(Int64(batch))
+                let row = try link.query(fused, fusedBinds).first ?? []
+                let deleted = row.first?.int ?? 0
+                work.counts.deleted = deleted
+                work.counts.groups = row.count > 1 ? row[1].int ?? 0 : 0
+                work.counts.skipped = (row.count > 2 ? row[2].int ?? 0 : 0) - range.count - deleted
+                work.counts.batches = 1
+                if let runID = dedupe.runID {
+                    try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(totals + work.counts, runID: runID))
+                }
+                return
             }
             let (groups, members) = try self.rank(binds)
             work.counts.groups = groups.count
@@ -237,7 +285,15 @@ struct PostgresBatch {
         _ op: String, table: String, keys: [String], from: String, binds: PostgresBindings, batch: Int, path: ReferencePath? = nil,
         with: String = ""
     ) throws -> Bool {
-        guard archive, let shape = shapes[table], let runID = dedupe.runID else { return false }
+        guard let insert = journalSQL(op, table: table, keys: keys, from: from, batch: "\(batch)", path: path) else { return false }
+        try link.command(with + insert, binds)
+        return true
+    }
+
+    /// The journal's `INSERT ... SELECT` (see ``journal(_:table:keys:from:binds:batch:path:with:)``);
+    /// `batch` is the batch number's SQL (a literal or a parameter). Nil without the journal.
+    func journalSQL(_ op: String, table: String, keys: [String], from: String, batch: String, path: ReferencePath? = nil) -> String? {
+        guard archive, let shape = shapes[table], let runID = dedupe.runID else { return nil }
         let after = keys.map { key -> String in
             if let path, let index = path.childColumns.firstIndex(where: { $0.caseInsensitiveCompare(key) == .orderedSame }) {
                 return "w.\(path.parentColumns[index].sqlIdentifier)"
@@ -245,12 +301,10 @@ struct PostgresBatch {
             return "c.\(key.sqlIdentifier)"
         }
         let rid = "jsonb_build_array(\(after.joined(separator: ", ")))"
-        try link.command(
-            """
-            \(with)INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
+        return """
+            INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
             SELECT \(runID), \(batch), '\(op)', \(shape), \(rid), to_jsonb(c) \(from)
-            """, binds)
-        return true
+            """
     }
 
     /// Resolves and applies the merges; returns the number of winners changed.
