@@ -179,6 +179,54 @@ final class PostgresContractTests: XCTestCase {
         XCTAssertEqual(try state().indexes, ["t_email", "t_pkey"])
     }
 
+    /// A schema file written for SQLite describes the same table loaded into PostgreSQL without
+    /// drift: `real` is SQLite's 8-byte float (`double precision`), `blob` is `bytea`, and an
+    /// explicit NOT NULL on a composite primary key's columns is what PostgreSQL's key already
+    /// implies. A `real` column the migration adds is a `double precision` (values keep their
+    /// 8 bytes, as on SQLite); `float4` still asks for a 4-byte one.
+    func testSQLiteSchemaFileTypesAndKeyNullabilityMatchWithoutDrift() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let data = dir.appendingPathComponent("s.sqlite").path
+        try TestSupport.makeDatabase(
+            at: data,
+            sql: """
+                CREATE TABLE link (a INTEGER NOT NULL, b INTEGER NOT NULL, weight REAL NOT NULL, raw BLOB, PRIMARY KEY (a, b));
+                INSERT INTO link VALUES (1, 2, 0.1, x'00ff'), (2, 3, 2.5, NULL);
+                """)
+        try PostgresServer.reset(url)
+        try PostgresServer.load(data, into: url)
+        let columns = """
+                - {name: a, type: integer, nullable: false, primary_key: true}
+                - {name: b, type: integer, nullable: false, primary_key: true}
+                - {name: weight, type: real, nullable: false}
+                - {name: raw, type: blob}
+            """
+        _ = try TestSupport.writeFile(
+            "version: 1\ntables:\n  link:\n    columns:\n\(columns)\n", to: dir.appendingPathComponent("v1.yaml").path)
+        let same = try TestSupport.writeFile("version: 1\nschema: v1.yaml\n", to: dir.appendingPathComponent("same.yaml").path)
+        for engine in [data, url] {
+            let check = try TestSupport.winnow(["check", same, "--database", engine])
+            XCTAssertEqual(check.status, 0, "\(engine): \(check.stdout)\(check.stderr)")
+        }
+        _ = try TestSupport.writeFile(
+            "version: 2\ntables:\n  link:\n    columns:\n\(columns)\n    - {name: score, type: real}\n    - {name: small, type: float4}\n",
+            to: dir.appendingPathComponent("v2.yaml").path)
+        let grow = try TestSupport.writeFile("version: 1\nschema: v2.yaml\n", to: dir.appendingPathComponent("grow.yaml").path)
+        let plan = try TestSupport.winnow(["plan", grow, "--database", url])
+        XCTAssertEqual(plan.status, 0, plan.stderr)
+        XCTAssertFalse(plan.stdout.contains("NOT NULL"), "no step for the key's columns: \(plan.stdout)")
+        XCTAssertEqual(try TestSupport.winnow(["run", grow, "--database", url]).status, 0)
+        XCTAssertEqual(try TestSupport.winnow(["check", grow, "--database", url]).status, 0)
+        let types = try BackendRouter().withSession(url, mode: .readOnly) { session in
+            try session.rows(
+                "SELECT column_name::text, data_type::text FROM information_schema.columns WHERE table_name = 'link' ORDER BY ordinal_position"
+            ).map { "\($0.values[0].string ?? ""): \($0.values[1].string ?? "")" }
+        }
+        XCTAssertEqual(
+            types, ["a: integer", "b: integer", "weight: double precision", "raw: bytea", "score: double precision", "small: real"])
+    }
+
     /// A password in `--database` never reaches the output (text or json) or the history.
     func testPasswordNeverAppears() throws {
         let url = try PostgresServer.require()

@@ -14,7 +14,7 @@ extension JobRunner {
             if let target {
                 let recorded = try SchemaVersions.recorded(session)
                 let live = SchemaModel(live: try session.inspect(), version: recorded?.version ?? 0)
-                drift = live.drift(to: target)
+                drift = live.drift(to: session.dialect.stored(target))
                 if let recorded, recorded.version != target.version {
                     drift.append(
                         SchemaDrift(

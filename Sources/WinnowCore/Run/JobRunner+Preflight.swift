@@ -91,7 +91,7 @@ extension JobRunner {
         _ session: any DatabaseSession, live: LiveSchema, job: Job, target: SchemaModel
     ) throws -> MigrationPlan {
         let planner = MigrationPlanner(
-            live: live, liveVersion: try SchemaVersions.recorded(session)?.version, target: target,
+            live: live, liveVersion: try SchemaVersions.recorded(session)?.version, target: session.dialect.stored(target),
             allowDataLoss: job.allowDataLoss, dedupedTables: Set(job.dedupe.map(\.entity.value)),
             sqliteVersion: session.engineVersion, dependents: try session.dependents())
         do {

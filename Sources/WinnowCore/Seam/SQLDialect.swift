@@ -57,9 +57,15 @@ public protocol SQLDialect: Sendable {
     /// `expression` as a value of a schema file's `type` where the engine's types are strict
     /// (PostgreSQL: a cast); unchanged where any value fits any column (SQLite).
     func value(_ expression: String, as type: String) -> String
+    /// A schema file's model as this engine stores it and its inspector reports it (type names
+    /// the engine gives the declared types, nullability it reports), so that comparing it with
+    /// an inspected schema finds only real differences. Unchanged on SQLite.
+    func stored(_ model: SchemaModel) -> SchemaModel
 }
 
 extension SQLDialect {
+    public func stored(_ model: SchemaModel) -> SchemaModel { model }
+
     /// A string literal.
     public func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
 

@@ -71,8 +71,12 @@ struct PostgresInspector {
                 // A primary key is NOT NULL by itself; like SQLite's inspector, only an explicit
                 // constraint is reported (schema files say nothing of a key's nullability).
                 let inKey = primaryKey.contains(columnName)
+                // PostgreSQL's 4-byte `real` is `float4` in a schema file, where `real` is
+                // SQLite's 8-byte float (`double precision` here): a printed schema reads back alike.
+                let type = column[2].string ?? ""
                 return LiveColumn(
-                    name: columnName, type: column[2].string ?? "", notNull: column[3].bool == true && !inKey, defaultSQL: defaultSQL,
+                    name: columnName, type: type == "real" ? "float4" : type, notNull: column[3].bool == true && !inKey,
+                    defaultSQL: defaultSQL,
                     primaryKeyIndex: (primaryKey.firstIndex(of: columnName) ?? -1) + 1, hidden: column[5].bool == true ? 3 : 0,
                     collation: column[7].string)
             }

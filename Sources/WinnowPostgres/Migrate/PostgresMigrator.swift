@@ -91,7 +91,7 @@ struct PostgresMigrator {
             guard let current = live.column(named: column.name) else { continue }
             let name = column.name.sqlIdentifier
             let wanted = PostgresDialect.columnType(column.type).lowercased()
-            if !wanted.isEmpty, Self.normalizedType(wanted) != Self.normalizedType(current.type) {
+            if !wanted.isEmpty, PostgresDialect.normalizedType(wanted) != PostgresDialect.normalizedType(current.type) {
                 throw WinnowError.refused(
                     "\(rebuild.table).\(column.name): changing the type from \(current.type) to \(column.type) is not a lightweight migration on PostgreSQL either; migrate it by hand"
                 )
@@ -119,16 +119,6 @@ struct PostgresMigrator {
             }
         }
         return result
-    }
-
-    static func normalizedType(_ type: String) -> String {
-        switch type.lowercased() {
-        case "int", "int4": return "integer"
-        case "int8": return "bigint"
-        case "varchar": return "character varying"
-        case "float8", "double": return "double precision"
-        default: return type.lowercased()
-        }
     }
 
     /// Applies a step's catalog changes inside the caller's rehearsal transaction: no row is

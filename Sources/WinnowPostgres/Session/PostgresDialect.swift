@@ -43,13 +43,49 @@ public struct PostgresDialect: SQLDialect {
     public func value(_ expression: String, as type: String) -> String { "CAST(\(expression) AS \(Self.columnType(type)))" }
 
     /// The type a schema file's type names on PostgreSQL (`blob` is `bytea`, an empty type or
-    /// `datetime` is `text`, as SQLite stores them).
+    /// `datetime` is `text`, as SQLite stores them; `real` is SQLite's 8-byte float, `double
+    /// precision`: `float4` asks for PostgreSQL's 4-byte `real`).
     static func columnType(_ declared: String) -> String {
         switch declared.lowercased() {
         case "", "datetime": return "text"
         case "blob": return "bytea"
+        case "real": return "double precision"
         default: return declared
         }
+    }
+
+    /// The spelling the catalog gives a type (`format_type`), for comparing type names.
+    static func normalizedType(_ type: String) -> String {
+        let spaced = type.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        switch spaced {
+        case "int", "int4": return "integer"
+        case "int8": return "bigint"
+        case "int2": return "smallint"
+        case "varchar": return "character varying"
+        case "float8", "double": return "double precision"
+        case "bool": return "boolean"
+        default:
+            for (short, long) in [("varchar(", "character varying("), ("char(", "character("), ("decimal(", "numeric(")]
+            where spaced.hasPrefix(short) {
+                return long + spaced.dropFirst(short.count).replacingOccurrences(of: " ", with: "")
+            }
+            return spaced
+        }
+    }
+
+    /// Types as PostgreSQL names them; a primary key's columns without the NOT NULL the key
+    /// implies (the inspector reports only what a schema file would say, as on SQLite).
+    public func stored(_ model: SchemaModel) -> SchemaModel {
+        var model = model
+        for t in model.tables.indices {
+            for c in model.tables[t].columns.indices {
+                var column = model.tables[t].columns[c]
+                column.type = Self.normalizedType(Self.columnType(column.type))
+                if column.primaryKey { column.nullable = true }
+                model.tables[t].columns[c] = column
+            }
+        }
+        return model
     }
 
     public func countTrue(_ conditions: [String]) -> String {
