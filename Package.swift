@@ -69,7 +69,9 @@ let package = Package(
         // scenario suites (command line, crash harness, fuzz, live writers, sqldef) apart.
         .target(
             name: "WinnowTestSupport",
-            dependencies: ["WinnowCore", "WinnowSQLite", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "WinnowCore", "WinnowSQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
+            ],
             path: "Tests/WinnowTestSupport",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
