@@ -121,7 +121,8 @@ struct PostgresBatch {
     static func readable(_ alias: String, _ column: String, type: String?) -> String {
         let t = (type ?? "").lowercased()
         let plain =
-            PostgresDialect.isText(t) || t == "bytea" || t == "boolean" || t.hasPrefix("numeric") || t.hasPrefix("double") || t == "real" || t == "float4" || t == "float4"
+            PostgresDialect.isText(t) || t == "bytea" || t == "boolean" || t.hasPrefix("numeric") || t.hasPrefix("double") || t == "real"
+            || t == "float4" || t == "float4"
             || t == "float4"
             || t == "integer" || t == "bigint" || t == "smallint"
         return plain ? "\(alias).\(column.sqlIdentifier)" : "(\(alias).\(column.sqlIdentifier))::text"

@@ -116,12 +116,26 @@ struct PostgresDedupe: RuleExecution {
             // which the batches read by range; nothing but two counts comes back.
             let name = "pg_temp.winnow_found_\(rule.rule.index)"
             try link.command("DROP TABLE IF EXISTS \(name)")
-            try link.command(
-                """
-                CREATE TEMPORARY TABLE \(name) AS
-                SELECT dense_rank() OVER (ORDER BY \(winners)) AS winnow_g, \((0..<width).map { "s.winnow_id\($0) AS k\($0)" }.joined(separator: ", "))
-                FROM (\(window)) AS s WHERE s.winnow_rn > 1 OR s.winnow_next
-                """, binds)
+            let members: String
+            if width == 1 {
+                // One key column: the group's size and lowest key are aggregates over the whole
+                // partition, which need no order inside it (a narrower sort than the window's).
+                let id = "t.\(primaryKey[0].sqlIdentifier)"
+                members = """
+                    SELECT dense_rank() OVER (ORDER BY s.winnow_w0) AS winnow_g, s.winnow_id0 AS k0
+                    FROM (SELECT \(id) AS winnow_id0, count(*) OVER w AS winnow_n, min(\(id)) OVER w AS winnow_w0
+                          FROM (SELECT t.*, \(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
+                                FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)) AS t
+                          WINDOW w AS (PARTITION BY \(partition))) AS s
+                    WHERE s.winnow_n > 1
+                    """
+            } else {
+                members = """
+                    SELECT dense_rank() OVER (ORDER BY \(winners)) AS winnow_g, \((0..<width).map { "s.winnow_id\($0) AS k\($0)" }.joined(separator: ", "))
+                    FROM (\(window)) AS s WHERE s.winnow_rn > 1 OR s.winnow_next
+                    """
+            }
+            try link.command("CREATE TEMPORARY TABLE \(name) AS \(members)", binds)
             try link.command("CREATE INDEX ON \(name) (winnow_g)")
             let counts = try link.query("SELECT count(*), coalesce(max(winnow_g), 0) FROM \(name)").first ?? []
             found.table = name
