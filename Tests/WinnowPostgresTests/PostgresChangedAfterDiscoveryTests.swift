@@ -63,6 +63,40 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
         XCTAssertEqual(try ids(url), [2, 3, 4, 5, 6, 7, 8, 10])
     }
 
+    /// Batches fetch their rows by the tuple id discovery saw: a row deleted meanwhile whose
+    /// tuple id a new row took after a VACUUM is not taken for the member (the primary key is
+    /// compared), and the new row, with the group's key and the best winner terms, is left for
+    /// the next run.
+    func testTupleIDTakenByAnotherRowIsNotAMember() throws {
+        let url = try PostgresServer.require()
+        try load(url)
+        let job = try JobLoader.decode(
+            yaml: "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}]}\nbatch: {size: 2}\n",
+            file: "job.yaml", baseDirectory: nil)
+        var tids: (old: String?, new: String?) = (nil, nil)
+        var failure: String?
+        let summary = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
+            guard case .ruleStarted = event, tids.old == nil else { return }
+            do {
+                try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                    tids.old = try other.value("SELECT ctid::text FROM public.t WHERE id = 2").string
+                    try other.execute("DELETE FROM public.t WHERE id = 2")
+                    try other.execute("VACUUM public.t")
+                    try other.execute("INSERT INTO public.t VALUES (11, 'a', 0)")
+                    tids.new = try other.value("SELECT ctid::text FROM public.t WHERE id = 11").string
+                }
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        XCTAssertNil(failure)
+        XCTAssertNotNil(tids.old)
+        XCTAssertEqual(tids.new, tids.old, "the new row took the deleted member's tuple id (the case under test)")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11], "group a keeps 1 (3 goes); the new row 11 is not one of discovery's members")
+        XCTAssertEqual(summary.counts.deleted, 5)
+        XCTAssertEqual(summary.counts.skipped, 1, "2 was gone")
+    }
+
     /// `max_delete_percent` reads discovery's counts, which `run` now takes from the groups it
     /// keeps on the server: over the limit nothing changes (exit 65), under it the run goes.
     func testMaxDeletePercentCountsTheGroupsKeptOnTheServer() throws {

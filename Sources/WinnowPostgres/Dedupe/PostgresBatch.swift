@@ -46,32 +46,54 @@ struct PostgresBatch {
             childTypes[path.childTable] = Dictionary(child.columns.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         }
         // The batch's members: from discovery's temporary table by group range (`run`), or
-        // from arrays of keys (`plan`). The `= ANY` on the first key column lets the planner
-        // see a handful of index probes, not a join that a scan of the whole table could serve.
+        // from arrays of keys (`plan`).
         let keys = (0..<width).map { "k\($0)" }
-        let members: String
-        if let table = found.table {
-            members = "SELECT winnow_g AS g, \(keys.joined(separator: ", ")) FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2"
-        } else {
-            members =
-                "SELECT * FROM unnest($1::int8[]\(keys.indices.map { ", $\($0 + 2)::text[]" }.joined())) AS m(g, \(keys.joined(separator: ", ")))"
-        }
         let first = dedupe.primaryKey[0]
-        let probe = "t.\(first.sqlIdentifier) = ANY(ARRAY(SELECT m.k0::\(dedupe.type(first)) FROM m))"
+        let probe = { (source: String) in "t.\(first.sqlIdentifier) = ANY(ARRAY(SELECT m.k0::\(dedupe.type(first)) FROM \(source) AS m))" }
+        let keyJoin = dedupe.keyJoin("t", "m", columns: dedupe.primaryKey)
         let mergeValues = rule.mergeColumns.map { ", \(Self.readable("t", $0.name, type: rule.columnTypes[$0.name]))" }.joined()
         let partition = (["t.winnow_group"] + rule.groupExpressions(alias: "t")).joined(separator: ", ")
         let winnerIDs = dedupe.idTexts("t").enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", ")
-        // The batch's rows, locked in key order when writing (concurrent batches never deadlock
-        // on them), then ranked again as they are now: one statement. Without merges only the
-        // losers come back (their winner's key with them); with merges the winners too.
+        // The batch's rows, locked in one order when writing (tuple id, then key for the rows
+        // that moved: concurrent batches never deadlock on them), then ranked again as they are
+        // now: one statement. Without merges only the losers come back (their winner's key with
+        // them); with merges the winners too.
         let lock =
             dedupe.writes ? " ORDER BY \(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")) FOR UPDATE OF t" : ""
+        // `batch`: the members' rows as they are now (locked when writing), with their group
+        // number and tuple id.
+        let batchCTEs: String
+        if let table = found.table {
+            // Discovery's temporary table, by group range: rows fetched (and locked) by the tuple
+            // id they had then; a row updated since is found again by primary key (a tuple id
+            // another row took after a vacuum never matches: the key is compared).
+            batchCTEs = """
+                m AS MATERIALIZED (
+                    SELECT winnow_g AS g, \(keys.joined(separator: ", ")), winnow_tid FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2),
+                by_tid AS MATERIALIZED (
+                    SELECT t.*, t.ctid AS winnow_tid FROM \(dedupe.table) AS t
+                    WHERE t.ctid = ANY(ARRAY(SELECT m.winnow_tid FROM m))\(dedupe.writes ? " FOR UPDATE OF t" : "")),
+                moved AS MATERIALIZED (SELECT m.* FROM m WHERE NOT EXISTS (SELECT 1 FROM by_tid AS t WHERE \(keyJoin))),
+                by_key AS MATERIALIZED (
+                    SELECT t.*, t.ctid AS winnow_tid FROM moved AS m JOIN \(dedupe.table) AS t ON \(keyJoin)
+                    WHERE \(probe("moved"))\(lock)),
+                batch AS MATERIALIZED (
+                    SELECT t.*, m.g AS winnow_group FROM (SELECT * FROM by_tid UNION ALL SELECT * FROM by_key) AS t JOIN m ON \(keyJoin))
+                """
+        } else {
+            // `plan`: arrays of keys; the `= ANY` on the first key column lets the planner see a
+            // handful of index probes, not a join that a scan of the whole table could serve.
+            batchCTEs = """
+                m AS MATERIALIZED (
+                    SELECT * FROM unnest($1::int8[]\(keys.indices.map { ", $\($0 + 2)::text[]" }.joined())) AS m(g, \(keys.joined(separator: ", ")))),
+                batch AS MATERIALIZED (
+                    SELECT t.*, m.g AS winnow_group FROM m JOIN \(dedupe.table) AS t ON \(keyJoin)
+                    WHERE \(probe("m"))\(lock))
+                """
+        }
         let wanted = rule.mergeColumns.isEmpty ? "s.winnow_rn > 1" : "(s.winnow_rn > 1 OR s.winnow_next)"
         rankSQL = """
-            WITH m AS MATERIALIZED (\(members)),
-            batch AS MATERIALIZED (
-                SELECT t.*, m.g AS winnow_group FROM m JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))
-                WHERE \(probe)\(lock))
+            WITH \(batchCTEs)
             SELECT s.* FROM (
                 SELECT \(dedupe.idTexts("t").joined(separator: ", ")), t.winnow_group, row_number() OVER w AS winnow_rn, \(winnerIDs), \
             lead(true) OVER w AS winnow_next, (SELECT count(*) FROM m) AS winnow_members\(mergeValues)
@@ -106,10 +128,7 @@ struct PostgresBatch {
                 ",\nj AS (\($0))"
             }
             fusedSQL = """
-                WITH m AS MATERIALIZED (\(members)),
-                batch AS MATERIALIZED (
-                    SELECT t.*, t.ctid AS winnow_tid, m.g AS winnow_group FROM m JOIN \(dedupe.table) AS t ON \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))
-                    WHERE \(probe)\(lock)),
+                WITH \(batchCTEs),
                 s AS MATERIALIZED (\(ranked)),
                 c AS (\(delete))\(journal ?? "")
                 SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM s WHERE s.winnow_rn = 2), (SELECT count(*) FROM m)

@@ -101,12 +101,17 @@ struct PostgresDedupe: RuleExecution {
         // not every column. The client-side groups keep the full order (the restrict guard reads
         // their losers).
         let order = serverSide ? primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ") : rule.orderBy(alias: "t")
+        // The groups kept on the server keep each member's tuple id too: a batch fetches its
+        // rows by it (no index descent), and by primary key only those that moved since.
+        let rows = """
+            SELECT t.*, \(serverSide ? "t.ctid AS winnow_tid, " : "")\(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
+            FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)
+            """
         let window = """
-            SELECT \(ids.enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")),
+            SELECT \(ids.enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")),\(serverSide ? " t.winnow_tid," : "")
                    row_number() OVER w AS winnow_rn, lead(true) OVER w AS winnow_next,
                    \(ids.enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", "))
-            FROM (SELECT t.*, \(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
-                  FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)) AS t
+            FROM (\(rows)) AS t
             WINDOW w AS (PARTITION BY \(partition) ORDER BY \(order))
             """
         let winners = (0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")
@@ -122,16 +127,15 @@ struct PostgresDedupe: RuleExecution {
                 // partition, which need no order inside it (a narrower sort than the window's).
                 let id = "t.\(primaryKey[0].sqlIdentifier)"
                 members = """
-                    SELECT dense_rank() OVER (ORDER BY s.winnow_w0) AS winnow_g, s.winnow_id0 AS k0
-                    FROM (SELECT \(id) AS winnow_id0, count(*) OVER w AS winnow_n, min(\(id)) OVER w AS winnow_w0
-                          FROM (SELECT t.*, \(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
-                                FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)) AS t
+                    SELECT dense_rank() OVER (ORDER BY s.winnow_w0) AS winnow_g, s.winnow_id0 AS k0, s.winnow_tid
+                    FROM (SELECT \(id) AS winnow_id0, t.winnow_tid, count(*) OVER w AS winnow_n, min(\(id)) OVER w AS winnow_w0
+                          FROM (\(rows)) AS t
                           WINDOW w AS (PARTITION BY \(partition))) AS s
                     WHERE s.winnow_n > 1
                     """
             } else {
                 members = """
-                    SELECT dense_rank() OVER (ORDER BY \(winners)) AS winnow_g, \((0..<width).map { "s.winnow_id\($0) AS k\($0)" }.joined(separator: ", "))
+                    SELECT dense_rank() OVER (ORDER BY \(winners)) AS winnow_g, \((0..<width).map { "s.winnow_id\($0) AS k\($0)" }.joined(separator: ", ")), s.winnow_tid
                     FROM (\(window)) AS s WHERE s.winnow_rn > 1 OR s.winnow_next
                     """
             }
