@@ -64,6 +64,32 @@ final class NormalizeTests: XCTestCase {
         assertScalars(Normalize.lowercase("Ÿ"), "ÿ")
     }
 
+    /// Every normaliser maps ASCII text to ASCII text: PostgreSQL's chains test once, on the
+    /// stored value, whether the lowercase and NFKC fast paths apply (`PostgresDialect`).
+    func testEveryNormalizerKeepsASCIITextASCII() {
+        var rng = SplitMix64(seed: 20_261_123)
+        var samples = [
+            "", " ", "\t a \r\n", "ABC xyz", "  Mixed  CASE\u{7F}  ", String((0..<128).map { Character(Unicode.Scalar(UInt8($0))) }),
+        ]
+        for _ in 0..<500 {
+            samples.append(String((0..<rng.below(40)).map { _ in Character(Unicode.Scalar(UInt8(rng.below(128)))) }))
+        }
+        for normalizer in Normalizer.allCases {
+            for sample in samples {
+                let out = Normalize.function(for: normalizer)(sample)
+                XCTAssertTrue(
+                    out.unicodeScalars.allSatisfy(\.isASCII), "\(normalizer) of \(sample.debugDescription) is \(out.debugDescription)")
+            }
+            // Chains too, in every order of two.
+            for other in Normalizer.allCases {
+                for sample in samples.prefix(50) {
+                    let out = Normalize.apply([normalizer, other], to: sample)
+                    XCTAssertTrue(out.unicodeScalars.allSatisfy(\.isASCII), "\(normalizer), \(other) of \(sample.debugDescription)")
+                }
+            }
+        }
+    }
+
     func testLowercaseASCIIFastPath() {
         assertScalars(Normalize.lowercase("Hello World 123"), "hello world 123")
         // The letters next to A-Z in ASCII ('@' 0x40 and '[' 0x5B, '`' 0x60) are not letters.

@@ -71,7 +71,7 @@ public enum Starter {
                 if candidate.text {
                     let expressions = candidate.columns.enumerated().map { index, column -> String in
                         index == 0 || StarterGuess.isText(table.column(named: column)!)
-                            ? session.dialect.normalized(session.dialect.normalized(column.sqlIdentifier, by: .trim), by: .lowercase)
+                            ? session.dialect.normalized(column.sqlIdentifier, by: [.trim, .lowercase])
                             : column.sqlIdentifier
                     }
                     normalized = try duplicates(session, qualified, expressions, candidate.columns)

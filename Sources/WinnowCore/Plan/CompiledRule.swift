@@ -130,7 +130,7 @@ public struct CompiledRule: Sendable {
     /// The normalised value of each key column, over the table aliased as `alias` (nil: unqualified).
     public func keyExpressions(alias: String? = nil) -> [String] {
         keyColumns.map { name in
-            normalizers[name, default: []].reduce(Self.column(name, alias)) { dialect.normalized($0, by: $1) }
+            dialect.normalized(Self.column(name, alias), by: normalizers[name, default: []])
         }
     }
 

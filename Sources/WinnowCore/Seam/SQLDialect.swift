@@ -40,6 +40,8 @@ public protocol SQLDialect: Sendable {
 
     /// `expression` passed through one key normaliser, with the results of ``Normalize``.
     func normalized(_ expression: String, by normalizer: Normalizer) -> String
+    /// `column` (an expression of the stored value) passed through `normalizers` in order.
+    func normalized(_ column: String, by normalizers: [Normalizer]) -> String
     /// The key hash of a tuple: lowercase hex SHA-256 of its ``ValueCodec``-style encoding;
     /// NULL when a part is NULL and `nullsEqual` is false.
     /// `parts` are SQL expressions with their column's declared type (nil: text, after a normaliser).
@@ -65,6 +67,10 @@ public protocol SQLDialect: Sendable {
 
 extension SQLDialect {
     public func stored(_ model: SchemaModel) -> SchemaModel { model }
+
+    public func normalized(_ column: String, by normalizers: [Normalizer]) -> String {
+        normalizers.reduce(column) { normalized($0, by: $1) }
+    }
 
     /// A string literal.
     public func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }

@@ -107,7 +107,23 @@ public struct PostgresDialect: SQLDialect {
     }
 
     public func normalized(_ expression: String, by normalizer: Normalizer) -> String {
+        normalized(expression, by: normalizer, asciiTest: nil)
+    }
+
+    /// A chain tests once, on the stored value, whether the text is ASCII: every normaliser
+    /// maps ASCII text to ASCII text (``Normalize``; `NormalizeTests` checks it), so a stored
+    /// ASCII value stays ASCII through the chain, and the lowercase and NFKC fast paths need
+    /// not evaluate the chain so far three times (PostgreSQL does not share the repeated
+    /// expression: `lower(trim(x))` cost three `btrim` calls per row).
+    public func normalized(_ column: String, by normalizers: [Normalizer]) -> String {
+        let raw = "(\(column))::text"
+        return normalizers.reduce(column) { normalized($0, by: $1, asciiTest: raw) }
+    }
+
+    /// `asciiTest`: an expression that is ASCII whenever `expression` is (nil: `expression`).
+    func normalized(_ expression: String, by normalizer: Normalizer, asciiTest: String?) -> String {
         let x = "(\(expression))::text"
+        let test = asciiTest ?? x
         switch normalizer {
         case .trim:
             return "btrim(\(x), \(PostgresUnicode.whitespaceLiteral))"
@@ -117,9 +133,9 @@ public struct PostgresDialect: SQLDialect {
             // ASCII text (as many bytes as characters) by the C locale; the rest by Swift's table.
             let translated = "translate(\(x), \(PostgresUnicode.lowercaseFrom), \(PostgresUnicode.lowercaseTo))"
             let full = PostgresUnicode.lowercaseSpecials.reduce(translated) { "replace(\($0), \($1.from), \($1.to))" }
-            return "(CASE WHEN octet_length(\(x)) = char_length(\(x)) THEN lower(\(x) COLLATE \"C\") ELSE \(full) END)"
+            return "(CASE WHEN octet_length(\(test)) = char_length(\(test)) THEN lower(\(x) COLLATE \"C\") ELSE \(full) END)"
         case .nfkc:
-            return "(CASE WHEN octet_length(\(x)) = char_length(\(x)) THEN \(x) ELSE normalize(\(x), NFKC) END)"
+            return "(CASE WHEN octet_length(\(test)) = char_length(\(test)) THEN \(x) ELSE normalize(\(x), NFKC) END)"
         case .digitsOnly:
             return "regexp_replace(\(x), '[^\(PostgresUnicode.digitClass)]', '', 'g')"
         }
