@@ -10,10 +10,14 @@ enum PostgresUnicode {
         scalar.value <= 0xFFFF ? String(format: "\\u%04X", scalar.value) : String(format: "\\U%08X", scalar.value)
     }
 
-    private static let scalars: [Unicode.Scalar] = (0...0x10FFFF).compactMap { value -> Unicode.Scalar? in
-        guard value != 0 else { return nil }
-        return Unicode.Scalar(UInt32(value))
-    }
+    /// The scalars the tables are read from: planes 0 and 1. No scalar above them is white
+    /// space, a decimal digit or changed by lowercasing (planes 2-3 are CJK ideographs, 14 tags
+    /// and variation selectors, 15-16 private use); `PostgresUnicodeTests` checks that against
+    /// every scalar of the Swift runtime's Unicode data. Reading 131,071 scalars instead of
+    /// 1,114,111 saves about 80 ms of every run that spells a normaliser.
+    static let lastScalar: UInt32 = 0x1FFFF
+
+    static let scalars: [Unicode.Scalar] = (1...lastScalar).compactMap { Unicode.Scalar($0) }
 
     /// Every white-space scalar (what `Normalize.trim` and `collapseWhitespace` remove).
     static let whitespace: [Unicode.Scalar] = scalars.filter { $0.properties.isWhitespace }
