@@ -87,6 +87,32 @@ final class CrossEngineCrashTests: XCTestCase {
         try converge(template: template, job: job, tables: ["customers", "orders"], fractions: [0.3, 0.6, 0.9], dir: dir)
     }
 
+    /// A rule without merges or references (on PostgreSQL each batch is one statement that
+    /// locks, ranks, journals and deletes by tuple id), a normaliser and the journal, in batches
+    /// of 25 groups.
+    func testKillsDuringOneStatementBatches() throws {
+        let dir = try TestSupport.scratchDirectory()
+        let template = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("template.sqlite").path,
+            sql: """
+                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL, visits INTEGER NOT NULL);
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 9000)
+                INSERT INTO customers SELECT i, CASE WHEN i % 2 = 0 THEN 'User' ELSE 'user' END || (i % 3000) || '@x', i % 17, i % 5 FROM n;
+                """)
+        let job = try TestSupport.writeFile(
+            """
+            version: 1
+            dedupe:
+              - entity: customers
+                key: email
+                normalize: [lowercase]
+                winner: [{created: asc}]
+                archive: true
+            batch: {size: 25}
+            """, to: dir.appendingPathComponent("job.yaml").path)
+        try converge(template: template, job: job, tables: ["customers"], fractions: [0.3, 0.6, 0.9], dir: dir)
+    }
+
     /// A migration killed on its way: a column made NOT NULL with a default (a rebuild on SQLite,
     /// a batched fill and a validated constraint on PostgreSQL), a new column and a new index.
     func testKillsDuringMigrationSteps() throws {
