@@ -64,15 +64,16 @@ struct PostgresBatch {
         // number and tuple id.
         let batchCTEs: String
         if let table = found.table {
-            // Discovery's temporary table, by group range: rows fetched (and locked) by the tuple
-            // id they had then; a row updated since is found again by primary key (a tuple id
-            // another row took after a vacuum never matches: the key is compared).
+            // Discovery's temporary table (only a writing run keeps one), by group range: rows
+            // fetched and locked by the tuple id they had then; a row updated since is found again
+            // by primary key (a tuple id another row took after a vacuum never matches: the key
+            // is compared).
             batchCTEs = """
                 m AS MATERIALIZED (
                     SELECT winnow_g AS g, \(keys.joined(separator: ", ")), winnow_tid FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2),
                 by_tid AS MATERIALIZED (
                     SELECT t.*, t.ctid AS winnow_tid FROM \(dedupe.table) AS t
-                    WHERE t.ctid = ANY(ARRAY(SELECT m.winnow_tid FROM m))\(dedupe.writes ? " FOR UPDATE OF t" : "")),
+                    WHERE t.ctid = ANY(ARRAY(SELECT m.winnow_tid FROM m)) FOR UPDATE OF t),
                 moved AS MATERIALIZED (SELECT m.* FROM m WHERE NOT EXISTS (SELECT 1 FROM by_tid AS t WHERE \(keyJoin))),
                 by_key AS MATERIALIZED (
                     SELECT t.*, t.ctid AS winnow_tid FROM moved AS m JOIN \(dedupe.table) AS t ON \(keyJoin)
@@ -108,7 +109,7 @@ struct PostgresBatch {
                 shapes[path.childTable] = try Self.shape(session: dedupe.session, table: path.childTable, columns: path.childStoredColumns)
             }
         }
-        if found.table != nil, dedupe.writes, rule.mergeColumns.isEmpty, rule.references.isEmpty {
+        if found.table != nil, rule.mergeColumns.isEmpty, rule.references.isEmpty {
             // The losers never leave the server: each is deleted by the tuple id it was locked
             // at (it cannot move while locked; the primary key is compared too, so a
             // partitioned table's repeated tuple ids never match another row).

@@ -11,8 +11,9 @@ struct FoundGroups {
     var ids: [[String]] = []
     /// Where each group starts in `ids`, plus the end.
     var starts: [Int] = []
-    /// `run`: a temporary table of every member (`winnow_g`, numbered from 1 in groups, and the
-    /// primary key as `k0`, `k1`, ...).
+    /// `run` (writing, so the batches lock what they read): a temporary table of every member
+    /// (`winnow_g`, numbered from 1 in groups, the primary key as `k0`, `k1`, ..., and the tuple
+    /// id as `winnow_tid`).
     var table: String?
     var serverGroups = 0
     /// Rows in all the groups, winners included.
