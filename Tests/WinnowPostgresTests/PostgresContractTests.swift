@@ -227,6 +227,59 @@ final class PostgresContractTests: XCTestCase {
             types, ["a: integer", "b: integer", "weight: double precision", "raw: bytea", "score: double precision", "small: real"])
     }
 
+    /// A run killed while it made a column NOT NULL leaves its helper constraint behind, not
+    /// yet validated or validated: the next run takes the step up again and converges (the
+    /// column NOT NULL, NULLs filled, no helper constraint left), instead of failing on a
+    /// constraint that already exists.
+    func testNotNullStepLeftHalfwayByAKilledRunIsTakenUp() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let data = dir.appendingPathComponent("items.sqlite").path
+        try TestSupport.makeDatabase(
+            at: data,
+            sql: """
+                CREATE TABLE items (id INTEGER PRIMARY KEY, note TEXT);
+                INSERT INTO items VALUES (1, 'a'), (2, NULL), (3, 'c');
+                """)
+        _ = try TestSupport.writeFile(
+            """
+            version: 2
+            tables:
+              items:
+                columns:
+                  - {name: id, type: integer, primary_key: true}
+                  - {name: note, type: text, nullable: false, default: "-"}
+            """, to: dir.appendingPathComponent("schema.yaml").path)
+        let job = try TestSupport.writeFile("version: 1\nschema: schema.yaml\n", to: dir.appendingPathComponent("job.yaml").path)
+        let leftovers = [
+            "ALTER TABLE public.items ADD CONSTRAINT winnow_nn_items_note CHECK (note IS NOT NULL) NOT VALID",
+            "UPDATE public.items SET note = '-' WHERE note IS NULL; ALTER TABLE public.items ADD CONSTRAINT winnow_nn_items_note CHECK (note IS NOT NULL)",
+        ]
+        for leftover in leftovers {
+            try PostgresServer.reset(url)
+            try PostgresServer.load(data, into: url)
+            try BackendRouter().withSession(url, mode: .readWrite(create: false)) { session in
+                for sql in leftover.components(separatedBy: "; ") { try session.execute(sql) }
+            }
+            let run = try TestSupport.winnow(["run", job, "--database", url])
+            XCTAssertEqual(run.status, 0, "\(leftover): \(run.stderr)")
+            XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", url]).status, 0, leftover)
+            let state = try BackendRouter().withSession(url, mode: .readOnly) { session in
+                (
+                    try session.value(
+                        "SELECT is_nullable::text FROM information_schema.columns WHERE table_name = 'items' AND column_name = 'note'"
+                    )
+                    .string,
+                    try session.value("SELECT count(*) FROM pg_constraint WHERE conname = 'winnow_nn_items_note'").int,
+                    try session.rows("SELECT note FROM public.items ORDER BY id").map { $0.values[0].string ?? "NULL" }
+                )
+            }
+            XCTAssertEqual(state.0, "NO", leftover)
+            XCTAssertEqual(state.1, 0, "the helper constraint is gone: \(leftover)")
+            XCTAssertEqual(state.2, ["a", "-", "c"], leftover)
+        }
+    }
+
     /// A password in `--database` never reaches the output (text or json) or the history.
     func testPasswordNeverAppears() throws {
         let url = try PostgresServer.require()

@@ -58,7 +58,7 @@ struct PostgresMigrator {
             return ["ALTER TABLE \(dialect.table(t)) RENAME COLUMN \(from.sqlIdentifier) TO \(to.sqlIdentifier)"]
         case let .addColumn(t, c):
             return ["ALTER TABLE \(dialect.table(t)) ADD COLUMN \(columnDefinition(c, inlinePrimaryKey: false, identity: false))"]
-        case let .rebuild(r): return try alterations(r).map(\.sql)
+        case let .rebuild(r): return try alterations(r).flatMap(\.statements)
         case let .dropIndex(_, name): return ["DROP INDEX \(dialect.userSchema.sqlIdentifier).\(name.sqlIdentifier)"]
         case let .dropColumn(t, c): return ["ALTER TABLE \(dialect.table(t)) DROP COLUMN \(c.sqlIdentifier)"]
         case let .createIndex(t, i, _): return [createIndex(i, on: t, concurrently: true)]
@@ -66,13 +66,24 @@ struct PostgresMigrator {
         }
     }
 
-    /// One statement of a rebuild's replacement, and whether it fills rows in batches first.
+    /// One transaction of a rebuild's replacement, and whether it fills rows in batches first.
     struct Alteration {
-        var sql: String
+        /// Run together in one transaction.
+        var statements: [String]
         /// `UPDATE ... SET column = fill WHERE column IS NULL`, run in batches before `sql`.
         var fill: (column: String, value: String)?
         /// Part of making a column NOT NULL: it fills or scans rows (left out of rehearsals).
         var readsRows = false
+
+        init(sql: String, fill: (column: String, value: String)? = nil, readsRows: Bool = false) {
+            self.init(statements: [sql], fill: fill, readsRows: readsRows)
+        }
+
+        init(statements: [String], fill: (column: String, value: String)? = nil, readsRows: Bool = false) {
+            self.statements = statements
+            self.fill = fill
+            self.readsRows = readsRows
+        }
     }
 
     /// What SQLite rebuilds a table for, as ALTER statements.
@@ -109,13 +120,20 @@ struct PostgresMigrator {
             } else if !column.nullable, !current.notNull {
                 let check = "winnow_nn_\(rebuild.table)_\(column.name)".sqlIdentifier
                 let fill = rebuild.fills.first { $0.column.caseInsensitiveCompare(column.name) == .orderedSame }
+                // A run killed between these steps leaves the constraint behind: the rerun
+                // replaces it. SET NOT NULL and the DROP commit together, so a column that is
+                // NOT NULL never keeps the helper constraint.
                 result.append(
                     Alteration(
-                        sql: "ALTER TABLE \(table) ADD CONSTRAINT \(check) CHECK (\(name) IS NOT NULL) NOT VALID",
+                        sql:
+                            "ALTER TABLE \(table) DROP CONSTRAINT IF EXISTS \(check), ADD CONSTRAINT \(check) CHECK (\(name) IS NOT NULL) NOT VALID",
                         fill: fill.map { (column.name, $0.value.expressionSQL) }, readsRows: true))
                 result.append(Alteration(sql: "ALTER TABLE \(table) VALIDATE CONSTRAINT \(check)", readsRows: true))
-                result.append(Alteration(sql: "ALTER TABLE \(table) ALTER COLUMN \(name) SET NOT NULL", readsRows: true))
-                result.append(Alteration(sql: "ALTER TABLE \(table) DROP CONSTRAINT \(check)", readsRows: true))
+                result.append(
+                    Alteration(
+                        statements: [
+                            "ALTER TABLE \(table) ALTER COLUMN \(name) SET NOT NULL", "ALTER TABLE \(table) DROP CONSTRAINT \(check)",
+                        ], readsRows: true))
             }
         }
         return result
@@ -129,7 +147,9 @@ struct PostgresMigrator {
         case .createIndex:
             break
         case let .rebuild(r):
-            for alteration in try alterations(r) where !alteration.readsRows { try session.execute(alteration.sql) }
+            for alteration in try alterations(r) where !alteration.readsRows {
+                for sql in alteration.statements { try session.execute(sql) }
+            }
         default:
             for sql in try statements(step) { try session.execute(sql) }
         }
@@ -143,23 +163,23 @@ struct PostgresMigrator {
         case let .rebuild(r):
             for alteration in try alterations(r) {
                 if let fill = alteration.fill { try fillInBatches(table: r.table, column: fill.column, value: fill.value) }
-                try ddl(alteration.sql)
+                try ddl(alteration.statements)
             }
             return nil
         default:
-            for sql in try statements(step) { try ddl(sql) }
+            for sql in try statements(step) { try ddl([sql]) }
             return nil
         }
     }
 
-    /// One DDL statement in its own transaction, under a short lock_timeout, retried with backoff.
-    func ddl(_ sql: String, attempts: Int = 20) throws {
+    /// DDL statements in one transaction of their own, under a short lock_timeout, retried with backoff.
+    func ddl(_ statements: [String], attempts: Int = 20) throws {
         var attempt = 0
         while true {
             do {
                 try session.writeTransaction {
                     try session.execute("SET LOCAL lock_timeout = '2s'")
-                    try session.execute(sql)
+                    for sql in statements { try session.execute(sql) }
                 }
                 return
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" && attempt < attempts {
