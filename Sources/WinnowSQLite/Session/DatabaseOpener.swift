@@ -63,7 +63,8 @@ public enum DatabaseOpener {
     ///   memory or off mode): readers never block writers, so winnow's long reads (finding the
     ///   duplicate groups) do not stall the application's commits, and each batch commit is
     ///   cheap. The mode is a property of the file and stays. If it cannot be switched (another
-    ///   connection holds a lock), winnow keeps the rollback journal.
+    ///   connection keeps holding a lock through a few tries over about a second), winnow keeps
+    ///   the rollback journal.
     /// - `synchronous=NORMAL` in WAL mode: a commit survives a crash of any process; only a power
     ///   loss can roll back the last batches, never corrupt the file (a new run redoes them).
     /// - `wal_autocheckpoint` of about ``walCheckpointBytes``.
@@ -72,8 +73,13 @@ public enum DatabaseOpener {
     /// Called after the run lock is taken, outside any transaction.
     public static func prepareForBatchWrites(_ db: Database) {
         guard !db.isInsideTransaction else { return }
-        let mode = (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() ?? ""
-        if ["delete", "truncate", "persist"].contains(mode) {
+        // The switch needs the file to itself for a moment: another connection between two of
+        // its transactions is enough, so a busy application gets a few tries (up to ~1 s).
+        let rollback = ["delete", "truncate", "persist"]
+        for attempt in 0..<50 {
+            let mode = (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() ?? ""
+            guard rollback.contains(mode) else { break }
+            if attempt > 0 { Thread.sleep(forTimeInterval: 0.02) }
             _ = try? String.fetchOne(db, sql: "PRAGMA main.journal_mode = WAL")
         }
         if (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() == "wal" {

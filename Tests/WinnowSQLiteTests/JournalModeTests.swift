@@ -1,0 +1,68 @@
+import Foundation
+import GRDB
+import WinnowCore
+import WinnowTestSupport
+import XCTest
+
+@testable import WinnowSQLite
+
+/// Batches run in WAL mode, so that readers never block the application's commits; the switch
+/// from a rollback journal needs the file to itself for a moment.
+final class JournalModeTests: XCTestCase {
+    func makeRollbackDatabase() throws -> String {
+        let path = try TestSupport.scratchDirectory().appendingPathComponent("j.sqlite").path
+        try TestSupport.makeDatabase(
+            at: path, sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');")
+        return path
+    }
+
+    /// Another connection holds a write transaction open (it has written, not committed) until
+    /// `release` is signalled (or for `seconds`); returns once it has written. SQLite does not
+    /// wait out such a lock for a connection that asks to change the journal mode: it answers
+    /// busy at once, busy timeout or not.
+    func holdWrite(_ path: String, seconds: Double, release: DispatchSemaphore) throws -> Thread {
+        let other = try DatabaseQueue(path: path)
+        let reading = DispatchSemaphore(value: 0)
+        let reader = Thread {
+            try? other.inDatabase { db in
+                try db.inTransaction(.immediate) {
+                    try db.execute(sql: "INSERT INTO t (v) VALUES ('b')")
+                    reading.signal()
+                    _ = release.wait(timeout: .now() + seconds)
+                    return .commit
+                }
+            }
+        }
+        reader.start()
+        XCTAssertEqual(reading.wait(timeout: .now() + 10), .success)
+        return reader
+    }
+
+    func switchedMode(_ path: String) throws -> String? {
+        let queue = try DatabaseOpener.open(path: path, mode: .readWrite(create: false))
+        return try queue.inDatabase { db -> String? in
+            DatabaseOpener.prepareForBatchWrites(db)
+            return try String.fetchOne(db, sql: "PRAGMA journal_mode")
+        }
+    }
+
+    /// Another connection in the middle of a write when winnow starts: the switch tries again
+    /// once it ends instead of giving up at the first refusal.
+    func testSwitchWaitsForAnotherConnectionsWriteToEnd() throws {
+        let path = try makeRollbackDatabase()
+        let reader = try holdWrite(path, seconds: 0.3, release: DispatchSemaphore(value: 0))
+        XCTAssertEqual(try switchedMode(path), "wal")
+        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+    }
+
+    /// A connection that keeps its write open: winnow gives up after its tries and keeps the
+    /// rollback journal (the run still works, its batches just lock readers out for a moment).
+    func testConnectionThatNeverLetsGoKeepsTheRollbackJournal() throws {
+        let path = try makeRollbackDatabase()
+        let release = DispatchSemaphore(value: 0)
+        let reader = try holdWrite(path, seconds: 30, release: release)
+        XCTAssertEqual(try switchedMode(path), "delete")
+        release.signal()
+        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+    }
+}
