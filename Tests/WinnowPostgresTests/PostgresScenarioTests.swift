@@ -187,6 +187,50 @@ final class PostgresScenarioTests: XCTestCase {
             XCTAssertEqual(try PostgresServer.rows(url, tables: tables), loaded, "seed \(seed): restore is not exact")
         }
     }
+
+    /// A key column under a case-blind (nondeterministic) collation groups as SQLite's BINARY
+    /// does, byte by byte: `A@x` and `a@x` are two keys on both engines, in discovery and in
+    /// the batches alike (a normaliser is how a job asks for case-blind keys).
+    func testKeysGroupByBytesWhateverTheColumnsCollation() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let data = dir.appendingPathComponent("c.sqlite").path
+        try TestSupport.makeDatabase(
+            at: data,
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL);
+                INSERT INTO people VALUES (1, 'A@x', 1), (2, 'a@x', 2), (3, 'a@x', 3), (4, 'B@y', 4), (5, 'b@Y', 5);
+                """)
+        try PostgresServer.reset(url)
+        try PostgresServer.load(data, into: url)
+        let created = try BackendRouter().withSession(url, mode: .readWrite(create: false)) { session -> Bool in
+            do {
+                try session.execute(
+                    "CREATE COLLATION public.winnow_test_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)")
+            } catch {
+                return false
+            }
+            try session.execute("ALTER TABLE public.people ALTER COLUMN email TYPE text COLLATE public.winnow_test_ci")
+            // The collation is case-blind: the server itself sees one key where SQLite sees two.
+            XCTAssertEqual(try session.value("SELECT count(DISTINCT email) FROM public.people").int, 2)
+            return true
+        }
+        guard created else { throw XCTSkip("this server has no ICU collations") }
+        let job = try TestSupport.writeFile(
+            "version: 1\ndedupe:\n  - {entity: people, key: email, winner: [{created: asc}], archive: false}\nbatch: {size: 1}\n",
+            to: dir.appendingPathComponent("job.yaml").path)
+        for engine in [data, url] {
+            let run = try TestSupport.winnow(["run", job, "--database", engine])
+            XCTAssertEqual(run.status, 0, "\(engine): \(run.stderr)")
+        }
+        let survivors = try [data, url].map { engine in
+            try BackendRouter().withSession(engine, mode: .readOnly) { session in
+                try session.rows("SELECT id FROM \(session.dialect.table("people")) ORDER BY id").compactMap { $0.values.first?.int }
+            }
+        }
+        XCTAssertEqual(survivors[0], [1, 2, 4, 5], "SQLite: only the two byte-equal a@x rows are duplicates")
+        XCTAssertEqual(survivors[1], survivors[0], "PostgreSQL keeps the same rows")
+    }
 }
 
 /// `incremental: true` on PostgreSQL: triggers log the changed rows, the second run looks only
@@ -243,4 +287,5 @@ final class PostgresIncrementalTests: XCTestCase {
         }
         XCTAssertEqual(try PostgresServer.rows(url, tables: ["people"]), try PostgresServer.rows(path, tables: ["people"]))
     }
+
 }

@@ -146,6 +146,12 @@ public struct CompiledRule: Sendable {
         rule.hash ? [hashExpression(alias: alias)] : keyExpressions(alias: alias)
     }
 
+    /// The SQL type of each of ``groupExpressions(alias:)``: text for the hash and for a
+    /// normalised column, else the column's declared type (nil when unknown).
+    public var groupTypes: [String?] {
+        rule.hash ? ["text"] : keyColumns.map { normalizers[$0, default: []].isEmpty ? columnTypes[$0] : "text" }
+    }
+
     /// Rows that can take part in a duplicate group (`nulls: distinct` leaves out NULL key parts).
     /// Every normaliser maps NULL to NULL and anything else to a non-NULL value, so the raw
     /// columns are tested (no normaliser is called twice per row).
