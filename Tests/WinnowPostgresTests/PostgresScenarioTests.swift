@@ -190,7 +190,8 @@ final class PostgresScenarioTests: XCTestCase {
 
     /// A key column under a case-blind (nondeterministic) collation groups as SQLite's BINARY
     /// does, byte by byte: `A@x` and `a@x` are two keys on both engines, in discovery and in
-    /// the batches alike (a normaliser is how a job asks for case-blind keys).
+    /// the batches alike, and `check` counts the same one group (a normaliser is how a job asks
+    /// for case-blind keys).
     func testKeysGroupByBytesWhateverTheColumnsCollation() throws {
         let url = try PostgresServer.require()
         let dir = try TestSupport.scratchDirectory()
@@ -220,8 +221,12 @@ final class PostgresScenarioTests: XCTestCase {
             "version: 1\ndedupe:\n  - {entity: people, key: email, winner: [{created: asc}], archive: false}\nbatch: {size: 1}\n",
             to: dir.appendingPathComponent("job.yaml").path)
         for engine in [data, url] {
+            let before = try TestSupport.winnow(["check", job, "--database", engine, "--format", "json"])
+            XCTAssertEqual(before.status, 1, "\(engine): \(before.stdout)\(before.stderr)")
+            XCTAssertTrue(before.stdout.contains("\"groups\":1"), "\(engine): one group of duplicates: \(before.stdout)")
             let run = try TestSupport.winnow(["run", job, "--database", engine])
             XCTAssertEqual(run.status, 0, "\(engine): \(run.stderr)")
+            XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", engine]).status, 0, engine)
         }
         let survivors = try [data, url].map { engine in
             try BackendRouter().withSession(engine, mode: .readOnly) { session in

@@ -152,6 +152,14 @@ public struct CompiledRule: Sendable {
         rule.hash ? ["text"] : keyColumns.map { normalizers[$0, default: []].isEmpty ? columnTypes[$0] : "text" }
     }
 
+    /// `expressions` (the group expressions, or names standing for them, in their order) as
+    /// GROUP BY / PARTITION BY terms (``SQLDialect/groupTerm(_:type:)``). Every statement that
+    /// groups rows by key spells its terms here, so `check`, discovery and the batches never
+    /// disagree on what one group is.
+    public func groupTerms(_ expressions: [String]) -> [String] {
+        zip(expressions, groupTypes).map { dialect.groupTerm($0, type: $1) }
+    }
+
     /// Rows that can take part in a duplicate group (`nulls: distinct` leaves out NULL key parts).
     /// Every normaliser maps NULL to NULL and anything else to a non-NULL value, so the raw
     /// columns are tested (no normaliser is called twice per row).

@@ -67,7 +67,7 @@ extension JobRunner {
         """
         SELECT count(*), coalesce(sum(n - 1), 0) FROM (
             SELECT count(*) AS n FROM \(rule.qualifiedTable) WHERE \(rule.candidateFilter())
-            GROUP BY \(rule.groupExpressions().joined(separator: ", ")) HAVING count(*) > 1) AS winnow_groups
+            GROUP BY \(rule.groupTerms(rule.groupExpressions()).joined(separator: ", ")) HAVING count(*) > 1) AS winnow_groups
         """
     }
 }

@@ -50,6 +50,9 @@ public protocol SQLDialect: Sendable {
     /// (first when ascending, last when descending, or last when `nullsLast`). `type` is the
     /// column's declared type; a content tie-break (`tieBreak`) compares text byte by byte.
     func orderTerm(_ expression: String, type: String?, descending: Bool, nullsLast: Bool, tieBreak: Bool) -> String
+    /// A group expression as rows are grouped by it (GROUP BY, PARTITION BY): values equal
+    /// byte for byte, as SQLite's BINARY collation compares. `type` is the expression's type.
+    func groupTerm(_ expression: String, type: String?) -> String
     /// The number of `conditions` that hold (`most_complete`).
     func countTrue(_ conditions: [String]) -> String
     /// A condition that always holds.
@@ -67,6 +70,8 @@ public protocol SQLDialect: Sendable {
 
 extension SQLDialect {
     public func stored(_ model: SchemaModel) -> SchemaModel { model }
+
+    public func groupTerm(_ expression: String, type: String?) -> String { expression }
 
     public func normalized(_ column: String, by normalizers: [Normalizer]) -> String {
         normalizers.reduce(column) { normalized($0, by: $1) }

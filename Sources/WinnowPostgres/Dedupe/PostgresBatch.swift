@@ -52,7 +52,7 @@ struct PostgresBatch {
         let probe = { (source: String) in "t.\(first.sqlIdentifier) = ANY(ARRAY(SELECT m.k0::\(dedupe.type(first)) FROM \(source) AS m))" }
         let keyJoin = dedupe.keyJoin("t", "m", columns: dedupe.primaryKey)
         let mergeValues = rule.mergeColumns.map { ", \(Self.readable("t", $0.name, type: rule.columnTypes[$0.name]))" }.joined()
-        let partition = (["t.winnow_group"] + PostgresDedupe.partitionTerms(rule.groupExpressions(alias: "t"), rule: rule))
+        let partition = (["t.winnow_group"] + rule.groupTerms(rule.groupExpressions(alias: "t")))
             .joined(separator: ", ")
         let winnerIDs = dedupe.idTexts("t").enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", ")
         // The batch's rows, locked in one order when writing (tuple id, then key for the rows

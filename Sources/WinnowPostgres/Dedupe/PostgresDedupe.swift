@@ -92,7 +92,7 @@ struct PostgresDedupe: RuleExecution {
         // second window counts the groups).
         let groups = rule.groupExpressions(alias: "t")
         let groupNames = groups.indices.map { "winnow_g\($0)" }
-        let partition = Self.partitionTerms(groupNames.map { "t.\($0)" }, rule: rule).joined(separator: ", ")
+        let partition = rule.groupTerms(groupNames.map { "t.\($0)" }).joined(separator: ", ")
         let width = primaryKey.count
         let serverSide = writes && rule.rule.references != .restrict
         let ids = serverSide ? primaryKey.map { "t.\($0.sqlIdentifier)" } : idTexts("t")
@@ -206,13 +206,6 @@ struct PostgresDedupe: RuleExecution {
             JOIN \(rule.qualified(path.childTable)) AS c ON \(Self.join(path))
             """, Self.bindings(Self.columns(ids, width: primaryKey.count)))
         return rows.first?.first?.int ?? 0
-    }
-
-    /// The rule's group expressions (or names standing for them, in the same order) as
-    /// PARTITION BY terms (``PostgresDialect/partitionTerm(_:type:)``). Discovery and the
-    /// batches partition alike, so a batch never joins or splits the groups discovery found.
-    static func partitionTerms(_ expressions: [String], rule: CompiledRule) -> [String] {
-        zip(expressions, rule.groupTypes).map { PostgresDialect.partitionTerm($0, type: $1) }
     }
 
     static func join(_ path: ReferencePath) -> String {

@@ -99,13 +99,13 @@ public struct PostgresDialect: SQLDialect {
             || type == "name" || type == "citext" || type == "bpchar"
     }
 
-    /// A group expression as a PARTITION BY term. Text is partitioned under the "C" collation:
+    /// A group expression as a GROUP BY / PARTITION BY term. Text groups under the "C" collation:
     /// the same partitions as the column's own (deterministic) collation, whose equality is
     /// byte equality too, and SQLite's BINARY grouping whatever the column's collation says; the
     /// sort that forms them compares bytes instead of calling the locale (a 1,000,000-row
     /// discovery: 740 -> 610 ms under C.UTF-8). `citext` keeps its own case-blind equality.
-    static func partitionTerm(_ expression: String, type: String?) -> String {
-        guard isText(type), type?.lowercased() != "citext" else { return expression }
+    public func groupTerm(_ expression: String, type: String?) -> String {
+        guard Self.isText(type), type?.lowercased() != "citext" else { return expression }
         return "(\(expression)) COLLATE \"C\""
     }
 
