@@ -12,15 +12,13 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
     func load(_ url: String) throws {
         let dir = try TestSupport.scratchDirectory()
         let path = dir.appendingPathComponent("t.sqlite").path
-        try TestSupport.makeDatabase(
-            at: path,
+        try PostgresServer.reset(
+            url, loading: path,
             sql: """
                 CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL);
                 INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'a', 3), (4, 'b', 1), (5, 'b', 2), (6, 'c', 1), (7, 'c', 2),
                                      (8, 'd', 1), (9, 'd', 2), (10, 'd', 3);
                 """)
-        try PostgresServer.reset(url)
-        try PostgresServer.load(path, into: url)
     }
 
     func ids(_ url: String) throws -> [Int] {

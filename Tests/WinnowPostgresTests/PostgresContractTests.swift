@@ -125,14 +125,12 @@ final class PostgresContractTests: XCTestCase {
         let url = try PostgresServer.require()
         let dir = try TestSupport.scratchDirectory()
         let data = dir.appendingPathComponent("u.sqlite").path
-        try TestSupport.makeDatabase(
-            at: data,
+        try PostgresServer.reset(
+            url, loading: data,
             sql: """
                 CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT, name TEXT);
                 INSERT INTO t VALUES (1, 'a', 'x'), (2, 'a', 'x'), (3, 'b', 'z'), (4, 'c', 'w'), (5, 'c', 'v'), (6, NULL, 'n'), (7, NULL, 'n');
                 """)
-        try PostgresServer.reset(url)
-        try PostgresServer.load(data, into: url)
         _ = try TestSupport.writeFile(
             """
             version: 2
@@ -188,14 +186,12 @@ final class PostgresContractTests: XCTestCase {
         let url = try PostgresServer.require()
         let dir = try TestSupport.scratchDirectory()
         let data = dir.appendingPathComponent("s.sqlite").path
-        try TestSupport.makeDatabase(
-            at: data,
+        try PostgresServer.reset(
+            url, loading: data,
             sql: """
                 CREATE TABLE link (a INTEGER NOT NULL, b INTEGER NOT NULL, weight REAL NOT NULL, raw BLOB, PRIMARY KEY (a, b));
                 INSERT INTO link VALUES (1, 2, 0.1, x'00ff'), (2, 3, 2.5, NULL);
                 """)
-        try PostgresServer.reset(url)
-        try PostgresServer.load(data, into: url)
         let columns = """
                 - {name: a, type: integer, nullable: false, primary_key: true}
                 - {name: b, type: integer, nullable: false, primary_key: true}

@@ -196,14 +196,12 @@ final class PostgresScenarioTests: XCTestCase {
         let url = try PostgresServer.require()
         let dir = try TestSupport.scratchDirectory()
         let data = dir.appendingPathComponent("c.sqlite").path
-        try TestSupport.makeDatabase(
-            at: data,
+        try PostgresServer.reset(
+            url, loading: data,
             sql: """
                 CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL);
                 INSERT INTO people VALUES (1, 'A@x', 1), (2, 'a@x', 2), (3, 'a@x', 3), (4, 'B@y', 4), (5, 'b@Y', 5);
                 """)
-        try PostgresServer.reset(url)
-        try PostgresServer.load(data, into: url)
         let created = try BackendRouter().withSession(url, mode: .readWrite(create: false)) { session -> Bool in
             do {
                 try session.execute(

@@ -32,6 +32,14 @@ enum PostgresServer {
         }
     }
 
+    /// Creates a SQLite file at `path` from `sql`, empties the test database and loads the file
+    /// into it: the same rows on both engines.
+    static func reset(_ url: String, loading path: String, sql: String) throws {
+        try TestSupport.makeDatabase(at: path, sql: sql)
+        try reset(url)
+        try load(path, into: url)
+    }
+
     /// Loads a SQLite file into the test database (scripts/pg-load).
     static func load(_ sqlite: String, into url: String) throws {
         let process = Process()
