@@ -154,8 +154,9 @@ public struct CompiledRule: Sendable {
 
     /// `expressions` (the group expressions, or names standing for them, in their order) as
     /// GROUP BY / PARTITION BY terms (``SQLDialect/groupTerm(_:type:)``). Every statement that
-    /// groups rows by key spells its terms here, so `check`, discovery and the batches never
-    /// disagree on what one group is.
+    /// decides the groups a run resolves spells its terms here, so discovery and the batches
+    /// never disagree on what one group is (`check`'s first count need not: see
+    /// `JobRunner.duplicateCountSQL`).
     public func groupTerms(_ expressions: [String]) -> [String] {
         zip(expressions, groupTypes).map { dialect.groupTerm($0, type: $1) }
     }
