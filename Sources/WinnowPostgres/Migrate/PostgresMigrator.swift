@@ -70,33 +70,27 @@ struct PostgresMigrator {
     struct Alteration {
         /// Run together in one transaction.
         var statements: [String]
-        /// `UPDATE ... SET column = fill WHERE column IS NULL`, run in batches before `sql`.
-        var fill: (column: String, value: String)?
+        /// `UPDATE ... SET column = fill WHERE column IS NULL`, run in batches before `statements`.
+        var fill: (column: String, value: String)? = nil
         /// Part of making a column NOT NULL: it fills or scans rows (left out of rehearsals).
         var readsRows = false
-
-        init(sql: String, fill: (column: String, value: String)? = nil, readsRows: Bool = false) {
-            self.init(statements: [sql], fill: fill, readsRows: readsRows)
-        }
-
-        init(statements: [String], fill: (column: String, value: String)? = nil, readsRows: Bool = false) {
-            self.statements = statements
-            self.fill = fill
-            self.readsRows = readsRows
-        }
     }
 
     /// What SQLite rebuilds a table for, as ALTER statements.
     func alterations(_ rebuild: TableRebuild) throws -> [Alteration] {
         let table = dialect.table(rebuild.table)
         guard let live = try session.inspect().table(named: rebuild.table) else {
-            return [Alteration(sql: "-- \(rebuild.table) does not exist yet")]
+            return [Alteration(statements: ["-- \(rebuild.table) does not exist yet"])]
         }
         var result: [Alteration] = []
-        for column in rebuild.dropped { result.append(Alteration(sql: "ALTER TABLE \(table) DROP COLUMN \(column.sqlIdentifier)")) }
+        for column in rebuild.dropped {
+            result.append(Alteration(statements: ["ALTER TABLE \(table) DROP COLUMN \(column.sqlIdentifier)"]))
+        }
         for column in rebuild.added {
             result.append(
-                Alteration(sql: "ALTER TABLE \(table) ADD COLUMN \(columnDefinition(column, inlinePrimaryKey: false, identity: false))"))
+                Alteration(statements: [
+                    "ALTER TABLE \(table) ADD COLUMN \(columnDefinition(column, inlinePrimaryKey: false, identity: false))"
+                ]))
         }
         for column in rebuild.changed {
             guard let current = live.column(named: column.name) else { continue }
@@ -111,12 +105,14 @@ struct PostgresMigrator {
             if newDefault != current.defaultSQL {
                 result.append(
                     Alteration(
-                        sql: "ALTER TABLE \(table) ALTER COLUMN \(name) " + (newDefault.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT")))
+                        statements: [
+                            "ALTER TABLE \(table) ALTER COLUMN \(name) " + (newDefault.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT")
+                        ]))
             }
             if current.primaryKeyIndex > 0 {
                 // A primary key is NOT NULL on PostgreSQL whatever the file says.
             } else if column.nullable, current.notNull {
-                result.append(Alteration(sql: "ALTER TABLE \(table) ALTER COLUMN \(name) DROP NOT NULL"))
+                result.append(Alteration(statements: ["ALTER TABLE \(table) ALTER COLUMN \(name) DROP NOT NULL"]))
             } else if !column.nullable, !current.notNull {
                 let check = "winnow_nn_\(rebuild.table)_\(column.name)".sqlIdentifier
                 let fill = rebuild.fills.first { $0.column.caseInsensitiveCompare(column.name) == .orderedSame }
@@ -125,10 +121,11 @@ struct PostgresMigrator {
                 // NOT NULL never keeps the helper constraint.
                 result.append(
                     Alteration(
-                        sql:
-                            "ALTER TABLE \(table) DROP CONSTRAINT IF EXISTS \(check), ADD CONSTRAINT \(check) CHECK (\(name) IS NOT NULL) NOT VALID",
+                        statements: [
+                            "ALTER TABLE \(table) DROP CONSTRAINT IF EXISTS \(check), ADD CONSTRAINT \(check) CHECK (\(name) IS NOT NULL) NOT VALID"
+                        ],
                         fill: fill.map { (column.name, $0.value.expressionSQL) }, readsRows: true))
-                result.append(Alteration(sql: "ALTER TABLE \(table) VALIDATE CONSTRAINT \(check)", readsRows: true))
+                result.append(Alteration(statements: ["ALTER TABLE \(table) VALIDATE CONSTRAINT \(check)"], readsRows: true))
                 result.append(
                     Alteration(
                         statements: [

@@ -75,14 +75,14 @@ public enum DatabaseOpener {
         guard !db.isInsideTransaction else { return }
         // The switch needs the file to itself for a moment: another connection between two of
         // its transactions is enough, so a busy application gets a few tries (up to ~1 s).
-        let rollback = ["delete", "truncate", "persist"]
-        for attempt in 0..<50 {
-            let mode = (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() ?? ""
-            guard rollback.contains(mode) else { break }
+        // Setting the mode answers the mode the file is in afterwards (or fails: busy).
+        func mode(_ sql: String) -> String? { (try? String.fetchOne(db, sql: sql))?.lowercased() }
+        var current = mode("PRAGMA main.journal_mode")
+        for attempt in 0..<50 where ["delete", "truncate", "persist"].contains(current ?? "") {
             if attempt > 0 { Thread.sleep(forTimeInterval: 0.02) }
-            _ = try? String.fetchOne(db, sql: "PRAGMA main.journal_mode = WAL")
+            current = mode("PRAGMA main.journal_mode = WAL") ?? current
         }
-        if (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() == "wal" {
+        if current == "wal" {
             try? db.execute(sql: "PRAGMA main.synchronous = NORMAL")
             // Checkpoint after about 12 MB of WAL instead of SQLite's 1,000 pages while no
             // other connection writes (see ``WriteGap``): a page that many batches rewrite (an
