@@ -60,44 +60,34 @@ final class CrossEngineCrashTests: XCTestCase {
 
     /// Merges, a normaliser, the journal and re-pointed children, in batches of 25 groups.
     func testKillsDuringDedupeBatches() throws {
-        let dir = try TestSupport.scratchDirectory()
-        let template = try TestSupport.makeDatabase(
-            at: dir.appendingPathComponent("template.sqlite").path,
-            sql: """
-                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL, visits INTEGER NOT NULL);
-                CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), total INTEGER);
-                CREATE INDEX orders_customer ON orders (customer_id);
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 9000)
-                INSERT INTO customers SELECT i, CASE WHEN i % 2 = 0 THEN 'User' ELSE 'user' END || (i % 3000) || '@x', i % 17, i % 5 FROM n;
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6000)
-                INSERT INTO orders SELECT i, 1 + (i * 7) % 9000, i FROM n;
-                """)
-        let job = try TestSupport.writeFile(
-            """
-            version: 1
-            dedupe:
-              - entity: customers
-                key: email
-                normalize: [lowercase]
-                winner: [{created: asc}]
-                merge: {visits: sum}
-                archive: true
-            batch: {size: 25}
-            """, to: dir.appendingPathComponent("job.yaml").path)
-        try converge(template: template, job: job, tables: ["customers", "orders"], fractions: [0.3, 0.6, 0.9], dir: dir)
+        try killCustomersRule(merge: true)
     }
 
     /// A rule without merges or references (on PostgreSQL each batch is one statement that
     /// locks, ranks, journals and deletes by tuple id), a normaliser and the journal, in batches
     /// of 25 groups.
     func testKillsDuringOneStatementBatches() throws {
+        try killCustomersRule(merge: false)
+    }
+
+    /// 9,000 customers in 3,000 groups by lower(email), deduplicated in batches of 25 groups
+    /// with the journal on, killed at three points on each engine. With `merge`, the rule sums
+    /// `visits` and re-points 6,000 orders (indexed); without, there is no child table.
+    func killCustomersRule(merge: Bool) throws {
         let dir = try TestSupport.scratchDirectory()
+        let orders = """
+            CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), total INTEGER);
+            CREATE INDEX orders_customer ON orders (customer_id);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6000)
+            INSERT INTO orders SELECT i, 1 + (i * 7) % 9000, i FROM n;
+            """
         let template = try TestSupport.makeDatabase(
             at: dir.appendingPathComponent("template.sqlite").path,
             sql: """
                 CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL, visits INTEGER NOT NULL);
                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 9000)
                 INSERT INTO customers SELECT i, CASE WHEN i % 2 = 0 THEN 'User' ELSE 'user' END || (i % 3000) || '@x', i % 17, i % 5 FROM n;
+                \(merge ? orders : "")
                 """)
         let job = try TestSupport.writeFile(
             """
@@ -107,10 +97,11 @@ final class CrossEngineCrashTests: XCTestCase {
                 key: email
                 normalize: [lowercase]
                 winner: [{created: asc}]
-                archive: true
+            \(merge ? "    merge: {visits: sum}\n" : "")    archive: true
             batch: {size: 25}
             """, to: dir.appendingPathComponent("job.yaml").path)
-        try converge(template: template, job: job, tables: ["customers"], fractions: [0.3, 0.6, 0.9], dir: dir)
+        let tables = merge ? ["customers", "orders"] : ["customers"]
+        try converge(template: template, job: job, tables: tables, fractions: [0.3, 0.6, 0.9], dir: dir)
     }
 
     /// A migration killed on its way: a column made NOT NULL with a default (a rebuild on SQLite,
