@@ -234,6 +234,53 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(survivors[0], [1, 2, 4, 5], "SQLite: only the two byte-equal a@x rows are duplicates")
         XCTAssertEqual(survivors[1], survivors[0], "PostgreSQL keeps the same rows")
     }
+
+    /// Groups are numbered on the server in key order, not primary-key order: with two-column
+    /// keys (NULL parts under `nulls: equal`), a composite primary key whose order differs from
+    /// the keys' and batches of two groups, no group is split or merged across batches. (A
+    /// composite primary key also ends the winner order by its columns, not as one expression.)
+    func testGroupsNumberedByKeyStayWholeAcrossBatches() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let data = dir.appendingPathComponent("pairs.sqlite").path
+        try PostgresServer.reset(
+            url, loading: data,
+            sql: """
+                CREATE TABLE pairs (a INTEGER NOT NULL, b TEXT NOT NULL, k1 TEXT, k2 INTEGER, created INTEGER NOT NULL, PRIMARY KEY (a, b));
+                INSERT INTO pairs VALUES
+                    (1, 'a', 'z', 1, 30), (5, 'c', 'z', 1, 10), (9, 'x', 'z', 1, 20),
+                    (2, 'b', 'a', NULL, 5), (7, 'q', 'a', NULL, 4),
+                    (3, 'z', NULL, NULL, 7), (8, 'm', NULL, NULL, 8),
+                    (4, 'd', 'a', 1, 2), (6, 'e', 'a', 1, 1),
+                    (10, 'n', 'm', 2, 1), (11, 'o', 'Z', 1, 1);
+                """)
+        let job = try TestSupport.writeFile(
+            """
+            version: 1
+            dedupe:
+              - {entity: pairs, key: [k1, k2], nulls: equal, winner: [{created: asc}], archive: false}
+            batch: {size: 2}
+
+            """,
+            to: dir.appendingPathComponent("job.yaml").path)
+        for engine in [data, url] {
+            // plan keeps its groups on the client, in the full order: the same four groups.
+            let plan = try TestSupport.winnow(["plan", job, "--database", engine, "--format", "json"])
+            XCTAssertEqual(plan.status, 0, "\(engine): \(plan.stderr)")
+            XCTAssertTrue(plan.stdout.contains("\"deleted\":5"), "\(engine): plan: \(plan.stdout)")
+            let run = try TestSupport.winnow(["run", job, "--database", engine, "--format", "json"])
+            XCTAssertEqual(run.status, 0, "\(engine): \(run.stderr)")
+            XCTAssertTrue(run.stdout.contains("\"groups\":4"), "\(engine): four groups: \(run.stdout)")
+            XCTAssertTrue(run.stdout.contains("\"deleted\":5"), "\(engine): five losers: \(run.stdout)")
+        }
+        let survivors = try [data, url].map { engine in
+            try BackendRouter().withSession(engine, mode: .readOnly) { session in
+                try session.rows("SELECT a FROM \(session.dialect.table("pairs")) ORDER BY a").compactMap { $0.values.first?.int }
+            }
+        }
+        XCTAssertEqual(survivors[0], [3, 5, 6, 7, 10, 11], "SQLite: the earliest row of each key survives")
+        XCTAssertEqual(survivors[1], survivors[0], "PostgreSQL keeps the same rows")
+    }
 }
 
 /// `incremental: true` on PostgreSQL: triggers log the changed rows, the second run looks only

@@ -186,8 +186,11 @@ public struct CompiledRule: Sendable {
         terms += primaryKey.map {
             dialect.orderTerm(Self.column($0, alias), type: columnTypes[$0], descending: false, nullsLast: false, tieBreak: false)
         }
-        let rowid = alias.map { "\($0).\(rowID)" } ?? rowID
-        if !primaryKey.contains(where: { $0.sqlIdentifier == rowID }) { terms.append("\(rowid) ASC") }
+        // SQLite's rowid last where the primary key is not its alias (a key of several columns
+        // already ends the order: it is the identity itself, and no one expression names it).
+        if case let .rowid(expression, _) = identity, !primaryKey.contains(where: { $0.sqlIdentifier == expression }) {
+            terms.append("\(alias.map { "\($0).\(expression)" } ?? expression) ASC")
+        }
         return terms.joined(separator: ", ")
     }
 

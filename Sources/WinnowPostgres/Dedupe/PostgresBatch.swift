@@ -143,9 +143,7 @@ struct PostgresBatch {
         let t = (type ?? "").lowercased()
         let plain =
             PostgresDialect.isText(t) || t == "bytea" || t == "boolean" || t.hasPrefix("numeric") || t.hasPrefix("double") || t == "real"
-            || t == "float4" || t == "float4"
-            || t == "float4"
-            || t == "integer" || t == "bigint" || t == "smallint"
+            || t == "float4" || t == "float8" || t == "integer" || t == "bigint" || t == "smallint"
         return plain ? "\(alias).\(column.sqlIdentifier)" : "(\(alias).\(column.sqlIdentifier))::text"
     }
 

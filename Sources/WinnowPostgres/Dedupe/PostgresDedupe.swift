@@ -12,7 +12,7 @@ struct FoundGroups {
     /// Where each group starts in `ids`, plus the end.
     var starts: [Int] = []
     /// `run` (writing, so the batches lock what they read): a temporary table of every member
-    /// (`winnow_g`, numbered from 1 in groups, the primary key as `k0`, `k1`, ..., and the tuple
+    /// (`winnow_g`, groups numbered from 1 in key order, the primary key as `k0`, `k1`, ..., and the tuple
     /// id as `winnow_tid`).
     var table: String?
     var serverGroups = 0
@@ -87,59 +87,43 @@ struct PostgresDedupe: RuleExecution {
         if let upTo = options.changesUpTo {
             exclusion += " AND " + PostgresChangeTracker.scope(rule, upTo: upTo, dialect: dialect)
         }
-        // One window pass over the table: each member of a group with its rank and its group's
-        // winner (a row is a member when it is not its group's first or has a next one: no
-        // second window counts the groups).
+        // One window pass over the table.
         let groups = rule.groupExpressions(alias: "t")
         let groupNames = groups.indices.map { "winnow_g\($0)" }
-        let partition = rule.groupTerms(groupNames.map { "t.\($0)" }).joined(separator: ", ")
+        let terms = rule.groupTerms(groupNames.map { "t.\($0)" })
+        let partition = terms.joined(separator: ", ")
         let width = primaryKey.count
         let serverSide = writes && rule.rule.references != .restrict
-        let ids = serverSide ? primaryKey.map { "t.\($0.sqlIdentifier)" } : idTexts("t")
-        // The batches rank every group again in the rule's full order (winner terms, then the
-        // content tie-break over every column), so the groups kept on the server need only
-        // their members: ordered by primary key, the sort carries the key and the primary key,
-        // not every column. The client-side groups keep the full order (the restrict guard reads
-        // their losers).
-        let order = serverSide ? primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ") : rule.orderBy(alias: "t")
         // The groups kept on the server keep each member's tuple id too: a batch fetches its
         // rows by it (no index descent), and by primary key only those that moved since.
         let rows = """
             SELECT t.*, \(serverSide ? "t.ctid AS winnow_tid, " : "")\(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
             FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)
             """
-        let window = """
-            SELECT \(ids.enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")),\(serverSide ? " t.winnow_tid," : "")
-                   row_number() OVER w AS winnow_rn, lead(true) OVER w AS winnow_next,
-                   \(ids.enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", "))
-            FROM (\(rows)) AS t
-            WINDOW w AS (PARTITION BY \(partition) ORDER BY \(order))
-            """
-        let winners = (0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")
         var found = FoundGroups()
         if serverSide {
             // run: the members stay on the server, in a temporary table numbered by group (1...n),
             // which the batches read by range; nothing but two counts comes back.
             let name = "pg_temp.winnow_found_\(rule.rule.index)"
             try link.command("DROP TABLE IF EXISTS \(name)")
-            let members: String
-            if width == 1 {
-                // One key column: the group's size and lowest key are aggregates over the whole
-                // partition, which need no order inside it (a narrower sort than the window's).
-                let id = "t.\(primaryKey[0].sqlIdentifier)"
-                members = """
-                    SELECT dense_rank() OVER (ORDER BY s.winnow_w0) AS winnow_g, s.winnow_id0 AS k0, s.winnow_tid
-                    FROM (SELECT \(id) AS winnow_id0, t.winnow_tid, count(*) OVER w AS winnow_n, min(\(id)) OVER w AS winnow_w0
-                          FROM (\(rows)) AS t
-                          WINDOW w AS (PARTITION BY \(partition))) AS s
-                    WHERE s.winnow_n > 1
-                    """
-            } else {
-                members = """
-                    SELECT dense_rank() OVER (ORDER BY \(winners)) AS winnow_g, \((0..<width).map { "s.winnow_id\($0) AS k\($0)" }.joined(separator: ", ")), s.winnow_tid
-                    FROM (\(window)) AS s WHERE s.winnow_rn > 1 OR s.winnow_next
-                    """
-            }
+            // A group's size is an aggregate over its whole partition (no order inside it: a
+            // narrower sort than the ranking window's). Groups are numbered in the order of
+            // their key: the rows leave that window sorted by it, so the numbering sorts nothing
+            // again (numbering by each group's lowest key sorted every member a second time:
+            // 90 ms of 1,000,000 rows with 10% duplicates, 380 ms with 67%).
+            // The batches rank every group again in the rule's full order (winner terms, then the
+            // content tie-break over every column), so the groups kept here are their members only.
+            let ids = primaryKey.map { "t.\($0.sqlIdentifier)" }
+            let termNames = terms.indices.map { "s.winnow_p\($0)" }
+            let members = """
+                SELECT dense_rank() OVER (ORDER BY \(termNames.joined(separator: ", "))) AS winnow_g, \
+                \((0..<width).map { "s.winnow_id\($0) AS k\($0)" }.joined(separator: ", ")), s.winnow_tid
+                FROM (SELECT \(ids.enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")), t.winnow_tid, \
+                count(*) OVER w AS winnow_n, \(terms.enumerated().map { "\($1) AS winnow_p\($0)" }.joined(separator: ", "))
+                      FROM (\(rows)) AS t
+                      WINDOW w AS (PARTITION BY \(partition))) AS s
+                WHERE s.winnow_n > 1
+                """
             try link.command("CREATE TEMPORARY TABLE \(name) AS \(members)", binds)
             try link.command("CREATE INDEX ON \(name) (winnow_g)")
             let counts = try link.query("SELECT count(*), coalesce(max(winnow_g), 0) FROM \(name)").first ?? []
@@ -147,6 +131,17 @@ struct PostgresDedupe: RuleExecution {
             found.members = counts.first?.int ?? 0
             found.serverGroups = counts.dropFirst().first?.int ?? 0
         } else {
+            // plan, or a rule that restricts references (its guard reads the losers): every
+            // member comes back in the rule's full order.
+            let ids = idTexts("t")
+            let window = """
+                SELECT \(ids.enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")),
+                       row_number() OVER w AS winnow_rn, lead(true) OVER w AS winnow_next,
+                       \(ids.enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", "))
+                FROM (\(rows)) AS t
+                WINDOW w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))
+                """
+            let winners = (0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")
             var members: [[String]: [(rank: Int64, id: [String])]] = [:]
             var order: [[String]] = []
             for row in try link.query(
