@@ -215,6 +215,33 @@ final class UnindexedReferenceTests: XCTestCase {
         }
     }
 
+    /// A trigger on the child table that puts every re-pointed reference back: the losers'
+    /// children would dangle. Through an index the batch finds them before its losers go and
+    /// is rolled back; without one the check after the rule finds them (its batches are
+    /// committed and journaled) and the run fails instead of reporting success.
+    func testChildrenLeftPointingAtLosersFailTheRun() throws {
+        for indexed in [true, false] {
+            let path = try makeStore(customers: 60, indexed: indexed)
+            try ScenarioKit.execute(
+                path,
+                """
+                CREATE TRIGGER orders_keep AFTER UPDATE OF customer_id ON orders
+                BEGIN UPDATE orders SET customer_id = OLD.customer_id WHERE id = NEW.id; END
+                """)
+            XCTAssertThrowsError(try ScenarioKit.run(Self.job, db: path)) { error in
+                XCTAssertEqual((error as? WinnowError)?.exitCode, 70, "\(error)")
+                XCTAssertTrue("\(error)".contains("orders"), "names the child table: \(error)")
+            }
+            let dangling = try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count
+            if indexed {
+                XCTAssertEqual(dangling, 0, "the first batch was rolled back")
+                XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers"), 60)
+            } else {
+                XCTAssertGreaterThan(dangling, 0, "what the failed run left, for restore to undo")
+            }
+        }
+    }
+
     /// A table that references itself without an index (managers): losers managing losers and
     /// winners, all re-pointed with enforcement off; `restore` brings every row back exactly.
     func testSelfReferenceWithoutAnIndexIsRepointedAndRestored() throws {

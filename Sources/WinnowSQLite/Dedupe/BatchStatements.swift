@@ -72,13 +72,19 @@ struct BatchStatements {
     let fillMapped: String
     /// Rows of the batch that are about to go although the map has not looked for their children.
     let unmappedLosers = "SELECT count(*) FROM temp.winnow_batch WHERE rid NOT IN (SELECT rid FROM temp.winnow_mapped)"
-    /// Per child table of a declared path without an index: its references to no row.
+    /// Per child table of a declared path without an index that does not hold the parent's
+    /// rowid: its references to no row (the whole table, counted before and after the rule).
     let danglingInTable: [(table: String, sql: String)]
+    /// Per declared path without an index that holds the parent's rowid: its rows that point at
+    /// a row the rule found (`winnow_mapped`) that is gone. None can before the rule (every such
+    /// row was there when found), so one count after it says what the rule left: one scan of
+    /// the child table probing the found rows, instead of two whole-table foreign-key checks.
+    let danglingMapped: [(label: String, sql: String)]
     /// Per reference path: deletes / re-points one child row by rowid (paths whose re-pointing
     /// can collide are decided row by row).
     let deleteChild: [String]
     let repointChild: [String]
-    /// Winners re-pointed children must reach (none may be missing).
+    /// Winners of the batch that no longer exist (re-pointed children must reach theirs).
     let missingWinners: String
     let deleteLosers: String
     let loserSelection: String
@@ -133,14 +139,22 @@ struct BatchStatements {
             let child = rule.qualified(path.childTable)
             let join = zip(path.childColumns, path.parentColumns)
                 .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
-            // How the children of a group row `g.rid` (parent `p`) are reached: by index, or through the map.
-            // CROSS JOIN keeps SQLite's planner from driving the join from the (large) child table.
-            let children =
-                path.indexed
-                ? "CROSS JOIN \(child) AS c ON \(join)"
-                : "CROSS JOIN temp.winnow_refs AS m ON m.path = \(index) AND m.rid = p.\(rowID) CROSS JOIN \(child) AS c ON c.\(path.childRowID) = m.child AND \(join)"
+            // A reference to the rowid alias holds the parent's rowid itself: its children are
+            // reached from the rowid without looking the parent row up.
+            let holdsRowID = Self.holdsRowID(path, rowID: rowID)
+            // How the children of the row whose rowid is `rid` are reached: by index, or through
+            // the map. CROSS JOIN keeps SQLite's planner from driving the join from the (large)
+            // child table.
+            func reach(_ rid: String) -> String {
+                let parent = holdsRowID ? "" : "CROSS JOIN \(table) AS p ON p.\(rowID) = \(rid) "
+                let match = holdsRowID ? "c.\(path.childColumns[0].sqlIdentifier) = \(rid)" : join
+                return path.indexed
+                    ? "\(parent)CROSS JOIN \(child) AS c ON \(match)"
+                    : "\(parent)CROSS JOIN temp.winnow_refs AS m ON m.path = \(index) AND m.rid = \(rid) "
+                        + "CROSS JOIN \(child) AS c ON c.\(path.childRowID) = m.child AND \(match)"
+            }
             // The children of the batch's losers (`b`).
-            let loserChildren = "FROM temp.winnow_batch AS b CROSS JOIN \(table) AS p ON p.\(rowID) = b.rid \(children)"
+            let loserChildren = "FROM temp.winnow_batch AS b \(reach("b.rid"))"
             fillMoves.append(
                 """
                 INSERT INTO temp.winnow_moves (path, child, winner)
@@ -152,8 +166,7 @@ struct BatchStatements {
             groupChildren.append(
                 """
                 SELECT c.\(path.childRowID), g.winner, g.rn\(selectedKeys)
-                FROM \(groupRows) AS g
-                CROSS JOIN \(table) AS p ON p.\(rowID) = g.rid \(children)
+                FROM \(groupRows) AS g \(reach("g.rid"))
                 ORDER BY g.winner, g.rn, c.\(path.childRowID)
                 """)
             let parentValues = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
@@ -171,18 +184,20 @@ struct BatchStatements {
                 UPDATE \(childTable) SET \(path.childColumns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")) \
                 WHERE \(path.childRowID) = ?
                 """)
+            let winnerValues =
+                holdsRowID
+                ? "SELECT mv.winner FROM temp.winnow_moves AS mv"
+                : "SELECT \(sources) FROM temp.winnow_moves AS mv JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner"
             applyMoves.append(
                 """
                 UPDATE \(childTable) SET (\(targets)) = (
-                    SELECT \(sources) FROM temp.winnow_moves AS mv JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner
-                    WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID))
+                    \(winnerValues) WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID))
                 WHERE \(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))
                 """)
             // One scan of the child table, membership by `winnow_mapped`'s key: O(children),
-            // once. A reference to the rowid alias holds the parent's rowid itself; any other is looked
-            // up through the parent key's index.
+            // once. A reference that does not hold the rowid is looked up through the parent
+            // key's index.
             let members = "SELECT rid FROM temp.winnow_mapped"
-            let holdsRowID = path.parentColumns.count == 1 && path.parentColumns[0].sqlIdentifier == rowID
             mapChildren.append(
                 path.indexed
                     ? nil
@@ -206,11 +221,22 @@ struct BatchStatements {
             INSERT INTO temp.winnow_mapped (rid) SELECT rid FROM temp.winnow_queue
             UNION SELECT winner FROM temp.winnow_queue\(collides ? "" : " WHERE tied & 1")
             """
+        let checked = rule.references.filter { $0.declared && !$0.indexed }
         var tables: [String] = []
-        for path in rule.references where path.declared && !path.indexed && !tables.contains(path.childTable) {
+        for path in checked where !Self.holdsRowID(path, rowID: rowID) && !tables.contains(path.childTable) {
             tables.append(path.childTable)
         }
         danglingInTable = tables.map { ($0, "SELECT count(*) FROM pragma_foreign_key_check(\(ChangeTracking.literal($0)), 'main')") }
+        danglingMapped = checked.filter { Self.holdsRowID($0, rowID: rowID) && !tables.contains($0.childTable) }.map { path in
+            let column = "c.\(path.childColumns[0].sqlIdentifier)"
+            return (
+                path.label,
+                """
+                SELECT count(*) FROM \(rule.qualified(path.childTable)) AS c WHERE \(column) IN (SELECT rid FROM temp.winnow_mapped)
+                AND NOT EXISTS (SELECT 1 FROM \(table) AS p WHERE p.\(rowID) = \(column))
+                """
+            )
+        }
         self.fillMoves = fillMoves
         self.groupChildren = groupChildren
         self.winnerKeys = winnerKeys
@@ -219,12 +245,19 @@ struct BatchStatements {
         self.mapChildren = mapChildren
         self.deleteChild = deleteChild
         self.repointChild = repointChild
+        // Every winner of the batch, once (the re-pointed rows reach some of them).
         missingWinners = """
-            SELECT count(*) FROM temp.winnow_moves AS mv LEFT JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner
-            WHERE p.\(rowID) IS NULL
+            SELECT count(*) FROM (SELECT DISTINCT winner FROM temp.winnow_batch) AS w
+            WHERE NOT EXISTS (SELECT 1 FROM main.\(rule.table.sqlIdentifier) AS p WHERE p.\(rowID) = w.winner)
             """
         loserSelection = "\(rowID) IN (SELECT rid FROM temp.winnow_batch)"
         deleteLosers = "DELETE FROM \(table) WHERE \(loserSelection)"
+    }
+
+    /// Whether `path` references the parent's rowid (its alias column): its child column holds
+    /// the parent's rowid itself.
+    static func holdsRowID(_ path: ReferencePath, rowID: String) -> Bool {
+        path.parentColumns.count == 1 && path.parentColumns[0].sqlIdentifier == rowID
     }
 
     /// Whether any path needs the map of children (no index on its child columns).

@@ -21,7 +21,8 @@ extension DedupeExecutor {
         let suspended = try suspendForeignKeys()
         defer { if suspended { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
         // Where no index lets a batch look the children of its losers up again, the rule as a
-        // whole is checked too: no more references to no row after it than before it.
+        // whole is checked too: no more references to no row after it than before it (see
+        // ``BatchStatements/danglingInTable`` and ``BatchStatements/danglingMapped``).
         var danglingBefore: [Int] = []
         if suspended {
             for check in sql.danglingInTable { danglingBefore.append(try Int.fetchOne(db, sql: check.sql) ?? 0) }
@@ -70,6 +71,17 @@ extension DedupeExecutor {
                     """
                     \(rule.rule.keyPath) (\(rule.table)): \(after - before) row(s) of \(check.table) point at rows this run deleted; \
                     every batch is journaled: `winnow restore --run` puts them back
+                    """)
+            }
+        }
+        // (`winnow_mapped` holds this rule's rows once it has losers: mapped before the first batch.)
+        for check in suspended && discovery.losers > 0 ? sql.danglingMapped : [] {
+            let count = try Int.fetchOne(db, sql: check.sql) ?? 0
+            if count > 0 {
+                throw WinnowError.internal(
+                    """
+                    \(rule.rule.keyPath) (\(rule.table)): \(count) row(s) of \(check.label) point at duplicates this rule found \
+                    that are gone; every batch is journaled: `winnow restore --run` puts them back
                     """)
             }
         }

@@ -149,7 +149,8 @@ final class SQLiteBatchWriter: BatchWriter {
             }
             if let missing = try Int.fetchOne(db.cachedStatement(sql: sql.missingWinners)), missing > 0 {
                 throw WinnowError.internal(
-                    "\(rule.rule.keyPath) (\(rule.table)): \(missing) re-pointed row(s) would point at no row; the batch was rolled back")
+                    "\(rule.rule.keyPath) (\(rule.table)): \(missing) winner(s) of the batch no longer exist, so re-pointed rows would point at no row; the batch was rolled back"
+                )
             }
         }
         // 5. The losers.
