@@ -9,8 +9,8 @@ public enum MergeResolver {
     /// The merged value of one column.
     /// - Parameter values: the column's value in every row of the group, winner first, then the
     ///   losers in winner order.
-    public static func merge(_ strategy: MergeStrategy, _ values: [SQLValue]) -> SQLValue {
-        let present = values.filter { !$0.isNull }
+    public static func merge<Values: Collection<SQLValue>>(_ strategy: MergeStrategy, _ values: Values) -> SQLValue {
+        let present = values.lazy.filter { !$0.isNull }
         switch strategy {
         case .fillNull:
             return present.first ?? .null
@@ -67,7 +67,7 @@ public enum MergeResolver {
 
     /// Sum of the numeric values (text and blobs are not numbers and are left out). Integers stay
     /// integers unless they overflow; any REAL makes the sum REAL.
-    static func sum(_ values: [SQLValue]) -> SQLValue? {
+    static func sum(_ values: some Sequence<SQLValue>) -> SQLValue? {
         var integer: Int64 = 0
         var real = 0.0
         var isReal = false
@@ -105,11 +105,19 @@ public enum MergeResolver {
     /// The columns whose merged value differs from the winner's, with their new values.
     /// - Parameter rows: the group's rows (merge columns only), winner first.
     public static func changes(strategies: [MergeStrategy], rows: [[SQLValue]]) -> [(index: Int, value: SQLValue)] {
-        guard let winner = rows.first else { return [] }
+        changes(strategies: strategies, flat: rows.flatMap { $0 })
+    }
+
+    /// The same for a group read into one buffer: its rows one after another, one value per
+    /// strategy each (a batch reads every group so, without an array per row).
+    public static func changes(strategies: [MergeStrategy], flat values: [SQLValue]) -> [(index: Int, value: SQLValue)] {
+        let width = strategies.count
+        guard width > 0, values.count >= width else { return [] }
         var result: [(Int, SQLValue)] = []
         for (index, strategy) in strategies.enumerated() {
-            let merged = merge(strategy, rows.map { $0[index] })
-            if !ValueOrder.identical(merged, winner[index]) { result.append((index, merged)) }
+            let column = stride(from: index, to: values.count, by: width).map { values[$0] }
+            let merged = merge(strategy, column)
+            if !ValueOrder.identical(merged, values[index]) { result.append((index, merged)) }
         }
         return result
     }

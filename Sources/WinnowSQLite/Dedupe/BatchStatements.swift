@@ -42,6 +42,8 @@ struct BatchStatements {
     /// full order. Merges and collision decisions follow it.
     let renumber: String
     let batchRows = "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn"
+    /// Losers and groups of the batch (the winner index counts the groups).
+    let batchSize = "SELECT count(*), count(DISTINCT winner) FROM temp.winnow_batch"
     /// Every row of the batch's groups with the merge columns, winner first, then losers in order.
     let mergeRows: String
     /// The merge results of a batch: per winner, the columns that change (`set`, their indexes

@@ -18,7 +18,8 @@ struct BatchWork {
 
     var number: Int
     var groups = 0
-    var losers: [Int64] = []
+    /// Losers the batch deletes (all of `temp.winnow_batch`).
+    var deleted = 0
     var skipped = 0
     /// Winners changed by `merge`: their new values are in `temp.winnow_merged`.
     var merges = 0
@@ -37,7 +38,7 @@ struct BatchWork {
     var counts: Counts {
         var c = Counts()
         c.groups = groups
-        c.deleted = losers.count
+        c.deleted = deleted
         c.updated = merges
         c.repointed = repoints.count + moved.reduce(0) { $0 + $1.count }
         c.childrenDeleted = childDeletes.count

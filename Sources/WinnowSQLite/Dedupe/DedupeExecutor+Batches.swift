@@ -55,7 +55,7 @@ extension DedupeExecutor {
             counts = counts + batchCounts
             totals = totals + batchCounts
             samples += work.samples.prefix(max(0, sampleLimit - samples.count))
-            done += work.losers.count + work.skipped
+            done += work.deleted + work.skipped
             onEvent(
                 .batch(
                     BatchReport(

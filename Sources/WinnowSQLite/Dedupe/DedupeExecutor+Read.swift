@@ -30,17 +30,11 @@ extension DedupeExecutor {
                 "\(rule.rule.keyPath) (\(rule.table)): \(unmapped) row(s) to delete whose children were not mapped; the batch was rolled back"
             )
         }
-        var groups: [(winner: Int64, losers: [Int64])] = []
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql.batchRows))
-        while let row = try rows.next() {
-            let rid: Int64 = row[0]
-            let winner: Int64 = row[1]
-            if groups.last?.winner == winner { groups[groups.count - 1].losers.append(rid) } else { groups.append((winner, [rid])) }
-            work.losers.append(rid)
-        }
-        work.groups = groups.count
-        work.skipped = planned - work.losers.count
-        guard !groups.isEmpty else { return work }
+        let size = try Row.fetchOne(db.cachedStatement(sql: sql.batchSize))!
+        work.deleted = size[0]
+        work.groups = size[1]
+        work.skipped = planned - work.deleted
+        guard work.deleted > 0 else { return work }
 
         if !rule.mergeColumns.isEmpty { try readMerges(sql, into: &work) }
         if !rule.references.isEmpty { try db.cachedStatement(sql: sql.clearMoves).execute() }
@@ -57,8 +51,20 @@ extension DedupeExecutor {
                 try readReferences(path, index: index, sql: sql, into: &work)
             }
         }
-        if wantSamples { work.samples = try readSamples(groups, limit: sampleLimit) }
+        if wantSamples { work.samples = try readSamples(try batchGroups(sql), limit: sampleLimit) }
         return work
+    }
+
+    /// The batch's groups: each winner with its losers in winner order.
+    func batchGroups(_ sql: BatchStatements) throws -> [(winner: Int64, losers: [Int64])] {
+        var groups: [(winner: Int64, losers: [Int64])] = []
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql.batchRows))
+        while let row = try rows.next() {
+            let rid: Int64 = row[0]
+            let winner: Int64 = row[1]
+            if groups.last?.winner == winner { groups[groups.count - 1].losers.append(rid) } else { groups.append((winner, [rid])) }
+        }
+        return groups
     }
 
     /// Makes the batch follow the full winner order: in groups whose first place was tied on the
@@ -85,10 +91,12 @@ extension DedupeExecutor {
         let insert = RawStatement(try db.cachedStatement(sql: sql.insertMerged))
         var sets: [[Int]: SQLValue] = [:]
         var current: Int64?
-        var rows: [[SQLValue]] = []
+        // The group's rows one after another, one value per merge column each.
+        var rows: [SQLValue] = []
+        var values = [SQLValue](repeating: .null, count: strategies.count + 2)
         func flush() throws {
             guard let winner = current else { return }
-            let changes = MergeResolver.changes(strategies: strategies, rows: rows)
+            let changes = MergeResolver.changes(strategies: strategies, flat: rows)
             guard !changes.isEmpty else { return }
             let columns = changes.map { $0.index }
             let set: SQLValue
@@ -99,7 +107,7 @@ extension DedupeExecutor {
                 sets[columns] = set
                 work.mergeColumnSets.append(columns)
             }
-            var values = [SQLValue](repeating: .null, count: strategies.count + 2)
+            for index in values.indices { values[index] = .null }
             values[0] = .integer(winner)
             values[1] = set
             for change in changes { values[change.index + 2] = change.value }
@@ -114,7 +122,7 @@ extension DedupeExecutor {
                 current = winner
                 rows.removeAll(keepingCapacity: true)
             }
-            rows.append((1...count).map { RawStatement.value(row, $0) })
+            for column in 1...count { rows.append(RawStatement.value(row, column)) }
         }
         try flush()
     }

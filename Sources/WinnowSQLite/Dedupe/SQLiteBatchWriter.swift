@@ -154,7 +154,7 @@ final class SQLiteBatchWriter: BatchWriter {
             }
         }
         // 5. The losers.
-        if !work.losers.isEmpty {
+        if work.deleted > 0 {
             if archive {
                 try journal(
                     db, op: "delete", batch: work.number, table: rule.table, rowID: rule.rowID,
