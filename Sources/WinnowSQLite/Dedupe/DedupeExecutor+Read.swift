@@ -4,7 +4,7 @@ import GRDBSQLite
 import WinnowCore
 
 extension DedupeExecutor {
-    /// The groups whose first loser's rowid (`first`) is in `(after, upTo]` as they are now: losers that
+    /// The groups filed under a `first` in `(after, upTo]` (see ``discoverySQL``) as they are now: losers that
     /// still share their winner's key. When no other connection has committed since the
     /// discovery (`PRAGMA data_version` still as found, read inside the batch's transaction),
     /// the losers are as found and are taken without looking them up again; likewise the map of
