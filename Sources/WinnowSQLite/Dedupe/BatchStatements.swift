@@ -12,7 +12,8 @@ import WinnowCore
 /// - `winnow_batch(rid, winner, rn, tied)`: the losers of the batch in flight;
 /// - `winnow_swaps(cand, actual)`: tied groups whose winner by the full order is not the candidate;
 /// - `winnow_merged(winner, set, v0, ...)`: the batch's merge results (created per rule);
-/// - `winnow_moves(path, child, winner)`: child rows of the batch's losers to re-point, by path;
+/// - `winnow_moves(path, child, winner, loser)`: child rows of the batch's losers to re-point,
+///   by path (`loser`: the loser a mapped move was found at);
 /// - `winnow_mapped(rid)`, `winnow_refs(path, rid, child)`: for reference paths without an index
 ///   on the child columns, the rows whose children are mapped and those children, found in one
 ///   scan of each child table.
@@ -157,11 +158,24 @@ struct BatchStatements {
             }
             // The children of the batch's losers (`b`).
             let loserChildren = "FROM temp.winnow_batch AS b \(reach("b.rid"))"
+            // Through the map, a reference that holds the rowid takes its moves from the map
+            // alone, each with the loser it was mapped at; re-pointing then updates only the
+            // child rows that still hold that loser (and the count check rolls back a batch
+            // that finds any moved). Elsewhere the child rows are read as they are now: also in
+            // a table that references itself, whose mapped children an earlier batch may have
+            // deleted as losers.
+            let mappedMoves = !path.indexed && holdsRowID && path.childTable.caseInsensitiveCompare(rule.table) != .orderedSame
             fillMoves.append(
-                """
-                INSERT INTO temp.winnow_moves (path, child, winner)
-                SELECT \(index), c.\(path.childRowID), b.winner \(loserChildren)
-                """)
+                mappedMoves
+                    ? """
+                    INSERT INTO temp.winnow_moves (path, child, winner, loser)
+                    SELECT \(index), m.child, b.winner, b.rid FROM temp.winnow_batch AS b
+                    CROSS JOIN temp.winnow_refs AS m ON m.path = \(index) AND m.rid = b.rid
+                    """
+                    : """
+                    INSERT INTO temp.winnow_moves (path, child, winner)
+                    SELECT \(index), c.\(path.childRowID), b.winner \(loserChildren)
+                    """)
             dangling.append("SELECT count(*), min(c.\(path.childRowID)) \(loserChildren)")
             let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
             let selectedKeys = keyColumns.map { ", c.\($0.sqlIdentifier)" }.joined()
@@ -191,11 +205,16 @@ struct BatchStatements {
                 ? "SELECT mv.winner FROM temp.winnow_moves AS mv"
                 : "SELECT \(sources) FROM temp.winnow_moves AS mv JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner"
             applyMoves.append(
-                """
-                UPDATE \(childTable) SET (\(targets)) = (
-                    \(winnerValues) WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID))
-                WHERE \(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))
-                """)
+                mappedMoves
+                    ? """
+                    UPDATE \(childTable) SET \(targets) = mv.winner FROM temp.winnow_moves AS mv
+                    WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID) AND \(childTable).\(targets) = mv.loser
+                    """
+                    : """
+                    UPDATE \(childTable) SET (\(targets)) = (
+                        \(winnerValues) WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID))
+                    WHERE \(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))
+                    """)
             // One scan of the child table, membership by `winnow_mapped`'s key: O(children),
             // once. A reference that does not hold the rowid is looked up through the parent
             // key's index.

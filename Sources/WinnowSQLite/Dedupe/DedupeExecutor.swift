@@ -30,7 +30,7 @@ struct DedupeExecutor {
                 CREATE INDEX IF NOT EXISTS temp.winnow_batch_winner ON winnow_batch (winner);
                 CREATE TEMP TABLE IF NOT EXISTS winnow_swaps (cand INTEGER PRIMARY KEY, actual INTEGER NOT NULL UNIQUE);
                 CREATE TEMP TABLE IF NOT EXISTS winnow_moves (
-                    path INTEGER NOT NULL, child INTEGER NOT NULL, winner INTEGER NOT NULL, PRIMARY KEY (path, child)
+                    path INTEGER NOT NULL, child INTEGER NOT NULL, winner INTEGER NOT NULL, loser INTEGER, PRIMARY KEY (path, child)
                 ) WITHOUT ROWID;
                 CREATE TEMP TABLE IF NOT EXISTS winnow_refs (
                     path INTEGER NOT NULL, rid INTEGER NOT NULL, child INTEGER NOT NULL, PRIMARY KEY (path, rid, child)
