@@ -843,6 +843,27 @@ final class DedupeEngineTests: XCTestCase {
         XCTAssertEqual(left, [4, 5, 8, 9])
     }
 
+    /// Three rows tie on the winner term; the one the discovery ranked second moves to another
+    /// key before their batch. The last still ties the first, and the group still gets its
+    /// winner from the content (name 'a'), not from the discovery's arbitrary order.
+    func testTiedGroupSettlesByContentAfterItsMiddleRowMoved() throws {
+        let path = try db(
+            """
+            CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER, name TEXT);
+            INSERT INTO t VALUES (1, 'g1', 1, 'x'), (2, 'g1', 2, 'x'),
+                                 (10, 'g2', 5, 'z'), (11, 'g2', 5, 'm'), (12, 'g2', 5, 'a');
+            """)
+        var wrote = false
+        let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - created: asc\n"
+        try ScenarioKit.run(job, db: path, batchSize: 1) { event in
+            guard case .batch = event, !wrote else { return }
+            wrote = true
+            try? ScenarioKit.execute(path, "UPDATE t SET k = 'moved' WHERE id = 11")
+        }
+        XCTAssertTrue(wrote)
+        XCTAssertEqual(try ids(path, "t"), [1, 11, 12])
+    }
+
     func testBatchSizeFromJobFile() throws {
         let path = try makeGroups(5)
         let summary = try ScenarioKit.run(

@@ -201,12 +201,10 @@ public struct CompiledRule: Sendable {
     }
 
     /// SQL, inside a window named `window` sorted by ``winnerOrderBy(alias:)``, that is true when
-    /// the current row ties the group's first row on every winner term (under each column's
-    /// collation, as ORDER BY compares). It may say "tied" too often, never too rarely.
-    public func tiedWithFirst(window: String) -> String { tied("first_value", window: window) }
-
-    /// The same against the row just before in the window: a group none of whose rows ties its
-    /// predecessor is already in full winner order.
+    /// the current row ties the row just before it on every winner term (under each column's
+    /// collation, as ORDER BY compares). It may say "tied" too often, never too rarely. A group
+    /// none of whose rows ties its predecessor is already in full winner order; and since the
+    /// rows are sorted, a group's first row ties another exactly when its second row ties it.
     public func tiedWithPrevious(window: String) -> String { tied("lag", window: window) }
 
     private func tied(_ function: String, window: String) -> String {

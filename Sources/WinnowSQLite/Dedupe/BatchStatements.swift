@@ -8,7 +8,8 @@ import WinnowCore
 ///
 /// Temporary tables (created by ``DedupeExecutor/prepareTemporaryTables(_:)``):
 /// - `winnow_queue(first, winner, rn, rid, tied)`: every loser found, in batch order (`tied`:
-///   1 ties the group's first row on the winner terms, 2 ties the row before it);
+///   1 where it ties the row before it on the winner terms: its group's winner and order are
+///   settled by content when the batch is read);
 /// - `winnow_batch(rid, winner, rn, tied)`: the losers of the batch in flight;
 /// - `winnow_swaps(cand, actual)`: tied groups whose winner by the full order is not the candidate;
 /// - `winnow_merged(winner, set, v0, ...)`: the batch's merge results (created per rule);
@@ -70,7 +71,7 @@ struct BatchStatements {
     let mapChildren: [String?]
     let clearMap = "DELETE FROM temp.winnow_refs"
     /// The rows whose children the map holds: every loser found, and the candidate winner of
-    /// every group where another row ties it (settling such a group may make it a loser);
+    /// every group with rows tied on the winner terms (settling it may make it a loser);
     /// where re-pointing can collide, every winner (its children are compared too).
     let fillMapped: String
     /// Rows of the batch that are about to go although the map has not looked for their children.
@@ -113,7 +114,7 @@ struct BatchStatements {
                        row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
                 FROM \(groupRows) AS g
                 CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid
-                WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied & 1)
+                WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
             ) WHERE pos = 1 AND rid <> cand
             """
         renumber = """
@@ -240,7 +241,7 @@ struct BatchStatements {
         fillMapped = """
             DELETE FROM temp.winnow_mapped;
             INSERT INTO temp.winnow_mapped (rid) SELECT rid FROM temp.winnow_queue
-            UNION SELECT winner FROM temp.winnow_queue\(collides ? "" : " WHERE tied & 1")
+            UNION SELECT winner FROM temp.winnow_queue\(collides ? "" : " WHERE tied")
             """
         let checked = rule.references.filter { $0.declared && !$0.indexed }
         var tables: [String] = []

@@ -45,8 +45,12 @@ struct DedupeExecutor {
 
     /// The window query that groups the candidate rows by key and ranks them by the rule's own
     /// winner terms. Sorting by the full order (every content column) would make the sort carry
-    /// whole rows; instead a loser that ties the first row on the winner terms is flagged
-    /// `tied`, and such groups get their winner from the full order when their batch is read.
+    /// whole rows; instead a loser that ties the row before it on the winner terms is flagged
+    /// `tied`, and such groups get their winner and their losers' order from the full order when
+    /// their batch is read. (Any row that ties the group's first row is flagged so, also when a
+    /// row between them has changed since: the rows are sorted, so every row from the first to it
+    /// ties its predecessor. Testing the first row as well took a second window function per row:
+    /// 10% of this query at 200,000 rows.)
     var discoverySQL: String {
         let order = rule.winnerOrderBy().map { " ORDER BY \($0)" } ?? ""
         // Only keys that occur more than once (one grouped count, no per-row window state):
@@ -78,15 +82,15 @@ struct DedupeExecutor {
         // 1.77), 100,000 with an unindexed child 0.94 -> 0.84 s, deletes only at 200,000 0.68 ->
         // 0.54 s; pairs at 1,000,000 rows the same as before (by the winner: 25% slower).
         let writesAtWinner = !rule.mergeColumns.isEmpty || !rule.references.isEmpty
+        let bestLoser = writesAtWinner ? "" : " nth_value(\(rule.rowID), 2) OVER winnow_window AS winnow_f,"
         let partition = rule.groupExpressions().joined(separator: ", ")
         return """
             INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
-            SELECT \(writesAtWinner ? "winnow_w" : "winnow_f"), winnow_w, winnow_n, winnow_r, winnow_k FROM (
+            SELECT \(writesAtWinner ? "winnow_w" : "winnow_f"), winnow_w, winnow_n, winnow_r, winnow_p FROM (
                 SELECT \(rule.rowID) AS winnow_r,
                        row_number() OVER winnow_window AS winnow_n,
-                       first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
-                       nth_value(\(rule.rowID), 2) OVER winnow_window AS winnow_f,
-                       (\(rule.tiedWithFirst(window: "winnow_window"))) + 2 * (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_k
+                       first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,\(bestLoser)
+                       (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_p
                 FROM \(rule.qualifiedTable)
                 WHERE \(rule.candidateFilter())\(duplicatesOnly)
                 WINDOW winnow_window AS (PARTITION BY \(partition)\(order)
