@@ -21,11 +21,7 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
                 """)
     }
 
-    func ids(_ url: String) throws -> [Int] {
-        try BackendRouter().withSession(url, mode: .readOnly) { session in
-            try session.rows("SELECT id FROM public.t ORDER BY id").compactMap { $0.values.first?.int }
-        }
-    }
+    func ids(_ url: String) throws -> [Int] { try PostgresServer.integers(url, "id", of: "t") }
 
     func testBatchesDecideOnRowsAsTheyAreNow() throws {
         let url = try PostgresServer.require()

@@ -122,11 +122,8 @@ final class PostgresContractTests: XCTestCase {
     /// job's rules ran is refused before anything changes (exit 65, the index named, no INVALID
     /// index left); with a rule for that key the run deduplicates, then builds the index.
     func testUniqueIndexOverKeysTheRulesLeaveIsRefusedFirst() throws {
-        let url = try PostgresServer.require()
-        let dir = try TestSupport.scratchDirectory()
-        let data = dir.appendingPathComponent("u.sqlite").path
-        try PostgresServer.reset(
-            url, loading: data,
+        let (url, dir, _) = try PostgresServer.engines(
+            "u.sqlite",
             sql: """
                 CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT, name TEXT);
                 INSERT INTO t VALUES (1, 'a', 'x'), (2, 'a', 'x'), (3, 'b', 'z'), (4, 'c', 'w'), (5, 'c', 'v'), (6, NULL, 'n'), (7, NULL, 'n');
@@ -183,11 +180,8 @@ final class PostgresContractTests: XCTestCase {
     /// implies. A `real` column the migration adds is a `double precision` (values keep their
     /// 8 bytes, as on SQLite); `float4` still asks for a 4-byte one.
     func testSQLiteSchemaFileTypesAndKeyNullabilityMatchWithoutDrift() throws {
-        let url = try PostgresServer.require()
-        let dir = try TestSupport.scratchDirectory()
-        let data = dir.appendingPathComponent("s.sqlite").path
-        try PostgresServer.reset(
-            url, loading: data,
+        let (url, dir, data) = try PostgresServer.engines(
+            "s.sqlite",
             sql: """
                 CREATE TABLE link (a INTEGER NOT NULL, b INTEGER NOT NULL, weight REAL NOT NULL, raw BLOB, PRIMARY KEY (a, b));
                 INSERT INTO link VALUES (1, 2, 0.1, x'00ff'), (2, 3, 2.5, NULL);

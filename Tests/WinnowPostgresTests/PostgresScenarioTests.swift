@@ -193,11 +193,8 @@ final class PostgresScenarioTests: XCTestCase {
     /// the batches alike, and `check` counts the same one group (a normaliser is how a job asks
     /// for case-blind keys).
     func testKeysGroupByBytesWhateverTheColumnsCollation() throws {
-        let url = try PostgresServer.require()
-        let dir = try TestSupport.scratchDirectory()
-        let data = dir.appendingPathComponent("c.sqlite").path
-        try PostgresServer.reset(
-            url, loading: data,
+        let (url, dir, data) = try PostgresServer.engines(
+            "c.sqlite",
             sql: """
                 CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL);
                 INSERT INTO people VALUES (1, 'A@x', 1), (2, 'a@x', 2), (3, 'a@x', 3), (4, 'B@y', 4), (5, 'b@Y', 5);
@@ -226,11 +223,7 @@ final class PostgresScenarioTests: XCTestCase {
             XCTAssertEqual(run.status, 0, "\(engine): \(run.stderr)")
             XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", engine]).status, 0, engine)
         }
-        let survivors = try [data, url].map { engine in
-            try BackendRouter().withSession(engine, mode: .readOnly) { session in
-                try session.rows("SELECT id FROM \(session.dialect.table("people")) ORDER BY id").compactMap { $0.values.first?.int }
-            }
-        }
+        let survivors = try [data, url].map { try PostgresServer.integers($0, "id", of: "people") }
         XCTAssertEqual(survivors[0], [1, 2, 4, 5], "SQLite: only the two byte-equal a@x rows are duplicates")
         XCTAssertEqual(survivors[1], survivors[0], "PostgreSQL keeps the same rows")
     }
@@ -240,11 +233,8 @@ final class PostgresScenarioTests: XCTestCase {
     /// the keys' and batches of two groups, no group is split or merged across batches. (A
     /// composite primary key also ends the winner order by its columns, not as one expression.)
     func testGroupsNumberedByKeyStayWholeAcrossBatches() throws {
-        let url = try PostgresServer.require()
-        let dir = try TestSupport.scratchDirectory()
-        let data = dir.appendingPathComponent("pairs.sqlite").path
-        try PostgresServer.reset(
-            url, loading: data,
+        let (url, dir, data) = try PostgresServer.engines(
+            "pairs.sqlite",
             sql: """
                 CREATE TABLE pairs (a INTEGER NOT NULL, b TEXT NOT NULL, k1 TEXT, k2 INTEGER, created INTEGER NOT NULL, PRIMARY KEY (a, b));
                 INSERT INTO pairs VALUES
@@ -273,11 +263,7 @@ final class PostgresScenarioTests: XCTestCase {
             XCTAssertTrue(run.stdout.contains("\"groups\":4"), "\(engine): four groups: \(run.stdout)")
             XCTAssertTrue(run.stdout.contains("\"deleted\":5"), "\(engine): five losers: \(run.stdout)")
         }
-        let survivors = try [data, url].map { engine in
-            try BackendRouter().withSession(engine, mode: .readOnly) { session in
-                try session.rows("SELECT a FROM \(session.dialect.table("pairs")) ORDER BY a").compactMap { $0.values.first?.int }
-            }
-        }
+        let survivors = try [data, url].map { try PostgresServer.integers($0, "a", of: "pairs") }
         XCTAssertEqual(survivors[0], [3, 5, 6, 7, 10, 11], "SQLite: the earliest row of each key survives")
         XCTAssertEqual(survivors[1], survivors[0], "PostgreSQL keeps the same rows")
     }

@@ -40,6 +40,23 @@ enum PostgresServer {
         try load(path, into: url)
     }
 
+    /// The setup of a test that compares both engines: a scratch folder, a SQLite file `name` in
+    /// it made from `sql`, and the emptied test database loaded from that file.
+    static func engines(_ name: String, sql: String) throws -> (url: String, dir: URL, data: String) {
+        let url = try require()
+        let dir = try TestSupport.scratchDirectory()
+        let data = dir.appendingPathComponent(name).path
+        try reset(url, loading: data, sql: sql)
+        return (url, dir, data)
+    }
+
+    /// One integer column of a table in its order, on either engine (`location`: a path or URL).
+    static func integers(_ location: String, _ column: String, of table: String) throws -> [Int] {
+        try BackendRouter().withSession(location, mode: .readOnly) { session in
+            try session.rows("SELECT \(column) FROM \(session.dialect.table(table)) ORDER BY \(column)").compactMap { $0.values.first?.int }
+        }
+    }
+
     /// Loads a SQLite file into the test database (scripts/pg-load).
     static func load(_ sqlite: String, into url: String) throws {
         let process = Process()
