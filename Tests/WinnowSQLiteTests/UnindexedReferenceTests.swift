@@ -220,7 +220,9 @@ final class UnindexedReferenceTests: XCTestCase {
     /// is rolled back; without one the check after the rule finds them (its batches are
     /// committed and journaled) and the run fails instead of reporting success.
     func testChildrenLeftPointingAtLosersFailTheRun() throws {
-        for indexed in [true, false] {
+        for (indexed, archive) in [(true, true), (false, true), (false, false)] {
+            try? FileManager.default.removeItem(at: dir)
+            dir = try TestSupport.scratchDirectory()
             let path = try makeStore(customers: 60, indexed: indexed)
             try ScenarioKit.execute(
                 path,
@@ -228,16 +230,26 @@ final class UnindexedReferenceTests: XCTestCase {
                 CREATE TRIGGER orders_keep AFTER UPDATE OF customer_id ON orders
                 BEGIN UPDATE orders SET customer_id = OLD.customer_id WHERE id = NEW.id; END
                 """)
-            XCTAssertThrowsError(try ScenarioKit.run(Self.job, db: path)) { error in
+            let original = try ScenarioKit.userState(path)
+            let job = Self.job.replacingOccurrences(of: "archive: true", with: "archive: \(archive)")
+            XCTAssertThrowsError(try ScenarioKit.run(job, db: path)) { error in
                 XCTAssertEqual((error as? WinnowError)?.exitCode, 70, "\(error)")
                 XCTAssertTrue("\(error)".contains("orders"), "names the child table: \(error)")
+                if !indexed {
+                    XCTAssertTrue("\(error)".contains(archive ? "winnow restore --run" : "does not archive"), "\(error)")
+                }
             }
             let dangling = try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count
             if indexed {
                 XCTAssertEqual(dangling, 0, "the first batch was rolled back")
                 XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers"), 60)
             } else {
-                XCTAssertGreaterThan(dangling, 0, "what the failed run left, for restore to undo")
+                XCTAssertGreaterThan(dangling, 0, "what the failed run left")
+            }
+            if !indexed && archive {
+                let run = try ScenarioKit.int(path, "SELECT max(id) FROM winnow_runs")
+                _ = try Restorer.restore(database: path, runID: Int64(run))
+                XCTAssertEqual(try ScenarioKit.userState(path), original, "restore undoes the failed run's committed batches")
             }
         }
     }

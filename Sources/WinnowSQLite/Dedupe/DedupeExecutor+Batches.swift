@@ -67,25 +67,26 @@ extension DedupeExecutor {
         for (check, before) in zip(sql.danglingInTable, danglingBefore) {
             let after = try Int.fetchOne(db, sql: check.sql) ?? 0
             if after > before {
-                throw WinnowError.internal(
-                    """
-                    \(rule.rule.keyPath) (\(rule.table)): \(after - before) row(s) of \(check.table) point at rows this run deleted; \
-                    every batch is journaled: `winnow restore --run` puts them back
-                    """)
+                throw danglingAfterRule("\(after - before) row(s) of \(check.table) point at rows this run deleted")
             }
         }
         // (`winnow_mapped` holds this rule's rows once it has losers: mapped before the first batch.)
         for check in suspended && discovery.losers > 0 ? sql.danglingMapped : [] {
             let count = try Int.fetchOne(db, sql: check.sql) ?? 0
             if count > 0 {
-                throw WinnowError.internal(
-                    """
-                    \(rule.rule.keyPath) (\(rule.table)): \(count) row(s) of \(check.label) point at duplicates this rule found \
-                    that are gone; every batch is journaled: `winnow restore --run` puts them back
-                    """)
+                throw danglingAfterRule("\(count) row(s) of \(check.label) point at duplicates this rule found that are gone")
             }
         }
         return counts
+    }
+
+    /// The failure of a rule whose committed batches left `what` (references to no row).
+    func danglingAfterRule(_ what: String) -> WinnowError {
+        let undo =
+            rule.rule.archive
+            ? "every batch is journaled: `winnow restore --run` puts them back"
+            : "the rule does not archive, so its committed batches cannot be restored; `PRAGMA foreign_key_check` lists the rows"
+        return .internal("\(rule.rule.keyPath) (\(rule.table)): \(what); \(undo)")
     }
 
     /// What the batches of one rule carry from one to the next.
