@@ -843,6 +843,34 @@ final class DedupeEngineTests: XCTestCase {
         XCTAssertEqual(left, [4, 5, 8, 9])
     }
 
+    /// Another connection makes a discovered winner later than its loser before their batch:
+    /// the batch decides on the rows as they are then (as on PostgreSQL), so the former loser
+    /// wins, the former winner goes, and its child is re-pointed, with and without an index on
+    /// the reference (without one, the map must cover the former winner too).
+    func testWinnerTermChangedAfterDiscoveryDecidesAsItIsNow() throws {
+        for indexed in [true, false] {
+            let path = try db(
+                """
+                CREATE TABLE c (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL);
+                CREATE TABLE o (id INTEGER PRIMARY KEY, cid INTEGER REFERENCES c(id));
+                INSERT INTO c VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 1), (4, 'b', 2);
+                INSERT INTO o VALUES (1, 3), (2, 4), (3, 1), (4, 2);
+                \(indexed ? "CREATE INDEX o_cid ON o (cid);" : "")
+                """, name: "later-\(indexed).sqlite")
+            var wrote = false
+            let job = "version: 1\ndedupe:\n  - entity: c\n    key: email\n    winner:\n      - created: asc\n"
+            try ScenarioKit.run(job, db: path, batchSize: 1) { event in
+                guard case .batch = event, !wrote else { return }
+                wrote = true
+                try? ScenarioKit.execute(path, "UPDATE c SET created = 9 WHERE id = 3")
+            }
+            XCTAssertTrue(wrote)
+            XCTAssertEqual(try ids(path, "c"), [1, 4], "indexed: \(indexed)")
+            XCTAssertEqual(try ScenarioKit.column(path, "SELECT cid FROM o ORDER BY id", as: Int64.self), [4, 4, 1, 1])
+            XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        }
+    }
+
     /// Three rows tie on the winner term; the one the discovery ranked second moves to another
     /// key before their batch. The last still ties the first, and the group still gets its
     /// winner from the content (name 'a'), not from the discovery's arbitrary order.

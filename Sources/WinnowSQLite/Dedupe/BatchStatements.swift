@@ -31,7 +31,9 @@ struct BatchStatements {
         INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
         SELECT rid, winner, rn, tied FROM temp.winnow_queue WHERE first > ? AND first <= ?
         """
-    /// The batch's losers that still share their winner's key.
+    /// The batch's losers that still share their winner's key, every one marked tied: each group
+    /// is settled by the full winner order on its rows as they are now (another connection may
+    /// have changed a winner term since the discovery).
     let fillBatchRevalidated: String
     let countPlanned = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
     let clearSwaps = "DELETE FROM temp.winnow_swaps"
@@ -74,6 +76,9 @@ struct BatchStatements {
     /// every group with rows tied on the winner terms (settling it may make it a loser);
     /// where re-pointing can collide, every winner (its children are compared too).
     let fillMapped: String
+    /// The same with every winner: mapped after another connection's commit, when every group
+    /// is settled again (``fillBatchRevalidated``) and any winner may turn out a loser.
+    let fillMappedEveryWinner: String
     /// Rows of the batch that are about to go although the map has not looked for their children.
     let unmappedLosers = "SELECT count(*) FROM temp.winnow_batch WHERE rid NOT IN (SELECT rid FROM temp.winnow_mapped)"
     /// Per child table of a declared path without an index that does not hold the parent's
@@ -99,7 +104,7 @@ struct BatchStatements {
         let rowID = rule.rowID
         fillBatchRevalidated = """
             INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
-            SELECT l.rid, l.winner, l.rn, l.tied FROM temp.winnow_queue AS l
+            SELECT l.rid, l.winner, l.rn, 1 FROM temp.winnow_queue AS l
             CROSS JOIN \(table) AS a ON a.\(rowID) = l.rid
             CROSS JOIN \(table) AS b ON b.\(rowID) = l.winner
             WHERE l.first > ? AND l.first <= ? AND \(rule.sameKey("a", "b"))
@@ -238,11 +243,15 @@ struct BatchStatements {
                         """)
         }
         let collides = rule.references.contains { !$0.indexed && !$0.uniqueKeys.isEmpty }
-        fillMapped = """
+        func fill(_ winners: String) -> String {
+            """
             DELETE FROM temp.winnow_mapped;
             INSERT INTO temp.winnow_mapped (rid) SELECT rid FROM temp.winnow_queue
-            UNION SELECT winner FROM temp.winnow_queue\(collides ? "" : " WHERE tied")
+            UNION SELECT winner FROM temp.winnow_queue\(winners)
             """
+        }
+        fillMapped = fill(collides ? "" : " WHERE tied")
+        fillMappedEveryWinner = fill("")
         let checked = rule.references.filter { $0.declared && !$0.indexed }
         var tables: [String] = []
         for path in checked where !Self.holdsRowID(path, rowID: rowID) && !tables.contains(path.childTable) {

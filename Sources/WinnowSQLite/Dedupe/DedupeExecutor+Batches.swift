@@ -122,8 +122,11 @@ extension DedupeExecutor {
     /// scan of each such child table for the whole rule, instead of one per batch (or, with
     /// foreign-key enforcement on, one per deleted row).
     func mapChildren(_ sql: BatchStatements, state: inout BatchState) throws {
-        state.mappedAt = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
-        try db.execute(sql: sql.fillMapped)
+        let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
+        state.mappedAt = version
+        // Rows as found: only a group with ties can change its winner. Else every group is
+        // settled again, and any winner may become a loser.
+        try db.execute(sql: state.foundAt != nil && version == state.foundAt ? sql.fillMapped : sql.fillMappedEveryWinner)
         try db.cachedStatement(sql: sql.clearMap).execute()
         for map in sql.mapChildren.compactMap({ $0 }) { try db.cachedStatement(sql: map).execute() }
     }
