@@ -11,6 +11,8 @@ import WinnowCore
 ///   1 where it ties the row before it on the winner terms: its group's winner and order are
 ///   settled by content when the batch is read);
 /// - `winnow_batch(rid, winner, rn, tied)`: the losers of the batch in flight;
+/// - `winnow_ranks(rid, cand, pos)`: the rows of the batch's groups with ties, by candidate
+///   winner, with their place in the full winner order;
 /// - `winnow_swaps(cand, actual)`: tied groups whose winner by the full order is not the candidate;
 /// - `winnow_merged(winner, set, v0, ...)`: the batch's merge results (created per rule);
 /// - `winnow_moves(path, child, winner, loser)`: child rows of the batch's losers to re-point,
@@ -37,14 +39,19 @@ struct BatchStatements {
     let fillBatchRevalidated: String
     let countPlanned = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
     let clearSwaps = "DELETE FROM temp.winnow_swaps"
+    let clearRanks = "DELETE FROM temp.winnow_ranks"
+    /// Every row (winner and losers) of the groups with ties, with its place in the full winner
+    /// order: one ranking serves both the swap and the losers' order.
+    let rankTied: String
     /// Groups tied on the winner terms: the first row by the full order, where it is not the candidate.
-    let findSwaps: String
+    let findSwaps = "INSERT INTO temp.winnow_swaps (cand, actual) SELECT cand, rid FROM temp.winnow_ranks WHERE pos = 1 AND rid <> cand"
     let swapLosers = "UPDATE temp.winnow_batch SET rid = s.cand FROM temp.winnow_swaps AS s WHERE winnow_batch.rid = s.actual"
     let swapWinners = "UPDATE temp.winnow_batch SET winner = s.actual FROM temp.winnow_swaps AS s WHERE winnow_batch.winner = s.cand"
     /// Numbers the losers of every group where some row ties another on the winner terms (or a
-    /// swap happened) in the full winner order; elsewhere the discovery's order already is the
-    /// full order. Merges and collision decisions follow it.
-    let renumber: String
+    /// swap happened) by their place in the full winner order (2, 3, ...: the first place is the
+    /// winner's); elsewhere the discovery's order already is the full order. Merges and
+    /// collision decisions follow it.
+    let renumber = "UPDATE temp.winnow_batch SET rn = r.pos FROM temp.winnow_ranks AS r WHERE r.rid = winnow_batch.rid"
     let batchRows = "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn"
     /// Losers and groups of the batch (the winner index counts the groups).
     let batchSize = "SELECT count(*), count(DISTINCT winner) FROM temp.winnow_batch"
@@ -112,22 +119,12 @@ struct BatchStatements {
         // Every row of the batch's groups: the winner (rn 0), then its losers.
         let groupRows =
             "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
-        findSwaps = """
-            INSERT INTO temp.winnow_swaps (cand, actual)
-            SELECT cand, rid FROM (
-                SELECT g.winner AS cand, g.rid AS rid,
-                       row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
-                FROM \(groupRows) AS g
-                CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid
-                WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
-            ) WHERE pos = 1 AND rid <> cand
-            """
-        renumber = """
-            UPDATE temp.winnow_batch SET rn = x.pos FROM (
-                SELECT b.rid AS rid, row_number() OVER (PARTITION BY b.winner ORDER BY \(rule.orderBy(alias: "t"))) AS pos
-                FROM temp.winnow_batch AS b CROSS JOIN \(table) AS t ON t.\(rowID) = b.rid
-                WHERE b.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
-            ) AS x WHERE x.rid = winnow_batch.rid
+        rankTied = """
+            INSERT INTO temp.winnow_ranks (rid, cand, pos)
+            SELECT g.rid, g.winner, row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t")))
+            FROM \(groupRows) AS g
+            CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid
+            WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
             """
         let mergeSelected = rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" }.joined(separator: ", ")
         mergeRows = """

@@ -71,6 +71,9 @@ extension DedupeExecutor {
     /// rule's winner terms, the first row by content becomes the winner; then every group's
     /// losers are numbered (`rn`) in full order, which merges and re-pointing follow.
     func settleWinners(_ sql: BatchStatements) throws {
+        try db.cachedStatement(sql: sql.clearRanks).execute()
+        try db.cachedStatement(sql: sql.rankTied).execute()
+        guard db.changesCount > 0 else { return }
         try db.cachedStatement(sql: sql.clearSwaps).execute()
         try db.cachedStatement(sql: sql.findSwaps).execute()
         if db.changesCount > 0 {
