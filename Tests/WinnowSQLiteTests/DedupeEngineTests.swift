@@ -824,19 +824,31 @@ final class DedupeEngineTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(DISTINCT batch) FROM winnow_journal"), n)
     }
 
+    /// Runs `job` in batches of one group while another connection runs `sql` once, right after
+    /// the first batch commits (so every later batch finds the data changed since discovery).
+    @discardableResult
+    func runWritingAfterFirstBatch(
+        _ job: String, db path: String, _ sql: String, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> RunSummary {
+        var wrote = false
+        let summary = try ScenarioKit.run(job, db: path, batchSize: 1) { event in
+            guard case .batch = event, !wrote else { return }
+            wrote = true
+            try? ScenarioKit.execute(path, sql)
+        }
+        XCTAssertTrue(wrote, "the other connection wrote between batches", file: file, line: line)
+        return summary
+    }
+
     /// Losers are taken as found only while no other connection has committed since the
     /// discovery; after another writer's commit every batch looks its losers up again: a loser
     /// whose key changed, and the losers of a winner that is gone, are skipped, not deleted.
     func testAnotherWritersCommitMidRunMakesLaterBatchesRevalidate() throws {
         let n = 7
         let path = try makeGroups(n)
-        var wrote = false
-        let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path, batchSize: 1) { event in
-            guard case .batch = event, !wrote else { return }
-            wrote = true
-            try? ScenarioKit.execute(path, "UPDATE t SET k = 'moved' WHERE id = 5; DELETE FROM t WHERE id = 7")
-        }
-        XCTAssertTrue(wrote)
+        let summary = try runWritingAfterFirstBatch(
+            "version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path,
+            "UPDATE t SET k = 'moved' WHERE id = 5; DELETE FROM t WHERE id = 7")
         XCTAssertEqual(summary.counts.skipped, 3)
         XCTAssertEqual(summary.counts.deleted, 2 * n - 3)
         let left = try ScenarioKit.column(path, "SELECT id FROM t WHERE id IN (4, 5, 8, 9) ORDER BY id", as: Int.self)
@@ -857,14 +869,8 @@ final class DedupeEngineTests: XCTestCase {
                 INSERT INTO o VALUES (1, 3), (2, 4), (3, 1), (4, 2);
                 \(indexed ? "CREATE INDEX o_cid ON o (cid);" : "")
                 """, name: "later-\(indexed).sqlite")
-            var wrote = false
             let job = "version: 1\ndedupe:\n  - entity: c\n    key: email\n    winner:\n      - created: asc\n"
-            try ScenarioKit.run(job, db: path, batchSize: 1) { event in
-                guard case .batch = event, !wrote else { return }
-                wrote = true
-                try? ScenarioKit.execute(path, "UPDATE c SET created = 9 WHERE id = 3")
-            }
-            XCTAssertTrue(wrote)
+            try runWritingAfterFirstBatch(job, db: path, "UPDATE c SET created = 9 WHERE id = 3")
             XCTAssertEqual(try ids(path, "c"), [1, 4], "indexed: \(indexed)")
             XCTAssertEqual(try ScenarioKit.column(path, "SELECT cid FROM o ORDER BY id", as: Int64.self), [4, 4, 1, 1])
             XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
@@ -881,14 +887,8 @@ final class DedupeEngineTests: XCTestCase {
             INSERT INTO t VALUES (1, 'g1', 1, 'x'), (2, 'g1', 2, 'x'),
                                  (10, 'g2', 5, 'z'), (11, 'g2', 5, 'm'), (12, 'g2', 5, 'a');
             """)
-        var wrote = false
         let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - created: asc\n"
-        try ScenarioKit.run(job, db: path, batchSize: 1) { event in
-            guard case .batch = event, !wrote else { return }
-            wrote = true
-            try? ScenarioKit.execute(path, "UPDATE t SET k = 'moved' WHERE id = 11")
-        }
-        XCTAssertTrue(wrote)
+        try runWritingAfterFirstBatch(job, db: path, "UPDATE t SET k = 'moved' WHERE id = 11")
         XCTAssertEqual(try ids(path, "t"), [1, 11, 12])
     }
 
