@@ -91,6 +91,36 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
         XCTAssertEqual(summary.counts.skipped, 1, "2 was gone")
     }
 
+    /// A batch ranks its rows by the key they hold now: a member that another session moved
+    /// into another group of the same batch (and made its best row) competes there, so the key
+    /// ends with one row, the best as it is now, and the group it left keeps its other row.
+    func testRowMovedIntoAnotherGroupOfTheBatchRanksThere() throws {
+        let url = try PostgresServer.require()
+        try load(url)
+        let job = try JobLoader.decode(
+            yaml: "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}]}\nbatch: {size: 2}\n",
+            file: "job.yaml", baseDirectory: nil)
+        var changed = false
+        var failure: String?
+        let summary = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
+            guard case .ruleStarted = event, !changed else { return }
+            changed = true
+            do {
+                try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                    // Discovery put 5 in group b (with 4), batched with group a (1, 2, 3).
+                    try other.execute("UPDATE public.t SET k = 'a', created = 0 WHERE id = 5")
+                }
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        XCTAssertNil(failure)
+        XCTAssertTrue(changed)
+        XCTAssertEqual(try ids(url), [4, 5, 6, 8], "a keeps 5 (now its best row), b keeps 4, c keeps 6, d keeps 8: one row per key")
+        XCTAssertEqual(summary.counts.deleted, 6)
+        XCTAssertEqual(summary.counts.skipped, 0, "every loser discovery planned was deleted")
+    }
+
     /// `max_delete_percent` reads discovery's counts, which `run` now takes from the groups it
     /// keeps on the server: over the limit nothing changes (exit 65), under it the run goes.
     func testMaxDeletePercentCountsTheGroupsKeptOnTheServer() throws {

@@ -64,12 +64,14 @@ struct PostgresBatch {
         // `batch`: the members' rows as they are now (locked when writing), with their group
         // number and tuple id.
         let batchCTEs: String
+        // The same rows for the fused batch (below): no group number.
+        var fetchedCTEs: String?
         if let table = found.table {
             // Discovery's temporary table (only a writing run keeps one), by group range: rows
             // fetched and locked by the tuple id they had then; a row updated since is found again
             // by primary key (a tuple id another row took after a vacuum never matches: the key
             // is compared).
-            batchCTEs = """
+            let fetch = """
                 m AS MATERIALIZED (
                     SELECT winnow_g AS g, \(keys.joined(separator: ", ")), winnow_tid FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2),
                 by_tid AS MATERIALIZED (
@@ -78,10 +80,30 @@ struct PostgresBatch {
                 moved AS MATERIALIZED (SELECT m.* FROM m WHERE NOT EXISTS (SELECT 1 FROM by_tid AS t WHERE \(keyJoin))),
                 by_key AS MATERIALIZED (
                     SELECT t.*, t.ctid AS winnow_tid FROM moved AS m JOIN \(dedupe.table) AS t ON \(keyJoin)
-                    WHERE \(probe("moved"))\(lock)),
-                batch AS MATERIALIZED (
-                    SELECT t.*, m.g AS winnow_group FROM (SELECT * FROM by_tid UNION ALL SELECT * FROM by_key) AS t JOIN m ON \(keyJoin))
+                    WHERE \(probe("moved"))\(lock))
                 """
+            batchCTEs =
+                fetch + """
+                    ,
+                    batch AS MATERIALIZED (
+                        SELECT t.*, m.g AS winnow_group FROM (SELECT * FROM by_tid UNION ALL SELECT * FROM by_key) AS t JOIN m ON \(keyJoin))
+                    """
+            // A row found by tuple id is a member when it holds a member's key: every member is
+            // found by tuple id or moved, the primary key is unique, so unless the counts say
+            // that a tuple id now holds another row (reused after a vacuum, or the same tuple id
+            // in another partition) no row is compared.
+            let pairs = (["t.winnow_tid"] + dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }).joined(separator: ", ")
+            let memberPairs = (["m.winnow_tid"] + dedupe.primaryKey.enumerated().map { "m.k\($0)::\(dedupe.type($1))" })
+                .joined(separator: ", ")
+            fetchedCTEs =
+                fetch + """
+                    ,
+                    batch AS (
+                        SELECT * FROM by_tid AS t
+                        WHERE (SELECT count(*) FROM by_tid) + (SELECT count(*) FROM moved) = (SELECT count(*) FROM m)
+                           OR (\(pairs)) IN (SELECT \(memberPairs) FROM m)
+                        UNION ALL SELECT * FROM by_key)
+                    """
         } else {
             // `plan`: arrays of keys; the `= ANY` on the first key column lets the planner see a
             // handful of index probes, not a join that a scan of the whole table could serve.
@@ -110,27 +132,32 @@ struct PostgresBatch {
                 shapes[path.childTable] = try Self.shape(session: dedupe.session, table: path.childTable, columns: path.childStoredColumns)
             }
         }
-        if found.table != nil, rule.mergeColumns.isEmpty, rule.references.isEmpty {
+        if let fetchedCTEs, rule.mergeColumns.isEmpty, rule.references.isEmpty {
             // The losers never leave the server: each is deleted by the tuple id it was locked
             // at (it cannot move while locked; the primary key is compared too, so a
             // partitioned table's repeated tuple ids never match another row).
+            // Ranked by the key as it is now, without discovery's group number (joining the rows
+            // back to it cost about a seventh of a batch): every row deleted still ranks after a
+            // locked row with its key, whichever group discovery put either in.
             let ranked = """
                 SELECT t.winnow_tid, \(dedupe.primaryKey.enumerated().map { "t.\($1.sqlIdentifier) AS k\($0)" }.joined(separator: ", ")),
                        row_number() OVER w AS winnow_rn
                 FROM batch AS t
                 WHERE \(rule.candidateFilter(alias: "t"))
-                WINDOW w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))
-                """
-            let delete = """
-                DELETE FROM \(dedupe.table) AS t USING s
-                WHERE t.ctid = s.winnow_tid AND \(dedupe.keyJoin("t", "s", columns: dedupe.primaryKey)) AND s.winnow_rn > 1
-                RETURNING t.*
+                WINDOW w AS (PARTITION BY \(rule.groupTerms(rule.groupExpressions(alias: "t")).joined(separator: ", ")) \
+                ORDER BY \(rule.orderBy(alias: "t")))
                 """
             let journal = journalSQL("delete", table: rule.table, keys: dedupe.primaryKey, from: "FROM c", batch: "$3::int8").map {
                 ",\nj AS (\($0))"
             }
+            // Whole rows come back only for the journal.
+            let delete = """
+                DELETE FROM \(dedupe.table) AS t USING s
+                WHERE t.ctid = s.winnow_tid AND \(dedupe.keyJoin("t", "s", columns: dedupe.primaryKey)) AND s.winnow_rn > 1
+                RETURNING \(journal == nil ? "1" : "t.*")
+                """
             fusedSQL = """
-                WITH \(batchCTEs),
+                WITH \(fetchedCTEs),
                 s AS MATERIALIZED (\(ranked)),
                 c AS (\(delete))\(journal ?? "")
                 SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM s WHERE s.winnow_rn = 2), (SELECT count(*) FROM m)
@@ -201,7 +228,7 @@ struct PostgresBatch {
                 let deleted = row.first?.int ?? 0
                 work.counts.deleted = deleted
                 work.counts.groups = row.count > 1 ? row[1].int ?? 0 : 0
-                work.counts.skipped = (row.count > 2 ? row[2].int ?? 0 : 0) - range.count - deleted
+                work.counts.skipped = max(0, (row.count > 2 ? row[2].int ?? 0 : 0) - range.count - deleted)
                 work.counts.batches = 1
                 if let runID = dedupe.runID {
                     try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(totals + work.counts, runID: runID))
