@@ -19,7 +19,9 @@ import WinnowCore
 ///   by path (`loser`: the loser a mapped move was found at);
 /// - `winnow_mapped(rid)`, `winnow_refs(path, rid, child)`: for reference paths without an index
 ///   on the child columns, the rows whose children are mapped and those children, found in one
-///   scan of each child table.
+///   scan of each child table;
+/// - `winnow_ahead(path, child, winner, loser)`: children re-pointed ahead of their losers'
+///   batches (``DedupeExecutor/repointAhead(_:losers:state:batchNumber:totals:counts:)``).
 struct BatchStatements {
     let rule: CompiledRule
 
@@ -96,6 +98,30 @@ struct BatchStatements {
     /// row was there when found), so one count after it says what the rule left: one scan of
     /// the child table probing the found rows, instead of two whole-table foreign-key checks.
     let danglingMapped: [(label: String, sql: String)]
+    /// Paths whose children are re-pointed ahead of the batches, in child rowid order: no index
+    /// on the child columns, which hold the parent's rowid, in another table, with no unique key
+    /// that re-pointing could break.
+    let aheadPaths: [Int]
+    /// Per path re-pointed ahead (nil elsewhere): the last child rowid of the next `?2` child
+    /// rows after `?1`.
+    let nextAhead: [String?]
+    /// Per path re-pointed ahead: its child rows in `(?1, ?2]` that point at a loser whose winner
+    /// is settled (`winnow_mapped.winner`) as moves to that winner.
+    let aheadMoves: [String?]
+    /// The moves of a stretch, kept for the batches (``moveBack``).
+    let recordAhead = "INSERT INTO temp.winnow_ahead (path, child, winner, loser) SELECT path, child, winner, loser FROM temp.winnow_moves"
+    /// Per path re-pointed ahead: the map (`winnow_refs`) of its child rows in `(?1, ?2]`, after
+    /// the stretch was re-pointed (children of losers whose winner is settled by content).
+    let mapAhead: [String?]
+    /// Looks the children re-pointed ahead up by their loser (only a batch after another
+    /// connection's commit needs it).
+    let indexAhead = "CREATE INDEX IF NOT EXISTS temp.winnow_ahead_loser ON winnow_ahead (loser)"
+    let clearAhead = "DROP INDEX IF EXISTS temp.winnow_ahead_loser; DELETE FROM temp.winnow_ahead"
+    /// Per path re-pointed ahead: after another connection's commit, children re-pointed ahead
+    /// from a loser of groups `(?1, ?2]` that this batch neither deletes nor keeps as a winner
+    /// (it left its group, or its winner is gone) go back to it, where it still exists and they
+    /// still point where they were re-pointed.
+    let moveBack: [String?]
     /// Per reference path: deletes / re-points one child row by rowid (paths whose re-pointing
     /// can collide are decided row by row).
     let deleteChild: [String]
@@ -141,6 +167,8 @@ struct BatchStatements {
         var fillMoves: [String] = [], groupChildren: [String] = [], winnerKeys: [String] = []
         var applyMoves: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
         var deleteChild: [String] = [], repointChild: [String] = []
+        var aheadPaths: [Int] = [], nextAhead: [String?] = [], aheadMoves: [String?] = [], mapAhead: [String?] = []
+        var moveBack: [String?] = []
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
             let join = zip(path.childColumns, path.parentColumns)
@@ -168,10 +196,45 @@ struct BatchStatements {
             // a table that references itself, whose mapped children an earlier batch may have
             // deleted as losers.
             let mappedMoves = !path.indexed && holdsRowID && path.childTable.caseInsensitiveCompare(rule.table) != .orderedSame
+            let ahead = mappedMoves && path.uniqueKeys.isEmpty && rule.rule.references != .restrict
+            if ahead { aheadPaths.append(index) }
+            let reference = "c.\(path.childColumns[0].sqlIdentifier)"
+            let childRowID = "c.\(path.childRowID)"
+            nextAhead.append(
+                ahead
+                    ? "SELECT max(\(path.childRowID)) FROM (SELECT \(path.childRowID) FROM \(child) WHERE \(path.childRowID) > ? ORDER BY 1 LIMIT ?)"
+                    : nil)
+            aheadMoves.append(
+                ahead
+                    ? """
+                    INSERT INTO temp.winnow_moves (path, child, winner, loser)
+                    SELECT \(index), \(childRowID), m.winner, \(reference) FROM \(child) AS c
+                    CROSS JOIN temp.winnow_mapped AS m ON m.rid = \(reference)
+                    WHERE \(childRowID) > ? AND \(childRowID) <= ? AND m.winner IS NOT NULL
+                    """ : nil)
+            mapAhead.append(
+                ahead
+                    ? """
+                    INSERT INTO temp.winnow_refs (path, rid, child)
+                    SELECT \(index), \(reference), \(childRowID) FROM \(child) AS c
+                    WHERE \(childRowID) > ? AND \(childRowID) <= ? AND \(reference) IN (SELECT rid FROM temp.winnow_mapped)
+                    """ : nil)
+            moveBack.append(
+                ahead
+                    ? """
+                    INSERT INTO temp.winnow_moves (path, child, winner, loser)
+                    SELECT \(index), a.child, a.loser, a.winner FROM temp.winnow_queue AS q
+                    CROSS JOIN temp.winnow_ahead AS a ON a.loser = q.rid
+                    CROSS JOIN \(child) AS c ON \(childRowID) = a.child AND \(reference) = a.winner
+                    WHERE q.first > ? AND q.first <= ? AND a.path = \(index)
+                      AND q.rid NOT IN (SELECT rid FROM temp.winnow_batch) AND q.rid NOT IN (SELECT winner FROM temp.winnow_batch)
+                      AND EXISTS (SELECT 1 FROM \(table) AS p WHERE p.\(rowID) = q.rid)
+                    """ : nil)
+            // (OR IGNORE: a child moved back to its loser above is not also moved on.)
             fillMoves.append(
                 mappedMoves
                     ? """
-                    INSERT INTO temp.winnow_moves (path, child, winner, loser)
+                    INSERT OR IGNORE INTO temp.winnow_moves (path, child, winner, loser)
                     SELECT \(index), m.child, b.winner, b.rid FROM temp.winnow_batch AS b
                     CROSS JOIN temp.winnow_refs AS m ON m.path = \(index) AND m.rid = b.rid
                     """
@@ -240,15 +303,20 @@ struct BatchStatements {
                         """)
         }
         let collides = rule.references.contains { !$0.indexed && !$0.uniqueKeys.isEmpty }
-        func fill(_ winners: String) -> String {
+        // `winner`: where children can be re-pointed ahead, a loser's winner when its group's
+        // winner is settled by the winner terms (the second row does not tie the first).
+        let settled =
+            aheadPaths.isEmpty
+            ? "NULL" : "CASE WHEN winner NOT IN (SELECT winner FROM temp.winnow_queue WHERE rn = 2 AND tied) THEN winner END"
+        func fill(_ winners: String, settled: String) -> String {
             """
             DELETE FROM temp.winnow_mapped;
-            INSERT INTO temp.winnow_mapped (rid) SELECT rid FROM temp.winnow_queue
-            UNION SELECT winner FROM temp.winnow_queue\(winners)
+            INSERT INTO temp.winnow_mapped (rid, winner) SELECT rid, \(settled) FROM temp.winnow_queue
+            UNION SELECT winner, NULL FROM temp.winnow_queue\(winners)
             """
         }
-        fillMapped = fill(collides ? "" : " WHERE tied")
-        fillMappedEveryWinner = fill("")
+        fillMapped = fill(collides ? "" : " WHERE tied", settled: settled)
+        fillMappedEveryWinner = fill("", settled: "NULL")
         let checked = rule.references.filter { $0.declared && !$0.indexed }
         var tables: [String] = []
         for path in checked where !Self.holdsRowID(path, rowID: rowID) && !tables.contains(path.childTable) {
@@ -266,6 +334,11 @@ struct BatchStatements {
             )
         }
         self.fillMoves = fillMoves
+        self.aheadPaths = aheadPaths
+        self.nextAhead = nextAhead
+        self.aheadMoves = aheadMoves
+        self.mapAhead = mapAhead
+        self.moveBack = moveBack
         self.groupChildren = groupChildren
         self.winnerKeys = winnerKeys
         self.applyMoves = applyMoves

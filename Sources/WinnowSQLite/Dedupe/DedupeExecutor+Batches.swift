@@ -15,7 +15,10 @@ extension DedupeExecutor {
         let sql = BatchStatements(rule)
         if !rule.mergeColumns.isEmpty { try db.execute(sql: sql.createMerged) }
         var state = BatchState(foundAt: discovery.dataVersion)
-        if sql.mapsChildren, discovery.losers > 0 { try mapChildren(sql, state: &state) }
+        // Children re-pointed ahead of the batches (see ``repointAhead``): their paths are
+        // mapped stretch by stretch there, not here.
+        let ahead = writer.writes && !sql.aheadPaths.isEmpty && discovery.losers > 0 && deadline.at == nil && deadline.stop == nil
+        if sql.mapsChildren, discovery.losers > 0 { try mapChildren(sql, state: &state, skipping: ahead ? sql.aheadPaths : []) }
         // Deleting a parent row with enforcement on scans each child table without an index on
         // its referencing columns once per row; the batches check the references they touch instead.
         let suspended = try suspendForeignKeys()
@@ -26,6 +29,9 @@ extension DedupeExecutor {
         var danglingBefore: [Int] = []
         if suspended {
             for check in sql.danglingInTable { danglingBefore.append(try Int.fetchOne(db, sql: check.sql) ?? 0) }
+        }
+        if ahead {
+            try repointAhead(sql, losers: discovery.losers, state: &state, batchNumber: &batchNumber, totals: &totals, counts: &counts)
         }
         var lastFirst = Int64.min
         var done = 0
@@ -97,6 +103,74 @@ extension DedupeExecutor {
         var mappedAt: Int64?
         /// `PRAGMA data_version` as the last batch read it.
         var version: Int64?
+        /// Whether children were re-pointed ahead of their losers' batches
+        /// (``DedupeExecutor/repointAhead(_:losers:state:batchNumber:totals:counts:)``).
+        var repointedAhead = false
+    }
+
+    /// Re-points the children of the losers ahead of the batches, in the child table's rowid
+    /// order, for the paths that allow it (``BatchStatements/aheadPaths``: no index on the
+    /// reference, which holds the parent's rowid): each transaction takes the next stretch of
+    /// child rows, re-points those that point at a loser whose winner is settled, and maps the
+    /// rest of the stretch for the batches (``mapChildren(_:state:skipping:)`` left these paths
+    /// out). Every page of the child table is so rewritten about once, where batches by group
+    /// rewrite most of its pages each time (the children of a batch's losers lie all over it).
+    /// Only while no other connection has committed since the discovery (checked inside each
+    /// transaction), so that every loser and its winner are as found; a group whose winner ties
+    /// its second row on the winner terms is settled by content in its batch, and re-pointed
+    /// there. A batch that, after another connection's commit, no longer deletes a loser whose
+    /// children went ahead moves them back (``BatchStatements/moveBack``). Each stretch is
+    /// journaled and committed as a batch of its own. Not for a run that may stop early
+    /// (`--max-duration`, a fleet): it would leave children on the winners of groups it never
+    /// reached.
+    func repointAhead(
+        _ sql: BatchStatements, losers: Int, state: inout BatchState, batchNumber: inout Int, totals: inout Counts, counts: inout Counts
+    ) throws {
+        try db.execute(sql: sql.clearAhead)
+        // The map of these paths is complete only once every stretch is done as found; else
+        // the next batch maps every path again.
+        let mappedAt = state.mappedAt
+        state.mappedAt = nil
+        guard let foundAt = state.foundAt, mappedAt == foundAt else { return }
+        var sizer = BatchSizer(
+            configured: max(settings.size, BatchSizer.rowRangeStart) * 64, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+            start: BatchSizer.rowRangeStart)
+        for index in sql.aheadPaths {
+            guard let next = sql.nextAhead[index], let moves = sql.aheadMoves[index], let map = sql.mapAhead[index] else { continue }
+            var after = Int64.min
+            while let upTo = try Int64.fetchOne(db.cachedStatement(sql: next), arguments: [after, sizer.current]) {
+                if state.repointedAhead { try pause() }
+                let started = Date()
+                let number = batchNumber
+                let work = try writer.transaction(db) { () -> BatchWork? in
+                    guard try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version")) == foundAt else { return nil }
+                    try db.cachedStatement(sql: sql.clearMoves).execute()
+                    try db.cachedStatement(sql: moves).execute(arguments: [after, upTo])
+                    var work = BatchWork(number: number)
+                    work.moved = [(path: index, count: db.changesCount)]
+                    try db.cachedStatement(sql: sql.recordAhead).execute()
+                    try writer.apply(work, rule: rule, sql: sql, db: db)
+                    try db.cachedStatement(sql: map).execute(arguments: [after, upTo])
+                    try writer.recordProgress(totals + work.counts, db: db)
+                    return work
+                }
+                // Another connection has committed: the batches take the rest as it is now.
+                guard let work else { return }
+                state.repointedAhead = true
+                let seconds = Date().timeIntervalSince(started)
+                sizer.record(size: sizer.current, seconds: seconds)
+                counts = counts + work.counts
+                totals = totals + work.counts
+                onEvent(
+                    .batch(
+                        BatchReport(
+                            rule: rule.rule.index, table: rule.table, batch: number, counts: work.counts, seconds: seconds, done: 0,
+                            total: losers)))
+                batchNumber += 1
+                after = upTo
+            }
+        }
+        state.mappedAt = mappedAt
     }
 
     /// Turns foreign-key enforcement off for the rule's batches when the rule allows it
@@ -121,13 +195,16 @@ extension DedupeExecutor {
     /// Fills `winnow_refs` for every reference path without an index on its child columns: one
     /// scan of each such child table for the whole rule, instead of one per batch (or, with
     /// foreign-key enforcement on, one per deleted row).
-    func mapChildren(_ sql: BatchStatements, state: inout BatchState) throws {
+    /// `skipping`: paths mapped stretch by stretch by ``repointAhead(_:losers:state:batchNumber:totals:counts:)``.
+    func mapChildren(_ sql: BatchStatements, state: inout BatchState, skipping: [Int] = []) throws {
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         state.mappedAt = version
         // Rows as found: only a group with ties can change its winner. Else every group is
         // settled again, and any winner may become a loser.
         try db.execute(sql: state.foundAt != nil && version == state.foundAt ? sql.fillMapped : sql.fillMappedEveryWinner)
         try db.cachedStatement(sql: sql.clearMap).execute()
-        for map in sql.mapChildren.compactMap({ $0 }) { try db.cachedStatement(sql: map).execute() }
+        for (index, map) in sql.mapChildren.enumerated() where !skipping.contains(index) {
+            if let map { try db.cachedStatement(sql: map).execute() }
+        }
     }
 }

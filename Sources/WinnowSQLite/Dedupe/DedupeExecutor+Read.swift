@@ -34,15 +34,29 @@ extension DedupeExecutor {
         work.deleted = size[0]
         work.groups = size[1]
         work.skipped = planned - work.deleted
-        guard work.deleted > 0 else { return work }
+        if !rule.references.isEmpty { try db.cachedStatement(sql: sql.clearMoves).execute() }
+        // Children re-pointed ahead from a row that this batch no longer deletes go back to it
+        // (only another connection's commit can make one; as found, every such loser goes).
+        var movedBack = [Int](repeating: 0, count: rule.references.count)
+        if !unchanged, state.repointedAhead {
+            try db.execute(sql: sql.indexAhead)
+            for (index, back) in sql.moveBack.enumerated() {
+                guard let back else { continue }
+                try db.cachedStatement(sql: back).execute(arguments: [after, upTo])
+                movedBack[index] = db.changesCount
+            }
+        }
+        guard work.deleted > 0 else {
+            work.moved = movedBack.enumerated().filter { $0.element > 0 }.map { (path: $0.offset, count: $0.element) }
+            return work
+        }
 
         if !rule.mergeColumns.isEmpty { try readMerges(sql, into: &work) }
-        if !rule.references.isEmpty { try db.cachedStatement(sql: sql.clearMoves).execute() }
         for (index, path) in rule.references.enumerated() {
             if path.uniqueKeys.isEmpty {
                 // Nothing can collide: every child row of a loser moves to the winner, as a set.
                 try db.cachedStatement(sql: sql.fillMoves[index]).execute()
-                let moved = db.changesCount
+                let moved = db.changesCount + movedBack[index]
                 if moved > 0, rule.rule.references == .restrict {
                     throw rule.restrictRefusal("\(moved) row(s) of \(path.label) point at rows that would be deleted")
                 }

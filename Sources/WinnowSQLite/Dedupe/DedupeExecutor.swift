@@ -36,7 +36,10 @@ struct DedupeExecutor {
                 CREATE TEMP TABLE IF NOT EXISTS winnow_refs (
                     path INTEGER NOT NULL, rid INTEGER NOT NULL, child INTEGER NOT NULL, PRIMARY KEY (path, rid, child)
                 ) WITHOUT ROWID;
-                CREATE TEMP TABLE IF NOT EXISTS winnow_mapped (rid INTEGER PRIMARY KEY);
+                CREATE TEMP TABLE IF NOT EXISTS winnow_mapped (rid INTEGER PRIMARY KEY, winner INTEGER);
+                CREATE TEMP TABLE IF NOT EXISTS winnow_ahead (
+                    path INTEGER NOT NULL, child INTEGER NOT NULL, winner INTEGER NOT NULL, loser INTEGER NOT NULL, PRIMARY KEY (path, child)
+                ) WITHOUT ROWID;
                 CREATE TEMP TABLE IF NOT EXISTS winnow_queue (
                     first INTEGER NOT NULL, winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
                     PRIMARY KEY (first, winner, rn)
