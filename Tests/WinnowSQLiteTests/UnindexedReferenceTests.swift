@@ -137,6 +137,97 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id = \(target)"), 1, "points at a survivor")
     }
 
+    /// The children of losers whose winner is settled by the winner terms go ahead of the
+    /// batches, in stretches of the child table: the first batches only re-point, the batches
+    /// that merge and delete find nothing left to re-point, and the end is the same as through
+    /// an index.
+    func testChildrenOfSettledGroupsAreRepointedAheadOfTheirBatches() throws {
+        let path = try makeStore(customers: 600, indexed: false)
+        var batches: [Counts] = []
+        let summary = try ScenarioKit.run(Self.job, db: path) { event in
+            if case .batch(let report) = event { batches.append(report.counts) }
+        }
+        let ahead = batches.prefix { $0.deleted == 0 }
+        XCTAssertFalse(ahead.isEmpty, "the run starts by re-pointing children")
+        XCTAssertTrue(ahead.allSatisfy { $0.repointed > 0 && $0.groups == 0 })
+        XCTAssertEqual(ahead.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "every child went ahead (no group ties)")
+        XCTAssertTrue(batches.dropFirst(ahead.count).allSatisfy { $0.deleted > 0 && $0.repointed == 0 })
+        XCTAssertEqual(summary.counts.batches, batches.count)
+        let indexed = try makeStore(customers: 600, indexed: true)
+        try ScenarioKit.run(Self.job, db: indexed)
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(indexed))
+    }
+
+    /// After the children went ahead, another connection takes a loser out of its group (a new
+    /// e-mail) and deletes the winner of another group (with enforcement off, after its own
+    /// order): their batches no longer delete those losers, and the orders that went ahead to
+    /// their winners come back to them. Nothing dangles, and `restore` undoes exactly what the
+    /// run did.
+    func testChildrenThatWentAheadComeBackToALoserItsBatchKeeps() throws {
+        let path = try makeStore(customers: 300, indexed: false)
+        // Two groups and their rows in winner order.
+        let groups = try ScenarioKit.rows(
+            path,
+            """
+            SELECT lower(email), group_concat(id) FROM (SELECT id, email FROM customers ORDER BY created_at)
+            GROUP BY lower(email) ORDER BY lower(email) LIMIT 2
+            """
+        ).map { String.fromDatabaseValue($0[1])!.split(separator: ",").map { Int64($0)! } }
+        XCTAssertEqual(groups.map(\.count), [3, 3])
+        let (leaving, gone) = (groups[0][1], groups[1][0])
+        let goneLosers = Array(groups[1].dropFirst())
+        func orders(of customer: Int64) throws -> [Int64] {
+            try ScenarioKit.column(path, "SELECT id FROM orders WHERE customer_id = \(customer) ORDER BY id", as: Int64.self).map { $0! }
+        }
+        let leavingOrders = try orders(of: leaving)
+        let goneOrders = try orders(of: gone)
+        let goneLoserOrders = try goneLosers.map { try orders(of: $0) }
+        XCTAssertFalse(leavingOrders.isEmpty)
+        let change = """
+            UPDATE customers SET email = 'left@x.org' WHERE id = \(leaving);
+            DELETE FROM orders WHERE id IN (\(goneOrders.map(String.init).joined(separator: ", ")));
+            DELETE FROM customers WHERE id = \(gone);
+            """
+        // What restore must bring back: the rows as they were, with the other connection's change.
+        let expected = dir.appendingPathComponent("expected.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: expected)
+        XCTAssertNoThrow(try ScenarioKit.execute(expected, change), "expected")
+        var changed = false
+        var afterFirst: [Int64] = []
+        let summary = try ScenarioKit.run(Self.job, db: path) { event in
+            guard case .batch(let report) = event, !changed else { return }
+            XCTAssertEqual(report.counts.deleted, 0, "the first batch re-points ahead")
+            afterFirst = (try? self.orders(path, pointingAt: groups[0][0])) ?? []
+            var config = Configuration()
+            config.foreignKeysEnabled = false
+            do {
+                let other = try DatabaseQueue(path: path, configuration: config)
+                try other.write { db in try db.execute(sql: change) }
+                try other.close()
+                changed = true
+            } catch {
+                XCTFail("\(error)")
+            }
+        }
+        XCTAssertTrue(changed)
+        XCTAssertTrue(Set(leavingOrders).isSubset(of: afterFirst), "the leaving loser's orders had gone ahead to its winner")
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0, "nothing dangles")
+        XCTAssertEqual(try orders(of: leaving), leavingOrders, "back with the loser that left its group")
+        for (loser, itsOrders) in zip(goneLosers, goneLoserOrders) {
+            XCTAssertEqual(try orders(of: loser), itsOrders, "back with a loser whose winner is gone")
+        }
+        XCTAssertEqual(
+            try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id IN (\(leaving), \(goneLosers[0]), \(goneLosers[1]))"), 3)
+        XCTAssertEqual(
+            try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id = \(groups[0][2])"), 0, "the group's other loser went")
+        XCTAssertNoThrow(try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID)), "restore")
+        XCTAssertEqual(try ScenarioKit.userState(path), try ScenarioKit.userState(expected))
+    }
+
+    func orders(_ path: String, pointingAt customer: Int64) throws -> [Int64] {
+        try ScenarioKit.column(path, "SELECT id FROM orders WHERE customer_id = \(customer) ORDER BY id", as: Int64.self).map { $0! }
+    }
+
     /// Without winner terms every row of a group ties the first, and settling the group by
     /// content can make the discovery's candidate winner a loser: its children must be mapped
     /// too, or they would be left pointing at a deleted row.

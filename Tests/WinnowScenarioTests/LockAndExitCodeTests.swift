@@ -316,6 +316,56 @@ final class LockAndExitCodeTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM winnow_lock"), 0)
     }
 
+    /// A run killed while it re-points children ahead of their batches (no index on the
+    /// reference) leaves orders on winners whose losers still exist: the next run finishes with
+    /// the same result as an uninterrupted one, and `restore` of the killed run brings back
+    /// exactly what it changed.
+    func testRunKilledWhileRepointingAheadConverges() throws {
+        let fixture = """
+            CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL);
+            CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), amount INTEGER);
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 59999)
+            INSERT INTO customers (email, created_at, visits)
+            SELECT CASE i % 3 WHEN 0 THEN 'u' || (i / 3) || '@x.org' WHEN 1 THEN 'U' || (i / 3) || '@x.org' ELSE 'u' || (i / 3) || '@X.ORG' END,
+                   (i * 7919) % 100003, i % 5 FROM s;
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 59999)
+            INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % 60000, i FROM s;
+            """
+        for name in ["db.sqlite", "solo.sqlite", "undo.sqlite"] { try TestSupport.makeDatabase(at: path(name), sql: fixture) }
+        let original = try ScenarioKit.userState(path("undo.sqlite"))
+        try write(
+            "job.yaml",
+            """
+            version: 1
+            dedupe:
+              - entity: customers
+                key: email
+                normalize: [lowercase]
+                winner: [{created_at: asc}]
+                merge: {visits: sum}
+                archive: true
+            batch:
+              size: 50
+            """)
+        try winnow(["run", "--database", "solo.sqlite", "job.yaml"], expect: 0)
+        for name in ["db.sqlite", "undo.sqlite"] {
+            let victim = try SpawnedWinnow(["run", "--format", "json", "--database", name, "job.yaml"], in: dir).start()
+            XCTAssertTrue(victim.waitForOutput(Self.batchEvent, timeout: 30), "the run never got going: \(victim.stdout)")
+            kill(victim.pid, SIGKILL)
+            XCTAssertTrue(victim.wait().signaled)
+            XCTAssertTrue(victim.stdout.contains("\"deleted\":0"), "the first batch re-pointed ahead")
+        }
+        let db = path("db.sqlite")
+        XCTAssertEqual(try ScenarioKit.rows(db, "PRAGMA foreign_key_check").count, 0)
+        XCTAssertGreaterThan(
+            try ScenarioKit.int(db, "SELECT count(*) FROM customers") - 20000, 0, "losers were left for the next run")
+        try winnow(["run", "--database", "db.sqlite", "job.yaml"], expect: 0)
+        XCTAssertEqual(try TestSupport.contentDump(db), try TestSupport.contentDump(path("solo.sqlite")))
+        let killedRun = try ScenarioKit.int(path("undo.sqlite"), "SELECT max(id) FROM winnow_runs")
+        try winnow(["restore", "--run", "\(killedRun)", "--database", "undo.sqlite"], expect: 0)
+        XCTAssertEqual(try ScenarioKit.userState(path("undo.sqlite")), original)
+    }
+
     /// The holder's pid is alive (another process), but its start time is not the recorded one:
     /// the pid was reused and the lock is abandoned. The same row with the right start time is a
     /// live holder (exit 75), so the takeover comes from the start time, not from the pid.
@@ -765,6 +815,40 @@ final class LockAndExitCodeTests: XCTestCase {
         try write("ok.yaml", "version: 1\ndedupe:\n  - entity: people\n    key: k\n    max_delete_percent: 67\n")
         try winnow(["run", "--database", "db.sqlite", "ok.yaml"], expect: 0)
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM people"), 10)
+    }
+
+    /// A rule whose table an earlier rule changes is found again at its turn: refused there
+    /// (its guard fails on the orders the first rule re-pointed), it exits 65 and changes
+    /// nothing itself, the first rule's batches (the orders re-pointed ahead, then the group)
+    /// stay committed, and the message says so instead of claiming that nothing changed.
+    func testRuleRefusedAtItsTurnSaysWhatStaysCommitted() throws {
+        let db = try TestSupport.makeDatabase(
+            at: path("db.sqlite"),
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, k TEXT);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id));
+                INSERT INTO people VALUES (1, 'a'), (2, 'a'), (3, 'b');
+                INSERT INTO orders VALUES (1, 1), (2, 2), (3, 3);
+                """)
+        try write(
+            "job.yaml",
+            """
+            version: 1
+            dedupe:
+              - entity: people
+                key: k
+              - entity: orders
+                key: person_id
+                max_delete_percent: 0
+            """)
+        let result = try winnow(["run", "--database", "db.sqlite", "job.yaml"], expect: 65)
+        XCTAssertTrue(result.stderr.contains("dedupe[1] (orders): would delete 1 of 3 rows"), result.stderr)
+        XCTAssertTrue(
+            result.stderr.contains("this rule changed nothing, but what the run did before it stays committed (2 batch(es))"), result.stderr
+        )
+        XCTAssertFalse(result.stderr.contains("nothing was changed"), result.stderr)
+        XCTAssertEqual(try ScenarioKit.column(db, "SELECT id FROM people ORDER BY id", as: Int.self), [1, 3], "the first rule's batch")
+        XCTAssertEqual(try ScenarioKit.column(db, "SELECT person_id FROM orders ORDER BY id", as: Int.self), [1, 1, 3])
     }
 
     func testNotLightweightMigrationExits65NamingTheChangeAndAppliesNoStep() throws {

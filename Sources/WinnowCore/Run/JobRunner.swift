@@ -200,8 +200,10 @@ public enum JobRunner {
         // An interrupted rebuild that this run did not resume (the target changed) is undone.
         try session.finishInterrupted(.unfinishedRebuild, settings: settings)
         // 2. Seed once.
+        var seeded = false
         if let seed = job.seed {
             let outcome = try session.seed(seed, runID: record.id, checkingAgainst: nil)
+            seeded = outcome.seeded
             notes.append(
                 outcome.seeded
                     ? "seed '\(seed.name.value)': \(outcome.rows) rows copied"
@@ -209,9 +211,16 @@ public enum JobRunner {
         }
         // 3. Deduplicate, against the schema as the migration left it.
         let rules = try compile(job, session)
-        let summaries = try dedupe(
-            rules, mode: .run(record), options: options, job: job, session: session, deadline: deadline, totals: &totals,
-            onEvent: onEvent)
+        let summaries: [RuleSummary]
+        do {
+            summaries = try dedupe(
+                rules, mode: .run(record), options: options, job: job, session: session, deadline: deadline, totals: &totals,
+                onEvent: onEvent)
+        } catch WinnowError.refused(let message) where !applied.isEmpty || seeded || totals.batches > 0 {
+            // A rule refused at its turn (its table as the steps before it left it): those
+            // steps stay committed, and the message must not say that nothing changed.
+            throw WinnowError.refused(Self.refusedAfterCommits(message, steps: applied.count, seeded: seeded, batches: totals.batches))
+        }
         // A run stopped by --max-duration leaves duplicates for the next run: the unique
         // indexes that wait for them, and the version, wait too.
         if deadline.reached { return summaries }
@@ -225,6 +234,16 @@ public enum JobRunner {
             }
         }
         return summaries
+    }
+
+    /// The message of a refusal that came after the run had committed something.
+    package static func refusedAfterCommits(_ message: String, steps: Int, seeded: Bool, batches: Int) -> String {
+        var done: [String] = []
+        if steps > 0 { done.append("\(steps) migration step(s)") }
+        if seeded { done.append("the seed") }
+        if batches > 0 { done.append("\(batches) batch(es)") }
+        let refusal = message.hasSuffix("; nothing was changed") ? String(message.dropLast("; nothing was changed".count)) : message
+        return "\(refusal); this rule changed nothing, but what the run did before it stays committed (\(done.joined(separator: ", ")))"
     }
 
     package static func compile(_ job: Job, _ session: any DatabaseSession) throws -> [CompiledRule] {

@@ -20,6 +20,11 @@ public enum Restorer {
 
     static func undo(_ db: Database, runID: Int64, restoreID: Int64) throws -> (Int, Int) {
         try RestoreRunner.checkRestorable(SQLiteSession(db), runID: runID)
+        // The changes are undone newest first, one at a time, and a child row can pass through a
+        // parent that is gone meanwhile (re-pointed ahead to a winner that another connection
+        // deleted, then moved back): references are checked once, when the restore commits.
+        // (The pragma holds until the end of the transaction the restore runs in.)
+        try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
         /// A later run that journaled a change of `rid` in `table` and is not restored: the one
         /// to restore first.
         func blocker(_ table: String, _ rid: Int64) throws -> String {
