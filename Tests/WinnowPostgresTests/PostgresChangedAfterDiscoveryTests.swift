@@ -23,31 +23,39 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
 
     func ids(_ url: String) throws -> [Int] { try PostgresServer.integers(url, "id", of: "t") }
 
-    func testBatchesDecideOnRowsAsTheyAreNow() throws {
-        let url = try PostgresServer.require()
-        try load(url)
-        let job = try JobLoader.decode(
-            yaml: "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: true}\nbatch: {size: 2}\n",
-            file: "job.yaml", baseDirectory: nil)
+    /// Runs `yaml` on `url`; another session runs `change` after discovery, before the first batch.
+    func runChangingAfterDiscovery(
+        _ url: String, _ yaml: String, file: StaticString = #filePath, line: UInt = #line,
+        change: @escaping (any DatabaseSession) throws -> Void
+    ) throws -> RunSummary {
+        let job = try JobLoader.decode(yaml: yaml, file: "job.yaml", baseDirectory: nil)
         var changed = false
         var failure: String?
         let summary = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
             guard case .ruleStarted = event, !changed else { return }
             changed = true
             do {
-                // Another session, after discovery and before the first batch.
-                try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
-                    try other.execute("DELETE FROM public.t WHERE id = 1")  // group a loses its winner...
-                    try other.execute("UPDATE public.t SET k = 'z' WHERE id = 3")  // ...and a member: 2 is alone
-                    try other.execute("UPDATE public.t SET created = 9 WHERE id = 6")  // group c: 7 wins now
-                    try other.execute("DELETE FROM public.t WHERE id = 9")  // group d: 8 still wins over 10
-                }
+                try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { try change($0) }
             } catch {
                 failure = "\(error)"
             }
         }
-        XCTAssertNil(failure)
-        XCTAssertTrue(changed, "the rows were changed between discovery and the batches")
+        XCTAssertNil(failure, file: file, line: line)
+        XCTAssertTrue(changed, "the rows were changed between discovery and the batches", file: file, line: line)
+        return summary
+    }
+
+    func testBatchesDecideOnRowsAsTheyAreNow() throws {
+        let url = try PostgresServer.require()
+        try load(url)
+        let summary = try runChangingAfterDiscovery(
+            url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: true}\nbatch: {size: 2}\n"
+        ) { other in
+            try other.execute("DELETE FROM public.t WHERE id = 1")  // group a loses its winner...
+            try other.execute("UPDATE public.t SET k = 'z' WHERE id = 3")  // ...and a member: 2 is alone
+            try other.execute("UPDATE public.t SET created = 9 WHERE id = 6")  // group c: 7 wins now
+            try other.execute("DELETE FROM public.t WHERE id = 9")  // group d: 8 still wins over 10
+        }
         XCTAssertEqual(try ids(url), [2, 3, 4, 7, 8], "b keeps 4, c keeps 7 (its new winner), d keeps 8; a and the moved row untouched")
         XCTAssertEqual(summary.counts.deleted, 3)
         XCTAssertEqual(summary.counts.skipped, 3, "discovery planned 6 losers; 1, 3 and 9 were gone from their groups")
@@ -97,25 +105,12 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
     func testRowMovedIntoAnotherGroupOfTheBatchRanksThere() throws {
         let url = try PostgresServer.require()
         try load(url)
-        let job = try JobLoader.decode(
-            yaml: "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}]}\nbatch: {size: 2}\n",
-            file: "job.yaml", baseDirectory: nil)
-        var changed = false
-        var failure: String?
-        let summary = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
-            guard case .ruleStarted = event, !changed else { return }
-            changed = true
-            do {
-                try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
-                    // Discovery put 5 in group b (with 4), batched with group a (1, 2, 3).
-                    try other.execute("UPDATE public.t SET k = 'a', created = 0 WHERE id = 5")
-                }
-            } catch {
-                failure = "\(error)"
-            }
+        let summary = try runChangingAfterDiscovery(
+            url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}]}\nbatch: {size: 2}\n"
+        ) { other in
+            // Discovery put 5 in group b (with 4), batched with group a (1, 2, 3).
+            try other.execute("UPDATE public.t SET k = 'a', created = 0 WHERE id = 5")
         }
-        XCTAssertNil(failure)
-        XCTAssertTrue(changed)
         XCTAssertEqual(try ids(url), [4, 5, 6, 8], "a keeps 5 (now its best row), b keeps 4, c keeps 6, d keeps 8: one row per key")
         XCTAssertEqual(summary.counts.deleted, 6)
         XCTAssertEqual(summary.counts.skipped, 0, "every loser discovery planned was deleted")
