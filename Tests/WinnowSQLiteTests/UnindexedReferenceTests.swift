@@ -228,6 +228,47 @@ final class UnindexedReferenceTests: XCTestCase {
         try ScenarioKit.column(path, "SELECT id FROM orders WHERE customer_id = \(customer) ORDER BY id", as: Int64.self).map { $0! }
     }
 
+    /// Another connection adds an order pointing at a current loser after every batch: each
+    /// batch then maps only its own groups' children again (the whole map would be stale again
+    /// by the next batch), and every added order still ends on the survivor of its loser's key.
+    func testOrdersAddedAfterEveryBatchAreRepointed() throws {
+        let path = try makeStore(customers: 300, indexed: false)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        var added: [Int64: String] = [:]
+        var failure: String?
+        let summary = try ScenarioKit.run(Self.job, db: path) { event in
+            guard case .batch = event else { return }
+            do {
+                try other.write { db in
+                    guard
+                        let row = try Row.fetchOne(
+                            db,
+                            sql: """
+                                SELECT c.id, lower(c.email) FROM customers c WHERE EXISTS (
+                                    SELECT 1 FROM customers d WHERE lower(d.email) = lower(c.email) AND d.created_at < c.created_at)
+                                ORDER BY c.id LIMIT 1 OFFSET ?
+                                """, arguments: [added.count % 7])
+                    else { return }
+                    let id = 100_000 + Int64(added.count)
+                    try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (?, ?, -1)", arguments: [id, row[0] as Int64])
+                    added[id] = row[1]
+                }
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        XCTAssertNil(failure)
+        XCTAssertGreaterThan(added.count, 10, "an order was added after every batch")
+        XCTAssertEqual(summary.counts.deleted, 200)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        for (order, email) in added {
+            let owner = try ScenarioKit.rows(
+                path, "SELECT lower(c.email) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.id = \(order)")
+            XCTAssertEqual(owner.first.flatMap { String.fromDatabaseValue($0[0]) }, email, "order \(order)")
+        }
+    }
+
     /// Without winner terms every row of a group ties the first, and settling the group by
     /// content can make the discovery's candidate winner a loser: its children must be mapped
     /// too, or they would be left pointing at a deleted row.

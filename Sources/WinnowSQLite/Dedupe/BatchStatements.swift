@@ -80,6 +80,11 @@ struct BatchStatements {
     let danglingChildren: [String]
     /// Per path without an index on its child columns: maps the child rows of every queued row.
     let mapChildren: [String?]
+    /// Per path without an index: forgets / maps again the children of the rows of the groups
+    /// filed in `(?1, ?2]` only (losers as found and their winners: every row a batch of those
+    /// groups can delete), while another connection keeps committing between batches.
+    let forgetBatchChildren: [String?]
+    let mapBatchChildren: [String?]
     let clearMap = "DELETE FROM temp.winnow_refs"
     /// The rows whose children the map holds: every loser found, and the candidate winner of
     /// every group with rows tied on the winner terms (settling it may make it a loser);
@@ -167,6 +172,10 @@ struct BatchStatements {
         var fillMoves: [String] = [], groupChildren: [String] = [], winnerKeys: [String] = []
         var applyMoves: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
         var deleteChild: [String] = [], repointChild: [String] = []
+        var forgetBatchChildren: [String?] = [], mapBatchChildren: [String?] = []
+        let batchMembers = """
+            SELECT rid FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2 UNION SELECT winner FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2
+            """
         var aheadPaths: [Int] = [], nextAhead: [String?] = [], aheadMoves: [String?] = [], mapAhead: [String?] = []
         var moveBack: [String?] = []
         for (index, path) in rule.references.enumerated() {
@@ -281,6 +290,22 @@ struct BatchStatements {
                         \(winnerValues) WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID))
                     WHERE \(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))
                     """)
+            forgetBatchChildren.append(
+                path.indexed ? nil : "DELETE FROM temp.winnow_refs WHERE path = \(index) AND rid IN (\(batchMembers))")
+            mapBatchChildren.append(
+                path.indexed
+                    ? nil
+                    : holdsRowID
+                        ? """
+                        INSERT OR IGNORE INTO temp.winnow_refs (path, rid, child)
+                        SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), c.\(path.childRowID) FROM \(child) AS c
+                        WHERE c.\(path.childColumns[0].sqlIdentifier) IN (\(batchMembers))
+                        """
+                        : """
+                        INSERT OR IGNORE INTO temp.winnow_refs (path, rid, child)
+                        SELECT \(index), p.\(rowID), c.\(path.childRowID) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
+                        WHERE p.\(rowID) IN (\(batchMembers))
+                        """)
             // One scan of the child table, membership by `winnow_mapped`'s key: O(children),
             // once. A reference that does not hold the rowid is looked up through the parent
             // key's index.
@@ -344,6 +369,8 @@ struct BatchStatements {
         self.applyMoves = applyMoves
         self.danglingChildren = dangling
         self.mapChildren = mapChildren
+        self.forgetBatchChildren = forgetBatchChildren
+        self.mapBatchChildren = mapBatchChildren
         self.deleteChild = deleteChild
         self.repointChild = repointChild
         // Every winner of the batch, once (the re-pointed rows reach some of them).

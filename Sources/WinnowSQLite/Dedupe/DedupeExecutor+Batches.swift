@@ -103,6 +103,8 @@ extension DedupeExecutor {
         var mappedAt: Int64?
         /// `PRAGMA data_version` as the last batch read it.
         var version: Int64?
+        /// Whether `winnow_mapped` holds every row of every group (``mapBatch(_:after:upTo:state:)``).
+        var mappedEveryWinner = false
         /// Whether children were re-pointed ahead of their losers' batches
         /// (``DedupeExecutor/repointAhead(_:losers:state:batchNumber:totals:counts:)``).
         var repointedAhead = false
@@ -195,13 +197,31 @@ extension DedupeExecutor {
     /// Fills `winnow_refs` for every reference path without an index on its child columns: one
     /// scan of each such child table for the whole rule, instead of one per batch (or, with
     /// foreign-key enforcement on, one per deleted row).
+    /// Maps the children of the rows of groups `(after, upTo]` again, as they are now, for a
+    /// batch of those groups; the rest of the map stays stale (`mappedAt` unchanged), and
+    /// `winnow_mapped` holds every row of every group (any winner may become a loser once
+    /// groups are settled again; the check after the rule reads it too).
+    func mapBatch(_ sql: BatchStatements, after: Int64, upTo: Int64, state: inout BatchState) throws {
+        if !state.mappedEveryWinner {
+            try db.execute(sql: sql.fillMappedEveryWinner)
+            state.mappedEveryWinner = true
+        }
+        for (forget, map) in zip(sql.forgetBatchChildren, sql.mapBatchChildren) {
+            guard let forget, let map else { continue }
+            try db.cachedStatement(sql: forget).execute(arguments: [after, upTo])
+            try db.cachedStatement(sql: map).execute(arguments: [after, upTo])
+        }
+    }
+
     /// `skipping`: paths mapped stretch by stretch by ``repointAhead(_:losers:state:batchNumber:totals:counts:)``.
     func mapChildren(_ sql: BatchStatements, state: inout BatchState, skipping: [Int] = []) throws {
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         state.mappedAt = version
         // Rows as found: only a group with ties can change its winner. Else every group is
         // settled again, and any winner may become a loser.
-        try db.execute(sql: state.foundAt != nil && version == state.foundAt ? sql.fillMapped : sql.fillMappedEveryWinner)
+        let asFound = state.foundAt != nil && version == state.foundAt
+        try db.execute(sql: asFound ? sql.fillMapped : sql.fillMappedEveryWinner)
+        state.mappedEveryWinner = !asFound
         try db.cachedStatement(sql: sql.clearMap).execute()
         for (index, map) in sql.mapChildren.enumerated() where !skipping.contains(index) {
             if let map { try db.cachedStatement(sql: map).execute() }

@@ -15,9 +15,19 @@ extension DedupeExecutor {
     ) throws -> BatchWork {
         var work = BatchWork(number: number)
         let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version"))
+        let previous = state.version
         state.version = version
         let unchanged = state.foundAt != nil && version == state.foundAt
-        if sql.mapsChildren, version != state.mappedAt { try mapChildren(sql, state: &state) }
+        if sql.mapsChildren, version != state.mappedAt {
+            if !unchanged, previous != nil, version != previous {
+                // Another connection committed since the last batch: it may again before the
+                // next, so only this batch's rows are mapped (one scan of each child table
+                // probing a few hundred rows, not every row of every group).
+                try mapBatch(sql, after: after, upTo: upTo, state: &state)
+            } else {
+                try mapChildren(sql, state: &state)
+            }
+        }
         try db.cachedStatement(sql: sql.clearBatch).execute()
         try db.cachedStatement(sql: unchanged ? sql.fillBatchAsFound : sql.fillBatchRevalidated).execute(arguments: [after, upTo])
         let planned =
