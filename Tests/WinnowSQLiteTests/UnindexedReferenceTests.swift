@@ -158,6 +158,20 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(indexed))
     }
 
+    /// Groups that fit in one batch are re-pointed by that batch alone (it writes each child
+    /// page once anyway): no stretch ahead of it.
+    func testGroupsOfOneBatchAreNotRepointedAhead() throws {
+        let path = try makeStore(customers: 300, indexed: false)
+        var batches: [Counts] = []
+        let summary = try ScenarioKit.run(Self.job.replacingOccurrences(of: "size: 7", with: "size: 100"), db: path) { event in
+            if case .batch(let report) = event { batches.append(report.counts) }
+        }
+        XCTAssertEqual(batches.count, 1)
+        XCTAssertEqual(summary.counts.batches, 1)
+        XCTAssertEqual(batches.first?.deleted, 200)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+    }
+
     /// After the children went ahead, another connection takes a loser out of its group (a new
     /// e-mail) and deletes the winner of another group (with enforcement off, after its own
     /// order): their batches no longer delete those losers, and the orders that went ahead to

@@ -17,7 +17,9 @@ extension DedupeExecutor {
         var state = BatchState(foundAt: discovery.dataVersion)
         // Children re-pointed ahead of the batches (see ``repointAhead``): their paths are
         // mapped stretch by stretch there, not here.
-        let ahead = writer.writes && !sql.aheadPaths.isEmpty && discovery.losers > 0 && deadline.at == nil && deadline.stop == nil
+        // (Only where the groups take more than one batch: one batch writes each child page once anyway.)
+        let ahead =
+            writer.writes && !sql.aheadPaths.isEmpty && discovery.groups > settings.size && deadline.at == nil && deadline.stop == nil
         if sql.mapsChildren, discovery.losers > 0 { try mapChildren(sql, state: &state, skipping: ahead ? sql.aheadPaths : []) }
         // Deleting a parent row with enforcement on scans each child table without an index on
         // its referencing columns once per row; the batches check the references they touch instead.
@@ -150,17 +152,22 @@ extension DedupeExecutor {
                     try db.cachedStatement(sql: moves).execute(arguments: [after, upTo])
                     var work = BatchWork(number: number)
                     work.moved = [(path: index, count: db.changesCount)]
-                    try db.cachedStatement(sql: sql.recordAhead).execute()
-                    try writer.apply(work, rule: rule, sql: sql, db: db)
+                    if work.counts.repointed > 0 {
+                        try db.cachedStatement(sql: sql.recordAhead).execute()
+                        try writer.apply(work, rule: rule, sql: sql, db: db)
+                        try writer.recordProgress(totals + work.counts, db: db)
+                    }
                     try db.cachedStatement(sql: map).execute(arguments: [after, upTo])
-                    try writer.recordProgress(totals + work.counts, db: db)
                     return work
                 }
                 // Another connection has committed: the batches take the rest as it is now.
                 guard let work else { return }
-                state.repointedAhead = true
                 let seconds = Date().timeIntervalSince(started)
                 sizer.record(size: sizer.current, seconds: seconds)
+                after = upTo
+                // A stretch without children to move is no batch (nothing written but the map).
+                guard work.counts.repointed > 0 else { continue }
+                state.repointedAhead = true
                 counts = counts + work.counts
                 totals = totals + work.counts
                 onEvent(
@@ -169,7 +176,6 @@ extension DedupeExecutor {
                             rule: rule.rule.index, table: rule.table, batch: number, counts: work.counts, seconds: seconds, done: 0,
                             total: losers)))
                 batchNumber += 1
-                after = upTo
             }
         }
         state.mappedAt = mappedAt
