@@ -205,6 +205,26 @@ struct BatchStatements {
             // a table that references itself, whose mapped children an earlier batch may have
             // deleted as losers.
             let mappedMoves = !path.indexed && holdsRowID && path.childTable.caseInsensitiveCompare(rule.table) != .orderedSame
+            // The map (`winnow_refs`) of the child rows that point at the rows `members` selects,
+            // and that `filter` (SQL over the child `c`) keeps: one scan of the child table,
+            // membership by the members' key. A reference that does not hold the rowid is looked
+            // up through the parent key's index.
+            func mapRefs(_ members: String, filter: String = "", ordered: Bool = false, orIgnore: Bool = false) -> String? {
+                guard !path.indexed else { return nil }
+                let insert = "INSERT\(orIgnore ? " OR IGNORE" : "") INTO temp.winnow_refs (path, rid, child)"
+                let tail = "\(filter.isEmpty ? "" : " AND \(filter)")\(ordered ? "\nORDER BY 1, 2, 3" : "")"
+                return holdsRowID
+                    ? """
+                    \(insert)
+                    SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), c.\(path.childRowID) FROM \(child) AS c
+                    WHERE c.\(path.childColumns[0].sqlIdentifier) IN (\(members))\(tail)
+                    """
+                    : """
+                    \(insert)
+                    SELECT \(index), p.\(rowID), c.\(path.childRowID) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
+                    WHERE p.\(rowID) IN (\(members))\(tail)
+                    """
+            }
             let ahead = mappedMoves && path.uniqueKeys.isEmpty && rule.rule.references != .restrict
             if ahead { aheadPaths.append(index) }
             let reference = "c.\(path.childColumns[0].sqlIdentifier)"
@@ -222,12 +242,7 @@ struct BatchStatements {
                     WHERE \(childRowID) > ? AND \(childRowID) <= ? AND m.winner IS NOT NULL
                     """ : nil)
             mapAhead.append(
-                ahead
-                    ? """
-                    INSERT INTO temp.winnow_refs (path, rid, child)
-                    SELECT \(index), \(reference), \(childRowID) FROM \(child) AS c
-                    WHERE \(childRowID) > ? AND \(childRowID) <= ? AND \(reference) IN (SELECT rid FROM temp.winnow_mapped)
-                    """ : nil)
+                ahead ? mapRefs("SELECT rid FROM temp.winnow_mapped", filter: "\(childRowID) > ?1 AND \(childRowID) <= ?2") : nil)
             moveBack.append(
                 ahead
                     ? """
@@ -292,40 +307,8 @@ struct BatchStatements {
                     """)
             forgetBatchChildren.append(
                 path.indexed ? nil : "DELETE FROM temp.winnow_refs WHERE path = \(index) AND rid IN (\(batchMembers))")
-            mapBatchChildren.append(
-                path.indexed
-                    ? nil
-                    : holdsRowID
-                        ? """
-                        INSERT OR IGNORE INTO temp.winnow_refs (path, rid, child)
-                        SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), c.\(path.childRowID) FROM \(child) AS c
-                        WHERE c.\(path.childColumns[0].sqlIdentifier) IN (\(batchMembers))
-                        """
-                        : """
-                        INSERT OR IGNORE INTO temp.winnow_refs (path, rid, child)
-                        SELECT \(index), p.\(rowID), c.\(path.childRowID) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
-                        WHERE p.\(rowID) IN (\(batchMembers))
-                        """)
-            // One scan of the child table, membership by `winnow_mapped`'s key: O(children),
-            // once. A reference that does not hold the rowid is looked up through the parent
-            // key's index.
-            let members = "SELECT rid FROM temp.winnow_mapped"
-            mapChildren.append(
-                path.indexed
-                    ? nil
-                    : holdsRowID
-                        ? """
-                        INSERT INTO temp.winnow_refs (path, rid, child)
-                        SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), c.\(path.childRowID) FROM \(child) AS c
-                        WHERE c.\(path.childColumns[0].sqlIdentifier) IN (\(members))
-                        ORDER BY 1, 2, 3
-                        """
-                        : """
-                        INSERT INTO temp.winnow_refs (path, rid, child)
-                        SELECT \(index), p.\(rowID), c.\(path.childRowID) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
-                        WHERE p.\(rowID) IN (\(members))
-                        ORDER BY 1, 2, 3
-                        """)
+            mapBatchChildren.append(mapRefs(batchMembers, orIgnore: true))
+            mapChildren.append(mapRefs("SELECT rid FROM temp.winnow_mapped", ordered: true))
         }
         let collides = rule.references.contains { !$0.indexed && !$0.uniqueKeys.isEmpty }
         // `winner`: where children can be re-pointed ahead, a loser's winner when its group's

@@ -110,6 +110,8 @@ extension DedupeExecutor {
         /// Whether children were re-pointed ahead of their losers' batches
         /// (``DedupeExecutor/repointAhead(_:losers:state:batchNumber:totals:counts:)``).
         var repointedAhead = false
+        /// Whether `winnow_ahead` has its index by loser (made by the first batch that moves back).
+        var aheadIndexed = false
     }
 
     /// Re-points the children of the losers ahead of the batches, in the child table's rowid
@@ -200,9 +202,6 @@ extension DedupeExecutor {
         return try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == false
     }
 
-    /// Fills `winnow_refs` for every reference path without an index on its child columns: one
-    /// scan of each such child table for the whole rule, instead of one per batch (or, with
-    /// foreign-key enforcement on, one per deleted row).
     /// Maps the children of the rows of groups `(after, upTo]` again, as they are now, for a
     /// batch of those groups; the rest of the map stays stale (`mappedAt` unchanged), and
     /// `winnow_mapped` holds every row of every group (any winner may become a loser once
@@ -219,7 +218,10 @@ extension DedupeExecutor {
         }
     }
 
-    /// `skipping`: paths mapped stretch by stretch by ``repointAhead(_:losers:state:batchNumber:totals:counts:)``.
+    /// Fills `winnow_refs` for every reference path without an index on its child columns: one
+    /// scan of each such child table for the whole rule, instead of one per batch (or, with
+    /// foreign-key enforcement on, one per deleted row). `skipping`: paths mapped stretch by
+    /// stretch by ``repointAhead(_:losers:state:batchNumber:totals:counts:)``.
     func mapChildren(_ sql: BatchStatements, state: inout BatchState, skipping: [Int] = []) throws {
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         state.mappedAt = version

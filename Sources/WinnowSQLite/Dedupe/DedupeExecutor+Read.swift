@@ -49,7 +49,10 @@ extension DedupeExecutor {
         // (only another connection's commit can make one; as found, every such loser goes).
         var movedBack = [Int](repeating: 0, count: rule.references.count)
         if !unchanged, state.repointedAhead {
-            try db.execute(sql: sql.indexAhead)
+            if !state.aheadIndexed {
+                try db.execute(sql: sql.indexAhead)
+                state.aheadIndexed = true
+            }
             for (index, back) in sql.moveBack.enumerated() {
                 guard let back else { continue }
                 try db.cachedStatement(sql: back).execute(arguments: [after, upTo])
