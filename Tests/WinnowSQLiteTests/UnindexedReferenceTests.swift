@@ -158,6 +158,25 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(indexed))
     }
 
+    /// CONTRACT section 1: `plan` reports the counts a run would have. A run that re-points
+    /// children ahead of its batches counts each moved child once, in the stretch that moved
+    /// it, so it ends with the counts its plan gave (only its batch count is higher: `plan`
+    /// counts the batches by group).
+    func testPlanCountsWhatARunThatRepointsAheadDoes() throws {
+        let path = try makeStore(customers: 600, indexed: false)
+        let plan = try ScenarioKit.plan(Self.job, db: path)
+        var ahead = 0
+        let run = try ScenarioKit.run(Self.job, db: path) { event in
+            if case .batch(let report) = event, report.counts.deleted == 0 { ahead += 1 }
+        }
+        XCTAssertGreaterThan(ahead, 0, "the run re-pointed ahead")
+        XCTAssertEqual(run.counts.groups, plan.counts.groups)
+        XCTAssertEqual(run.counts.deleted, plan.counts.deleted)
+        XCTAssertEqual(run.counts.updated, plan.counts.updated)
+        XCTAssertEqual(run.counts.repointed, plan.counts.repointed)
+        XCTAssertEqual(run.counts.batches, plan.counts.batches + ahead)
+    }
+
     /// Groups that fit in one batch are re-pointed by that batch alone (it writes each child
     /// page once anyway): no stretch ahead of it.
     func testGroupsOfOneBatchAreNotRepointedAhead() throws {
