@@ -267,6 +267,32 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(survivors[0], [3, 5, 6, 7, 10, 11], "SQLite: the earliest row of each key survives")
         XCTAssertEqual(survivors[1], survivors[0], "PostgreSQL keeps the same rows")
     }
+
+    /// `max_delete_percent` refuses with the same words on both engines (one guard; the limit
+    /// was printed "-0" on PostgreSQL and "0" on SQLite), and neither engine changes a row.
+    func testDeleteShareRefusalReadsTheSameOnBothEngines() throws {
+        let (url, dir, data) = try PostgresServer.engines(
+            "share.sqlite",
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL);
+                INSERT INTO people VALUES (1, 'a', 3), (2, 'a', 1), (3, 'b', 1), (4, 'c', 1), (5, 'b', 2), (6, 'd', 1), (7, 'e', 1), (8, 'f', 1);
+                """)
+        for limit in ["-0.0", "12.5", "24"] {
+            let job = try TestSupport.writeFile(
+                "version: 1\ndedupe:\n  - {entity: people, key: email, winner: [{created: asc}], max_delete_percent: \(limit)}\n",
+                to: dir.appendingPathComponent("job.yaml").path)
+            let refusals = try [data, url].map { engine in
+                let result = try TestSupport.winnow(["run", job, "--database", engine])
+                XCTAssertEqual(result.status, 65, "\(engine): \(result.stderr)")
+                return result.stderr
+            }
+            XCTAssertTrue(refusals[0].contains("would delete 2 of 8 rows (25.0%), more than max_delete_percent"), refusals[0])
+            XCTAssertTrue(refusals[0].contains("; nothing was changed"), refusals[0])
+            XCTAssertEqual(refusals[1], refusals[0], "limit \(limit)")
+        }
+        XCTAssertEqual(try PostgresServer.integers(data, "id", of: "people"), Array(1...8))
+        XCTAssertEqual(try PostgresServer.integers(url, "id", of: "people"), Array(1...8))
+    }
 }
 
 /// `incremental: true` on PostgreSQL: triggers log the changed rows, the second run looks only

@@ -220,6 +220,19 @@ public struct CompiledRule: Sendable {
 
     /// The refusal of `references: restrict`: `what` (child rows) points at rows the rule
     /// would delete. One spelling for the checks before the first write and inside batches.
+    /// `max_delete_percent`: the rule is refused when its losers are a larger share of the
+    /// table's rows than the limit (on every backend alike, before anything is written).
+    package func checkDeleteShare(_ discovery: Discovery) throws {
+        guard let limit = rule.maxDeletePercent, discovery.tableRows > 0 else { return }
+        let share = Double(discovery.losers) * 100 / Double(discovery.tableRows)
+        guard share > limit else { return }
+        throw WinnowError.refused(
+            """
+            \(rule.keyPath) (\(table)): would delete \(discovery.losers) of \(discovery.tableRows) rows \
+            (\(String(format: "%.1f", share))%), more than max_delete_percent \(limit.formatted6)%; nothing was changed
+            """)
+    }
+
     package func restrictRefusal(_ what: String) -> WinnowError {
         .refused("\(rule.keyPath) (\(table)): references: restrict, and \(what)")
     }

@@ -124,12 +124,13 @@ struct PostgresDedupe: RuleExecution {
                       WINDOW w AS (PARTITION BY \(partition))) AS s
                 WHERE s.winnow_n > 1
                 """
-            try link.command("CREATE TEMPORARY TABLE \(name) AS \(members)", binds)
+            // The members are the rows the statement wrote (its command tag); the groups, the
+            // highest number, read from the index (a count over the table took ~11 ms of
+            // 200,000 members).
+            found.members = try link.command("CREATE TEMPORARY TABLE \(name) AS \(members)", binds)
             try link.command("CREATE INDEX ON \(name) (winnow_g)")
-            let counts = try link.query("SELECT count(*), coalesce(max(winnow_g), 0) FROM \(name)").first ?? []
             found.table = name
-            found.members = counts.first?.int ?? 0
-            found.serverGroups = counts.dropFirst().first?.int ?? 0
+            found.serverGroups = try link.query("SELECT coalesce(max(winnow_g), 0) FROM \(name)").first?.first?.int ?? 0
         } else {
             // plan, or a rule that restricts references (its guard reads the losers): every
             // member comes back in the rule's full order.
@@ -167,16 +168,7 @@ struct PostgresDedupe: RuleExecution {
     }
 
     func checkGuards(_ discovery: Discovery) throws {
-        if let limit = rule.rule.maxDeletePercent, discovery.tableRows > 0 {
-            let share = Double(discovery.losers) * 100 / Double(discovery.tableRows)
-            if share > limit {
-                throw WinnowError.refused(
-                    """
-                    \(rule.rule.keyPath) (\(rule.table)): would delete \(discovery.losers) of \(discovery.tableRows) rows \
-                    (\(String(format: "%.1f", share))%), more than max_delete_percent \(String(format: "%g", limit))%; nothing was changed
-                    """)
-            }
-        }
+        try rule.checkDeleteShare(discovery)
         guard rule.rule.references == .restrict, let found = session.found[rule.rule.index] else { return }
         let losers = losers(of: found, groups: 0..<found.groupCount)
         guard !losers.isEmpty else { return }

@@ -19,16 +19,7 @@ extension DedupeExecutor {
 
     /// `max_delete_percent` and `references: restrict`, checked before anything is written.
     func checkGuards(_ discovery: Discovery) throws {
-        if let limit = rule.rule.maxDeletePercent, discovery.tableRows > 0 {
-            let share = Double(discovery.losers) * 100 / Double(discovery.tableRows)
-            if share > limit {
-                throw WinnowError.refused(
-                    """
-                    \(rule.rule.keyPath) (\(rule.table)): would delete \(discovery.losers) of \(discovery.tableRows) rows \
-                    (\(String(format: "%.1f", share))%), more than max_delete_percent \(limit.formatted6)%; nothing was changed
-                    """)
-            }
-        }
+        try rule.checkDeleteShare(discovery)
         if rule.rule.references == .restrict {
             for path in rule.references {
                 let join = zip(path.childColumns, path.parentColumns)
