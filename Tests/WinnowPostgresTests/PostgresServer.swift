@@ -72,11 +72,13 @@ enum PostgresServer {
 
     /// Every row of every named table, as text, sorted (what "same survivors" compares).
     /// `keep` chooses the columns compared (default: every stored column).
-    static func rows(_ location: String, tables: [String], keep: (LiveColumn) -> Bool = { _ in true }) throws -> [String: [String]] {
+    static func rows(
+        _ location: String, tables: [String], keep: (_ table: String, LiveColumn) -> Bool = { _, _ in true }
+    ) throws -> [String: [String]] {
         try BackendRouter().withSession(location, mode: .readOnly) { session in
             var result: [String: [String]] = [:]
             for table in tables {
-                let columns = try session.inspect().table(named: table)?.storedColumns.filter(keep).map(\.name) ?? []
+                let columns = try session.inspect().table(named: table)?.storedColumns.filter { keep(table, $0) }.map(\.name) ?? []
                 let rows = try session.rows(
                     "SELECT \(columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM \(session.dialect.table(table))")
                 result[table] = rows.map { row in

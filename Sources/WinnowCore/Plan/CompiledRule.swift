@@ -59,10 +59,9 @@ public struct ReferencePath: Sendable, Equatable {
     public var indexed: Bool = true
 
     /// The index that lets the children of a row be found without a scan of the child table.
-    public var suggestedIndex: String {
+    public func suggestedIndex(_ dialect: any SQLDialect) -> String {
         let name = "\(childTable)_\(childColumns.joined(separator: "_"))"
-        return
-            "CREATE INDEX \(name.sqlIdentifier) ON \(childTable.sqlIdentifier) (\(childColumns.map(\.sqlIdentifier).joined(separator: ", ")));"
+        return dialect.advisedIndex(IndexModel(name: name, columns: childColumns, unique: false), on: childTable)
     }
 
     /// `child(col, ...)` for messages.

@@ -21,7 +21,7 @@ public enum PlanAdvice {
             warnings.append(
                 """
                 \(path.label) has no index: finding the rows that point at a \(rule.table) row reads all of \(path.childTable) \
-                \(cost); fix: \(path.suggestedIndex)
+                \(cost); fix: \(path.suggestedIndex(rule.dialect))
                 """)
         }
         if discovery.groups > settings.size, settings.size < smallBatch {

@@ -66,10 +66,17 @@ public protocol SQLDialect: Sendable {
     /// the engine gives the declared types, nullability it reports), so that comparing it with
     /// an inspected schema finds only real differences. Unchanged on SQLite.
     func stored(_ model: SchemaModel) -> SchemaModel
+    /// The statement `plan` advises for a missing index on a live database: one that other
+    /// writers can keep working beside (PostgreSQL builds it `CONCURRENTLY`).
+    func advisedIndex(_ index: IndexModel, on table: String) -> String
 }
 
 extension SQLDialect {
     public func stored(_ model: SchemaModel) -> SchemaModel { model }
+
+    public func advisedIndex(_ index: IndexModel, on table: String) -> String {
+        "CREATE INDEX \(index.name.sqlIdentifier) ON \(table.sqlIdentifier) (\(index.columns.map(\.sqlIdentifier).joined(separator: ", ")));"
+    }
 
     public func groupTerm(_ expression: String, type: String?) -> String { expression }
 

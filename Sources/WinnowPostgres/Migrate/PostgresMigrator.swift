@@ -43,10 +43,7 @@ struct PostgresMigrator {
     }
 
     func createIndex(_ index: IndexModel, on table: String, concurrently: Bool) -> String {
-        """
-        CREATE \(index.unique ? "UNIQUE " : "")INDEX \(concurrently ? "CONCURRENTLY " : "")\(index.name.sqlIdentifier) \
-        ON \(dialect.table(table)) (\(index.columns.map(\.sqlIdentifier).joined(separator: ", ")))
-        """
+        dialect.createIndex(index, on: table, concurrently: concurrently)
     }
 
     /// The statements of a step as `plan` shows them.

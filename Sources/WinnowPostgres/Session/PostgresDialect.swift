@@ -32,6 +32,19 @@ public struct PostgresDialect: SQLDialect {
 
     public func nullSafeEqual(_ a: String, _ b: String) -> String { "\(a) IS NOT DISTINCT FROM \(b)" }
 
+    /// `CREATE INDEX` as the migrator runs it (`CONCURRENTLY`: writers are not blocked while it
+    /// builds; outside a transaction).
+    public func createIndex(_ index: IndexModel, on table: String, concurrently: Bool) -> String {
+        """
+        CREATE \(index.unique ? "UNIQUE " : "")INDEX \(concurrently ? "CONCURRENTLY " : "")\(index.name.sqlIdentifier) \
+        ON \(self.table(table)) (\(index.columns.map(\.sqlIdentifier).joined(separator: ", ")))
+        """
+    }
+
+    public func advisedIndex(_ index: IndexModel, on table: String) -> String {
+        createIndex(index, on: table, concurrently: true) + ";"
+    }
+
     public func rowIdentity(of table: LiveTable) -> RowIdentity? {
         table.primaryKey.isEmpty ? nil : .primaryKey(table.primaryKey)
     }
