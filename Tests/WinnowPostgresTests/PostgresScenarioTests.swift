@@ -268,6 +268,51 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(survivors[1], survivors[0], "PostgreSQL keeps the same rows")
     }
 
+    /// Children pointing at the parent's key and children pointing at another unique column of
+    /// it are re-pointed alike on both engines (the first reached by the losers' keys, the second
+    /// through the parent rows), over several batches, and restore gives every row back.
+    func testChildrenOfTheKeyAndOfAnotherUniqueColumnAreRepointedAlike() throws {
+        let (url, dir, data) = try PostgresServer.engines(
+            "codes.sqlite",
+            sql: """
+                CREATE TABLE accounts (id INTEGER PRIMARY KEY, code TEXT NOT NULL UNIQUE, email TEXT, created INTEGER NOT NULL);
+                CREATE TABLE logins (id INTEGER PRIMARY KEY, account_code TEXT REFERENCES accounts(code), at INTEGER);
+                CREATE TABLE notes (id INTEGER PRIMARY KEY, account_id INTEGER REFERENCES accounts(id), body TEXT);
+                CREATE INDEX notes_account ON notes (account_id);
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60)
+                INSERT INTO accounts SELECT i, 'c' || i, 'user' || (i % 20) || '@x', 100 - i FROM n;
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 90)
+                INSERT INTO logins SELECT i, 'c' || (1 + (i * 7) % 60), i FROM n;
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 90)
+                INSERT INTO notes SELECT i, 1 + (i * 11) % 60, 'n' || i FROM n;
+                """)
+        let job = try TestSupport.writeFile(
+            """
+            version: 1
+            dedupe:
+              - {entity: accounts, key: email, winner: [{created: asc}], archive: true}
+            batch: {size: 4}
+
+            """, to: dir.appendingPathComponent("job.yaml").path)
+        let tables = ["accounts", "logins", "notes"]
+        let loaded = try PostgresServer.rows(url, tables: tables)
+        for engine in [data, url] {
+            let run = try TestSupport.winnow(["run", job, "--database", engine, "--format", "json"])
+            XCTAssertEqual(run.status, 0, "\(engine): \(run.stderr)")
+            XCTAssertTrue(run.stdout.contains("\"deleted\":40"), "\(engine): \(run.stdout)")
+            // 61 logins and 61 notes point at the losers (accounts 1-40).
+            XCTAssertTrue(
+                run.stdout.contains("\"repointed\":122,\"skipped\""), "\(engine): every login and note of a loser moves: \(run.stdout)")
+        }
+        let onSQLite = try PostgresServer.rows(data, tables: tables)
+        XCTAssertEqual(try PostgresServer.rows(url, tables: tables), onSQLite)
+        let winners = Set((41...60).map { "c\($0)" })
+        XCTAssertEqual(onSQLite["logins"]?.filter { !winners.contains(String($0.split(separator: "|")[1])) }, [], "logins point at winners")
+        let restore = try TestSupport.winnow(["restore", "--run", "1", "--database", url])
+        XCTAssertEqual(restore.status, 0, restore.stderr)
+        XCTAssertEqual(try PostgresServer.rows(url, tables: tables), loaded, "restore is exact")
+    }
+
     /// `max_delete_percent` refuses with the same words on both engines (one guard; the limit
     /// was printed "-0" on PostgreSQL and "0" on SQLite), and neither engine changes a row.
     func testDeleteShareRefusalReadsTheSameOnBothEngines() throws {

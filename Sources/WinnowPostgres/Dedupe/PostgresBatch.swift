@@ -330,20 +330,26 @@ struct PostgresBatch {
     @discardableResult
     func journal(
         _ op: String, table: String, keys: [String], from: String, binds: PostgresBindings, batch: Int, path: ReferencePath? = nil,
-        with: String = ""
+        winnerValues: [String]? = nil, with: String = ""
     ) throws -> Bool {
-        guard let insert = journalSQL(op, table: table, keys: keys, from: from, batch: "\(batch)", path: path) else { return false }
+        guard
+            let insert = journalSQL(
+                op, table: table, keys: keys, from: from, batch: "\(batch)", path: path, winnerValues: winnerValues)
+        else { return false }
         try link.command(with + insert, binds)
         return true
     }
 
-    /// The journal's `INSERT ... SELECT` (see ``journal(_:table:keys:from:binds:batch:path:with:)``);
+    /// The journal's `INSERT ... SELECT` (see ``journal(_:table:keys:from:binds:batch:path:winnerValues:with:)``);
     /// `batch` is the batch number's SQL (a literal or a parameter). Nil without the journal.
-    func journalSQL(_ op: String, table: String, keys: [String], from: String, batch: String, path: ReferencePath? = nil) -> String? {
+    func journalSQL(
+        _ op: String, table: String, keys: [String], from: String, batch: String, path: ReferencePath? = nil,
+        winnerValues: [String]? = nil
+    ) -> String? {
         guard archive, let shape = shapes[table], let runID = dedupe.runID else { return nil }
         let after = keys.map { key -> String in
             if let path, let index = path.childColumns.firstIndex(where: { $0.caseInsensitiveCompare(key) == .orderedSame }) {
-                return "w.\(path.parentColumns[index].sqlIdentifier)"
+                return winnerValues?[index] ?? "w.\(path.parentColumns[index].sqlIdentifier)"
             }
             return "c.\(key.sqlIdentifier)"
         }
@@ -373,18 +379,20 @@ struct PostgresBatch {
         let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
         try journal(
             "update", table: rule.table, keys: dedupe.primaryKey,
-            from: "FROM \(keys) JOIN \(dedupe.table) AS c ON \(dedupe.keyJoin("c", "m", columns: dedupe.primaryKey))",
+            from: "FROM \(keys) JOIN \(dedupe.table) AS c ON \(dedupe.keyJoin("c", "m", columns: dedupe.primaryKey, probe: 1))",
             binds: PostgresDedupe.bindings(PostgresDedupe.columns(winners, width: width)), batch: batch)
         let names = (0..<width).map { "k\($0)" } + rule.mergeColumns.indices.map { "v\($0)" }
         let sets = rule.mergeColumns.enumerated().map { index, column in
             "\(column.name.sqlIdentifier) = v.v\(index)::\(dedupe.type(column.name))"
         }
+        // The winners reached by key (`probe`): joined to the values alone, they were found by a
+        // hash of the whole table for each batch.
         try link.command(
             """
             UPDATE \(dedupe.table) AS t SET \(sets.joined(separator: ", "))
             FROM (VALUES \(rows.joined(separator: ", "))) AS v(\(names.joined(separator: ", ")))
-            WHERE \(dedupe.keyJoin("t", "v", columns: dedupe.primaryKey))
-            """)
+            WHERE \(dedupe.keyJoin("t", "v", columns: dedupe.primaryKey, probe: 1))
+            """, PostgresDedupe.bindings(PostgresDedupe.columns(winners, width: width).prefix(1).map { $0 }))
         return winners.count
     }
 
@@ -415,23 +423,41 @@ struct PostgresBatch {
             let names = (0..<width).map { "k\($0)" } + (0..<width).map { "w\($0)" }
             let pairs =
                 "unnest(\((1...(2 * width)).map { "$\($0)::text[]" }.joined(separator: ", "))) AS m(\(names.joined(separator: ", ")))"
-            let from = """
+            var from = """
                 FROM \(pairs) JOIN \(dedupe.table) AS p ON \(dedupe.keyJoin("p", "m", columns: dedupe.primaryKey))
-                JOIN \(dedupe.table) AS w ON \(dedupe.primaryKey.enumerated().map { "w.\($1.sqlIdentifier) = m.w\($0)::\(dedupe.type($1))" }.joined(separator: " AND "))
+                JOIN \(dedupe.table) AS w ON \(winnerJoin)
                 """
+            var children = PostgresDedupe.join(path)
+            var sets = sets
+            var winnerValues: [String]?
+            if references(path, primaryKey: dedupe.primaryKey) {
+                // The reference holds the parent's key: the pairs give the loser's and the
+                // winner's values (both rows are locked by the ranking), and the children are
+                // reached through the reference's index, if any, by the losers' keys. Told how
+                // many pairs there are, the planner hashed the whole child and parent tables for
+                // each batch to join them (re-pointing 1,000 orders among 100,000: 28 ms).
+                let values = dedupe.primaryKey.indices.map { "m.w\($0)::\(dedupe.type(dedupe.primaryKey[$0]))" }
+                from = "FROM \(pairs)"
+                children =
+                    (zip(path.childColumns, dedupe.primaryKey).enumerated().map { index, pair in
+                        "c.\(pair.0.sqlIdentifier) = m.k\(index)::\(dedupe.type(pair.1))"
+                    } + [dedupe.keyProbe("c", column: path.childColumns[0], parameter: 1, type: dedupe.type(dedupe.primaryKey[0]))])
+                    .joined(separator: " AND ")
+                sets = zip(path.childColumns, values).map { "\($0.sqlIdentifier) = \($1)" }.joined(separator: ", ")
+                winnerValues = values
+            }
             let binds = PostgresDedupe.bindings(
                 PostgresDedupe.columns(losers, width: width) + PostgresDedupe.columns(winners, width: width))
             guard dedupe.writes else {
                 return (
-                    try link.query("SELECT count(*) \(from) JOIN \(child) AS c ON \(PostgresDedupe.join(path))", binds)
+                    try link.query("SELECT count(*) \(from) JOIN \(child) AS c ON \(children)", binds)
                         .first?.first?.int ?? 0, 0
                 )
             }
             try journal(
-                "update", table: path.childTable, keys: childKey, from: "\(from) JOIN \(child) AS c ON \(PostgresDedupe.join(path))",
-                binds: binds,
-                batch: batch, path: path)
-            let moved = try link.command("UPDATE \(child) AS c SET \(sets) \(from) WHERE \(PostgresDedupe.join(path))", binds)
+                "update", table: path.childTable, keys: childKey, from: "\(from) JOIN \(child) AS c ON \(children)",
+                binds: binds, batch: batch, path: path, winnerValues: winnerValues)
+            let moved = try link.command("UPDATE \(child) AS c SET \(sets) \(from) WHERE \(children)", binds)
             return (moved, 0)
         }
         // A unique key of the child includes the reference: decided row by row, as SQLite does.
@@ -505,33 +531,42 @@ struct PostgresBatch {
         let childNames = (0..<k).map { "k\($0)" }
         if !deletes.isEmpty {
             let from =
-                "FROM \(dedupe.unnestKeys(first: 1, count: k, alias: "m", names: childNames)) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types))"
+                "FROM \(dedupe.unnestKeys(first: 1, count: k, alias: "m", names: childNames)) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types, probe: 1))"
             let binds = PostgresDedupe.bindings(PostgresDedupe.columns(deletes, width: k))
             try journal("delete", table: path.childTable, keys: childKey, from: from, binds: binds, batch: batch)
             try link.command(
-                "DELETE FROM \(child) AS c USING \(dedupe.unnestKeys(first: 1, count: k, alias: "m", names: childNames)) WHERE \(dedupe.keyJoin("c", "m", columns: childKey, types: types))",
+                "DELETE FROM \(child) AS c USING \(dedupe.unnestKeys(first: 1, count: k, alias: "m", names: childNames)) WHERE \(dedupe.keyJoin("c", "m", columns: childKey, types: types, probe: 1))",
                 binds)
         }
         if !moves.isEmpty {
             let names = childNames + (0..<width).map { "w\($0)" }
             let pairs =
                 "unnest(\((1...(k + width)).map { "$\($0)::text[]" }.joined(separator: ", "))) AS m(\(names.joined(separator: ", ")))"
-            let winnerJoin = dedupe.primaryKey.enumerated().map { "w.\($1.sqlIdentifier) = m.w\($0)::\(dedupe.type($1))" }.joined(
-                separator: " AND ")
             let binds = PostgresDedupe.bindings(
                 PostgresDedupe.columns(moves.map(\.0), width: k) + PostgresDedupe.columns(moves.map(\.1), width: width))
             try journal(
                 "update", table: path.childTable, keys: childKey,
                 from:
-                    "FROM \(pairs) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types)) JOIN \(dedupe.table) AS w ON \(winnerJoin)",
+                    "FROM \(pairs) JOIN \(child) AS c ON \(dedupe.keyJoin("c", "m", columns: childKey, types: types, probe: 1)) JOIN \(dedupe.table) AS w ON \(winnerJoin)",
                 binds: binds, batch: batch, path: path)
             try link.command(
                 """
                 UPDATE \(child) AS c SET \(sets) FROM \(pairs) JOIN \(dedupe.table) AS w ON \(winnerJoin)
-                WHERE \(dedupe.keyJoin("c", "m", columns: childKey, types: types))
+                WHERE \(dedupe.keyJoin("c", "m", columns: childKey, types: types, probe: 1))
                 """, binds)
         }
         return (moves.count, deletes.count)
+    }
+
+    /// The winners `w` of unnested pairs `m(..., w0, w1, ...)`.
+    var winnerJoin: String {
+        dedupe.primaryKey.enumerated().map { "w.\($1.sqlIdentifier) = m.w\($0)::\(dedupe.type($1))" }.joined(separator: " AND ")
+    }
+
+    /// Whether `path`'s reference holds the parent's primary key, column for column.
+    func references(_ path: ReferencePath, primaryKey: [String]) -> Bool {
+        path.parentColumns.count == primaryKey.count
+            && zip(path.parentColumns, primaryKey).allSatisfy { $0.caseInsensitiveCompare($1) == .orderedSame }
     }
 
     /// The values a winner's children hold (its referenced columns).
@@ -552,7 +587,8 @@ struct PostgresBatch {
         let names = (0..<width).map { "k\($0)" }
         let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: names)
         let binds = PostgresDedupe.bindings(PostgresDedupe.columns(losers, width: width))
-        let delete = "DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey))"
+        let delete =
+            "DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey, probe: 1))"
         let journaled = try journal(
             "delete", table: rule.table, keys: dedupe.primaryKey, from: "FROM c", binds: binds, batch: batch,
             with: "WITH c AS (\(delete) RETURNING t.*) ")

@@ -55,10 +55,24 @@ struct PostgresDedupe: RuleExecution {
         return "unnest(\(arrays)) AS \(alias)(\(names.joined(separator: ", ")))"
     }
 
-    func keyJoin(_ tableAlias: String, _ keyAlias: String, columns: [String], types: [String: String]? = nil) -> String {
-        columns.enumerated().map { index, column in
+    /// `t.c0 = m.k0::type AND ...`: rows of `tableAlias` joined to unnested key arrays. With
+    /// `probe` (the parameter number of the first column's array), also `t.c0 = ANY($probe)`.
+    func keyJoin(
+        _ tableAlias: String, _ keyAlias: String, columns: [String], types: [String: String]? = nil, probe: Int? = nil
+    ) -> String {
+        let join = columns.enumerated().map { index, column in
             "\(tableAlias).\(column.sqlIdentifier) = \(keyAlias).k\(index)::\(type(column, in: types))"
-        }.joined(separator: " AND ")
+        }
+        guard let probe, let first = columns.first else { return join.joined(separator: " AND ") }
+        return (join + [keyProbe(tableAlias, column: first, parameter: probe, type: type(first, in: types))]).joined(separator: " AND ")
+    }
+
+    /// `alias.column = ANY($parameter::text[]::type[])`. Beside a join to an unnested array it
+    /// makes the rows reachable through the column's index: told how many rows the array
+    /// holds, the planner hashed the whole table for each batch instead (re-pointing 1,000
+    /// orders among 100,000 took 28 ms a batch; 6 ms with the probe).
+    func keyProbe(_ alias: String, column: String, parameter: Int, type: String) -> String {
+        "\(alias).\(column.sqlIdentifier) = ANY($\(parameter)::text[]::\(type)[])"
     }
 
     static func bindings(_ arrays: [[String]], prefix: [Int64] = []) -> PostgresBindings {
