@@ -90,6 +90,9 @@ struct BatchStatements {
     /// every group with rows tied on the winner terms (settling it may make it a loser);
     /// where re-pointing can collide, every winner (its children are compared too).
     let fillMapped: String
+    /// ``fillMapped`` with each loser's settled winner (`winnow_mapped.winner`), read only by the
+    /// moves ahead of the batches (``aheadMoves``): filled only for a run that makes them.
+    let fillMappedSettled: String
     /// The same with every winner: mapped after another connection's commit, when every group
     /// is settled again (``fillBatchRevalidated``) and any winner may turn out a loser.
     let fillMappedEveryWinner: String
@@ -323,7 +326,8 @@ struct BatchStatements {
             UNION SELECT winner, NULL FROM temp.winnow_queue\(winners)
             """
         }
-        fillMapped = fill(collides ? "" : " WHERE tied", settled: settled)
+        fillMapped = fill(collides ? "" : " WHERE tied", settled: "NULL")
+        fillMappedSettled = fill(collides ? "" : " WHERE tied", settled: settled)
         fillMappedEveryWinner = fill("", settled: "NULL")
         let checked = rule.references.filter { $0.declared && !$0.indexed }
         var tables: [String] = []

@@ -228,7 +228,8 @@ extension DedupeExecutor {
         // Rows as found: only a group with ties can change its winner. Else every group is
         // settled again, and any winner may become a loser.
         let asFound = state.foundAt != nil && version == state.foundAt
-        try db.execute(sql: asFound ? sql.fillMapped : sql.fillMappedEveryWinner)
+        // The settled winners only where children go ahead (their paths are skipped here).
+        try db.execute(sql: asFound ? (skipping.isEmpty ? sql.fillMapped : sql.fillMappedSettled) : sql.fillMappedEveryWinner)
         state.mappedEveryWinner = !asFound
         try db.cachedStatement(sql: sql.clearMap).execute()
         for (index, map) in sql.mapChildren.enumerated() where !skipping.contains(index) {
