@@ -39,6 +39,24 @@ final class PostgresPlanAdviceTests: XCTestCase {
             warning.hasSuffix("fix: CREATE INDEX CONCURRENTLY \"orders_customer_id\" ON \"public\".\"orders\" (\"customer_id\");"), warning)
     }
 
+    /// `run` repeats the warning of a declared reference, whose cost is the server's and grows
+    /// with the square of the rows, when it deletes rows; not of an undeclared one.
+    func testRunRepeatsOnlyTheServersPerRowCheck() throws {
+        func runWarnings(declared: Bool, dialect: PostgresDialect, losers: Int = 20) throws -> [String] {
+            let yaml =
+                "version: 1\ndedupe:\n  - entity: customers\n    key: email\n"
+                + (declared ? "" : "    referenced_by: [orders.customer_id]\n")
+            let job = try JobLoader.decode(yaml: yaml, file: "job.yaml", baseDirectory: nil)
+            let rule = try RuleCompiler.compile(job.dedupe[0], schema: schema(declared: declared), dialect: dialect)
+            return PlanAdvice.runWarnings(rule, discovery: Discovery(groups: 10, losers: losers, tableRows: 30))
+        }
+        let declared = try runWarnings(declared: true, dialect: PostgresDialect())
+        XCTAssertEqual(declared, try warnings(declared: true).filter { $0.hasPrefix("orders.customer_id has no index") })
+        XCTAssertEqual(declared.count, 1)
+        XCTAssertEqual(try runWarnings(declared: true, dialect: PostgresDialect(), losers: 0), [])
+        XCTAssertEqual(try runWarnings(declared: false, dialect: PostgresDialect()), [])
+    }
+
     func testUndeclaredReferenceCostsAReadPerBatch() throws {
         let warning = try XCTUnwrap(try warnings(declared: false).first)
         XCTAssertTrue(warning.contains("reads all of orders for every batch;"), warning)

@@ -8,22 +8,7 @@ public enum PlanAdvice {
     public static let smallBatch = 100
 
     public static func warnings(_ rule: CompiledRule, discovery: Discovery, settings: BatchSettings) -> [String] {
-        var warnings: [String] = []
-        for path in rule.references where !path.indexed {
-            // Where enforcement cannot be suspended, the engine's own check of every deleted row
-            // reads the child table again: time grows with the square of the rows.
-            let cost =
-                rule.dialect.capabilities.suspendableForeignKeyChecks
-                ? "(winnow does it once per rule; SQLite does it for every \(rule.table) row deleted while foreign keys are on)"
-                : path.declared
-                    ? "for every batch, and \(rule.dialect.name)'s foreign-key check reads it again for every \(rule.table) row deleted"
-                    : "for every batch"
-            warnings.append(
-                """
-                \(path.label) has no index: finding the rows that point at a \(rule.table) row reads all of \(path.childTable) \
-                \(cost); fix: \(path.suggestedIndex(rule.dialect))
-                """)
-        }
+        var warnings = rule.references.filter { !$0.indexed }.map { unindexed($0, rule: rule) }
         if discovery.groups > settings.size, settings.size < smallBatch {
             let batches = (discovery.groups + settings.size - 1) / settings.size
             warnings.append(
@@ -35,5 +20,28 @@ public enum PlanAdvice {
                 """)
         }
         return warnings
+    }
+
+    /// What `run` says of its own rule: a declared reference without an index where the engine
+    /// checks every deleted row itself (it read the whole child table for each loser deleted,
+    /// so the run's time grew with the square of the rows), when the rule deleted any.
+    public static func runWarnings(_ rule: CompiledRule, discovery: Discovery) -> [String] {
+        guard !rule.dialect.capabilities.suspendableForeignKeyChecks, discovery.losers > 0 else { return [] }
+        return rule.references.filter { !$0.indexed && $0.declared }.map { unindexed($0, rule: rule) }
+    }
+
+    private static func unindexed(_ path: ReferencePath, rule: CompiledRule) -> String {
+        // Where enforcement cannot be suspended, the engine's own check of every deleted row
+        // reads the child table again: time grows with the square of the rows.
+        let cost =
+            rule.dialect.capabilities.suspendableForeignKeyChecks
+            ? "(winnow does it once per rule; SQLite does it for every \(rule.table) row deleted while foreign keys are on)"
+            : path.declared
+                ? "for every batch, and \(rule.dialect.name)'s foreign-key check reads it again for every \(rule.table) row deleted"
+                : "for every batch"
+        return """
+            \(path.label) has no index: finding the rows that point at a \(rule.table) row reads all of \(path.childTable) \
+            \(cost); fix: \(path.suggestedIndex(rule.dialect))
+            """
     }
 }

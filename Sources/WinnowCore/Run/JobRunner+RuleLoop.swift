@@ -92,6 +92,8 @@ extension JobRunner {
             if record == nil {
                 summary.warnings = PlanAdvice.warnings(rule, discovery: discovery, settings: settings)
                 if options.fingerprints { summary.deletionDigest = try execution.deletionDigest() }
+            } else {
+                summary.warnings = PlanAdvice.runWarnings(rule, discovery: discovery)
             }
             try record?.record(rule: summary)
             summaries.append(summary)
