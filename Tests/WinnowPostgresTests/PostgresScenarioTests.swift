@@ -313,6 +313,27 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(try PostgresServer.rows(url, tables: tables), loaded, "restore is exact")
     }
 
+    /// A primary key of an array type (PostgreSQL only) is refused before anything is read or
+    /// written, naming the column (its batches would look rows up by arrays of keys; the server
+    /// had answered "operator does not exist: integer[] = integer", exit 74).
+    func testArrayPrimaryKeyIsRefusedClearly() throws {
+        let url = try PostgresServer.require()
+        try PostgresServer.reset(url)
+        try BackendRouter().withSession(url, mode: .readWrite(create: false)) { session in
+            try session.execute("CREATE TABLE public.parts (id integer[] PRIMARY KEY, code text, made integer NOT NULL)")
+            try session.execute("INSERT INTO public.parts VALUES ('{1,1}', 'a', 3), ('{1,2}', 'a', 1), ('{3,1}', 'c', 1)")
+        }
+        let dir = try TestSupport.scratchDirectory()
+        let job = try TestSupport.writeFile(
+            "version: 1\ndedupe:\n  - {entity: parts, key: code, winner: [{made: asc}]}\n", to: dir.appendingPathComponent("job.yaml").path)
+        for command in ["plan", "run"] {
+            let result = try TestSupport.winnow([command, job, "--database", url])
+            XCTAssertEqual(result.status, 65, "\(command): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains("'parts' has a primary key of an array type (id integer[])"), result.stderr)
+        }
+        XCTAssertEqual(try PostgresServer.integers(url, "made", of: "parts"), [1, 1, 3], "nothing was changed")
+    }
+
     /// `max_delete_percent` refuses with the same words on both engines (one guard; the limit
     /// was printed "-0" on PostgreSQL and "0" on SQLite), and neither engine changes a row.
     func testDeleteShareRefusalReadsTheSameOnBothEngines() throws {

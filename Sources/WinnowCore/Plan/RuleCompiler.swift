@@ -38,6 +38,7 @@ public enum RuleCompiler {
             }
             throw fail(rule.entity.location, "entity", "'\(table.name)' is a WITHOUT ROWID table; winnow deduplicates rowid tables only")
         }
+        if let reason = dialect.unsupportedIdentity(of: table) { throw fail(rule.entity.location, "entity", reason) }
         func column(_ name: Located<String>, _ key: String, stored: Bool = false) throws -> LiveColumn {
             guard let column = table.column(named: name.value) else {
                 throw fail(

@@ -69,10 +69,15 @@ public protocol SQLDialect: Sendable {
     /// The statement `plan` advises for a missing index on a live database: one that other
     /// writers can keep working beside (PostgreSQL builds it `CONCURRENTLY`).
     func advisedIndex(_ index: IndexModel, on table: String) -> String
+    /// Why rows of `table` cannot be identified across statements although it has a row
+    /// identity (nil when they can).
+    func unsupportedIdentity(of table: LiveTable) -> String?
 }
 
 extension SQLDialect {
     public func stored(_ model: SchemaModel) -> SchemaModel { model }
+
+    public func unsupportedIdentity(of table: LiveTable) -> String? { nil }
 
     public func advisedIndex(_ index: IndexModel, on table: String) -> String {
         "CREATE INDEX \(index.name.sqlIdentifier) ON \(table.sqlIdentifier) (\(index.columns.map(\.sqlIdentifier).joined(separator: ", ")));"

@@ -41,6 +41,17 @@ public struct PostgresDialect: SQLDialect {
         """
     }
 
+    /// A primary key column of an array type: batches find their rows by key arrays, and an
+    /// array of arrays is not a list of keys.
+    public func unsupportedIdentity(of table: LiveTable) -> String? {
+        let arrays = table.columns.filter { $0.primaryKeyIndex > 0 && $0.type.hasSuffix("]") }
+        guard !arrays.isEmpty else { return nil }
+        return """
+            '\(table.name)' has a primary key of an array type (\(arrays.map { "\($0.name) \($0.type)" }.joined(separator: ", "))); \
+            on \(name) winnow identifies a row by a primary key of scalar columns
+            """
+    }
+
     public func advisedIndex(_ index: IndexModel, on table: String) -> String {
         createIndex(index, on: table, concurrently: true) + ";"
     }
