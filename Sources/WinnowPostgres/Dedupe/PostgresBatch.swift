@@ -330,12 +330,9 @@ struct PostgresBatch {
     @discardableResult
     func journal(
         _ op: String, table: String, keys: [String], from: String, binds: PostgresBindings, batch: Int, path: ReferencePath? = nil,
-        winnerValues: [String]? = nil, with: String = ""
+        with: String = ""
     ) throws -> Bool {
-        guard
-            let insert = journalSQL(
-                op, table: table, keys: keys, from: from, batch: "\(batch)", path: path, winnerValues: winnerValues)
-        else { return false }
+        guard let insert = journalSQL(op, table: table, keys: keys, from: from, batch: "\(batch)", path: path) else { return false }
         try link.command(with + insert, binds)
         return true
     }
@@ -354,8 +351,10 @@ struct PostgresBatch {
         return try link.command((insert.map { "WITH winnow_journaled AS (\($0)) " } ?? "") + statement, binds)
     }
 
-    /// The journal's `INSERT ... SELECT` (see ``journal(_:table:keys:from:binds:batch:path:winnerValues:with:)``);
-    /// `batch` is the batch number's SQL (a literal or a parameter). Nil without the journal.
+    /// The journal's `INSERT ... SELECT` (see ``journal(_:table:keys:from:binds:batch:path:with:)``);
+    /// `batch` is the batch number's SQL (a literal or a parameter); `winnerValues`, the winner's
+    /// values of `path`'s parent columns as expressions (else read from the winner row `w`).
+    /// Nil without the journal.
     func journalSQL(
         _ op: String, table: String, keys: [String], from: String, batch: String, path: ReferencePath? = nil,
         winnerValues: [String]? = nil
