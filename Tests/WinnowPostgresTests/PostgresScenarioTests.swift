@@ -297,12 +297,16 @@ final class PostgresScenarioTests: XCTestCase {
         let tables = ["accounts", "logins", "notes"]
         let loaded = try PostgresServer.rows(url, tables: tables)
         for engine in [data, url] {
-            let run = try TestSupport.winnow(["run", job, "--database", engine, "--format", "json"])
-            XCTAssertEqual(run.status, 0, "\(engine): \(run.stderr)")
-            XCTAssertTrue(run.stdout.contains("\"deleted\":40"), "\(engine): \(run.stdout)")
-            // 61 logins and 61 notes point at the losers (accounts 1-40).
-            XCTAssertTrue(
-                run.stdout.contains("\"repointed\":122,\"skipped\""), "\(engine): every login and note of a loser moves: \(run.stdout)")
+            // CONTRACT section 1: plan gives the counts the run then has (both re-pointing paths).
+            for command in ["plan", "run"] {
+                let result = try TestSupport.winnow([command, job, "--database", engine, "--format", "json"])
+                XCTAssertEqual(result.status, 0, "\(engine) \(command): \(result.stderr)")
+                XCTAssertTrue(result.stdout.contains("\"deleted\":40"), "\(engine) \(command): \(result.stdout)")
+                // 61 logins and 61 notes point at the losers (accounts 1-40).
+                XCTAssertTrue(
+                    result.stdout.split(separator: "\n").last?.contains("\"repointed\":122,") == true,
+                    "\(engine) \(command): every login and note of a loser moves: \(result.stdout)")
+            }
         }
         let onSQLite = try PostgresServer.rows(data, tables: tables)
         XCTAssertEqual(try PostgresServer.rows(url, tables: tables), onSQLite)

@@ -217,8 +217,6 @@ public struct CompiledRule: Sendable {
         return parts.isEmpty ? dialect.alwaysTrue : parts.joined(separator: " AND ")
     }
 
-    /// The refusal of `references: restrict`: `what` (child rows) points at rows the rule
-    /// would delete. One spelling for the checks before the first write and inside batches.
     /// `max_delete_percent`: the rule is refused when its losers are a larger share of the
     /// table's rows than the limit (on every backend alike, before anything is written).
     package func checkDeleteShare(_ discovery: Discovery) throws {
@@ -232,6 +230,8 @@ public struct CompiledRule: Sendable {
             """)
     }
 
+    /// The refusal of `references: restrict`: `what` (child rows) points at rows the rule
+    /// would delete. One spelling for the checks before the first write and inside batches.
     package func restrictRefusal(_ what: String) -> WinnowError {
         .refused("\(rule.keyPath) (\(table)): references: restrict, and \(what)")
     }

@@ -434,29 +434,28 @@ struct PostgresBatch {
             let names = (0..<width).map { "k\($0)" } + (0..<width).map { "w\($0)" }
             let pairs =
                 "unnest(\((1...(2 * width)).map { "$\($0)::text[]" }.joined(separator: ", "))) AS m(\(names.joined(separator: ", ")))"
-            var from = """
+            // Where the reference holds the parent's key, the pairs give the loser's and the
+            // winner's values (both rows are locked by the ranking), and the children are reached
+            // through the reference's index, if any, by the losers' keys. Told how many pairs
+            // there are, the planner hashed the whole child and parent tables for each batch to
+            // join them (re-pointing 1,000 orders among 100,000: 28 ms). Another referenced
+            // column is read from the loser (`p`) and winner (`w`) rows.
+            let direct = holdsKey(path)
+            let from =
+                direct
+                ? "FROM \(pairs)"
+                : """
                 FROM \(pairs) JOIN \(dedupe.table) AS p ON \(dedupe.keyJoin("p", "m", columns: dedupe.primaryKey))
                 JOIN \(dedupe.table) AS w ON \(winnerJoin)
                 """
-            var children = PostgresDedupe.join(path)
-            var sets = sets
-            var winnerValues: [String]?
-            if references(path, primaryKey: dedupe.primaryKey) {
-                // The reference holds the parent's key: the pairs give the loser's and the
-                // winner's values (both rows are locked by the ranking), and the children are
-                // reached through the reference's index, if any, by the losers' keys. Told how
-                // many pairs there are, the planner hashed the whole child and parent tables for
-                // each batch to join them (re-pointing 1,000 orders among 100,000: 28 ms).
-                let values = dedupe.primaryKey.indices.map { "m.w\($0)::\(dedupe.type(dedupe.primaryKey[$0]))" }
-                from = "FROM \(pairs)"
-                children =
-                    (zip(path.childColumns, dedupe.primaryKey).enumerated().map { index, pair in
-                        "c.\(pair.0.sqlIdentifier) = m.k\(index)::\(dedupe.type(pair.1))"
-                    } + [dedupe.keyProbe("c", column: path.childColumns[0], parameter: 1, type: dedupe.type(dedupe.primaryKey[0]))])
-                    .joined(separator: " AND ")
-                sets = zip(path.childColumns, values).map { "\($0.sqlIdentifier) = \($1)" }.joined(separator: ", ")
-                winnerValues = values
-            }
+            let keyTypes = Dictionary(zip(path.childColumns, dedupe.primaryKey.map { dedupe.type($0) }), uniquingKeysWith: { a, _ in a })
+            let children =
+                direct ? dedupe.keyJoin("c", "m", columns: path.childColumns, types: keyTypes, probe: 1) : PostgresDedupe.join(path)
+            let values =
+                direct
+                ? dedupe.primaryKey.indices.map { "m.w\($0)::\(dedupe.type(dedupe.primaryKey[$0]))" }
+                : path.parentColumns.map { "w.\($0.sqlIdentifier)" }
+            let assignments = zip(path.childColumns, values).map { "\($0.sqlIdentifier) = \($1)" }.joined(separator: ", ")
             let binds = PostgresDedupe.bindings(
                 PostgresDedupe.columns(losers, width: width) + PostgresDedupe.columns(winners, width: width))
             guard dedupe.writes else {
@@ -466,8 +465,9 @@ struct PostgresBatch {
                 )
             }
             let moved = try journaled(
-                "UPDATE \(child) AS c SET \(sets) \(from) WHERE \(children)", op: "update", table: path.childTable, keys: childKey,
-                from: "\(from) JOIN \(child) AS c ON \(children)", binds: binds, batch: batch, path: path, winnerValues: winnerValues)
+                "UPDATE \(child) AS c SET \(assignments) \(from) WHERE \(children)", op: "update", table: path.childTable,
+                keys: childKey, from: "\(from) JOIN \(child) AS c ON \(children)", binds: binds, batch: batch, path: path,
+                winnerValues: values)
             return (moved, 0)
         }
         // A unique key of the child includes the reference: decided row by row, as SQLite does.
@@ -571,9 +571,9 @@ struct PostgresBatch {
     }
 
     /// Whether `path`'s reference holds the parent's primary key, column for column.
-    func references(_ path: ReferencePath, primaryKey: [String]) -> Bool {
-        path.parentColumns.count == primaryKey.count
-            && zip(path.parentColumns, primaryKey).allSatisfy { $0.caseInsensitiveCompare($1) == .orderedSame }
+    func holdsKey(_ path: ReferencePath) -> Bool {
+        path.parentColumns.count == width
+            && zip(path.parentColumns, dedupe.primaryKey).allSatisfy { $0.caseInsensitiveCompare($1) == .orderedSame }
     }
 
     /// The values a winner's children hold (its referenced columns).

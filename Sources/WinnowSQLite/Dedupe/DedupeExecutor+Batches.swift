@@ -20,7 +20,7 @@ extension DedupeExecutor {
         // (Only where the groups take more than one batch: one batch writes each child page once anyway.)
         let ahead =
             writer.writes && !sql.aheadPaths.isEmpty && discovery.groups > settings.size && deadline.at == nil && deadline.stop == nil
-        if sql.mapsChildren, discovery.losers > 0 { try mapChildren(sql, state: &state, skipping: ahead ? sql.aheadPaths : []) }
+        if sql.mapsChildren, discovery.losers > 0 { try mapChildren(sql, state: &state, ahead: ahead) }
         // Deleting a parent row with enforcement on scans each child table without an index on
         // its referencing columns once per row; the batches check the references they touch instead.
         let suspended = try suspendForeignKeys()
@@ -118,7 +118,7 @@ extension DedupeExecutor {
     /// order, for the paths that allow it (``BatchStatements/aheadPaths``: no index on the
     /// reference, which holds the parent's rowid): each transaction takes the next stretch of
     /// child rows, re-points those that point at a loser whose winner is settled, and maps the
-    /// rest of the stretch for the batches (``mapChildren(_:state:skipping:)`` left these paths
+    /// rest of the stretch for the batches (``mapChildren(_:state:ahead:)`` left these paths
     /// out). Every page of the child table is so rewritten about once, where batches by group
     /// rewrite most of its pages each time (the children of a batch's losers lie all over it).
     /// Only while no other connection has committed since the discovery (checked inside each
@@ -220,19 +220,19 @@ extension DedupeExecutor {
 
     /// Fills `winnow_refs` for every reference path without an index on its child columns: one
     /// scan of each such child table for the whole rule, instead of one per batch (or, with
-    /// foreign-key enforcement on, one per deleted row). `skipping`: paths mapped stretch by
-    /// stretch by ``repointAhead(_:losers:state:batchNumber:totals:counts:)``.
-    func mapChildren(_ sql: BatchStatements, state: inout BatchState, skipping: [Int] = []) throws {
+    /// foreign-key enforcement on, one per deleted row). `ahead`: the run re-points children
+    /// ahead of the batches (``repointAhead(_:losers:state:batchNumber:totals:counts:)``), which
+    /// maps those paths stretch by stretch and reads each loser's settled winner.
+    func mapChildren(_ sql: BatchStatements, state: inout BatchState, ahead: Bool = false) throws {
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         state.mappedAt = version
         // Rows as found: only a group with ties can change its winner. Else every group is
         // settled again, and any winner may become a loser.
         let asFound = state.foundAt != nil && version == state.foundAt
-        // The settled winners only where children go ahead (their paths are skipped here).
-        try db.execute(sql: asFound ? (skipping.isEmpty ? sql.fillMapped : sql.fillMappedSettled) : sql.fillMappedEveryWinner)
+        try db.execute(sql: asFound ? (ahead ? sql.fillMappedSettled : sql.fillMapped) : sql.fillMappedEveryWinner)
         state.mappedEveryWinner = !asFound
         try db.cachedStatement(sql: sql.clearMap).execute()
-        for (index, map) in sql.mapChildren.enumerated() where !skipping.contains(index) {
+        for (index, map) in sql.mapChildren.enumerated() where !(ahead && sql.aheadPaths.contains(index)) {
             if let map { try db.cachedStatement(sql: map).execute() }
         }
     }
