@@ -61,7 +61,7 @@ final class MigrationPlannerTests: XCTestCase {
     /// The target that matches `liveContacts()` exactly.
     private func targetContacts(
         name: String = "contacts", renamedFrom: [String] = [], columns: [ColumnModel]? = nil,
-        indexes: [IndexModel] = []
+        indexes: [IndexModel] = [], dropped: [String] = [], droppedIndexes: [String] = []
     ) -> TableModel {
         TableModel(
             name: name, renamedFrom: renamedFrom,
@@ -70,7 +70,7 @@ final class MigrationPlannerTests: XCTestCase {
                 c("email", "text", nullable: false, .text("")),
                 c("phone", "text"),
                 c("created_at", "integer"),
-            ], indexes: indexes)
+            ], indexes: indexes, dropped: dropped.map { DroppedName($0) }, droppedIndexes: droppedIndexes.map { DroppedName($0) })
     }
 
     private func replacing(_ name: String, with column: ColumnModel, in columns: [ColumnModel]? = nil) -> [ColumnModel] {
@@ -80,17 +80,28 @@ final class MigrationPlannerTests: XCTestCase {
     private func steps(
         _ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
         allowDataLoss: Bool = false, deduped: Set<String> = [], sqlite: Int32 = MigrationPlannerTests.modern,
-        dependents: [(name: String, sql: String)] = []
+        dependents: [(name: String, sql: String)] = [], droppedTables: [String] = []
     ) throws -> [MigrationStep] {
+        try plan(
+            live, target, liveVersion: liveVersion, targetVersion: targetVersion, allowDataLoss: allowDataLoss, deduped: deduped,
+            sqlite: sqlite, dependents: dependents, droppedTables: droppedTables
+        ).steps
+    }
+
+    private func plan(
+        _ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
+        allowDataLoss: Bool = false, deduped: Set<String> = [], sqlite: Int32 = MigrationPlannerTests.modern,
+        dependents: [(name: String, sql: String)] = [], droppedTables: [String] = []
+    ) throws -> MigrationPlan {
         let plan = try MigrationPlanner(
             live: LiveSchema(tables: live), liveVersion: liveVersion,
-            target: SchemaModel(version: targetVersion, tables: target),
+            target: SchemaModel(version: targetVersion, tables: target, droppedTables: droppedTables.map { DroppedName($0) }),
             allowDataLoss: allowDataLoss, dedupedTables: deduped, sqliteVersion: sqlite,
             dependents: dependents
         ).plan()
         XCTAssertEqual(plan.toVersion, targetVersion)
         XCTAssertEqual(plan.fromVersion, liveVersion)
-        return plan.steps
+        return plan
     }
 
     /// Expects an exit-65 refusal whose message mentions every fragment; returns the message.
@@ -98,13 +109,13 @@ final class MigrationPlannerTests: XCTestCase {
     private func assertRefused(
         _ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
         allowDataLoss: Bool = false, sqlite: Int32 = MigrationPlannerTests.modern,
-        dependents: [(name: String, sql: String)] = [], mentions fragments: [String],
+        dependents: [(name: String, sql: String)] = [], droppedTables: [String] = [], mentions fragments: [String],
         file: StaticString = #filePath, line: UInt = #line
     ) -> String {
         do {
             let result = try MigrationPlanner(
                 live: LiveSchema(tables: live), liveVersion: liveVersion,
-                target: SchemaModel(version: targetVersion, tables: target),
+                target: SchemaModel(version: targetVersion, tables: target, droppedTables: droppedTables.map { DroppedName($0) }),
                 allowDataLoss: allowDataLoss, sqliteVersion: sqlite, dependents: dependents
             ).plan()
             XCTFail("expected a refusal, got steps \(result.steps.map(\.summary))", file: file, line: line)
@@ -194,7 +205,7 @@ final class MigrationPlannerTests: XCTestCase {
     func testRenameHintIsIgnoredWhenTheTableAlreadyHasItsNewName() throws {
         let result = try steps(
             [liveContacts(), liveContacts(name: "people")], [targetContacts(renamedFrom: ["people"])],
-            allowDataLoss: true)
+            allowDataLoss: true, droppedTables: ["people"])
         XCTAssertEqual(result, [.dropTable("people")])
     }
 
@@ -206,14 +217,29 @@ final class MigrationPlannerTests: XCTestCase {
         let old = table(
             "legacy", sql: "CREATE TABLE legacy (id INTEGER PRIMARY KEY, v TEXT)",
             [col("id", "INTEGER", pk: 1), col("v", "TEXT")])
-        assertRefused([liveContacts(), old], [targetContacts()], mentions: ["legacy"])
+        let message = assertRefused(
+            [liveContacts(), old], [targetContacts()], droppedTables: ["legacy"], mentions: ["legacy", "dropped_tables", "allow_data_loss"])
+        XCTAssertTrue(message.contains("take it off dropped_tables to keep it"), message)
     }
 
     func testDropTableWithAllowDataLoss() throws {
         let old = table(
             "legacy", sql: "CREATE TABLE legacy (id INTEGER PRIMARY KEY, v TEXT)",
             [col("id", "INTEGER", pk: 1), col("v", "TEXT")])
-        XCTAssertEqual(try steps([liveContacts(), old], [targetContacts()], allowDataLoss: true), [.dropTable("legacy")])
+        XCTAssertEqual(
+            try steps([liveContacts(), old], [targetContacts()], allowDataLoss: true, droppedTables: ["legacy"]), [.dropTable("legacy")])
+    }
+
+    /// A table the schema file does not mention is kept, whatever `allow_data_loss` says.
+    func testUnmentionedTableIsKept() throws {
+        let old = table(
+            "audit", sql: "CREATE TABLE audit (id INTEGER PRIMARY KEY, v TEXT)", [col("id", "INTEGER", pk: 1), col("v", "TEXT")])
+        for allowDataLoss in [false, true] {
+            let result = try plan([liveContacts(), old], [targetContacts()], allowDataLoss: allowDataLoss)
+            XCTAssertEqual(result.steps, [])
+            XCTAssertEqual(result.kept, [KeptObject(kind: .table, table: "audit", name: "audit")])
+            XCTAssertEqual(result.kept.first?.description, "table audit (not in the schema file; list it under dropped_tables to drop it)")
+        }
     }
 
     func testLiveVersionNewerThanTargetIsRefused() {
@@ -340,11 +366,31 @@ final class MigrationPlannerTests: XCTestCase {
     // MARK: Dropping columns
 
     private var targetWithoutPhone: TableModel {
-        targetContacts(columns: targetContacts().columns.filter { $0.name != "phone" })
+        targetContacts(columns: targetContacts().columns.filter { $0.name != "phone" }, dropped: ["phone"])
     }
 
     func testDropColumnWithoutAllowDataLossIsRefused() {
-        assertRefused([liveContacts()], [targetWithoutPhone], mentions: ["contacts", "phone"])
+        let message = assertRefused([liveContacts()], [targetWithoutPhone], mentions: ["contacts", "phone", "allow_data_loss"])
+        XCTAssertTrue(message.contains("take it off dropped to keep it"), "the advice names the safe way too: \(message)")
+    }
+
+    /// A column the schema file does not mention (one the application added) is kept, and no
+    /// refusal advises `allow_data_loss`, which would have dropped it.
+    func testUnmentionedColumnIsKept() throws {
+        let extra = col("nickname", "TEXT")
+        for allowDataLoss in [false, true] {
+            let result = try plan(
+                [liveContacts(extra: [extra], extraSQL: ", nickname TEXT")], [targetContacts()], allowDataLoss: allowDataLoss)
+            XCTAssertEqual(result.steps, [])
+            XCTAssertEqual(result.kept, [KeptObject(kind: .column, table: "contacts", name: "nickname")])
+        }
+    }
+
+    /// A column listed under `dropped:` that the database no longer has: nothing to do.
+    func testDroppingAColumnThatIsGoneIsNothing() throws {
+        let target = targetContacts(dropped: ["fax"])
+        XCTAssertEqual(try plan([liveContacts()], [target], allowDataLoss: true).steps, [])
+        XCTAssertEqual(try plan([liveContacts()], [target], allowDataLoss: false).kept, [])
     }
 
     func testDropPlainColumnNatively() throws {
@@ -398,7 +444,7 @@ final class MigrationPlannerTests: XCTestCase {
                     childTable: "contacts", childColumns: ["company_id"], parentTable: "companies",
                     parentColumns: ["id"])
             ])
-        let target = [targetContacts(), TableModel(name: "companies", columns: [c("id", "integer", pk: true)])]
+        let target = [targetContacts(dropped: ["company_id"]), TableModel(name: "companies", columns: [c("id", "integer", pk: true)])]
         let result = try steps([companies, live], target, allowDataLoss: true)
         XCTAssertEqual(result.count, 1, "\(result.map(\.summary))")
         let rebuild = try XCTUnwrap(rebuilds(result).first, "SQLite cannot DROP COLUMN a foreign key column")
@@ -408,12 +454,21 @@ final class MigrationPlannerTests: XCTestCase {
 
     func testDropColumnTogetherWithItsIndex() throws {
         let live = liveContacts(indexes: [index("contacts_phone", ["phone"])])
+        var target = targetWithoutPhone
+        target.droppedIndexes = [DroppedName("contacts_phone")]
         XCTAssertEqual(
-            try steps([live], [targetWithoutPhone], allowDataLoss: true),
+            try steps([live], [target], allowDataLoss: true),
             [
                 .dropIndex(table: "contacts", name: "contacts_phone"),
                 .dropColumn(table: "contacts", column: "phone"),
             ], "the index goes first, then the column")
+    }
+
+    /// Dropping a column that an index the file does not mention covers: the index is kept, so
+    /// the column cannot go; the refusal names the index and the key that would drop it.
+    func testDropColumnUnderAKeptIndexIsRefused() {
+        let live = liveContacts(indexes: [index("contacts_phone", ["phone"])])
+        assertRefused([live], [targetWithoutPhone], allowDataLoss: true, mentions: ["phone", "contacts_phone", "dropped_indexes"])
     }
 
     /// A column called `key` is not named by `PRIMARY KEY (ns, id)`: it is a plain column and
@@ -431,7 +486,7 @@ final class MigrationPlannerTests: XCTestCase {
             columns: [
                 c("ns", "text", nullable: false, pk: true), c("id", "integer", nullable: false, pk: true),
                 c("value", "text"),
-            ])
+            ], dropped: [DroppedName("key")])
         XCTAssertEqual(try steps([live], [target], allowDataLoss: true), [.dropColumn(table: "kv", column: "key")])
     }
 
@@ -445,7 +500,8 @@ final class MigrationPlannerTests: XCTestCase {
     func testDropPrimaryKeyColumnIsRefused() {
         var columns = targetContacts().columns.filter { $0.name != "id" }
         columns[0].primaryKey = false
-        assertRefused([liveContacts()], [targetContacts(columns: columns)], allowDataLoss: true, mentions: ["contacts", "id"])
+        assertRefused(
+            [liveContacts()], [targetContacts(columns: columns, dropped: ["id"])], allowDataLoss: true, mentions: ["contacts", "id"])
     }
 
     // MARK: Changing columns
@@ -587,7 +643,19 @@ final class MigrationPlannerTests: XCTestCase {
 
     func testDropIndexNeedsNoDataLossPermission() throws {
         let live = liveContacts(indexes: [index("contacts_phone", ["phone"])])
-        XCTAssertEqual(try steps([live], [targetContacts()]), [.dropIndex(table: "contacts", name: "contacts_phone")])
+        XCTAssertEqual(
+            try steps([live], [targetContacts(droppedIndexes: ["contacts_phone"])]), [.dropIndex(table: "contacts", name: "contacts_phone")]
+        )
+    }
+
+    /// An index the schema file does not mention (one `plan` advised, created by hand) is kept.
+    func testUnmentionedIndexIsKept() throws {
+        let live = liveContacts(indexes: [index("my_idx", ["phone"])])
+        let result = try plan([live], [targetContacts()], allowDataLoss: true)
+        XCTAssertEqual(result.steps, [])
+        XCTAssertEqual(result.kept, [KeptObject(kind: .index, table: "contacts", name: "my_idx")])
+        XCTAssertEqual(
+            result.kept.first?.description, "index my_idx on contacts (not in the schema file; list it under dropped_indexes to drop it)")
     }
 
     func testChangedIndexIsDroppedThenCreated() throws {
@@ -658,11 +726,12 @@ final class MigrationPlannerTests: XCTestCase {
                 c("phone", "text", renamedFrom: ["phone_number"]),
                 c("created_at", "integer"),
                 c("nick", "text"),
-            ], indexes: [byEmail])
+            ], indexes: [byEmail], dropped: [DroppedName("fax")], droppedIndexes: [DroppedName("people_created")])
         let byName = IndexModel(name: "companies_name", columns: ["name"], unique: false)
         let companies = TableModel(name: "companies", columns: [c("id", "integer", pk: true), c("name", "text")], indexes: [byName])
 
-        let result = try steps([people, legacy], [contacts, companies], allowDataLoss: true, deduped: ["contacts"])
+        let result = try steps(
+            [people, legacy], [contacts, companies], allowDataLoss: true, deduped: ["contacts"], droppedTables: ["legacy"])
         func rank(_ step: MigrationStep) -> Int {
             switch step {
             case .renameTable: return 0
@@ -696,7 +765,7 @@ final class MigrationPlannerTests: XCTestCase {
         columns = replacing("phone", with: c("phone", "text", nullable: false), in: columns)
         columns.append(c("score", "real", nullable: false))
         assertRefused(
-            [liveContacts(), legacy], [targetContacts(columns: columns)],
+            [liveContacts(), legacy], [targetContacts(columns: columns)], droppedTables: ["legacy"],
             mentions: ["created_at", "phone", "score", "legacy"])
     }
 
@@ -762,6 +831,29 @@ final class MigrationPlannerTests: XCTestCase {
                 drift.contains { $0.message.contains(" \(name) ") || $0.message.hasSuffix(" \(name)") },
                 "index \(name) missing from \(drift)")
         }
+    }
+
+    /// `check` still reports what the database has beyond the file, and says whether a run keeps
+    /// it (not mentioned) or drops it (listed).
+    func testDriftSaysWhatARunKeepsAndWhatItDrops() {
+        let live = targetContacts(
+            columns: targetContacts().columns + [c("fax", "text"), c("nick", "text")],
+            indexes: [IndexModel(name: "a", columns: ["email"], unique: false), IndexModel(name: "b", columns: ["phone"], unique: false)])
+        let legacy = TableModel(name: "legacy", columns: [c("id", "integer", pk: true)])
+        let audit = TableModel(name: "audit", columns: [c("id", "integer", pk: true)])
+        var target = model(targetContacts(dropped: ["fax"], droppedIndexes: ["a"]))
+        target.droppedTables = [DroppedName("legacy")]
+        let drift = model(live, legacy, audit).drift(to: target).map(\.description)
+        XCTAssertEqual(
+            Set(drift),
+            [
+                "contacts.fax: column listed under dropped, still in the database (a run drops it)",
+                "contacts.nick: column not in the schema file (kept by a run; add it to the file, or list it under dropped to drop it)",
+                "contacts: index a is listed under dropped_indexes, still in the database (a run drops it)",
+                "contacts: index b is not in the schema file (kept by a run; add it to the file, or list it under dropped_indexes to drop it)",
+                "legacy: table listed under dropped_tables, still in the database (a run drops it)",
+                "audit: table not in the schema file (kept by a run; add it to the file, or list it under dropped_tables to drop it)",
+            ])
     }
 
     func testColumnDifferencesAreDrift() {

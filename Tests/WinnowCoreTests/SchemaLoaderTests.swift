@@ -762,4 +762,110 @@ final class SchemaLoaderTests: XCTestCase {
             """
         assertInvalid(yaml, at: "by_x", occurrence: 2, path: "tables.b.indexes[0]", mentions: ["by_x"], checkColumn: false)
     }
+    // MARK: Drops, by name only
+
+    func testDropListsDecodeAndRenderBack() throws {
+        let yaml = """
+            version: 2
+            tables:
+              contacts:
+                columns: [{name: id, type: integer, primary_key: true}, {name: email, type: text}]
+                dropped: [fax, pager]
+                dropped_indexes: contacts_fax
+            dropped_tables: [legacy_contacts]
+            """
+        let model = try decode(yaml)
+        let contacts = try XCTUnwrap(model.table(named: "contacts"))
+        XCTAssertEqual(contacts.dropped.map(\.name), ["fax", "pager"])
+        XCTAssertEqual(contacts.droppedIndexes.map(\.name), ["contacts_fax"])
+        XCTAssertEqual(model.droppedTables.map(\.name), ["legacy_contacts"])
+        XCTAssertTrue(model.drops(table: "LEGACY_contacts") && contacts.drops(column: "Fax") && contacts.drops(index: "contacts_FAX"))
+        XCTAssertEqual(contacts.dropped.first?.location?.line, 5, "a dropped name keeps where the file wrote it")
+        // What the printer writes loads back as the same model (YAML and JSON).
+        XCTAssertEqual(try decode(try SchemaPrinter.render(model)), model)
+        XCTAssertEqual(try decode(SchemaPrinter.json(model)), model)
+        XCTAssertNotEqual(
+            try SchemaVersions.checksum(of: model), try SchemaVersions.checksum(of: SchemaModel(version: 2, tables: model.tables)))
+    }
+
+    func testDroppedColumnThatIsAlsoDescribedIsInvalid() {
+        let yaml = """
+            version: 1
+            tables:
+              t:
+                columns: [{name: email}, {name: phone}]
+                dropped: [fax, Phone]
+            """
+        assertInvalid(yaml, at: "Phone", path: "tables.t.dropped", mentions: ["Phone", "also described"])
+    }
+
+    func testDroppedColumnThatARenameReadsIsInvalid() {
+        let yaml = """
+            version: 1
+            tables:
+              t:
+                columns: [{name: mobile, renamed_from: phone}]
+                dropped: [phone]
+            """
+        assertInvalid(yaml, at: "phone]", path: "tables.t.dropped", mentions: ["phone", "renamed_from", "mobile"])
+    }
+
+    func testDroppedIndexThatIsAlsoDescribedIsInvalid() {
+        let yaml = """
+            version: 1
+            tables:
+              t:
+                columns: [{name: email}]
+                indexes: [{name: t_email, columns: [email]}]
+                dropped_indexes: [t_email]
+            """
+        assertInvalid(yaml, at: "t_email]", path: "tables.t.dropped_indexes", mentions: ["t_email", "also described"])
+    }
+
+    func testDroppedTableThatIsAlsoDescribedOrRenamedIsInvalid() {
+        let described = """
+            version: 1
+            tables:
+              t:
+                columns: [{name: email}]
+            dropped_tables: [T]
+            """
+        assertInvalid(described, at: "T]", path: "dropped_tables", mentions: ["T", "also described"])
+        let renamed = """
+            version: 1
+            tables:
+              t:
+                renamed_from: old_t
+                columns: [{name: email}]
+            dropped_tables: [old_t]
+            """
+        assertInvalid(renamed, at: "old_t]", path: "dropped_tables", mentions: ["old_t", "renamed_from"])
+    }
+
+    func testDropListsRefuseTwiceNamedAndReservedNames() {
+        let twice = """
+            version: 1
+            tables:
+              t:
+                columns: [{name: email}]
+                dropped: [fax, FAX]
+            """
+        assertInvalid(twice, at: "FAX", path: "tables.t.dropped[1]", mentions: ["FAX", "twice"])
+        let reserved = """
+            version: 1
+            tables:
+              t:
+                columns: [{name: email}]
+            dropped_tables: [winnow_runs]
+            """
+        assertInvalid(reserved, at: "winnow_runs", path: "dropped_tables[0]", mentions: ["reserved"])
+        let notAName = """
+            version: 1
+            tables:
+              t:
+                columns: [{name: email}]
+                dropped: [{name: fax}]
+            """
+        assertInvalid(notAName, at: "{name: fax}", path: "tables.t.dropped[0]", checkColumn: false)
+    }
 }

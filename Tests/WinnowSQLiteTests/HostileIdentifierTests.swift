@@ -472,6 +472,8 @@ final class HostileIdentifierTests: XCTestCase {
               - {name: \(y("order")), type: integer, references: {table: \(y(created)), column: \(y(createdKey))}}
             indexes:
               - {name: \(y(index)), columns: [\(y(email)), \(y(select))], unique: true}
+            dropped: [\(y(doomed))]
+        dropped_tables: [\(y(doomedTable))]
 
         """.write(toFile: schemaPath, atomically: true, encoding: .utf8)
         let job = "version: 1\nschema: schema.yaml\nallow_data_loss: true\n"

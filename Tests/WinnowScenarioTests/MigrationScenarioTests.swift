@@ -183,13 +183,16 @@ final class MigrationScenarioTests: XCTestCase {
     static func schema(
         _ version: Int, people columns: [String] = baseColumns, indexes: [String] = baseIndexes,
         peopleName: String = "people", peopleExtra: String = "", companies: String = companiesYAML,
-        extraTables: String = ""
+        extraTables: String = "", dropped: [String] = [], droppedIndexes: [String] = [], droppedTables: [String] = []
     ) -> String {
         var text = "version: \(version)\ntables:\n\(companies)\n  \(peopleName):\n"
         if !peopleExtra.isEmpty { text += "    \(peopleExtra)\n" }
         text += "    columns:\n" + columns.map { "      - \($0)\n" }.joined()
         if !indexes.isEmpty { text += "    indexes:\n" + indexes.map { "      - \($0)\n" }.joined() }
+        if !dropped.isEmpty { text += "    dropped: [\(dropped.joined(separator: ", "))]\n" }
+        if !droppedIndexes.isEmpty { text += "    dropped_indexes: [\(droppedIndexes.joined(separator: ", "))]\n" }
         if !extraTables.isEmpty { text += extraTables + "\n" }
+        if !droppedTables.isEmpty { text += "dropped_tables: [\(droppedTables.joined(separator: ", "))]\n" }
         return text
     }
 
@@ -372,7 +375,8 @@ final class MigrationScenarioTests: XCTestCase {
         let reference = try people(db, "id, name, score, company_id")
         // Drops phone_number, and email together with its index.
         let columns = Self.baseColumns.filter { !$0.hasPrefix("{name: phone_number,") && !$0.hasPrefix("{name: email,") }
-        try writeSchema(Self.schema(2, people: columns, indexes: []))
+        try writeSchema(
+            Self.schema(2, people: columns, indexes: [], dropped: ["phone_number", "email"], droppedIndexes: ["people_email"]))
         try assertRefused(try job(), db, naming: ["people", "phone_number"])
         try assertRefused(try job(), db, naming: ["people", "email"])
 
@@ -385,6 +389,44 @@ final class MigrationScenarioTests: XCTestCase {
         try assertSettled(job, db)
     }
 
+    /// What the schema file does not mention is kept, whatever allow_data_loss says: columns,
+    /// indexes and tables an application added after the file was written. `plan` and `run`
+    /// say so, and `check` reports it as drift.
+    func testWhatTheFileDoesNotMentionIsKept() throws {
+        let db = try makeDB(
+            Self.baseSQL + """
+
+                CREATE TABLE audit (id INTEGER PRIMARY KEY, line TEXT);
+                INSERT INTO audit VALUES (1, 'a');
+                """)
+        let reference = try ScenarioKit.userState(db)
+        let columns = Self.baseColumns.filter { !$0.hasPrefix("{name: phone_number,") }
+        try writeSchema(Self.schema(2, people: columns, indexes: []))
+        for allowDataLoss in [false, true] {
+            let job = try job(allowDataLoss: allowDataLoss)
+            let planned = try plan(job, db)
+            XCTAssertEqual(planned.migration, [], "nothing to change")
+            let kept = Set(planned.kept.map(\.description))
+            XCTAssertEqual(
+                kept,
+                [
+                    "column people.phone_number (not in the schema file; list it under dropped to drop it)",
+                    "index people_email on people (not in the schema file; list it under dropped_indexes to drop it)",
+                    "table audit (not in the schema file; list it under dropped_tables to drop it)",
+                ])
+            let summary = try run(job, db)
+            XCTAssertEqual(summary.status, "completed")
+            XCTAssertEqual(Set(summary.kept.map(\.description)), kept, "run says what it kept")
+            XCTAssertEqual(try ScenarioKit.userState(db).dump, reference.dump, "rows kept")
+            XCTAssertEqual(try self.columns(db, "people"), ["id", "email", "name", "phone_number", "score", "company_id"])
+            XCTAssertEqual(try masterNames(db, type: "index", table: "people"), ["people_email"])
+            XCTAssertEqual(try masterNames(db, type: "table").filter { !$0.hasPrefix("winnow_") }, ["audit", "companies", "people"])
+            let check = try self.check(job, db)
+            XCTAssertEqual(check.drift.count, 3, "\(check.drift)")
+            XCTAssertTrue(check.drift.allSatisfy { $0.contains("kept by a run") }, "\(check.drift)")
+        }
+    }
+
     func testDropTableOnlyWithAllowDataLoss() throws {
         let db = try makeDB(
             Self.baseSQL + """
@@ -394,8 +436,8 @@ final class MigrationScenarioTests: XCTestCase {
                 INSERT INTO legacy_log VALUES (1, 'a'), (2, 'b');
                 """)
         let reference = try people(db)
-        try writeSchema(Self.schema(2))
-        try assertRefused(try job(), db, naming: ["legacy_log"])
+        try writeSchema(Self.schema(2, droppedTables: ["legacy_log"]))
+        try assertRefused(try job(), db, naming: ["legacy_log", "dropped_tables", "allow_data_loss"])
 
         let job = try job(allowDataLoss: true)
         try run(job, db)
@@ -450,7 +492,7 @@ final class MigrationScenarioTests: XCTestCase {
                 indexes: [
                     "{name: people_name_email, columns: [name, email]}",
                     "{name: people_phone, columns: [phone_number], unique: true}",
-                ]))
+                ], droppedIndexes: ["people_email"]))
         XCTAssertFalse(summary.migration.contains { $0.rebuildsTable })
         XCTAssertEqual(try masterNames(db, type: "index", table: "people"), ["people_name_email", "people_phone"])
         XCTAssertEqual(
@@ -759,7 +801,8 @@ final class MigrationScenarioTests: XCTestCase {
     /// Dropping a column that a view uses would break the view: refused, nothing changed.
     func testDropColumnUsedByViewIsRefused() throws {
         let db = try makeDB(Self.baseSQL + "\nCREATE VIEW phones AS SELECT id, phone_number FROM people;")
-        try writeSchema(Self.schema(2, people: Self.baseColumns.filter { !$0.hasPrefix("{name: phone_number,") }))
+        try writeSchema(
+            Self.schema(2, people: Self.baseColumns.filter { !$0.hasPrefix("{name: phone_number,") }, dropped: ["phone_number"]))
         try assertRefused(try job(allowDataLoss: true), db, naming: ["people", "phone_number"])
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM phones"), 4)
     }

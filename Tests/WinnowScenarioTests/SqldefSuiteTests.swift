@@ -518,32 +518,54 @@ private enum SqldefSuite {
         // 2. desired, inspected, with the rename hints.
         try build(desiredPath, sql: testCase.desired)
         let desiredInspected = try SchemaPrinter.inspect(database: desiredPath)
-        let target = try desiredSchema(inspected: desiredInspected, hints: try renameHints(testCase.desired), notes: &notes)
-        try TestSupport.writeFile(try SchemaPrinter.render(target) + "\n", to: schemaPath)
+        var target = try desiredSchema(inspected: desiredInspected, hints: try renameHints(testCase.desired), notes: &notes)
         let desiredSnapshot = try snapshot(desiredPath)
         notes += outsideTheFormat(testCase, desiredPath: desiredPath, desired: desiredSnapshot, current: before)
 
-        // What the target drops: a table or column of current that it neither keeps nor renames.
-        func newTable(for old: String) -> TableModel? {
-            target.tables.first { $0.renamedFrom.contains { $0.caseInsensitiveCompare(old) == .orderedSame } }
-                ?? target.table(named: old)
+        // What the target drops: a table, column or index of current that it neither keeps nor
+        // renames. sqldef drops them, except in the cases marked `enable_drop: false`, where it
+        // skips every DROP. A schema file drops only what it names, so the translation names each
+        // drop the case intends; where the case skips drops, it names none and expects them kept.
+        func mapped(in model: SchemaModel, for old: String) -> TableModel? {
+            model.tables.first { $0.renamedFrom.contains { $0.caseInsensitiveCompare(old) == .orderedSame } }
+                ?? model.table(named: old)
         }
         func newColumn(in table: TableModel, for old: String) -> ColumnModel? {
             table.columns.first { $0.renamedFrom.contains { $0.caseInsensitiveCompare(old) == .orderedSame } }
                 ?? table.column(named: old)
         }
+        let intendsDrops = testCase.enableDrop != false
         var drops: [String] = []
+        var expectation = target
         for table in currentModel.tables {
-            guard let kept = newTable(for: table.name) else {
+            guard let kept = mapped(in: target, for: table.name),
+                let position = target.tables.firstIndex(where: { $0.name == kept.name })
+            else {
                 drops.append("table \(table.name)")
+                if intendsDrops { target.droppedTables.append(DroppedName(table.name)) } else { expectation.tables.append(table) }
                 continue
             }
             for column in table.columns where newColumn(in: kept, for: column.name) == nil {
                 drops.append("column \(table.name).\(column.name)")
+                if intendsDrops {
+                    target.tables[position].dropped.append(DroppedName(column.name))
+                } else {
+                    expectation.tables[position].columns.append(column)
+                }
+            }
+            for index in table.indexes where !kept.indexes.contains(where: { $0.name.caseInsensitiveCompare(index.name) == .orderedSame }) {
+                drops.append("index \(index.name)")
+                if intendsDrops {
+                    target.tables[position].droppedIndexes.append(DroppedName(index.name))
+                } else {
+                    expectation.tables[position].indexes.append(index)
+                }
             }
         }
-        let allowDataLoss = testCase.enableDrop != nil || !drops.isEmpty
-        if !drops.isEmpty { notes.append("drops \(drops.joined(separator: ", "))") }
+        let allowDataLoss = testCase.enableDrop == true || (intendsDrops && drops.contains { !$0.hasPrefix("index ") })
+        if !drops.isEmpty { notes.append("\(intendsDrops ? "drops" : "keeps (enable_drop: false)") \(drops.joined(separator: ", "))") }
+        try TestSupport.writeFile(try SchemaPrinter.render(target) + "\n", to: schemaPath)
+        func newTable(for old: String) -> TableModel? { mapped(in: expectation, for: old) }
 
         // 3. the job.
         try TestSupport.writeFile(
@@ -576,7 +598,18 @@ private enum SqldefSuite {
         var problems: [String] = []
         let migratedInspected = try SchemaPrinter.inspect(database: currentPath)
         let migratedModel = try SchemaLoader.decode(yaml: migratedInspected, file: "migrated.yaml")
-        let desiredModel = try SchemaLoader.decode(yaml: desiredInspected, file: "desired.yaml")
+        var desiredModel = try SchemaLoader.decode(yaml: desiredInspected, file: "desired.yaml")
+        if !intendsDrops {
+            // The database the case expects: desired, plus what its skipped drops keep.
+            for table in expectation.tables where desiredModel.table(named: table.name) == nil { desiredModel.tables.append(table) }
+            for (position, table) in desiredModel.tables.enumerated() {
+                guard let kept = expectation.table(named: table.name) else { continue }
+                desiredModel.tables[position].columns += kept.columns.filter { table.column(named: $0.name) == nil }
+                desiredModel.tables[position].indexes += kept.indexes.filter { index in
+                    !table.indexes.contains { $0.name.caseInsensitiveCompare(index.name) == .orderedSame }
+                }
+            }
+        }
         let migratedComparable = comparable(migratedModel)
         let desiredComparable = comparable(desiredModel)
         if migratedComparable != desiredComparable {

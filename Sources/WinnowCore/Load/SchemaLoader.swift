@@ -4,8 +4,8 @@ import Yams
 /// Reads schema files (CONTRACT section 3) into ``SchemaModel`` values, with the same located
 /// errors as job files.
 public enum SchemaLoader {
-    package static let rootKeys = ["version", "tables"]
-    package static let tableKeys = ["renamed_from", "columns", "indexes"]
+    package static let rootKeys = ["version", "tables", "dropped_tables"]
+    package static let tableKeys = ["renamed_from", "columns", "indexes", "dropped", "dropped_indexes"]
     package static let columnKeys = ["name", "type", "nullable", "default", "primary_key", "renamed_from", "references"]
     package static let indexKeys = ["name", "columns", "unique"]
 
@@ -50,10 +50,42 @@ public enum SchemaLoader {
             }
         }
         try log.throwIfAny()
-        let model = SchemaModel(version: version, tables: tables)
+        var model = SchemaModel(version: version, tables: tables)
+        if let node = map.optional("dropped_tables") {
+            model.droppedTables = try droppedNames(node, reader, "dropped_tables", what: "a table name")
+            for name in model.droppedTables {
+                if let table = model.table(named: name.name) {
+                    throw WinnowError.invalidFile(
+                        name.location, "dropped_tables: '\(name.name)' is also described under tables: (\(table.name)); keep it or drop it")
+                }
+                if let table = model.tables.first(where: { $0.renamedFrom.contains { name.matches($0) } }) {
+                    throw WinnowError.invalidFile(
+                        name.location,
+                        "dropped_tables: '\(name.name)' is an earlier name of \(table.name) (renamed_from); a renamed table keeps its rows")
+                }
+            }
+        }
         try checkReferences(model, reader: reader)
         try checkIndexNames(root, model, reader: reader)
         return model
+    }
+
+    /// A list of names to drop (`dropped:`, `dropped_indexes:`, `dropped_tables:`), each once and
+    /// none of them winnow's or SQLite's own.
+    package static func droppedNames(_ node: Node, _ reader: YAMLReader, _ path: String, what: String) throws -> [DroppedName] {
+        var result: [DroppedName] = []
+        for (item, itemPath) in try reader.list(node, path, allowScalar: true) {
+            let name = try reader.string(item, itemPath, what: what)
+            if isReserved(name.value) {
+                throw WinnowError.invalidFile(
+                    name.location, "\(itemPath): '\(name.value)': names starting with winnow_ or sqlite_ are reserved")
+            }
+            if result.contains(where: { $0.matches(name.value) }) {
+                throw WinnowError.invalidFile(name.location, "\(itemPath): '\(name.value)' is listed twice")
+            }
+            result.append(DroppedName(name.value, location: name.location))
+        }
+        return result
     }
 
     package static func names(_ node: Node, _ reader: YAMLReader, _ path: String) throws -> [String] {
@@ -110,6 +142,34 @@ public enum SchemaLoader {
                         name: indexName.value, columns: columns.map { table.column(named: $0.value)!.name }, unique: unique)
                     index.location = indexName.location
                     table.indexes.append(index)
+                }
+            }
+        }
+        if let node = map.optional("dropped") {
+            log.attempt {
+                table.dropped = try droppedNames(node, reader, map.child("dropped"), what: "a column name")
+                for name in table.dropped {
+                    if table.column(named: name.name) != nil {
+                        throw WinnowError.invalidFile(
+                            name.location,
+                            "\(map.child("dropped")): column '\(name.name)' is also described under columns; keep it or drop it")
+                    }
+                    if let column = table.columns.first(where: { $0.renamedFrom.contains { name.matches($0) } }) {
+                        throw WinnowError.invalidFile(
+                            name.location,
+                            "\(map.child("dropped")): '\(name.name)' is an earlier name of column \(column.name) (renamed_from); a renamed column keeps its values"
+                        )
+                    }
+                }
+            }
+        }
+        if let node = map.optional("dropped_indexes") {
+            log.attempt {
+                table.droppedIndexes = try droppedNames(node, reader, map.child("dropped_indexes"), what: "an index name")
+                for name in table.droppedIndexes where table.indexes.contains(where: { name.matches($0.name) }) {
+                    throw WinnowError.invalidFile(
+                        name.location,
+                        "\(map.child("dropped_indexes")): index '\(name.name)' is also described under indexes; keep it or drop it")
                 }
             }
         }

@@ -75,8 +75,20 @@ extension SchemaModel {
                 }
             }
             for column in live.columns where table.column(named: column.name) == nil {
+                let listed = table.dropped.first { $0.matches(column.name) }
+                let renamed = table.columns.first { $0.renamedFrom.contains { $0.caseInsensitiveCompare(column.name) == .orderedSame } }
+                let message: String
+                if let renamed {
+                    message = "column to be renamed to \(renamed.name) (renamed_from)"
+                } else if listed != nil {
+                    message = "column listed under dropped, still in the database (a run drops it)"
+                } else {
+                    message = "column not in the schema file (kept by a run; add it to the file, or list it under dropped to drop it)"
+                }
                 result.append(
-                    SchemaDrift(table: table.name, column: column.name, message: "column not in the schema file", location: table.location))
+                    SchemaDrift(
+                        table: table.name, column: column.name, message: message,
+                        location: renamed?.location ?? listed?.location ?? table.location))
             }
             for index in table.indexes {
                 guard let liveIndex = live.indexes.first(where: { $0.name.caseInsensitiveCompare(index.name) == .orderedSame }) else {
@@ -92,12 +104,28 @@ extension SchemaModel {
                 }
             }
             for index in live.indexes where !table.indexes.contains(where: { $0.name.caseInsensitiveCompare(index.name) == .orderedSame }) {
+                let listed = table.droppedIndexes.first { $0.matches(index.name) }
                 result.append(
-                    SchemaDrift(table: table.name, message: "index \(index.name) is not in the schema file", location: table.location))
+                    SchemaDrift(
+                        table: table.name,
+                        message: listed != nil
+                            ? "index \(index.name) is listed under dropped_indexes, still in the database (a run drops it)"
+                            : "index \(index.name) is not in the schema file (kept by a run; add it to the file, or list it under dropped_indexes to drop it)",
+                        location: listed?.location ?? table.location))
             }
         }
         for table in tables where target.table(named: table.name) == nil {
-            result.append(SchemaDrift(table: table.name, message: "table not in the schema file"))
+            let listed = target.droppedTables.first { $0.matches(table.name) }
+            let renamed = target.tables.first { $0.renamedFrom.contains { $0.caseInsensitiveCompare(table.name) == .orderedSame } }
+            let message: String
+            if let renamed {
+                message = "table to be renamed to \(renamed.name) (renamed_from)"
+            } else if listed != nil {
+                message = "table listed under dropped_tables, still in the database (a run drops it)"
+            } else {
+                message = "table not in the schema file (kept by a run; add it to the file, or list it under dropped_tables to drop it)"
+            }
+            result.append(SchemaDrift(table: table.name, message: message, location: renamed?.location ?? listed?.location))
         }
         return result
     }

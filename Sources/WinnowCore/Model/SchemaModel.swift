@@ -6,15 +6,22 @@ public struct SchemaModel: Sendable, Equatable {
     /// The model version (an increasing integer); 0 for a live database that never recorded one.
     public var version: Int
     public var tables: [TableModel]
+    /// Tables the file asks to drop (`dropped_tables:`). A live table the file neither
+    /// describes nor lists here is kept: a schema file's silence never drops anything.
+    public var droppedTables: [DroppedName]
 
-    public init(version: Int, tables: [TableModel]) {
+    public init(version: Int, tables: [TableModel], droppedTables: [DroppedName] = []) {
         self.version = version
         self.tables = tables
+        self.droppedTables = droppedTables
     }
 
     public func table(named name: String) -> TableModel? {
         tables.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
     }
+
+    /// Whether the file lists table `name` under `dropped_tables:`.
+    public func drops(table name: String) -> Bool { droppedTables.contains { $0.matches(name) } }
 }
 
 /// One table of a model.
@@ -24,16 +31,22 @@ public struct TableModel: Sendable, Equatable {
     public var renamedFrom: [String]
     public var columns: [ColumnModel]
     public var indexes: [IndexModel]
+    /// Columns the file asks to drop (`dropped:`); other live columns it does not describe are kept.
+    public var dropped: [DroppedName]
+    /// Indexes the file asks to drop (`dropped_indexes:`); other live indexes are kept.
+    public var droppedIndexes: [DroppedName]
     public var location: SourceLocation?
 
     public init(
         name: String, renamedFrom: [String] = [], columns: [ColumnModel], indexes: [IndexModel] = [],
-        location: SourceLocation? = nil
+        dropped: [DroppedName] = [], droppedIndexes: [DroppedName] = [], location: SourceLocation? = nil
     ) {
         self.name = name
         self.renamedFrom = renamedFrom
         self.columns = columns
         self.indexes = indexes
+        self.dropped = dropped
+        self.droppedIndexes = droppedIndexes
         self.location = location
     }
 
@@ -45,7 +58,33 @@ public struct TableModel: Sendable, Equatable {
 
     public static func == (lhs: TableModel, rhs: TableModel) -> Bool {
         lhs.name == rhs.name && lhs.renamedFrom == rhs.renamedFrom && lhs.columns == rhs.columns && lhs.indexes == rhs.indexes
+            && lhs.dropped == rhs.dropped && lhs.droppedIndexes == rhs.droppedIndexes
     }
+
+    /// Whether the file lists column `name` under `dropped:`.
+    public func drops(column name: String) -> Bool { dropped.contains { $0.matches(name) } }
+
+    /// Whether the file lists index `name` under `dropped_indexes:`.
+    public func drops(index name: String) -> Bool { droppedIndexes.contains { $0.matches(name) } }
+}
+
+/// A name a schema file lists to be dropped (`dropped:`, `dropped_indexes:`, `dropped_tables:`),
+/// with where the file wrote it. Dropping is only ever asked for by name: what a file does not
+/// mention is kept.
+public struct DroppedName: Sendable, Equatable {
+    public var name: String
+    /// Where the file wrote the name (not part of equality).
+    public var location: SourceLocation?
+
+    public init(_ name: String, location: SourceLocation? = nil) {
+        self.name = name
+        self.location = location
+    }
+
+    /// Names are matched as SQLite matches identifiers: case-insensitively.
+    public func matches(_ other: String) -> Bool { name.caseInsensitiveCompare(other) == .orderedSame }
+
+    public static func == (lhs: DroppedName, rhs: DroppedName) -> Bool { lhs.name == rhs.name }
 }
 
 /// A column default: a literal value, or an SQL expression kept as written.

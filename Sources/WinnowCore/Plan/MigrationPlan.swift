@@ -83,6 +83,16 @@ public struct MigrationPlan: Sendable, Equatable {
     public var fromVersion: Int?
     public var toVersion: Int
     public var steps: [MigrationStep]
+    /// Live tables, columns and indexes the target does not describe and does not list to
+    /// drop: the migration leaves them as they are.
+    public var kept: [KeptObject]
+
+    public init(fromVersion: Int?, toVersion: Int, steps: [MigrationStep], kept: [KeptObject] = []) {
+        self.fromVersion = fromVersion
+        self.toVersion = toVersion
+        self.steps = steps
+        self.kept = kept
+    }
 
     public var isEmpty: Bool { steps.isEmpty }
 
@@ -93,6 +103,45 @@ public struct MigrationPlan: Sendable, Equatable {
             if case let .createIndex(table, index, _) = step, index.unique { return (table, index) }
             return nil
         }
+    }
+}
+
+/// A table, column or index of the live database that the schema file does not mention: a
+/// migration keeps it, and says so.
+public struct KeptObject: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable { case table, column, index }
+    public var kind: Kind
+    /// The table (for a table: its own name).
+    public var table: String
+    public var name: String
+
+    public init(kind: Kind, table: String, name: String) {
+        self.kind = kind
+        self.table = table
+        self.name = name
+    }
+
+    /// The key of the schema file that would drop it.
+    public var dropKey: String {
+        switch kind {
+        case .table: return "dropped_tables"
+        case .column: return "dropped"
+        case .index: return "dropped_indexes"
+        }
+    }
+
+    /// `index my_idx on Track`, `column Track.extra`, `table legacy`.
+    public var subject: String {
+        switch kind {
+        case .table: return "table \(name)"
+        case .column: return "column \(table).\(name)"
+        case .index: return "index \(name) on \(table)"
+        }
+    }
+
+    /// What `plan` and `run` print after `kept:`: what is kept, and why.
+    public var description: String {
+        "\(subject) (not in the schema file; list it under \(dropKey) to drop it)"
     }
 }
 

@@ -7,6 +7,11 @@ import Foundation
 /// with a default); rename a column; drop a column or table (only with `allow_data_loss`); make
 /// a column nullable; make it NOT NULL when it has a default; change a default; add or drop an
 /// index. Anything else is refused with the table, the column and both definitions.
+///
+/// Drops are asked for by name only (`dropped:`, `dropped_indexes:`, `dropped_tables:`): a
+/// table, column or index of the live database that the file does not mention is kept, and the
+/// plan lists it (``MigrationPlan/kept``). An application that adds an index or a column after the
+/// schema file was written loses neither.
 public struct MigrationPlanner: Sendable {
     public var live: LiveSchema
     public var liveVersion: Int?
@@ -49,6 +54,7 @@ public struct MigrationPlanner: Sendable {
         var columnDrops: [MigrationStep] = []
         var indexCreates: [MigrationStep] = []
         var tableDrops: [MigrationStep] = []
+        var kept: [KeptObject] = []
         let liveModel = SchemaModel(live: live, version: liveVersion ?? 0)
         var matchedLive = Set<String>()
         // Tables this plan renames (old name → new): a child's foreign key to the old name is
@@ -87,9 +93,13 @@ public struct MigrationPlanner: Sendable {
             diffTable(
                 liveTable, raw: raw, table, renamedTables: renamedTables, refusals: &refusals, columnSteps: &columnSteps,
                 indexDrops: &indexDrops,
-                columnDrops: &columnDrops, indexCreates: &indexCreates)
+                columnDrops: &columnDrops, indexCreates: &indexCreates, kept: &kept)
         }
         for table in liveModel.tables where !matchedLive.contains(table.name.lowercased()) {
+            guard let listed = target.droppedTables.first(where: { $0.matches(table.name) }) else {
+                kept.append(KeptObject(kind: .table, table: table.name, name: table.name))
+                continue
+            }
             if allowDataLoss {
                 tableDrops.append(.dropTable(table.name))
             } else {
@@ -97,8 +107,8 @@ public struct MigrationPlanner: Sendable {
                     MigrationRefusal(
                         table: table.name, column: nil,
                         message:
-                            "is not in the target schema; dropping it loses its data (set allow_data_loss: true, or add it to the schema, or name it in renamed_from)"
-                    ))
+                            "is listed under dropped_tables; dropping it loses its rows: set allow_data_loss: true in the job to drop it, or take it off dropped_tables to keep it",
+                        location: listed.location))
             }
         }
         if !refusals.isEmpty {
@@ -106,14 +116,14 @@ public struct MigrationPlanner: Sendable {
         }
         return MigrationPlan(
             fromVersion: liveVersion, toVersion: target.version,
-            steps: renames + creates + indexDrops + columnSteps + columnDrops + indexCreates + tableDrops)
+            steps: renames + creates + indexDrops + columnSteps + columnDrops + indexCreates + tableDrops, kept: kept)
     }
 
     package func diffTable(
         _ liveTable: TableModel, raw: LiveTable, _ table: TableModel, renamedTables: [String: String],
         refusals: inout [MigrationRefusal],
         columnSteps: inout [MigrationStep], indexDrops: inout [MigrationStep], columnDrops: inout [MigrationStep],
-        indexCreates: inout [MigrationStep]
+        indexCreates: inout [MigrationStep], kept: inout [KeptObject]
     ) {
         let name = table.name
         var matchedColumns = Set<String>()
@@ -204,37 +214,49 @@ public struct MigrationPlanner: Sendable {
                 index.unique && (dedupedTables.contains(name.lowercased()) || dedupedTables.contains(liveTable.name.lowercased()))
             indexCreates.append(.createIndex(table: name, index: index, afterDedupe: deferred))
         }
-        for index in liveIndexes { indexDrops.append(.dropIndex(table: name, name: index.name)) }
+        // A live index the file does not describe is kept unless the file lists it to drop.
+        for index in liveIndexes {
+            if table.drops(index: index.name) {
+                indexDrops.append(.dropIndex(table: name, name: index.name))
+            } else {
+                kept.append(KeptObject(kind: .index, table: name, name: index.name))
+            }
+        }
+        // The indexes the table has after the migration's index steps.
         let remainingIndexes = liveTable.indexes.filter { live in
             table.indexes.contains { Self.same($0.name, live.name) && IndexModel.sameDefinition($0, live) }
+                || (!table.indexes.contains { Self.same($0.name, live.name) } && !table.drops(index: live.name))
         }
 
-        // Dropped columns.
+        // Columns the file does not describe: kept, unless it lists them under `dropped:`.
         for column in liveTable.columns where !matchedColumns.contains(column.name.lowercased()) {
+            guard let listed = table.dropped.first(where: { $0.matches(column.name) }) else {
+                kept.append(KeptObject(kind: .column, table: name, name: column.name))
+                continue
+            }
+            func refuse(_ message: String) {
+                refusals.append(MigrationRefusal(table: name, column: column.name, message: message, location: listed.location))
+            }
             guard allowDataLoss else {
                 refuse(
-                    column.name,
-                    "is not in the target schema; dropping it loses its data (set allow_data_loss: true, or name it in renamed_from) (live: \(column.definition))",
-                    table.location)
+                    "is listed under dropped; dropping it loses its values: set allow_data_loss: true in the job to drop it, or take it off dropped to keep it (live: \(column.definition))"
+                )
                 continue
             }
             if column.primaryKey {
-                refuse(
-                    column.name, "dropping a primary key column is not a lightweight change (live: \(column.definition))", table.location)
+                refuse("dropping a primary key column is not a lightweight change (live: \(column.definition))")
                 continue
             }
             if let user = dependents.first(where: { dependent in
                 Self.mentions(dependent.sql, column.name) && Self.mentions(dependent.sql, liveTable.name)
             }) {
-                refuse(column.name, "is used by \(user.name); drop or change that first (live: \(column.definition))", table.location)
+                refuse("is used by \(user.name); drop or change that first (live: \(column.definition))")
                 continue
             }
             let parsed = try? CreateTableSQL.parse(raw.sql)
             if parsed?.constraintsMention(column.name) ?? true {
                 refuse(
-                    column.name,
-                    "is named by a table constraint (PRIMARY KEY, UNIQUE, CHECK or FOREIGN KEY); dropping it is not a lightweight change",
-                    table.location)
+                    "is named by a table constraint (PRIMARY KEY, UNIQUE, CHECK or FOREIGN KEY); dropping it is not a lightweight change")
                 continue
             }
             let indexed =
@@ -252,7 +274,10 @@ public struct MigrationPlanner: Sendable {
             }
             if sqliteVersion < 3_035_000 || indexed || inForeignKey || hasUniqueOrCheck {
                 if indexed && !hasUniqueOrCheck && !inForeignKey && sqliteVersion >= 3_035_000 {
-                    refuse(column.name, "is indexed by an index the target keeps; drop the index in the schema first", table.location)
+                    let names = remainingIndexes.filter { $0.columns.contains { Self.same($0, column.name) } }.map(\.name)
+                    refuse(
+                        "is indexed by \(names.isEmpty ? "an index the target keeps" : names.joined(separator: ", ")); list the index under dropped_indexes (or take it out of indexes) to drop it first"
+                    )
                     continue
                 }
                 drops.append(column.name)

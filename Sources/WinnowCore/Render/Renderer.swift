@@ -63,6 +63,11 @@ public enum Renderer {
                 ["summary": $0.summary, "sql": $0.sql, "rebuild": $0.rebuildsTable] as [String: Any]
             }
         }
+        if !summary.kept.isEmpty {
+            object["kept"] = summary.kept.map {
+                ["kind": $0.kind.rawValue, "table": $0.table, "name": $0.name, "drop_with": $0.dropKey] as [String: Any]
+            }
+        }
         if !summary.drift.isEmpty { object["drift"] = summary.drift }
         if !summary.notes.isEmpty { object["notes"] = summary.notes }
         object["rules"] = summary.rules.map { rule -> [String: Any] in
@@ -208,6 +213,7 @@ public enum Renderer {
                 }
             }
         }
+        for object in summary.kept { lines.append("kept: \(object)") }
         for difference in summary.drift { lines.append("drift: \(difference)") }
         for note in summary.notes { lines.append("note: \(note)") }
         for rule in summary.rules {

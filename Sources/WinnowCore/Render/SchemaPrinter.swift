@@ -71,9 +71,13 @@ public enum SchemaPrinter {
                 ])
             }
             if !indexes.isEmpty { entry.append(("indexes", array(indexes))) }
+            if !table.dropped.isEmpty { entry.append(("dropped", array(table.dropped.map { string($0.name) }))) }
+            if !table.droppedIndexes.isEmpty { entry.append(("dropped_indexes", array(table.droppedIndexes.map { string($0.name) }))) }
             return (table.name, object(entry))
         }
-        return object([("version", String(model.version)), ("tables", object(tables))])
+        var root = [("version", String(model.version)), ("tables", object(tables))]
+        if !model.droppedTables.isEmpty { root.append(("dropped_tables", array(model.droppedTables.map { string($0.name) }))) }
+        return object(root)
     }
 
     package static func flow(_ pairs: [(String, Node)]) -> Node {
@@ -97,6 +101,11 @@ public enum SchemaPrinter {
         case let .text(s): return Node(s, Tag(.str), .doubleQuoted)
         case let .expression(e): return flow([("sql", Node(e, Tag(.str), .doubleQuoted))])
         }
+    }
+
+    /// A list of names to drop, always as a flow sequence (`dropped: [fax]`).
+    package static func droppedNode(_ names: [DroppedName]) -> Node {
+        .sequence(Node.Sequence(names.map { plain($0.name) }, .implicit, .flow))
     }
 
     package static func namesNode(_ names: [String]) -> Node {
@@ -131,13 +140,16 @@ public enum SchemaPrinter {
                 ])
             }
             if !indexes.isEmpty { entry.append((Node("indexes"), .sequence(Node.Sequence(indexes)))) }
+            if !table.dropped.isEmpty { entry.append((Node("dropped"), droppedNode(table.dropped))) }
+            if !table.droppedIndexes.isEmpty { entry.append((Node("dropped_indexes"), droppedNode(table.droppedIndexes))) }
             tables.append((plain(table.name), .mapping(Node.Mapping(entry))))
         }
-        let root: Node = .mapping(
-            Node.Mapping([
-                (Node("version"), Node(String(model.version), Tag(.int))),
-                (Node("tables"), .mapping(Node.Mapping(tables))),
-            ]))
-        return try Yams.serialize(node: root, width: -1, allowUnicode: true, sortKeys: false).trimmingCharacters(in: .newlines)
+        var root: [(Node, Node)] = [
+            (Node("version"), Node(String(model.version), Tag(.int))),
+            (Node("tables"), .mapping(Node.Mapping(tables))),
+        ]
+        if !model.droppedTables.isEmpty { root.append((Node("dropped_tables"), droppedNode(model.droppedTables))) }
+        return try Yams.serialize(node: .mapping(Node.Mapping(root)), width: -1, allowUnicode: true, sortKeys: false)
+            .trimmingCharacters(in: .newlines)
     }
 }

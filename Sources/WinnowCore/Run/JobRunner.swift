@@ -66,6 +66,7 @@ public enum JobRunner {
                 command: .plan, status: .planned, job: job.file, database: DatabaseURL.redacted(path), dryRun: true, counts: totals,
                 migrationSteps: migration.count, seconds: Date().timeIntervalSince(started), rules: summaries)
             summary.migration = migration
+            summary.kept = checked.plan?.kept ?? []
             summary.notes = notes
             summary.fingerprints = fingerprints
             return summary
@@ -130,12 +131,13 @@ public enum JobRunner {
             }
             var totals = Counts()
             var applied: [PlannedStep] = []
+            var kept: [KeptObject] = []
             var notes: [String] = []
             let deadline = RunDeadline(at: options.maxDuration.map { started.addingTimeInterval($0) }, stop: options.stop)
             let summaries = try record.guarding(totals: { totals }, started: started) {
                 try execute(
                     job, target: target, options: options, session: session, record: record, deadline: deadline,
-                    totals: &totals, applied: &applied, notes: &notes, onEvent: onEvent)
+                    totals: &totals, applied: &applied, kept: &kept, notes: &notes, onEvent: onEvent)
             }
             let seconds = Date().timeIntervalSince(started)
             let status: RunStatus = deadline.reached ? .stopped : .completed
@@ -155,6 +157,7 @@ public enum JobRunner {
                 command: .run, runID: record.id, status: status, job: job.file, database: DatabaseURL.redacted(path),
                 counts: totals, migrationSteps: applied.count, seconds: seconds, rules: summaries)
             summary.migration = applied
+            summary.kept = kept
             summary.notes = notes
             return summary
         }
@@ -163,7 +166,7 @@ public enum JobRunner {
     package static func execute(
         _ job: Job, target: SchemaModel?, options: RunOptions, session: any DatabaseSession, record: RunRecord,
         deadline: RunDeadline,
-        totals: inout Counts, applied: inout [PlannedStep], notes: inout [String],
+        totals: inout Counts, applied: inout [PlannedStep], kept: inout [KeptObject], notes: inout [String],
         onEvent: @escaping (RunEvent) -> Void
     ) throws -> [RuleSummary] {
         // 1. Migrate (unique indexes of deduplicated tables wait for their rules).
@@ -186,6 +189,7 @@ public enum JobRunner {
         }
         // Everything the job can be refused for is checked before the first write.
         let plan = try preflight(job, target: target, session: session, settings: settings).plan
+        kept = plan?.kept ?? []
         // The old rows a finished cut-over set aside, left by a killed run.
         try session.finishInterrupted(.retired, settings: settings)
         if let plan {

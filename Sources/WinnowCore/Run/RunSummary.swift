@@ -17,6 +17,8 @@ public struct RunSummary: Sendable, Equatable {
     public var message: String?
     /// Migration steps (planned, or applied by `run`), with their SQL.
     public var migration: [PlannedStep] = []
+    /// `plan` and `run`: what the live database has and the schema file does not mention, kept.
+    public var kept: [KeptObject] = []
     /// `check`: differences between the live schema and the job's target schema.
     public var drift: [String] = []
     /// The same differences with where the schema file states each (for `--format github`).
