@@ -44,6 +44,86 @@ final class InitTests: CLITestCase {
         try winnow(["check", "jobs/chinook.yaml"], expect: 0)
     }
 
+    /// The next day someone adds an index (the kind `plan` advises) and the application adds a
+    /// column: the starter job keeps both, says so, and `check` reports them as drift with the
+    /// same duplicate counts as `plan`. A drop happens only where the schema file names it.
+    func testStarterJobKeepsAnIndexAndAColumnAddedLater() throws {
+        let db = try ScenarioKit.copyDataset("chinook.sqlite", into: dir)
+        try winnow(["init", "--database", "chinook.sqlite"], expect: 0)
+        try ScenarioKit.execute(db, "CREATE INDEX my_idx ON Track (Composer); ALTER TABLE Track ADD COLUMN rating INTEGER")
+        try ScenarioKit.execute(db, "UPDATE Track SET rating = TrackId % 5")
+        let before = try ScenarioKit.int(db, "SELECT sum(rating) FROM Track")
+
+        let plan = try winnow(["plan", "jobs/chinook.yaml"], expect: 0).stdout
+        XCTAssertTrue(plan.contains("kept: index my_idx on Track (not in the schema file; list it under dropped_indexes to drop it)"), plan)
+        XCTAssertTrue(plan.contains("kept: column Track.rating (not in the schema file; list it under dropped to drop it)"), plan)
+        XCTAssertFalse(plan.contains("drop index"), plan)
+
+        // check counts what plan counts, drift or not (plan: 3503 duplicate playlist tracks).
+        func counts(_ args: [String], expect: Int32) throws -> [String: Int] {
+            let out = try winnow(args + ["--format", "json"], expect: expect).stdout
+            let summary = out.split(separator: "\n").compactMap(json).first { $0["event"] as? String == "summary" }
+            let rule = (summary?["rules"] as? [[String: Any]])?.first ?? [:]
+            return ["groups", "deleted", "repointed", "children_deleted"].reduce(into: [:]) { $0[$1] = rule[$1] as? Int }
+        }
+        let planned = try counts(["plan", "jobs/chinook.yaml"], expect: 0)
+        XCTAssertEqual(planned["children_deleted"], 3503)
+        XCTAssertEqual(try counts(["check", "jobs/chinook.yaml"], expect: 1), planned, "check and plan count the same")
+        let junit = try winnow(["check", "jobs/chinook.yaml", "--format", "junit"], expect: 1).stdout
+        XCTAssertTrue(junit.contains("3503 duplicate child rows to delete"), junit)
+
+        let run = try winnow(["run", "jobs/chinook.yaml", "--format", "json"], expect: 0).stdout
+        let kept = run.split(separator: "\n").compactMap(json).first { $0["event"] as? String == "summary" }?["kept"] as? [[String: Any]]
+        XCTAssertEqual(kept?.compactMap { $0["name"] as? String }.sorted(), ["my_idx", "rating"], run)
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'my_idx'"), 1, "the index is kept")
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT sum(rating) FROM Track"), before, "the column and its values are kept")
+        let check = try winnow(["check", "jobs/chinook.yaml"], expect: 1).stdout
+        XCTAssertTrue(check.contains("Track.rating: column not in the schema file (kept by a run"), check)
+        XCTAssertTrue(check.contains("index my_idx is not in the schema file (kept by a run"), check)
+
+        // Named under dropped_indexes, the index goes (and nothing else does).
+        let schema = try String(contentsOfFile: path("schemas/chinook.yaml"), encoding: .utf8)
+        let listed = schema.replacingOccurrences(
+            of: "    - {name: IFK_TrackMediaTypeId, columns: [MediaTypeId], unique: false}\n",
+            with: "    - {name: IFK_TrackMediaTypeId, columns: [MediaTypeId], unique: false}\n    dropped_indexes: [my_idx]\n")
+        XCTAssertNotEqual(listed, schema, "the test edits Track's indexes")
+        try TestSupport.writeFile(listed, to: path("schemas/chinook.yaml"))
+        let dropped = try winnow(["run", "jobs/chinook.yaml", "--verbose"], expect: 0).stdout
+        XCTAssertTrue(dropped.contains("drop index my_idx on Track"), dropped)
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'my_idx'"), 0)
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT sum(rating) FROM Track"), before)
+    }
+
+    /// One index more than the schema file says (drift) must not change what `check` counts:
+    /// the same rule gives the same counts in `check` (text, JSON, JUnit) as in `plan`.
+    func testCheckCountsWhatPlanCountsWhileTheSchemaDrifts() throws {
+        let db = try ScenarioKit.copyDataset("chinook.sqlite", into: dir)
+        try winnow(["init", "--database", "chinook.sqlite"], expect: 0)
+        try ScenarioKit.execute(db, "CREATE INDEX extra_idx ON Invoice (BillingCity)")
+        let plan = try winnow(["plan", "jobs/chinook.yaml"], expect: 0).stdout
+        let line = "4 duplicate groups, 4 rows to delete, 0 to update, 0 references to re-point, 3503 duplicate child rows to delete"
+        XCTAssertTrue(plan.contains("  " + line + "\n"), plan)
+        let check = try winnow(["check", "jobs/chinook.yaml"], expect: 1).stdout
+        XCTAssertTrue(check.contains("  " + line + "\n"), check)
+        XCTAssertTrue(check.contains("drift: Invoice: index extra_idx is not in the schema file"), check)
+        let junit = try winnow(["check", "jobs/chinook.yaml", "--format", "junit"], expect: 1).stdout
+        XCTAssertTrue(junit.contains(line), junit)
+    }
+
+    /// FEBRL's people: the strong key finds duplicates, so the person's name is not proposed,
+    /// and the comment says why in those words (not "a stronger key finds no duplicates").
+    func testVetoedKeyCommentNamesTheStrongerKeyThatFindsDuplicates() throws {
+        _ = try ScenarioKit.copyDataset("febrl3.sqlite", into: dir)
+        try winnow(["init", "--database", "febrl3.sqlite"], expect: 0)
+        let job = try String(contentsOfFile: path("jobs/febrl3.yaml"), encoding: .utf8)
+        XCTAssertTrue(job.contains("    key: soc_sec_id\n"), job)
+        XCTAssertTrue(
+            job.contains(
+                "# given_name + surname + date_of_birth is not proposed: soc_sec_id is a stronger key, and rows sharing only given_name + surname + date_of_birth may be different records."
+            ), job)
+        XCTAssertFalse(job.contains("a stronger key finds no duplicates"), job)
+    }
+
     func testCoreDataStarterFindsTheUsersAndRepointsTheirBooks() throws {
         _ = try ScenarioKit.copyDataset("coredata-bookmigration-v1.sqlite", into: dir)
         try winnow(

@@ -61,7 +61,17 @@ public enum Starter {
     public static func survey(_ session: any DatabaseSession) throws -> [TableFinding] {
         let schema = try session.inspect()
         var findings: [TableFinding] = []
-        for table in schema.tables where StarterGuess.isCandidateTable(table) {
+        // A table is surveyed when a rule could deduplicate it: the engine names its rows
+        // (SQLite's rowid, PostgreSQL's primary key).
+        let deduplicable = { (table: LiveTable) in
+            session.dialect.rowIdentity(of: table) != nil && session.dialect.unsupportedIdentity(of: table) == nil
+        }
+        // In name order, whatever order the engine lists its tables in: the same database gives
+        // the same starter job on every engine.
+        let tables = schema.tables.sorted {
+            ($0.name.lowercased(), $0.name) < ($1.name.lowercased(), $1.name)
+        }
+        for table in tables where StarterGuess.isCandidateTable(table) && deduplicable(table) {
             let qualified = session.dialect.table(table.name)
             let rows = try session.value("SELECT count(*) FROM \(qualified)").int ?? 0
             var counts: [Count] = []
@@ -101,7 +111,8 @@ public enum Starter {
         let row = try session.row(
             """
             SELECT count(*), coalesce(sum(n - 1), 0) FROM (
-                SELECT count(*) AS n FROM \(table) WHERE \(notNull) GROUP BY \(expressions.joined(separator: ", ")) HAVING count(*) > 1)
+                SELECT count(*) AS n FROM \(table) WHERE \(notNull) GROUP BY \(expressions.joined(separator: ", ")) HAVING count(*) > 1
+            ) AS winnow_groups
             """)
         return (try row?.int(0) ?? 0, try row?.int(1) ?? 0)
     }
@@ -121,12 +132,19 @@ public enum Starter {
     /// commented out with what was counted.
     public static func job(_ findings: [TableFinding], database: String, schema: String, jobPath: String) -> String {
         let folder = URL(fileURLWithPath: jobPath).deletingLastPathComponent().path
+        // A server's URL is written as given, without a password (the job is a file people
+        // commit); a file's path relative to the job, as job paths are read.
+        let location =
+            DatabaseURL.isPostgres(database)
+            ? StarterGuess.yamlName(DatabaseURL.withoutPassword(database))
+                + (DatabaseURL.hasPassword(database) ? "  # the password: PGPASSWORD or ~/.pgpass" : "")
+            : StarterGuess.yamlName(relative(database, from: folder))
         var lines = [
-            "# Starter job written by `winnow init` from \(database).",
+            "# Starter job written by `winnow init` from \(DatabaseURL.redacted(database)).",
             "# Every rule below is a guess from the data: read the comments, then review what it would do",
             "# with `winnow plan \(jobPath)` (read-only) before `winnow run \(jobPath)`.",
             "version: 1",
-            "database: \(StarterGuess.yamlName(relative(database, from: folder)))",
+            "database: \(location)",
             "schema: \(StarterGuess.yamlName(relative(schema, from: folder)))  # the schema as inspected; `winnow check` reports drift from it",
         ]
         let active = findings.filter { $0.chosen != nil }
@@ -169,9 +187,15 @@ public enum Starter {
         }
         let chosen = finding.chosen ?? finding.counts[0]
         for count in finding.vetoed {
-            lines.append(
-                "  # \(count.candidate.columns.joined(separator: " + ")) is not proposed: a stronger key finds no duplicates, so rows sharing it are likely different records."
-            )
+            let weak = count.candidate.columns.joined(separator: " + ")
+            if let strong = finding.chosen, strong.candidate.strong {
+                lines.append(
+                    "  # \(weak) is not proposed: \(strong.candidate.columns.joined(separator: " + ")) is a stronger key, and rows sharing only \(weak) may be different records."
+                )
+            } else {
+                lines.append(
+                    "  # \(weak) is not proposed: a stronger key finds no duplicates, so rows sharing it are likely different records.")
+            }
         }
         if finding.chosen == nil { lines.append("  # No key is proposed today; the rule is left commented out.") }
         lines.append("  # winner: \(finding.winner.reason).")
@@ -218,7 +242,7 @@ public enum Starter {
             )
         }
         let schemaText =
-            "# Schema written by `winnow init` from \(database): the tables as they are now.\n"
+            "# Schema written by `winnow init` from \(DatabaseURL.redacted(database)): the tables as they are now.\n"
             + "# Edit it to change the model (raise `version`), then `winnow plan` shows the migration.\n"
             + (try SchemaPrinter.render(model)) + "\n"
         let jobText = job(findings, database: database, schema: schemaPath, jobPath: jobPath)

@@ -52,12 +52,13 @@ public enum StarterGuess {
 
     /// Tables `init` leaves alone: winnow's and SQLite's own, Core Data's bookkeeping
     /// (`Z_METADATA`, `Z_PRIMARYKEY`, `Z_MODELCACHE`, `Z_<n><RELATIONSHIP>` join tables are kept),
-    /// tables without rowids, virtual tables.
+    /// virtual tables. (``Starter`` also leaves out the tables whose rows the engine cannot name
+    /// across statements: its dialect's row identity.)
     public static func isCandidateTable(_ table: LiveTable) -> Bool {
         let upper = table.name.uppercased()
         if ["Z_METADATA", "Z_PRIMARYKEY", "Z_MODELCACHE"].contains(upper) { return false }
         if Bookkeeping.isWinnowTable(table.name) || table.name.lowercased().hasPrefix("sqlite_") { return false }
-        return table.hasRowID && !table.isVirtual && table.rowIDExpression != nil
+        return !table.isVirtual
     }
 
     static func isText(_ column: LiveColumn) -> Bool {

@@ -26,7 +26,7 @@ struct Init: ParsableCommand {
     func run() throws {
         try Console.guarded(options) {
             guard let database = try options.single("init") else { throw WinnowError.usage("init needs --database PATH") }
-            let name = URL(fileURLWithPath: database).deletingPathExtension().lastPathComponent
+            let name = DatabaseURL.shortName(database)
             let result = try Starter.write(
                 database: database, jobPath: job ?? "jobs/\(name).yaml", schemaPath: schema ?? "schemas/\(name).yaml",
                 backend: BackendRouter())
