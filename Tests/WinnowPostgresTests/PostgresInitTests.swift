@@ -107,5 +107,19 @@ final class PostgresInitTests: XCTestCase {
         let check = try TestSupport.winnow(["check", job], in: dir)
         XCTAssertEqual(check.status, 1, check.stderr)
         XCTAssertTrue(check.stdout.contains("people.rating: column not in the schema file (kept by a run"), check.stdout)
+
+        // Named under dropped_indexes, the index goes, on the server as on SQLite.
+        let schemaPath = dir.appendingPathComponent("schemas/postgres.yaml").path
+        let schema = try String(contentsOfFile: schemaPath, encoding: .utf8)
+        let listed = schema.replacingOccurrences(of: "  orders:\n", with: "  orders:\n    dropped_indexes: [my_idx]\n")
+        XCTAssertNotEqual(listed, schema)
+        try TestSupport.writeFile(listed, to: schemaPath)
+        let dropped = try TestSupport.winnow(["run", job, "--verbose"], in: dir)
+        XCTAssertEqual(dropped.status, 0, dropped.stderr)
+        XCTAssertTrue(dropped.stdout.contains("drop index my_idx on orders"), dropped.stdout)
+        try BackendRouter().withSession(url, mode: .readOnly) { session in
+            XCTAssertNil(try session.row("SELECT 1 FROM pg_indexes WHERE indexname = 'my_idx'"), "the listed index is dropped")
+            XCTAssertEqual(try session.value("SELECT sum(rating) FROM public.people").int, 100)
+        }
     }
 }
