@@ -66,6 +66,18 @@ public struct SavedPlan: Sendable, Equatable {
         sha256(Data(rules.map { "\($0.index):\($0.table):\($0.deletionDigest ?? "-")" }.joined(separator: "\n").utf8))
     }
 
+    /// Writes the plan to `path` (atomically), creating its folder as `plan --save plans/x.plan`
+    /// in a fresh checkout expects.
+    public func write(to path: String) throws {
+        do {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try encoded().write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw WinnowError.io("\(path): cannot write the plan (\(error.localizedDescription))")
+        }
+    }
+
     /// The file's text: one JSON object.
     public func encoded() -> String {
         let summary = (try? JSONSerialization.jsonObject(with: Data(summaryJSON.utf8))) ?? [String: Any]()

@@ -45,11 +45,7 @@ struct Plan: ParsableCommand {
                 let saved = SavedPlan(
                     job: job, database: summary.database, createdAt: Bookkeeping.timestamp(), fingerprints: fingerprints,
                     summaryJSON: Renderer.json(summary, includeTimes: false))
-                do {
-                    try saved.encoded().write(toFile: saveTo, atomically: true, encoding: .utf8)
-                } catch {
-                    throw WinnowError.io("\(saveTo): cannot write the plan (\(error.localizedDescription))")
-                }
+                try saved.write(to: saveTo)
             }
             printSummary(summary, options)
             if let saveTo, !options.quiet, options.format == .text {
