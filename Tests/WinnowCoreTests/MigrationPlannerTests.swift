@@ -847,12 +847,12 @@ final class MigrationPlannerTests: XCTestCase {
         XCTAssertEqual(
             Set(drift),
             [
-                "contacts.fax: column listed under dropped, still in the database (a run drops it)",
-                "contacts.nick: column not in the schema file (kept by a run; add it to the file, or list it under dropped to drop it)",
+                "contacts.fax: column is listed under dropped, still in the database (a run drops it)",
+                "contacts.nick: column is not in the schema file (kept by a run; add it to the file, or list it under dropped to drop it)",
                 "contacts: index a is listed under dropped_indexes, still in the database (a run drops it)",
                 "contacts: index b is not in the schema file (kept by a run; add it to the file, or list it under dropped_indexes to drop it)",
-                "legacy: table listed under dropped_tables, still in the database (a run drops it)",
-                "audit: table not in the schema file (kept by a run; add it to the file, or list it under dropped_tables to drop it)",
+                "legacy: table is listed under dropped_tables, still in the database (a run drops it)",
+                "audit: table is not in the schema file (kept by a run; add it to the file, or list it under dropped_tables to drop it)",
             ])
     }
 

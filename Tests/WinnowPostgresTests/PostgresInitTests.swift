@@ -106,7 +106,7 @@ final class PostgresInitTests: XCTestCase {
         }
         let check = try TestSupport.winnow(["check", job], in: dir)
         XCTAssertEqual(check.status, 1, check.stderr)
-        XCTAssertTrue(check.stdout.contains("people.rating: column not in the schema file (kept by a run"), check.stdout)
+        XCTAssertTrue(check.stdout.contains("people.rating: column is not in the schema file (kept by a run"), check.stdout)
 
         // Named under dropped_indexes, the index goes, on the server as on SQLite.
         let schemaPath = dir.appendingPathComponent("schemas/postgres.yaml").path

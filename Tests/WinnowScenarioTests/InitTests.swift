@@ -78,7 +78,7 @@ final class InitTests: CLITestCase {
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'my_idx'"), 1, "the index is kept")
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT sum(rating) FROM Track"), before, "the column and its values are kept")
         let check = try winnow(["check", "jobs/chinook.yaml"], expect: 1).stdout
-        XCTAssertTrue(check.contains("Track.rating: column not in the schema file (kept by a run"), check)
+        XCTAssertTrue(check.contains("Track.rating: column is not in the schema file (kept by a run"), check)
         XCTAssertTrue(check.contains("index my_idx is not in the schema file (kept by a run"), check)
 
         // Named under dropped_indexes, the index goes (and nothing else does).

@@ -37,39 +37,19 @@ final class RecipeTests: CLITestCase {
         return bin.path
     }
 
-    struct Output {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
     /// Runs `script` with `bash -euo pipefail` in the scratch folder: every line must succeed.
     @discardableResult
     func shell(
         _ script: String, expect: Int32 = 0, environment extra: [String: String] = [:], file: StaticString = #filePath,
         line: UInt = #line
-    ) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-euo", "pipefail", "-c", script]
-        process.currentDirectoryURL = dir
+    ) throws -> TestSupport.Result {
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = try binFolder() + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
         environment["EDITOR"] = "true"  // the recipe's review step, accepted as written
         environment["NO_COLOR"] = "1"
         for (key, value) in extra { environment[key] = value }
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let result = Output(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+        let result = try TestSupport.run(
+            URL(fileURLWithPath: "/bin/bash"), ["-euo", "pipefail", "-c", script], in: dir, environment: environment)
         XCTAssertEqual(
             result.status, expect, "recipe:\n\(script)\nstdout: \(result.stdout)\nstderr: \(result.stderr)", file: file, line: line)
         return result

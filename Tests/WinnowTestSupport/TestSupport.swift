@@ -128,10 +128,19 @@ package enum TestSupport {
     /// Runs `winnow ARGS...` in `directory` and waits for it.
     @discardableResult
     package static func winnow(_ arguments: [String], in directory: URL? = nil) throws -> Result {
+        try run(executable, arguments, in: directory)
+    }
+
+    /// Runs `program ARGS...` in `directory` (with `environment`, else this process's) and waits
+    /// for it, its output collected.
+    package static func run(
+        _ program: URL, _ arguments: [String], in directory: URL? = nil, environment: [String: String]? = nil
+    ) throws -> Result {
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = program
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
+        if let environment { process.environment = environment }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -77,17 +77,10 @@ extension SchemaModel {
             for column in live.columns where table.column(named: column.name) == nil {
                 let listed = table.dropped.first { $0.matches(column.name) }
                 let renamed = table.columns.first { $0.renamedFrom.contains { $0.caseInsensitiveCompare(column.name) == .orderedSame } }
-                let message: String
-                if let renamed {
-                    message = "column to be renamed to \(renamed.name) (renamed_from)"
-                } else if listed != nil {
-                    message = "column listed under dropped, still in the database (a run drops it)"
-                } else {
-                    message = "column not in the schema file (kept by a run; add it to the file, or list it under dropped to drop it)"
-                }
                 result.append(
                     SchemaDrift(
-                        table: table.name, column: column.name, message: message,
+                        table: table.name, column: column.name,
+                        message: Self.beyondTheFile("column", dropKey: "dropped", renamedTo: renamed?.name, listed: listed != nil),
                         location: renamed?.location ?? listed?.location ?? table.location))
             }
             for index in table.indexes {
@@ -108,26 +101,29 @@ extension SchemaModel {
                 result.append(
                     SchemaDrift(
                         table: table.name,
-                        message: listed != nil
-                            ? "index \(index.name) is listed under dropped_indexes, still in the database (a run drops it)"
-                            : "index \(index.name) is not in the schema file (kept by a run; add it to the file, or list it under dropped_indexes to drop it)",
+                        message: Self.beyondTheFile(
+                            "index \(index.name)", dropKey: "dropped_indexes", renamedTo: nil, listed: listed != nil),
                         location: listed?.location ?? table.location))
             }
         }
         for table in tables where target.table(named: table.name) == nil {
             let listed = target.droppedTables.first { $0.matches(table.name) }
             let renamed = target.tables.first { $0.renamedFrom.contains { $0.caseInsensitiveCompare(table.name) == .orderedSame } }
-            let message: String
-            if let renamed {
-                message = "table to be renamed to \(renamed.name) (renamed_from)"
-            } else if listed != nil {
-                message = "table listed under dropped_tables, still in the database (a run drops it)"
-            } else {
-                message = "table not in the schema file (kept by a run; add it to the file, or list it under dropped_tables to drop it)"
-            }
-            result.append(SchemaDrift(table: table.name, message: message, location: renamed?.location ?? listed?.location))
+            result.append(
+                SchemaDrift(
+                    table: table.name,
+                    message: Self.beyondTheFile("table", dropKey: "dropped_tables", renamedTo: renamed?.name, listed: listed != nil),
+                    location: renamed?.location ?? listed?.location))
         }
         return result
+    }
+
+    /// The drift of something the database has and the file does not describe: a run renames
+    /// it (`renamed_from`), drops it (listed under `dropKey`), or keeps it.
+    static func beyondTheFile(_ subject: String, dropKey: String, renamedTo: String?, listed: Bool) -> String {
+        if let renamedTo { return "\(subject) is to be renamed to \(renamedTo) (renamed_from)" }
+        if listed { return "\(subject) is listed under \(dropKey), still in the database (a run drops it)" }
+        return "\(subject) is not in the schema file (kept by a run; add it to the file, or list it under \(dropKey) to drop it)"
     }
 }
 
