@@ -76,6 +76,8 @@ final class PostgresKeptInDatabaseTests: XCTestCase {
 
     func testPruneOlderThanKeepsNewerRuns() throws { try scenario().pruneOlderThanKeepsNewerRuns() }
 
+    func testEarlierBookkeepingIsReadThenUpgraded() throws { try scenario().earlierBookkeepingIsReadThenUpgraded() }
+
     func testPruneOneRun() throws { try scenario().pruneOneRun() }
 
     func testKeepDaysPrunesOnEveryRun() throws { try scenario().keepDaysPrunesOnEveryRun() }

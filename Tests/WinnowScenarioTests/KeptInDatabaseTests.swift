@@ -38,6 +38,8 @@ final class KeptInDatabaseTests: CLITestCase {
 
     func testPruneOlderThanKeepsNewerRuns() throws { try scenario.pruneOlderThanKeepsNewerRuns() }
 
+    func testEarlierBookkeepingIsReadThenUpgraded() throws { try scenario.earlierBookkeepingIsReadThenUpgraded() }
+
     func testPruneOneRun() throws { try scenario.pruneOneRun() }
 
     func testKeepDaysPrunesOnEveryRun() throws { try scenario.keepDaysPrunesOnEveryRun() }

@@ -225,6 +225,36 @@ package struct KeptInDatabase {
             "the next run takes the next id: the refusals took none")
     }
 
+    /// A database whose bookkeeping an earlier winnow wrote (without the restore counts, the
+    /// prune mark, the group records and the journal's rule): `history` and `show` read it as
+    /// it is (read-only), and the next run or restore adds what it lacks.
+    package func earlierBookkeepingIsReadThenUpgraded() throws {
+        try load(Self.people)
+        try writeJob(Self.job())
+        let args = ["--database", database]
+        try winnow(["run", "job.yaml"] + args, expect: 0)
+        for statement in [
+            "ALTER TABLE {winnow}winnow_runs DROP COLUMN reinserted", "ALTER TABLE {winnow}winnow_runs DROP COLUMN reverted",
+            "ALTER TABLE {winnow}winnow_runs DROP COLUMN pruned_at", "ALTER TABLE {winnow}winnow_run_rules DROP COLUMN key_columns",
+            "ALTER TABLE {winnow}winnow_journal DROP COLUMN rule", "DROP TABLE {winnow}winnow_run_groups",
+        ] {
+            try execute(statement)
+        }
+        let before = try snapshot()
+        XCTAssertEqual(json(try winnow(["history", "--format", "json"] + args, expect: 0).stdout).count, 1)
+        let shown = try winnow(["show", "--run", "1"] + args, expect: 0).stdout
+        XCTAssertTrue(shown.contains("rows: the groups were not recorded"), shown)
+        XCTAssertTrue(shown.contains("people             2             2"), shown)
+        XCTAssertEqual(try snapshot(), before, "history and show change nothing")
+        try winnow(["restore", "--run", "1"] + args, expect: 0)
+        let entries = json(try winnow(["history", "--format", "json"] + args, expect: 0).stdout)
+        XCTAssertEqual(entries.first?["reinserted"] as? Int, 2)
+        try execute("INSERT INTO people VALUES (6, 'cy@x.org', 'Cy 2', NULL, 1)")
+        try winnow(["run", "job.yaml"] + args, expect: 0)
+        XCTAssertTrue(
+            try winnow(["show", "--run", "3"] + args, expect: 0).stdout.contains("group email 'cy@x.org': kept id 5; deleted id 6"))
+    }
+
     // MARK: prune
 
     /// `prune --older-than DAYS` deletes the journal of the runs older than that; `history`
