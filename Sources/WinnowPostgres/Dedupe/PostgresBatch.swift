@@ -150,11 +150,13 @@ struct PostgresBatch {
                 WINDOW w AS (PARTITION BY \(rule.groupTerms(rule.groupExpressions(alias: "t")).joined(separator: ", ")) \
                 ORDER BY \(rule.orderBy(alias: "t")))
                 """
+            // Every ranked row after the first is deleted (`c`: each is locked, at the tuple id
+            // it was ranked at), so the losers' winners come from the ranking alone.
             let groups = groupsSQL(batch: "$3::int8").map { insert in
                 """
                 ,
                 g AS (\(insert) SELECT s.winnow_winner AS winner, \(Self.keyArray(dedupe.primaryKey.indices.map { "s.k\($0)" })) AS loser
-                    FROM c JOIN s ON \(dedupe.keyJoin("c", "s", columns: dedupe.primaryKey)) WHERE s.winnow_rn > 1) AS p)
+                    FROM s WHERE s.winnow_rn > 1) AS p)
                 """
             }
             let journal = journalSQL("delete", table: rule.table, keys: dedupe.primaryKey, from: "FROM c", batch: "$3::int8").map {
