@@ -34,14 +34,18 @@ extension Renderer {
         }
     }
 
-    public static func text(_ report: Uninstaller.Report) -> String {
+    /// What an uninstall removed, or (`dryRun`) would remove; `asking`: the list shown before
+    /// the question on a terminal.
+    public static func text(_ report: Uninstaller.Report, asking: Bool = false) -> String {
         guard !report.objects.isEmpty else {
             return "Uninstall on \(report.database): nothing to remove (no winnow tables, triggers or functions)"
         }
         var lines = [
-            report.dryRun
-                ? "Uninstall on \(report.database) would remove (nothing removed: --dry-run):"
-                : "Uninstall on \(report.database) removed:"
+            asking
+                ? "Uninstall on \(report.database) will remove:"
+                : report.dryRun
+                    ? "Uninstall on \(report.database) would remove (nothing removed: --dry-run):"
+                    : "Uninstall on \(report.database) removed:"
         ]
         lines += report.objects.map { "  \(describe($0))" }
         lines.append(

@@ -37,7 +37,7 @@ struct Uninstall: ParsableCommand {
                     )
                 }
                 let planned = try Uninstaller.uninstall(database: database, dryRun: true, backend: BackendRouter())
-                Console.out(Renderer.text(planned))
+                Console.out(Renderer.text(planned, asking: true))
                 guard !planned.objects.isEmpty else { return 0 }
                 FileHandle.standardError.write(Data("Remove these? [y/N] ".utf8))
                 guard let answer = readLine(), ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased()) else {
