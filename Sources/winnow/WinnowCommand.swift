@@ -30,6 +30,7 @@ struct Winnow: ParsableCommand {
         version: "0.1.0",
         subcommands: [
             Init.self, Validate.self, Plan.self, Run.self, Check.self, SchemaCommand.self, HistoryCommand.self, Show.self, Restore.self,
+            Prune.self, Uninstall.self,
         ]
     )
 }

@@ -130,12 +130,17 @@ final class RendererGoldenTests: XCTestCase {
             HistoryEntry(
                 runID: 2, command: "restore", job: nil, startedAt: "2026-11-21T10:00:05.000Z", finishedAt: "2026-11-21T10:00:06.000Z",
                 status: "completed", archive: false, counts: Counts(), migrationSteps: 0, seconds: 1, restoresRun: 1,
-                restoredBy: nil, message: "restored run 1: 5 rows re-inserted, 4 rows reverted"),
+                restoredBy: nil, message: "restored run 1: 5 rows re-inserted, 4 rows reverted", reinserted: 5, reverted: 4),
             HistoryEntry(
                 runID: 1, command: "run", job: "jobs/example.yaml", startedAt: "2026-11-21T10:00:00.000Z",
                 finishedAt: nil, status: "interrupted", archive: true,
                 counts: Self.sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8), migrationSteps: 0, seconds: 0,
                 restoresRun: nil, restoredBy: 2, message: nil),
+            HistoryEntry(
+                runID: 0, command: "run", job: "jobs/example.yaml", startedAt: "2026-10-01T09:00:00.000Z",
+                finishedAt: "2026-10-01T09:00:01.000Z", status: "completed", archive: true,
+                counts: Self.sampleCounts(groups: 1, deleted: 1), migrationSteps: 0, seconds: 1,
+                restoresRun: nil, restoredBy: nil, message: nil, prunedAt: "2026-11-20T02:15:00.000Z"),
         ]
         try assertGolden(Renderer.text(entries), "history.txt")
         XCTAssertEqual(Renderer.text([]), "no runs recorded")
@@ -156,11 +161,35 @@ final class RendererGoldenTests: XCTestCase {
             counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4, batches: 2), migrationSteps: 1,
             seconds: 2.5, restoresRun: nil, restoredBy: nil, message: nil)
         var report = RunReport(run: entry)
-        report.rules = [
+        var rule = RunReport.Rule(
+            index: 0, table: "contacts", key: "email", counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4))
+        rule.keyColumns = ["email"]
+        func id(_ n: Int) -> RowKey { RowKey(stored: String(n), parts: [.init(column: "id", literal: String(n))]) }
+        func values(_ n: Int, _ email: String) -> [RunReport.Value] {
+            [.init(column: "id", literal: String(n)), .init(column: "email", literal: email), .init(column: "phone", literal: "NULL")]
+        }
+        rule.groups = [
             .init(
-                index: 0, table: "contacts", key: "email",
-                counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4))
+                key: [.init(column: "email", literal: "'ann@example.com'")], kept: id(1),
+                deleted: [.init(table: "contacts", key: id(5), values: values(5, "'ANN@example.com'"))],
+                updated: .init(
+                    table: "contacts", key: id(1), changes: [.init(column: "phone", before: "NULL", now: "'555-0100'")], exists: true)),
+            .init(
+                key: [.init(column: "email", literal: "'bob@example.com'")], kept: id(2),
+                deleted: [
+                    .init(table: "contacts", key: id(6), values: values(6, "'bob@example.com'")),
+                    .init(table: "contacts", key: id(7), values: values(7, "' bob@example.com'")),
+                ],
+                updated: .init(table: "contacts", key: id(2), changes: [], exists: false)),
         ]
+        rule.repointed = [
+            .init(table: "orders", key: id(10), changes: [.init(column: "contact_id", before: "5", now: "1")], exists: true),
+            .init(table: "orders", key: id(11), changes: [], exists: true),
+        ]
+        rule.childrenDeleted = [.init(table: "contact_tags", key: id(3), values: [.init(column: "contact_id", literal: "6")])]
+        report.rules = [rule]
+        report.rows = .listed
+        report.groupLimit = 2
         report.journal = [
             .init(table: "contacts", deleted: 5, updated: 4), .init(table: "orders", deleted: 0, updated: 8),
             .init(table: "contact_tags", deleted: 4, updated: 0),

@@ -192,7 +192,9 @@ final class InitTests: CLITestCase {
 
     /// Every command's help, golden: each has examples, and only `check` offers junit and github.
     func testHelpTexts() throws {
-        for command in ["", "init", "validate", "plan", "run", "check", "schema inspect", "history", "show", "restore"] {
+        for command in [
+            "", "init", "validate", "plan", "run", "check", "schema inspect", "history", "show", "restore", "prune", "uninstall",
+        ] {
             let args = command.split(separator: " ").map(String.init) + ["--help"]
             let help = try winnow(args, expect: 0).stdout
             let name = command.isEmpty ? "winnow" : command.replacingOccurrences(of: " ", with: "-")

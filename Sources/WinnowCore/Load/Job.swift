@@ -29,6 +29,8 @@ public struct Job: Sendable {
     public var seed: SeedSpec?
     public var dedupe: [DedupeRule]
     public var batch: BatchSettings
+    /// The `journal:` section: how long `run` keeps journal entries.
+    public var journal: JournalSettings?
 
     public init(
         file: String, version: Int = 1, database: Located<String>? = nil,
@@ -51,6 +53,16 @@ public struct SeedSpec: Sendable {
     public var name: Located<String>
     public var from: Located<String>
     public var tables: [Located<String>]
+}
+
+/// The `journal:` section.
+public struct JournalSettings: Sendable, Equatable {
+    /// `keep_days`: `run` prunes the journal of runs that finished more than this many days ago.
+    public var keepDays: Located<Int>
+
+    public init(keepDays: Located<Int>) {
+        self.keepDays = keepDays
+    }
 }
 
 /// The `batch:` section.

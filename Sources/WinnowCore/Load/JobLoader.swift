@@ -5,7 +5,7 @@ import Yams
 /// checked without a database. Errors are ``WinnowError/invalidFile(_:_:)`` with the location
 /// of the offending node.
 public enum JobLoader {
-    package static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "batch"]
+    package static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "journal", "batch"]
     package static let ruleKeys = [
         "entity", "key", "hash", "hash_column", "normalize", "nulls", "winner", "merge",
         "references", "referenced_by", "archive", "max_delete_percent", "incremental",
@@ -63,6 +63,7 @@ public enum JobLoader {
         if let node = map.optional("allow_data_loss") { log.attempt { job.allowDataLoss = try reader.bool(node, "allow_data_loss") } }
         if let node = map.optional("seed") { log.attempt { job.seed = try decodeSeed(node, reader: reader, baseDirectory: baseDirectory) } }
         if let node = map.optional("batch") { log.attempt { job.batch = try decodeBatch(node, reader: reader) } }
+        if let node = map.optional("journal") { log.attempt { job.journal = try decodeJournal(node, reader: reader) } }
         if let node = map.optional("dedupe") {
             log.attempt {
                 for (index, item) in try reader.list(node, "dedupe").enumerated() {
@@ -103,6 +104,13 @@ public enum JobLoader {
         }
         if let ms = map.optional("pause_ms") { batch.pauseMilliseconds = try reader.int(ms, map.child("pause_ms"), range: 0...3_600_000) }
         return batch
+    }
+
+    package static func decodeJournal(_ node: Node, reader: YAMLReader) throws -> JournalSettings {
+        let map = try reader.mapping(node, "journal", allowed: ["keep_days"], what: "the journal section")
+        let days = try map.required("keep_days", what: "how many days the journal keeps a run's entries")
+        let value = try reader.int(days, map.child("keep_days"), range: 0...36_500)
+        return JournalSettings(keepDays: Located(value, at: reader.location(days)))
     }
 
     package static func rejectDuplicates(_ names: [Located<String>], reader: YAMLReader, path: String, what: String) throws {

@@ -169,6 +169,9 @@ public enum Renderer {
         object["restores_run"] = entry.restoresRun.map { $0 as Any } ?? NSNull()
         object["restored_by"] = entry.restoredBy.map { $0 as Any } ?? NSNull()
         object["message"] = entry.message ?? NSNull()
+        if let reinserted = entry.reinserted { object["reinserted"] = reinserted }
+        if let reverted = entry.reverted { object["reverted"] = reverted }
+        object["pruned_at"] = entry.prunedAt ?? NSNull()
         return object
     }
 
@@ -266,12 +269,16 @@ public enum Renderer {
         var rows: [[String]] = []
         var messages: [Int: String] = [:]
         for e in entries {
-            let restore = e.restoresRun.map { " (restores run \($0))" } ?? ""
+            let restored = e.reinserted.flatMap { reinserted in
+                e.reverted.map { ": \(plural(reinserted, "row")) re-inserted, \(plural($0, "row")) reverted" }
+            }
+            let restore = e.restoresRun.map { " (restores run \($0)\(restored ?? ""))" } ?? ""
             let restoredBy = e.restoredBy.map { " (restored by run \($0))" } ?? ""
+            let pruned = e.prunedAt.map { " (journal pruned \(shortTimestamp($0)))" } ?? ""
             rows.append([
                 String(e.runID), e.command.rawValue, e.status.rawValue, shortTimestamp(e.startedAt),
                 e.finishedAt == nil ? "-" : duration(e.seconds), String(e.counts.groups), String(e.counts.deleted),
-                String(e.counts.updated), String(e.counts.repointed), (e.job ?? "-") + restore + restoredBy,
+                String(e.counts.updated), String(e.counts.repointed), (e.job ?? "-") + restore + restoredBy + pruned,
             ])
             if let message = e.message, e.status != .completed { messages[rows.count - 1] = message }
         }
@@ -282,57 +289,6 @@ public enum Renderer {
             if let message = messages[index] { out.append("    \(message)") }
         }
         return out.joined(separator: "\n")
-    }
-
-    /// `winnow show`: the run, then what each rule did, then the journal's rows per table.
-    public static func text(_ report: RunReport) -> String {
-        let run = report.run
-        var lines = [
-            "Run \(run.runID): \(run.command.rawValue) of \(run.job ?? "-"), \(run.status.rawValue), started \(shortTimestamp(run.startedAt)) UTC"
-                + (run.finishedAt == nil ? "" : ", \(duration(run.seconds))")
-        ]
-        if let restores = run.restoresRun { lines.append("restores run \(restores)") }
-        if let by = run.restoredBy { lines.append("restored by run \(by)") }
-        if let message = run.message { lines.append("message: \(message)") }
-        if run.migrationSteps > 0 { lines.append("migration: \(plural(run.migrationSteps, "step")) applied") }
-        lines.append("total: \(countsLine(run.counts, wouldBe: false)) in \(plural(run.counts.batches, "batch", "batches"))")
-        if !report.rules.isEmpty {
-            lines.append("")
-            let rows = report.rules.map { rule in
-                [
-                    "dedupe[\(rule.index)]", rule.table, rule.key, String(rule.counts.groups), String(rule.counts.deleted),
-                    String(rule.counts.updated), String(rule.counts.repointed), String(rule.counts.childrenDeleted),
-                ]
-            }
-            lines += table(
-                ["rule", "table", "key", "groups", "deleted", "updated", "repointed", "children deleted"], rows, numeric: [3, 4, 5, 6, 7])
-        }
-        if !report.journal.isEmpty {
-            lines.append("")
-            lines.append("journal (what `winnow restore --run \(run.runID)` puts back):")
-            lines += table(
-                ["table", "rows deleted", "rows changed"], report.journal.map { [$0.table, String($0.deleted), String($0.updated)] },
-                numeric: [1, 2])
-        } else if run.command == .run, run.counts.deleted + run.counts.updated + run.counts.repointed > 0 {
-            lines.append("")
-            lines.append("not journaled (archive: false): this run cannot be restored")
-        }
-        return lines.joined(separator: "\n")
-    }
-
-    /// `show --format json`: one object.
-    public static func json(_ report: RunReport) -> String {
-        var object = historyObject(report.run)
-        object["event"] = "show"
-        object["rules"] = report.rules.map { rule -> [String: Any] in
-            var o = countsObject(rule.counts)
-            o["rule"] = rule.index
-            o["table"] = rule.table
-            o["key"] = rule.key
-            return o
-        }
-        object["journal"] = report.journal.map { ["table": $0.table, "deleted": $0.deleted, "updated": $0.updated] as [String: Any] }
-        return jsonLine(object)
     }
 
     /// A key value as SQL spells it (`'text'`, `42`, `1.5`, `NULL`, `X'00FF'`) as a JSON value:

@@ -8,6 +8,9 @@ import Foundation
 /// - `winnow_journal`: deleted rows and before-images (`op` = `delete` or `update`), each an exact
 ///   image of the columns listed by its `shape`.
 /// - `winnow_journal_shapes`: the column lists of journal images, stored once per table shape.
+/// - `winnow_run_rules`: what each rule of a run did, and its key columns (`winnow show`).
+/// - `winnow_run_groups`: per loser deleted by an archiving run, the winner it was merged into
+///   (`winnow show` lists the groups from it and the journal).
 /// - `winnow_lock`: the run lock (at most one row).
 public enum Bookkeeping {
     public static let formatVersion = 1
@@ -21,9 +24,41 @@ public enum Bookkeeping {
         name.utf8.count >= 7 && name.prefix(7).lowercased() == tablePrefix
     }
 
-    /// Creates the bookkeeping tables that are missing. Called inside a write transaction.
+    /// Columns added to the bookkeeping tables after they were first released: `install` adds
+    /// the ones a database written by an earlier winnow lacks, and readers select NULL for
+    /// them there (a read-only command never changes the database).
+    ///
+    /// - `winnow_runs.reinserted`, `.reverted`: what a restore put back (NULL for a run).
+    /// - `winnow_runs.pruned_at`: when the run's journal was pruned (it can no longer be restored).
+    /// - `winnow_run_rules.key_columns`: the rule's key columns, a JSON array.
+    /// - `winnow_journal.rule`: the rule whose batch journaled the entry.
+    public static let addedColumns: [(table: String, column: String, definition: String)] = [
+        ("winnow_runs", "reinserted", "BIGINT"), ("winnow_runs", "reverted", "BIGINT"), ("winnow_runs", "pruned_at", "TEXT"),
+        ("winnow_run_rules", "key_columns", "TEXT"), ("winnow_journal", "rule", "BIGINT"),
+    ]
+
+    /// Creates the bookkeeping tables that are missing and adds the columns an earlier
+    /// winnow's tables lack. Called inside a write transaction.
     public static func install(_ session: any DatabaseSession) throws {
         for statement in session.dialect.bookkeepingSchema { try session.execute(statement) }
+        for table in Set(addedColumns.map(\.table)) {
+            let present = try columns(of: table, session)
+            for added in addedColumns where added.table == table && !present.contains(added.column) {
+                try session.execute(
+                    "ALTER TABLE \(session.dialect.bookkeeping(table)) ADD COLUMN \(added.column.sqlIdentifier) \(added.definition)")
+            }
+        }
+    }
+
+    /// The columns one of winnow's tables has (empty when it is missing).
+    public static func columns(of table: String, _ session: any DatabaseSession) throws -> Set<String> {
+        let query = session.dialect.columnNames(ofBookkeeping: table)
+        return Set(try session.rows(query.sql, query.arguments).compactMap { $0.values.first?.string })
+    }
+
+    /// `column` where `present` has it, else NULL (for a SELECT list over an older table).
+    public static func column(_ column: String, in present: Set<String>) -> String {
+        present.contains(column) ? column.sqlIdentifier : "NULL"
     }
 
     /// Whether the database has winnow's tables (a read-only command must not create them).

@@ -15,4 +15,11 @@ public struct HistoryEntry: Sendable, Equatable {
     public var restoresRun: Int64?
     public var restoredBy: Int64?
     public var message: String?
+    /// A restore's rows put back: deleted rows inserted again, changed rows set back (nil for
+    /// a run, and for a restore recorded by a winnow that did not count them).
+    public var reinserted: Int? = nil
+    public var reverted: Int? = nil
+    /// When the run's journal was pruned (`winnow prune`, `journal: keep_days`): it can no
+    /// longer be restored or listed by `show`.
+    public var prunedAt: String? = nil
 }

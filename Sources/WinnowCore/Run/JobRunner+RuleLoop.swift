@@ -111,6 +111,7 @@ extension JobRunner {
             },
             winner: rule.winnerDescription, references: rule.references.map(\.label),
             discovery: discovery, counts: counts, samples: samples)
+        summary.keyColumns = rule.keyColumns
         summary.location = rule.rule.entity.location ?? rule.rule.location
         return summary
     }

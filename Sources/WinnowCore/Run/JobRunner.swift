@@ -139,6 +139,13 @@ public enum JobRunner {
                     job, target: target, options: options, session: session, record: record, deadline: deadline,
                     totals: &totals, applied: &applied, kept: &kept, notes: &notes, onEvent: onEvent)
             }
+            // Journal retention: the entries of runs older than `keep_days` go.
+            if let days = job.journal?.keepDays.value,
+                let note = try record.guarding(
+                    totals: { totals }, started: started, { try JournalPruner.retain(session, days: days, current: record.id) })
+            {
+                notes.append(note)
+            }
             let seconds = Date().timeIntervalSince(started)
             let status: RunStatus = deadline.reached ? .stopped : .completed
             var message: String?

@@ -13,7 +13,13 @@ public enum RestoreRunner {
             guard try Bookkeeping.isInstalled(session) else {
                 throw WinnowError.usage("\(location): no winnow run was ever recorded in this database, so there is no run \(runID)")
             }
-            let record = try RunRecord.begin(session, command: .restore, job: nil, restores: runID, wait: wait)
+            // A restore refused before it starts (no such run, not a run, already restored,
+            // pruned, nothing journaled) records nothing: checked before the lock for a prompt
+            // answer, and again under it, where the restore's row would be inserted.
+            try checkRestorable(session, runID: runID)
+            let record = try RunRecord.begin(session, command: .restore, job: nil, restores: runID, wait: wait) {
+                try checkRestorable(session, runID: runID)
+            }
             session.prepareForBatchWrites()
             let (reinserted, reverted) = try record.guarding(totals: { nil }, started: started) {
                 try session.undo(runID: runID, restoreID: record.id)
@@ -22,7 +28,8 @@ public enum RestoreRunner {
             try record.guarding(totals: { nil }, started: started) {
                 try record.finish(
                     .completed, totals: nil, seconds: seconds,
-                    message: "restored run \(runID): \(reinserted) rows re-inserted, \(reverted) rows reverted")
+                    message: "restored run \(runID): \(reinserted) rows re-inserted, \(reverted) rows reverted",
+                    restored: (reinserted, reverted))
             }
             var summary = RunSummary(
                 command: .restore, runID: record.id, status: .restored, job: nil, database: DatabaseURL.redacted(location),
@@ -36,13 +43,15 @@ public enum RestoreRunner {
 
 extension RestoreRunner {
     /// Refuses a restore of `runID` that cannot be done: no such run, not a `run`, restored
-    /// already, or nothing journaled (archive off, or only schema changes).
+    /// already, its journal pruned, or nothing journaled (archive off, or only schema changes).
     public static func checkRestorable(_ session: any DatabaseSession, runID: Int64) throws {
         let runs = session.dialect.bookkeeping("winnow_runs")
+        let pruned = Bookkeeping.column("pruned_at", in: try Bookkeeping.columns(of: "winnow_runs", session))
         guard
             let run = try session.row(
                 """
-                SELECT command, status, archive, restored_by, deleted + updated + repointed + children_deleted + hashed, migration_steps
+                SELECT command, status, archive, restored_by, deleted + updated + repointed + children_deleted + hashed, migration_steps,
+                    \(pruned)
                 FROM \(runs) WHERE id = ?
                 """, [SQLValue(runID)])
         else {
@@ -53,6 +62,10 @@ extension RestoreRunner {
             throw WinnowError.usage("run \(runID) is a \(command), not a run; only runs can be restored")
         }
         if let by = run[3].int64 { throw WinnowError.refused("run \(runID) was already restored by run \(by)") }
+        if let at = run[6].string {
+            throw WinnowError.refused(
+                "run \(runID) cannot be restored: its journal was pruned at \(at) (winnow prune, or the job's journal: keep_days)")
+        }
         let entries =
             try session.value("SELECT count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) WHERE run_id = ?", [SQLValue(runID)])
             .int ?? 0

@@ -5,6 +5,8 @@ public struct RuleSummary: Sendable, Equatable {
     public var index: Int
     public var table: String
     public var key: [String]
+    /// The key's column names (``key`` as shown, with its normalisers).
+    public var keyColumns: [String] = []
     public var winner: String
     public var references: [String]
     public var discovery: Discovery

@@ -9,10 +9,13 @@ public struct RunRecord {
 
     /// Installs the bookkeeping tables, takes the lock (waiting up to `wait` seconds for
     /// another run's), marks whatever was still running as interrupted (it lost its lock) and
-    /// records the new run, in one transaction.
+    /// records the new run, in one transaction. `check` runs under the lock before the run is
+    /// recorded: what it throws rolls everything back, so a command refused there leaves no
+    /// row in `winnow_runs` and takes no run id.
     public static func begin(
         _ session: any DatabaseSession, command: RunCommand, job: String?, archive: Bool = false,
-        restores: Int64? = nil, wait: TimeInterval?, me: ProcessIdentity = .current
+        restores: Int64? = nil, wait: TimeInterval?, me: ProcessIdentity = .current,
+        check: () throws -> Void = {}
     ) throws -> RunRecord {
         let runs = session.dialect.bookkeeping("winnow_runs")
         let id = try RunLock.withRetry(wait: wait) { () -> Int64 in
@@ -20,6 +23,7 @@ public struct RunRecord {
             try session.writeTransaction {
                 try Bookkeeping.install(session)
                 try RunLock.take(session, runID: nil, me: me)
+                try check()
                 try session.execute(
                     "UPDATE \(runs) SET status = ? WHERE status = ?",
                     [SQLValue(RunStatus.interrupted.rawValue), SQLValue(RunStatus.running.rawValue)])
@@ -57,13 +61,17 @@ public struct RunRecord {
     /// What one rule of the run did (`winnow show`), in its own short transaction after the
     /// rule's batches; a rule stopped by `--max-duration` records what it did so far.
     public func record(rule summary: RuleSummary) throws {
-        let columns = ["run_id", "rule", "tbl", "key"] + Counts.columns
+        let columns = ["run_id", "rule", "tbl", "key", "key_columns"] + Counts.columns
         let sql = """
             INSERT INTO \(session.dialect.bookkeeping("winnow_run_rules")) (\(columns.joined(separator: ", ")))
             VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))
             ON CONFLICT (run_id, rule) DO UPDATE SET \(Counts.columns.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
             """
-        let key = [SQLValue(id), SQLValue(summary.index), SQLValue(summary.table), SQLValue(summary.key.joined(separator: " + "))]
+        let keyColumns = String(decoding: (try? JSONEncoder().encode(summary.keyColumns)) ?? Data("[]".utf8), as: UTF8.self)
+        let key = [
+            SQLValue(id), SQLValue(summary.index), SQLValue(summary.table), SQLValue(summary.key.joined(separator: " + ")),
+            SQLValue(keyColumns),
+        ]
         try session.writeTransaction { try session.execute(sql, key + summary.counts.columnValues) }
     }
 
@@ -75,11 +83,19 @@ public struct RunRecord {
     }
 
     /// Records how the run ended and releases the lock, in one transaction (after rolling back
-    /// whatever a failure left open). `totals` nil leaves the counts as they are.
-    public func finish(_ status: RunStatus, totals: Counts?, seconds: Double?, message: String?) throws {
+    /// whatever a failure left open). `totals` nil leaves the counts as they are; `restored`
+    /// is what a restore put back.
+    public func finish(
+        _ status: RunStatus, totals: Counts?, seconds: Double?, message: String?, restored: (reinserted: Int, reverted: Int)? = nil
+    ) throws {
         session.rollbackIfNeeded()
         try session.writeTransaction {
             if let totals { try record(totals) }
+            if let restored {
+                try session.execute(
+                    "UPDATE \(session.dialect.bookkeeping("winnow_runs")) SET reinserted = ?, reverted = ? WHERE id = ?",
+                    [SQLValue(restored.reinserted), SQLValue(restored.reverted), SQLValue(id)])
+            }
             try session.execute(
                 """
                 UPDATE \(session.dialect.bookkeeping("winnow_runs")) SET status = ?, finished_at = ?, seconds = coalesce(?, seconds),

@@ -68,6 +68,21 @@ public protocol DatabaseSession: AnyObject {
     var changeTracker: any ChangeTracker { get }
     /// Puts back what run `runID` deleted and changed, from its journal, in one transaction.
     func undo(runID: Int64, restoreID: Int64) throws -> (reinserted: Int, reverted: Int)
+
+    // MARK: what winnow keeps
+
+    /// What run `runID` journaled, oldest entry first (only `batches`, when given), each
+    /// update's row also as it is now.
+    func journalRecords(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord]
+    /// The losers run `runID` deleted and their winners, as `winnow_run_groups` holds them, in
+    /// the order they were recorded.
+    func groupRecords(runID: Int64) throws -> [GroupRecord]
+    /// Everything winnow created in the database: its tables (and schema), and its triggers
+    /// and functions on user tables.
+    func winnowObjects() throws -> [WinnowObject]
+    /// Drops `objects` (from ``winnowObjects()``), inside the caller's write transaction; user
+    /// tables and their rows stay as they are.
+    func remove(_ objects: [WinnowObject]) throws
 }
 
 /// Leftovers of a killed run that the next run finishes.

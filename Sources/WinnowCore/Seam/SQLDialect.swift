@@ -33,6 +33,9 @@ public protocol SQLDialect: Sendable {
     var bookkeepingSchema: [String] { get }
     /// The statements that create the schema-version and seed tables if they are missing.
     var versionSchema: [String] { get }
+    /// A query for the column names of one of winnow's own tables (none when it is missing),
+    /// with its arguments: a database written by an earlier winnow lacks the newer columns.
+    func columnNames(ofBookkeeping name: String) -> (sql: String, arguments: [SQLValue])
     /// How a table's rows are identified across statements.
     func rowIdentity(of table: LiveTable) -> RowIdentity?
 

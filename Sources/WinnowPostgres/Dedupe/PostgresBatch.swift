@@ -139,16 +139,28 @@ struct PostgresBatch {
             // Ranked by the key as it is now, without discovery's group number (joining the rows
             // back to it cost about a seventh of a batch): every row deleted still ranks after a
             // locked row with its key, whichever group discovery put either in.
+            // With the journal, each loser's winner too (`winnow_run_groups`).
+            let winner =
+                archive ? ", first_value(\(Self.keyArray(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }))) OVER w AS winnow_winner" : ""
             let ranked = """
                 SELECT t.winnow_tid, \(dedupe.primaryKey.enumerated().map { "t.\($1.sqlIdentifier) AS k\($0)" }.joined(separator: ", ")),
-                       row_number() OVER w AS winnow_rn
+                       row_number() OVER w AS winnow_rn\(winner)
                 FROM batch AS t
                 WHERE \(rule.candidateFilter(alias: "t"))
                 WINDOW w AS (PARTITION BY \(rule.groupTerms(rule.groupExpressions(alias: "t")).joined(separator: ", ")) \
                 ORDER BY \(rule.orderBy(alias: "t")))
                 """
+            // Every ranked row after the first is deleted (`c`: each is locked, at the tuple id
+            // it was ranked at), so the losers' winners come from the ranking alone.
+            let groups = groupsSQL(batch: "$3::int8").map { insert in
+                """
+                ,
+                g AS (\(insert) SELECT s.winnow_winner AS winner, \(Self.keyArray(dedupe.primaryKey.indices.map { "s.k\($0)" })) AS loser
+                    FROM s WHERE s.winnow_rn > 1) AS p)
+                """
+            }
             let journal = journalSQL("delete", table: rule.table, keys: dedupe.primaryKey, from: "FROM c", batch: "$3::int8").map {
-                ",\nj AS (\($0))"
+                ",\nj AS (\($0))" + (groups ?? "")
             }
             // Whole rows come back only for the journal.
             let delete = """
@@ -252,6 +264,7 @@ struct PostgresBatch {
                 work.counts.childrenDeleted += deleted
             }
             try self.delete(losers, batch: batch)
+            try self.recordGroups(groups, batch: batch)
             if let runID = dedupe.runID {
                 try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(totals + work.counts, runID: runID))
             }
@@ -368,9 +381,40 @@ struct PostgresBatch {
         }
         let rid = "jsonb_build_array(\(after.joined(separator: ", ")))"
         return """
-            INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
-            SELECT \(runID), \(batch), '\(op)', \(shape), \(rid), to_jsonb(c) \(from)
+            INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, rule, batch, op, shape_id, rid, image)
+            SELECT \(runID), \(rule.rule.index), \(batch), '\(op)', \(shape), \(rid), to_jsonb(c) \(from)
             """
+    }
+
+    /// `jsonb_build_array(...)` of key values: a row's identity as the journal's `rid` holds it.
+    static func keyArray(_ values: [String]) -> String { "jsonb_build_array(\(values.joined(separator: ", ")))" }
+
+    /// The head of the `INSERT ... SELECT winner, loser` that records which winner each loser
+    /// of a batch went to (`winnow show` lists the groups from it); nil without the journal.
+    func groupsSQL(batch: String) -> String? {
+        guard archive, let runID = dedupe.runID else { return nil }
+        return """
+            INSERT INTO \(dialect.bookkeeping("winnow_run_groups")) (run_id, rule, batch, tbl, winner, loser)
+            SELECT \(runID), \(rule.rule.index), \(batch), \(dialect.literal(rule.table)), winner, loser FROM (
+            """
+    }
+
+    /// Records the batch's groups (the winner of each loser), in the batch's transaction.
+    func recordGroups(_ groups: [Group], batch: Int) throws {
+        guard let insert = groupsSQL(batch: "\(batch)"), !groups.isEmpty else { return }
+        let losers = groups.flatMap(\.losers)
+        let winners = groups.flatMap { group in group.losers.map { _ in group.winner } }
+        let names = (0..<width).map { "k\($0)" } + (0..<width).map { "w\($0)" }
+        let typed = { (prefix: String) in
+            Self.keyArray(dedupe.primaryKey.enumerated().map { "m.\(prefix)\($0)::\(dedupe.type($1))" })
+        }
+        try link.command(
+            """
+            \(insert) SELECT \(typed("w")) AS winner, \(typed("k")) AS loser, m.o
+                FROM unnest(\((1...(2 * width)).map { "$\($0)::text[]" }.joined(separator: ", "))) WITH ORDINALITY AS m(\(names.joined(separator: ", ")), o)
+            ) AS p ORDER BY p.o
+            """,
+            PostgresDedupe.bindings(PostgresDedupe.columns(losers, width: width) + PostgresDedupe.columns(winners, width: width)))
     }
 
     /// Resolves and applies the merges; returns the number of winners changed.

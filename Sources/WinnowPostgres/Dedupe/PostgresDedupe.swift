@@ -302,8 +302,8 @@ struct PostgresDedupe: RuleExecution {
                 if let shape {
                     try link.command(
                         """
-                        INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, batch, op, shape_id, rid, image)
-                        SELECT \(runID!), \(batch), 'update', \(shape), jsonb_build_array(\(order)), to_jsonb(t) FROM \(table) AS t
+                        INSERT INTO \(dialect.bookkeeping("winnow_journal")) (run_id, rule, batch, op, shape_id, rid, image)
+                        SELECT \(runID!), \(rule.rule.index), \(batch), 'update', \(shape), jsonb_build_array(\(order)), to_jsonb(t) FROM \(table) AS t
                         WHERE \((range + [stale]).joined(separator: " AND "))
                         """)
                 }

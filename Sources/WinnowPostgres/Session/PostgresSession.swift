@@ -293,4 +293,14 @@ public final class PostgresSession: DatabaseSession {
     public func undo(runID: Int64, restoreID: Int64) throws -> (reinserted: Int, reverted: Int) {
         try PostgresRestorer(session: self).undo(runID: runID, restoreID: restoreID)
     }
+
+    public func journalRecords(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
+        try PostgresJournalReader(session: self).records(runID: runID, batches: batches)
+    }
+
+    public func groupRecords(runID: Int64) throws -> [GroupRecord] { try PostgresJournalReader(session: self).groups(runID: runID) }
+
+    public func winnowObjects() throws -> [WinnowObject] { try PostgresInstalledObjects(session: self).list() }
+
+    public func remove(_ objects: [WinnowObject]) throws { try PostgresInstalledObjects(session: self).remove(objects) }
 }

@@ -14,6 +14,11 @@ final class SQLiteBatchWriter: BatchWriter {
     /// Journal statements by shape and selection, spelled once.
     private var journalSQL: [String: String] = [:]
 
+    static let recordGroups = """
+        INSERT INTO winnow_run_groups (run_id, rule, batch, tbl, winner, loser)
+        SELECT ?, ?, ?, ?, winner, rid FROM temp.winnow_batch ORDER BY winner, rn
+        """
+
     init(runID: Int64) {
         self.runID = runID
     }
@@ -51,7 +56,7 @@ final class SQLiteBatchWriter: BatchWriter {
 
     /// Journals the rows of `table` that `whereSQL` selects (with `arguments`) as `op`.
     private func journal(
-        _ db: Database, op: String, batch: Int, table: String, rowID: String,
+        _ db: Database, op: String, rule: Int, batch: Int, table: String, rowID: String,
         columns: [String], whereSQL: String, arguments: StatementArguments
     ) throws {
         let key = Self.shapeKey(table, columns)
@@ -65,12 +70,12 @@ final class SQLiteBatchWriter: BatchWriter {
         } else {
             let packed = columns.map(\.sqlIdentifier).joined(separator: ", ")
             sql = """
-                INSERT INTO winnow_journal (run_id, batch, op, shape_id, rid, image)
-                SELECT ?, ?, ?, ?, \(rowID), winnow_pack(\(packed)) FROM main.\(table.sqlIdentifier) WHERE \(whereSQL)
+                INSERT INTO winnow_journal (run_id, rule, batch, op, shape_id, rid, image)
+                SELECT ?, ?, ?, ?, ?, \(rowID), winnow_pack(\(packed)) FROM main.\(table.sqlIdentifier) WHERE \(whereSQL)
                 """
             journalSQL[sqlKey] = sql
         }
-        try db.cachedStatement(sql: sql).execute(arguments: [runID, batch, op, shape] + arguments)
+        try db.cachedStatement(sql: sql).execute(arguments: [runID, rule, batch, op, shape] + arguments)
     }
 
     func apply(_ work: BatchWork, rule: CompiledRule, sql: BatchStatements, db: Database) throws {
@@ -81,7 +86,7 @@ final class SQLiteBatchWriter: BatchWriter {
             let path = rule.references[delete.path]
             if archive {
                 try journal(
-                    db, op: "delete", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                    db, op: "delete", rule: rule.rule.index, batch: work.number, table: path.childTable, rowID: path.childRowID,
                     columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [delete.childRowID])
             }
             try db.cachedStatement(sql: sql.deleteChild[delete.path]).execute(arguments: [delete.childRowID])
@@ -92,7 +97,7 @@ final class SQLiteBatchWriter: BatchWriter {
             let path = rule.references[repoint.path]
             if archive {
                 try journal(
-                    db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                    db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable, rowID: path.childRowID,
                     columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [repoint.childRowID])
             }
             try db.cachedStatement(sql: sql.repointChild[repoint.path])
@@ -102,7 +107,7 @@ final class SQLiteBatchWriter: BatchWriter {
             let path = rule.references[index]
             if archive {
                 try journal(
-                    db, op: "update", batch: work.number, table: path.childTable, rowID: path.childRowID,
+                    db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable, rowID: path.childRowID,
                     columns: path.childStoredColumns,
                     whereSQL: "\(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))", arguments: [])
             }
@@ -116,7 +121,7 @@ final class SQLiteBatchWriter: BatchWriter {
         if work.merges > 0 {
             if archive {
                 try journal(
-                    db, op: "update", batch: work.number, table: rule.table, rowID: rule.rowID,
+                    db, op: "update", rule: rule.rule.index, batch: work.number, table: rule.table, rowID: rule.rowID,
                     columns: rule.storedColumns, whereSQL: sql.mergedSelection, arguments: [])
             }
             var updated = 0
@@ -157,8 +162,10 @@ final class SQLiteBatchWriter: BatchWriter {
         if work.deleted > 0 {
             if archive {
                 try journal(
-                    db, op: "delete", batch: work.number, table: rule.table, rowID: rule.rowID,
+                    db, op: "delete", rule: rule.rule.index, batch: work.number, table: rule.table, rowID: rule.rowID,
                     columns: rule.storedColumns, whereSQL: sql.loserSelection, arguments: [])
+                // Which winner each loser went to (`winnow show` lists the groups).
+                try db.cachedStatement(sql: Self.recordGroups).execute(arguments: [runID, rule.rule.index, work.number, rule.table])
             }
             try db.cachedStatement(sql: sql.deleteLosers).execute()
         }
@@ -169,7 +176,7 @@ final class SQLiteBatchWriter: BatchWriter {
         let stale = "\(selection) AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())"
         if rule.rule.archive {
             try journal(
-                db, op: "update", batch: batch, table: rule.table, rowID: rule.rowID, columns: [column],
+                db, op: "update", rule: rule.rule.index, batch: batch, table: rule.table, rowID: rule.rowID, columns: [column],
                 whereSQL: stale, arguments: arguments)
         }
         try db.execute(

@@ -107,6 +107,18 @@ public struct SQLiteDialect: SQLDialect {
             )
             """,
             """
+            CREATE TABLE IF NOT EXISTS winnow_run_groups (
+                id INTEGER PRIMARY KEY,
+                run_id INTEGER NOT NULL,
+                rule INTEGER NOT NULL,
+                batch INTEGER NOT NULL,
+                tbl TEXT NOT NULL,
+                winner INTEGER NOT NULL,
+                loser INTEGER NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS winnow_run_groups_by_run ON winnow_run_groups (run_id, id)",
+            """
             CREATE TABLE IF NOT EXISTS winnow_lock (
                 id INTEGER PRIMARY KEY CHECK (id = 1),
                 run_id INTEGER,
@@ -117,6 +129,10 @@ public struct SQLiteDialect: SQLDialect {
             )
             """,
         ]
+    }
+
+    public func columnNames(ofBookkeeping name: String) -> (sql: String, arguments: [SQLValue]) {
+        ("SELECT name FROM pragma_table_info(?)", [SQLValue(name)])
     }
 
     public var versionSchema: [String] {

@@ -118,4 +118,14 @@ public final class SQLiteSession: DatabaseSession {
     public func undo(runID: Int64, restoreID: Int64) throws -> (reinserted: Int, reverted: Int) {
         try Restorer.undo(db, runID: runID, restoreID: restoreID)
     }
+
+    public func journalRecords(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
+        try JournalReader.records(db, runID: runID, batches: batches)
+    }
+
+    public func groupRecords(runID: Int64) throws -> [GroupRecord] { try JournalReader.groups(db, runID: runID) }
+
+    public func winnowObjects() throws -> [WinnowObject] { try InstalledObjects.list(db) }
+
+    public func remove(_ objects: [WinnowObject]) throws { try InstalledObjects.remove(objects, db: db) }
 }

@@ -8,10 +8,15 @@ struct Show: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "What one run changed: per rule the groups, deleted and updated rows, re-pointed children.",
         discussion: """
+            Lists, per rule, each duplicate group with its key values, the row kept and the rows deleted, the kept row's merged columns, and the child rows re-pointed or deleted, as the run's journal has them; a changed value shows as it was before the run and as it is now (what restore would put back). Text lists the first \(Show.groupsListed) groups of each rule (--verbose: all); JSON lists all, with every deleted row's values. A run with archive: false kept no journal: show gives its counts only. So does a run whose journal was pruned.
+
             Examples:
               winnow show --database app.sqlite --run 12
               winnow show jobs/contacts.yaml --run 12 --format json
             """)
+
+    /// Groups listed per rule in text without --verbose.
+    static let groupsListed = 10
 
     @OptionGroup var options: CommonOptions
     @Option(name: .customLong("run"), help: "The run to show (see winnow history).") var runID: Int64
@@ -20,7 +25,9 @@ struct Show: ParsableCommand {
     func run() throws {
         try Console.guarded(options) {
             let database = try options.database(job: job, command: "show")
-            let report = try History.show(database: database, runID: runID, backend: BackendRouter())
+            // Text lists the first groups of each rule; --verbose and JSON every one.
+            let limit = options.verbose || options.format == .json ? nil : Self.groupsListed
+            let report = try History.show(database: database, runID: runID, groupLimit: limit, backend: BackendRouter())
             guard !options.quiet else { return 0 }
             Console.out(options.format == .json ? Renderer.json(report) : Renderer.text(report))
             return 0

@@ -1,0 +1,118 @@
+import Foundation
+import WinnowCore
+
+/// Reads the `jsonb` journal and the group records for `winnow show`: values turned into SQL
+/// literals on the server (numbers keep every digit), rows named by primary key, and each
+/// changed row read again, by its key, as it is now.
+struct PostgresJournalReader {
+    let session: PostgresSession
+
+    private var dialect: PostgresDialect { session.postgresDialect }
+
+    /// A `jsonb` value as an SQL literal (`NULL`, a bare number, quoted text or JSON).
+    static func literal(_ value: String) -> String {
+        """
+        CASE jsonb_typeof(\(value)) WHEN 'null' THEN 'NULL' WHEN 'string' THEN quote_literal(\(value) #>> '{}') \
+        WHEN 'number' THEN (\(value))::text WHEN 'boolean' THEN (\(value))::text ELSE quote_literal((\(value))::text) END
+        """
+    }
+
+    /// A `jsonb` array's elements as a JSON array of literals.
+    static func literals(ofArray array: String) -> String {
+        "(SELECT jsonb_agg(\(literal("a.value")) ORDER BY a.n) FROM jsonb_array_elements(\(array)) WITH ORDINALITY AS a(value, n))::text"
+    }
+
+    /// A `jsonb` object's values as a JSON object of literals.
+    static func literals(ofObject object: String) -> String {
+        "(SELECT jsonb_object_agg(e.key, \(literal("e.value"))) FROM jsonb_each(\(object)) AS e)::text"
+    }
+
+    static func decode<T>(_ json: String?, as: T.Type) -> T? {
+        json.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? T }
+    }
+
+    /// Names a row's key values by the table's primary key columns (`key` when the table is gone).
+    final class Naming {
+        let schema: LiveSchema
+        init(_ schema: LiveSchema) { self.schema = schema }
+
+        func key(table: String, stored: String, literals: String?) -> RowKey {
+            let values = PostgresJournalReader.decode(literals, as: [String].self) ?? [stored]
+            let columns = schema.table(named: table)?.primaryKey ?? []
+            let parts = values.enumerated().map { index, value in
+                RowKey.Part(column: index < columns.count ? columns[index] : "key", literal: value)
+            }
+            return RowKey(stored: stored, parts: parts)
+        }
+    }
+
+    func groups(runID: Int64) throws -> [GroupRecord] {
+        let naming = Naming(try session.inspect())
+        return try session.rows(
+            """
+            SELECT g.rule, g.batch, g.tbl, g.winner::text, g.loser::text, \(Self.literals(ofArray: "g.winner")), \(Self.literals(ofArray: "g.loser"))
+            FROM \(dialect.bookkeeping("winnow_run_groups")) AS g WHERE g.run_id = ? ORDER BY g.id
+            """, [SQLValue(runID)]
+        ).map { row in
+            let table = try row.string(2)
+            let name = naming.schema.table(named: table)?.name ?? table
+            return GroupRecord(
+                rule: try row.int(0), batch: try row.int(1), table: name,
+                winner: naming.key(table: table, stored: try row.string(3), literals: row[5].string),
+                loser: naming.key(table: table, stored: try row.string(4), literals: row[6].string))
+        }
+    }
+
+    func records(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
+        let schema = try session.inspect()
+        let naming = Naming(schema)
+        let journal = dialect.bookkeeping("winnow_journal")
+        let filter = batches.map { " AND j.batch IN (\($0.isEmpty ? "NULL" : $0.sorted().map(String.init).joined(separator: ", ")))" } ?? ""
+        let rule = Bookkeeping.column("rule", in: try Bookkeeping.columns(of: "winnow_journal", session))
+        var records: [JournalRecord] = []
+        var position: [Int64: Int] = [:]
+        var updated: [Int64: String] = [:]
+        for row in try session.rows(
+            """
+            SELECT j.id, j.batch, \(rule), j.op, s.tbl, s.columns, j.rid::text, \(Self.literals(ofArray: "j.rid")),
+                \(Self.literals(ofObject: "j.image")), j.shape_id
+            FROM \(journal) AS j JOIN \(dialect.bookkeeping("winnow_journal_shapes")) AS s ON s.id = j.shape_id
+            WHERE j.run_id = ?\(filter) ORDER BY j.id
+            """, [SQLValue(runID)])
+        {
+            let table = try row.string(4)
+            let columns = Self.decode(row[5].string, as: [String].self) ?? []
+            let image = Self.decode(row[8].string, as: [String: String].self) ?? [:]
+            let operation: JournalRecord.Operation = try row.string(3) == "delete" ? .delete : .update
+            position[try row.int64(0)] = records.count
+            if operation == .update { updated[try row.int64(9)] = table }
+            records.append(
+                JournalRecord(
+                    batch: try row.int(1), rule: row[2].int, operation: operation, table: schema.table(named: table)?.name ?? table,
+                    key: naming.key(table: table, stored: try row.string(6), literals: row[7].string), columns: columns,
+                    before: columns.map { image[$0] ?? "NULL" }))
+        }
+        // Each changed row as it is now, shape by shape, found by its key after the change.
+        for (shape, name) in updated {
+            guard let table = schema.table(named: name), !table.primaryKey.isEmpty else { continue }
+            let match = table.primaryKey.enumerated().map { index, column in
+                "t.\(column.sqlIdentifier) = (j.rid->>\(index))::\(table.column(named: column)?.type ?? "text")"
+            }.joined(separator: " AND ")
+            for row in try session.rows(
+                """
+                SELECT j.id, \(Self.literals(ofObject: "to_jsonb(t)")) FROM \(journal) AS j
+                JOIN \(dialect.table(table.name)) AS t ON \(match)
+                WHERE j.run_id = ? AND j.shape_id = ? AND j.op = 'update'\(filter)
+                """, [SQLValue(runID), SQLValue(shape)])
+            {
+                guard let index = position[try row.int64(0)], let now = Self.decode(row[1].string, as: [String: String].self) else {
+                    continue
+                }
+                let columns = records[index].columns
+                guard columns.allSatisfy({ now[$0] != nil }) else { continue }
+                records[index].now = columns.map { now[$0]! }
+            }
+        }
+        return records
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import GRDB
+import WinnowCore
+
+/// Reads the journal and the group records for `winnow show`: images decoded from their
+/// binary form (``ValueCodec``), rows named by rowid (or the rowid's alias column), and each
+/// changed row read again as it is now.
+enum JournalReader {
+    /// A table's rowid as people name it: its `INTEGER PRIMARY KEY` column, else `rowid`.
+    struct Naming {
+        var table: String
+        var live: LiveTable?
+
+        func key(_ rid: Int64) -> RowKey {
+            RowKey(stored: String(rid), parts: [RowKey.Part(column: live?.rowIDAlias ?? "rowid", literal: String(rid))])
+        }
+    }
+
+    final class Tables {
+        let db: Database
+        private var known: [String: Naming] = [:]
+
+        init(_ db: Database) { self.db = db }
+
+        func naming(_ table: String) throws -> Naming {
+            if let naming = known[table.lowercased()] { return naming }
+            let naming = Naming(table: table, live: try SchemaInspector.table(db, named: table))
+            known[table.lowercased()] = naming
+            return naming
+        }
+    }
+
+    static func groups(_ db: Database, runID: Int64) throws -> [GroupRecord] {
+        let tables = Tables(db)
+        return try Row.fetchAll(
+            db, sql: "SELECT rule, batch, tbl, winner, loser FROM winnow_run_groups WHERE run_id = ? ORDER BY id", arguments: [runID]
+        ).map { row in
+            let naming = try tables.naming(row[2])
+            return GroupRecord(
+                rule: row[0], batch: row[1], table: naming.live?.name ?? row[2], winner: naming.key(row[3]), loser: naming.key(row[4]))
+        }
+    }
+
+    static func records(_ db: Database, runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
+        let tables = Tables(db)
+        var shapes: [Int64: (table: String, columns: [String])] = [:]
+        let filter = batches.map { " AND j.batch IN (\($0.sorted().map(String.init).joined(separator: ", ")))" } ?? ""
+        var records: [JournalRecord] = []
+        let rule = Bookkeeping.column("rule", in: try Bookkeeping.columns(of: "winnow_journal", SQLiteSession(db)))
+        let cursor = try Row.fetchCursor(
+            db,
+            sql:
+                "SELECT j.batch, j.op, j.shape_id, j.rid, j.image, \(rule) FROM winnow_journal AS j WHERE j.run_id = ?\(filter) ORDER BY j.id",
+            arguments: [runID])
+        while let row = try cursor.next() {
+            let shapeID: Int64 = row[2]
+            if shapes[shapeID] == nil {
+                guard
+                    let shape = try Row.fetchOne(
+                        db, sql: "SELECT tbl, columns FROM winnow_journal_shapes WHERE id = ?", arguments: [shapeID])
+                else { throw WinnowError.io("journal shape \(shapeID) is missing") }
+                shapes[shapeID] = (shape[0], try JSONDecoder().decode([String].self, from: Data((shape[1] as String).utf8)))
+            }
+            let shape = shapes[shapeID]!
+            let values = try ValueCodec.decode([UInt8](row[4] as Data))
+            let naming = try tables.naming(shape.table)
+            records.append(
+                JournalRecord(
+                    batch: row[0], rule: row[5], operation: (row[1] as String) == "delete" ? .delete : .update,
+                    table: naming.live?.name ?? shape.table,
+                    key: naming.key(row[3]), columns: shape.columns, before: values.map { SQLValue($0).quotedLiteral }))
+        }
+        // Each changed row as it is now, by rowid.
+        for index in records.indices where records[index].operation == .update {
+            let record = records[index]
+            guard let live = try tables.naming(record.table).live, let rowID = live.rowIDExpression,
+                record.columns.allSatisfy({ live.column(named: $0) != nil })
+            else { continue }
+            let sql =
+                "SELECT \(record.columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM main.\(live.name.sqlIdentifier) WHERE \(rowID) = ?"
+            if let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [Int64(record.key.stored) ?? 0]) {
+                records[index].now = row.databaseValues.map { SQLValue($0).quotedLiteral }
+            }
+        }
+        return records
+    }
+}
