@@ -9,12 +9,12 @@ import XCTest
 /// (``ThrowawayServer``), so killing or freezing it leaves the shared test server alone; the
 /// uninterrupted run is done on the shared server, loaded from the same file.
 final class PostgresServerLossTests: XCTestCase {
-    /// 3,000 customers in 600 groups by email, merged and journaled in batches of 5 groups with
-    /// a pause between them: about 120 batches over several seconds.
+    /// 900 customers in 150 groups by email, merged and journaled in batches of 5 groups with a
+    /// pause between them: 30 batches over a few seconds.
     static let data = """
         CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL, visits INTEGER NOT NULL);
-        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
-        INSERT INTO customers SELECT i, 'user' || (i % 600) || '@x', i % 17, i % 5 FROM n;
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 900)
+        INSERT INTO customers SELECT i, 'user' || (i % 150) || '@x', i % 17, i % 5 FROM n;
         """
 
     static let job = """

@@ -148,7 +148,8 @@ final class PostgresLink {
         let outcome = Outcome<T>()
         let watch = self.watch
         future.whenComplete { result in watch.update { outcome.result = result } }
-        var silentSince = Date()
+        let sent = Date()
+        var silentSince = sent
         while true {
             let deadline = location.livenessCheck.map { silentSince.addingTimeInterval(TimeInterval($0)) }
             switch watch.wait(until: deadline, for: { outcome.result }) {
@@ -163,11 +164,13 @@ final class PostgresLink {
                 }
                 throw lost("the server closed it")
             case .timedOut:
-                switch checkServer() {
+                switch checkServer(silent: Int(Date().timeIntervalSince(sent).rounded())) {
                 case .working:
                     silentSince = Date()
                 case let .gone(why):
-                    if case let .done(result) = watch.wait(until: Date(), ignoringClose: true, for: { outcome.result }) {
+                    // An answer that crossed the check is still taken.
+                    let grace = Date().addingTimeInterval(2)
+                    if case let .done(result) = watch.wait(until: grace, ignoringClose: true, for: { outcome.result }) {
                         return try result.get()
                     }
                     _ = Self.close(connection)
@@ -197,10 +200,9 @@ final class PostgresLink {
     }
 
     /// Asks the server, over a second connection, whether it still works on this connection's
-    /// statement.
-    private func checkServer() -> ServerCheck {
+    /// statement, unanswered for `silence` seconds.
+    private func checkServer(silent silence: Int) -> ServerCheck {
         let seconds = location.connectTimeout ?? Self.checkTimeout
-        let silence = location.livenessCheck ?? 0
         let unanswered = "no answer for \(silence) s, and a new connection got none within \(seconds) s"
         var settings = configuration
         settings.options.connectTimeout = .seconds(Int64(seconds))
@@ -225,10 +227,13 @@ final class PostgresLink {
                 binds: PostgresBindings(values: [.integer(backendPID)])),
             logger: logger
         ) { row in box.rows.append(row.sqlValues) }
-        guard let answered = try? Self.wait(query, seconds: TimeInterval(seconds)) else {
-            return .gone(unanswered)
+        do {
+            guard try Self.wait(query, seconds: TimeInterval(seconds)) != nil else { return .gone(unanswered) }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] != nil {
+            return .working  // an error, but from a server that answers
+        } catch {
+            return .gone("no answer for \(silence) s, and a new connection failed: \(Self.reason(error, timeout: seconds))")
         }
-        _ = answered
         guard let state = box.rows.first?.first?.string else {
             return .gone("no answer for \(silence) s, and the server no longer runs this connection's session")
         }
