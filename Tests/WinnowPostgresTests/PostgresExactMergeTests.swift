@@ -121,31 +121,39 @@ final class PostgresExactMergeTests: CLITestCase {
         XCTAssertEqual(try table(), before)
     }
 
-    /// A sum past a column's range is refused, naming the column; nothing changes, in `plan`
-    /// and in `run` alike.
-    func testSumThatDoesNotFitItsColumnIsRefused() throws {
+    /// A merged value that its column cannot hold (a sum past the type's range or precision,
+    /// a joined text longer than a `varchar(n)`) is refused, naming the column; nothing changes,
+    /// in `plan` and in `run` alike. (An explicit cast would cut the text without a word.)
+    func testMergedValueThatDoesNotFitItsColumnIsRefused() throws {
         try execute([
-            "CREATE TABLE public.acct (id bigint PRIMARY KEY, email text NOT NULL, big bigint, balance numeric(12,2))",
-            "INSERT INTO public.acct VALUES (1, 'a', 9223372036854775000, 1), (2, 'a', 800, 2), (3, 'a', 8, 3), (4, 'b', 1, 9999999999.99), (5, 'b', 1, 0.02)",
+            """
+            CREATE TABLE public.acct (
+                id bigint PRIMARY KEY, email text NOT NULL, big bigint, balance numeric(12,2), note character varying(5))
+            """,
+            """
+            INSERT INTO public.acct VALUES (1, 'a', 9223372036854775000, 1, 'abc'), (2, 'a', 800, 2, 'de'), (3, 'a', 8, 3, NULL),
+            (4, 'b', 1, 9999999999.99, 'x'), (5, 'b', 1, 0.02, NULL)
+            """,
         ])
         let before = try table()
-        for (column, message) in [
-            ("big", "makes 9223372036854775808 for the group that keeps id = 1, which does not fit big's type bigint"),
-            ("balance", "makes 10000000000.01 for the group that keeps id = 4, which does not fit balance's type numeric(12,2)"),
+        for (merge, message) in [
+            ("big: sum", "makes 9223372036854775808 for the group that keeps id = 1, which does not fit big's type bigint"),
+            ("balance: sum", "makes 10000000000.01 for the group that keeps id = 4, which does not fit balance's type numeric(12,2)"),
+            ("note: concat", "makes 'abc, de' for the group that keeps id = 1, which does not fit note's type character varying(5)"),
         ] {
             let job = try write(
-                "job-\(column).yaml",
+                "job.yaml",
                 """
                 version: 1
                 dedupe:
                   - entity: acct
                     key: email
                     winner: [{id: asc}]
-                    merge: {\(column): sum}
+                    merge: {\(merge)}
                 """)
             for command in ["plan", "run"] {
                 let result = try winnow([command, job, "--database", url], expect: 65)
-                XCTAssertTrue(result.stderr.contains("merge: {\(column): sum} \(message)"), "\(command): \(result.stderr)")
+                XCTAssertTrue(result.stderr.contains("merge: {\(merge)} \(message)"), "\(command): \(result.stderr)")
                 XCTAssertEqual(try table(), before, "\(command) changed rows")
             }
         }

@@ -392,7 +392,7 @@ struct PostgresBatch {
             var values: [String] = Array(repeating: "false, NULL::text", count: merges.columns.count)
             for change in changes {
                 values[change.index] = "true, \(Self.textLiteral(change.value))"
-                if [.sum, .concat].contains(merges.columns[change.index].strategy) {
+                if merges.columns[change.index].makesValues {
                     unsure.append((group.winner, change.index, change.value))
                 }
             }
@@ -404,24 +404,27 @@ struct PostgresBatch {
             (0..<width).map { "k\($0)" } + merges.columns.indices.flatMap { ["f\($0)", "v\($0)"] }
         let valuesSQL = "(VALUES \(rows.joined(separator: ", "))) AS v(\(names.joined(separator: ", ")))"
         guard dedupe.writes else {
-            // `plan` casts the values as `run` would write them, so that a value the column
+            // `plan` tries the values as `run` would store them, so that a value the column
             // cannot hold is refused here too.
-            let casts = merges.columns.enumerated().filter { [.sum, .concat].contains($1.strategy) }.map { index, column in
-                "count(CASE WHEN v.f\(index) THEN v.v\(index)::\(column.type) END)"
+            let checks = merges.columns.indices.filter { merges.columns[$0].makesValues }.map { index in
+                "(v.f\(index) AND \(merges.loses("v.v\(index)", column: index)))"
             }
-            if !unsure.isEmpty, !casts.isEmpty {
+            if !unsure.isEmpty, !checks.isEmpty {
+                let misfits: Int
                 do {
-                    try link.command("SELECT \(casts.joined(separator: ", ")) FROM \(valuesSQL)")
+                    misfits =
+                        try link.query("SELECT count(*) FROM \(valuesSQL) WHERE \(checks.joined(separator: " OR "))").first?.first?.int ?? 0
                 } catch {
                     throw try misfitRefusal(unsure, error)
                 }
+                if misfits > 0 { throw try misfitRefusal(unsure, WinnowError.internal("a merged value does not fit its column")) }
             }
             return winners.count
         }
         let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
         let sets = merges.columns.enumerated().map { index, column in
             let name = column.name.sqlIdentifier
-            return "\(name) = CASE WHEN v.f\(index) THEN v.v\(index)::\(column.type) ELSE t.\(name) END"
+            return "\(name) = CASE WHEN v.f\(index) THEN v.v\(index)::\(column.castType) ELSE t.\(name) END"
         }
         // The winners reached by key (`probe`): joined to the values alone, they were found by a
         // hash of the whole table for each batch.

@@ -20,9 +20,19 @@ struct PostgresMerge {
     struct Column {
         var name: String
         var strategy: MergeStrategy
-        /// The column's declared type (casts and display).
+        /// The column's declared type (display, and the fit of a merged value).
         var type: String
         var onServer: Bool { [.sum, .min, .max].contains(strategy) }
+        /// Whether the merge makes a value the group did not hold (which may not fit).
+        var makesValues: Bool { strategy == .sum || strategy == .concat }
+
+        /// The declared type without its modifiers (`character varying(20)` is `character
+        /// varying`): a merged value is cast to it and then stored, so that the column's own
+        /// assignment rules check its length and precision. An explicit cast to
+        /// `character varying(20)` would cut a longer text to 20 characters without a word.
+        var castType: String {
+            type.replacingOccurrences(of: #"\(\s*\d+\s*(,\s*-?\d+\s*)?\)"#, with: "", options: .regularExpression)
+        }
     }
 
     let columns: [Column]
@@ -129,17 +139,27 @@ struct PostgresMerge {
         var error: Error
     }
 
+    /// A condition that holds when `value` (text) would not keep its value in column `index`:
+    /// cast to the declared type it changes (cut or rounded), or the cast fails.
+    func loses(_ value: String, column index: Int) -> String {
+        let column = columns[index]
+        return "((\(value))::\(column.castType))::\(column.type) IS DISTINCT FROM (\(value))::\(column.castType)"
+    }
+
     /// The first of `pending` that the server cannot store in its column, with the server's
-    /// reason; nil when every value fits. Each value is tried alone (`SELECT $1::type`), outside
-    /// any transaction.
+    /// reason; nil when every value fits. Each value is tried alone, outside any transaction.
     func misfit(
         _ pending: [(winner: [String], index: Int, value: SQLValue)], link: PostgresLink
     ) throws -> (
         winner: [String], index: Int, value: SQLValue, reason: String
     )? {
-        for change in pending where columns[change.index].strategy == .sum || columns[change.index].strategy == .concat {
+        for change in pending where columns[change.index].makesValues {
             do {
-                try link.command("SELECT $1::text::\(columns[change.index].type)", PostgresBindings(values: [change.value]))
+                let changed = try link.query(
+                    "SELECT \(loses("$1::text", column: change.index))", PostgresBindings(values: [change.value]))
+                if changed.first?.first?.bool == true {
+                    return (change.winner, change.index, change.value, "storing it would cut or round it")
+                }
             } catch let error as PSQLError {
                 guard let state = error.serverInfo?[.sqlState], state.hasPrefix("22") else { throw error }
                 var reason = error.serverInfo?[.message] ?? "does not fit"
