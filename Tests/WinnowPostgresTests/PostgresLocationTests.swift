@@ -36,6 +36,28 @@ final class PostgresLocationTests: XCTestCase {
         XCTAssertEqual(l.sslMode, .prefer)
     }
 
+    /// How long a connection attempt and a silent server are waited for: libpq's
+    /// `connect_timeout` (URL first, then `PGCONNECT_TIMEOUT`; 0 is no limit, less than 2 is 2)
+    /// and winnow's `winnow_liveness_check` (0 turns it off).
+    func testWaitLimits() throws {
+        let defaults = try PostgresLocation.parse("postgresql://h/d", environment: env)
+        XCTAssertEqual(defaults.connectTimeout, 10)
+        XCTAssertEqual(defaults.livenessCheck, 30)
+        let set = try PostgresLocation.parse(
+            "postgresql://h/d?connect_timeout=4&winnow_liveness_check=7", environment: ["PGCONNECT_TIMEOUT": "9"])
+        XCTAssertEqual(set.connectTimeout, 4)
+        XCTAssertEqual(set.livenessCheck, 7)
+        XCTAssertEqual(try PostgresLocation.parse("postgresql://h/d", environment: ["PGCONNECT_TIMEOUT": "9"]).connectTimeout, 9)
+        XCTAssertEqual(try PostgresLocation.parse("postgresql://h/d?connect_timeout=1", environment: env).connectTimeout, 2)
+        XCTAssertNil(try PostgresLocation.parse("postgresql://h/d?connect_timeout=0", environment: env).connectTimeout)
+        XCTAssertNil(try PostgresLocation.parse("postgresql://h/d?winnow_liveness_check=0", environment: env).livenessCheck)
+        for bad in ["connect_timeout=soon", "winnow_liveness_check=-1", "winnow_liveness_check=1.5"] {
+            XCTAssertThrowsError(try PostgresLocation.parse("postgresql://h/d?\(bad)", environment: env)) { error in
+                XCTAssertEqual((error as? WinnowError)?.exitCode, 64, "\(bad)")
+            }
+        }
+    }
+
     func testUnixSocketAsQueryParameter() throws {
         let l = try PostgresLocation.parse("postgresql://me@/app?host=/tmp/pg&port=55432", environment: env)
         XCTAssertEqual(l.socketPath, "/tmp/pg/.s.PGSQL.55432")

@@ -96,6 +96,9 @@ public enum RuleCompiler {
             guard !mergeColumns.contains(where: { $0.name == live.name }) else {
                 throw fail(merge.column.location, "merge", "column '\(live.name)' is merged twice")
             }
+            if let reason = dialect.unsupportedMerge(merge.strategy, type: live.type) {
+                throw fail(merge.column.location, "merge", "'\(live.name)' is \(live.type): \(reason)")
+            }
             mergeColumns.append((live.name, merge.strategy))
         }
 

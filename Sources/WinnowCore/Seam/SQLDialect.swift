@@ -75,12 +75,18 @@ public protocol SQLDialect: Sendable {
     /// Why rows of `table` cannot be identified across statements although it has a row
     /// identity (nil when they can).
     func unsupportedIdentity(of table: LiveTable) -> String?
+    /// Why `strategy` has no meaning for a column of declared type `type` on this engine (nil
+    /// when it has): a rule that asks for it is refused before anything runs.
+    func unsupportedMerge(_ strategy: MergeStrategy, type: String) -> String?
 }
 
 extension SQLDialect {
     public func stored(_ model: SchemaModel) -> SchemaModel { model }
 
     public func unsupportedIdentity(of table: LiveTable) -> String? { nil }
+
+    /// Every merge applies to every column where a column holds any value (SQLite).
+    public func unsupportedMerge(_ strategy: MergeStrategy, type: String) -> String? { nil }
 
     public func advisedIndex(_ index: IndexModel, on table: String) -> String {
         "CREATE INDEX \(index.name.sqlIdentifier) ON \(table.sqlIdentifier) (\(index.columns.map(\.sqlIdentifier).joined(separator: ", ")));"

@@ -28,6 +28,8 @@ struct PostgresBatch {
     /// groups kept on the server. Nil otherwise.
     private(set) var fusedSQL: String?
     let archive: Bool
+    /// The rule's merges as the server resolves them.
+    let merges: PostgresMerge
 
     /// The rule's groups (``PostgresDedupe/discover()``).
     let found: FoundGroups
@@ -51,7 +53,8 @@ struct PostgresBatch {
         let first = dedupe.primaryKey[0]
         let probe = { (source: String) in "t.\(first.sqlIdentifier) = ANY(ARRAY(SELECT m.k0::\(dedupe.type(first)) FROM \(source) AS m))" }
         let keyJoin = dedupe.keyJoin("t", "m", columns: dedupe.primaryKey)
-        let mergeValues = rule.mergeColumns.map { ", \(Self.readable("t", $0.name, type: rule.columnTypes[$0.name]))" }.joined()
+        let merges = PostgresMerge(rule: rule, type: { dedupe.type($0) })
+        self.merges = merges
         let partition = (["t.winnow_group"] + rule.groupTerms(rule.groupExpressions(alias: "t")))
             .joined(separator: ", ")
         let winnerIDs = dedupe.idTexts("t").enumerated().map { "first_value(\($1)) OVER w AS winnow_w\($0)" }.joined(separator: ", ")
@@ -116,14 +119,20 @@ struct PostgresBatch {
                 """
         }
         let wanted = rule.mergeColumns.isEmpty ? "s.winnow_rn > 1" : "(s.winnow_rn > 1 OR s.winnow_next)"
+        let ids = dedupe.idTexts("t").enumerated().map { "\($1) AS winnow_i\($0)" }.joined(separator: ", ")
+        let order = rule.orderBy(alias: "t")
+        // The merges the server resolves are window functions over the same groups (see
+        // ``PostgresMerge``); the outer SELECT turns them into exact text and change flags.
         rankSQL = """
             WITH \(batchCTEs)
-            SELECT s.* FROM (
-                SELECT \(dedupe.idTexts("t").joined(separator: ", ")), t.winnow_group, row_number() OVER w AS winnow_rn, \(winnerIDs), \
-            lead(true) OVER w AS winnow_next, (SELECT count(*) FROM m) AS winnow_members\(mergeValues)
+            SELECT \((0..<width).map { "s.winnow_i\($0)" }.joined(separator: ", ")), s.winnow_group, s.winnow_rn, \
+            \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")), s.winnow_next, s.winnow_members\(merges.outerColumns(alias: "s"))
+            FROM (
+                SELECT \(ids), t.winnow_group, row_number() OVER w AS winnow_rn, \(winnerIDs), \
+            lead(true) OVER w AS winnow_next, (SELECT count(*) FROM m) AS winnow_members\(merges.innerColumns(alias: "t", dialect: dedupe.session.postgresDialect))
                 FROM batch AS t
                 WHERE \(rule.candidateFilter(alias: "t"))
-                WINDOW w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))
+                WINDOW w AS (PARTITION BY \(partition) ORDER BY \(order))\(merges.windows(alias: "t", partition: partition, order: order, dialect: dedupe.session.postgresDialect))
             ) AS s WHERE \(wanted) ORDER BY s.winnow_group, \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")), s.winnow_rn
             """
         if archive {
@@ -177,15 +186,6 @@ struct PostgresBatch {
         }
     }
 
-    /// A column as ``SQLValue`` reads it: numbers, text and bytea as they are, other types as text.
-    static func readable(_ alias: String, _ column: String, type: String?) -> String {
-        let t = (type ?? "").lowercased()
-        let plain =
-            PostgresDialect.isText(t) || t == "bytea" || t == "boolean" || t.hasPrefix("numeric") || t.hasPrefix("double") || t == "real"
-            || t == "float4" || t == "float8" || t == "integer" || t == "bigint" || t == "smallint"
-        return plain ? "\(alias).\(column.sqlIdentifier)" : "(\(alias).\(column.sqlIdentifier))::text"
-    }
-
     /// The journal shape of a table: its stored columns as a JSON array (images are `jsonb`
     /// objects; restore reads them through the table's row type).
     static func shape(session: PostgresSession, table: String, columns: [String]) throws -> Int64 {
@@ -203,7 +203,8 @@ struct PostgresBatch {
     struct Group {
         var winner: [String]
         var losers: [[String]] = []
-        /// Merge values, winner first, then the losers in winner order.
+        /// The merge columns of the rows (``PostgresMerge``), winner first, then the losers in
+        /// winner order.
         var values: [[SQLValue]] = []
     }
 
@@ -270,7 +271,11 @@ struct PostgresBatch {
             }
         }
         if dedupe.writes {
-            try retrying { try session.writeTransaction(body) }
+            do {
+                try retrying { try session.writeTransaction(body) }
+            } catch let misfit as PostgresMerge.Misfit {
+                throw try misfitRefusal(misfit.changes, misfit.error)
+            }
         } else {
             try body()
             session.wouldDelete[rule.table.lowercased(), default: []] += batchLosers
@@ -417,38 +422,77 @@ struct PostgresBatch {
             PostgresDedupe.bindings(PostgresDedupe.columns(losers, width: width) + PostgresDedupe.columns(winners, width: width)))
     }
 
-    /// Resolves and applies the merges; returns the number of winners changed.
+    /// Resolves and applies the merges (``PostgresMerge``); returns the number of winners changed.
     func merge(_ groups: [Group], batch: Int) throws -> Int {
-        guard !rule.mergeColumns.isEmpty else { return 0 }
-        let strategies = rule.mergeColumns.map(\.strategy)
+        guard !merges.isEmpty else { return 0 }
         var rows: [String] = []
         var winners: [[String]] = []
+        // Values that may not fit their column (a sum, a joined text): a failed cast is traced
+        // back to them.
+        var unsure: [(winner: [String], index: Int, value: SQLValue)] = []
         for group in groups {
-            let changes = MergeResolver.changes(strategies: strategies, rows: group.values)
+            let changes = merges.changes(group.values)
             guard !changes.isEmpty else { continue }
-            var values = group.values[0]
-            for change in changes { values[change.index] = change.value }
+            var values: [String] = Array(repeating: "false, NULL::text", count: merges.columns.count)
+            for change in changes {
+                values[change.index] = "true, \(Self.textLiteral(change.value))"
+                if merges.columns[change.index].makesValues {
+                    unsure.append((group.winner, change.index, change.value))
+                }
+            }
             winners.append(group.winner)
-            rows.append("(" + (group.winner.map(dialect.literal) + values.map(Self.textLiteral)).joined(separator: ", ") + ")")
+            rows.append("(" + (group.winner.map(dialect.literal) + values).joined(separator: ", ") + ")")
         }
         guard !winners.isEmpty else { return 0 }
-        guard dedupe.writes else { return winners.count }
+        let names =
+            (0..<width).map { "k\($0)" } + merges.columns.indices.flatMap { ["f\($0)", "v\($0)"] }
+        let valuesSQL = "(VALUES \(rows.joined(separator: ", "))) AS v(\(names.joined(separator: ", ")))"
+        guard dedupe.writes else {
+            // `plan` tries the values as `run` would store them, so that a value the column
+            // cannot hold is refused here too.
+            let checks = merges.columns.indices.filter { merges.columns[$0].makesValues }.map { index in
+                "(v.f\(index) AND \(merges.loses("v.v\(index)", column: index)))"
+            }
+            if !unsure.isEmpty, !checks.isEmpty {
+                let misfits: Int
+                do {
+                    misfits =
+                        try link.query("SELECT count(*) FROM \(valuesSQL) WHERE \(checks.joined(separator: " OR "))").first?.first?.int ?? 0
+                } catch {
+                    throw try misfitRefusal(unsure, error)
+                }
+                if misfits > 0 { throw try misfitRefusal(unsure, WinnowError.internal("a merged value does not fit its column")) }
+            }
+            return winners.count
+        }
         let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
-        let names = (0..<width).map { "k\($0)" } + rule.mergeColumns.indices.map { "v\($0)" }
-        let sets = rule.mergeColumns.enumerated().map { index, column in
-            "\(column.name.sqlIdentifier) = v.v\(index)::\(dedupe.type(column.name))"
+        let sets = merges.columns.enumerated().map { index, column in
+            let name = column.name.sqlIdentifier
+            return "\(name) = CASE WHEN v.f\(index) THEN v.v\(index)::\(column.castType) ELSE t.\(name) END"
         }
         // The winners reached by key (`probe`): joined to the values alone, they were found by a
         // hash of the whole table for each batch.
-        try journaled(
-            """
-            UPDATE \(dedupe.table) AS t SET \(sets.joined(separator: ", "))
-            FROM (VALUES \(rows.joined(separator: ", "))) AS v(\(names.joined(separator: ", ")))
-            WHERE \(dedupe.keyJoin("t", "v", columns: dedupe.primaryKey, probe: 1))
-            """, op: "update", table: rule.table, keys: dedupe.primaryKey,
-            from: "FROM \(keys) JOIN \(dedupe.table) AS c ON \(dedupe.keyJoin("c", "m", columns: dedupe.primaryKey, probe: 1))",
-            binds: PostgresDedupe.bindings(PostgresDedupe.columns(winners, width: width)), batch: batch)
+        do {
+            try journaled(
+                """
+                UPDATE \(dedupe.table) AS t SET \(sets.joined(separator: ", "))
+                FROM \(valuesSQL)
+                WHERE \(dedupe.keyJoin("t", "v", columns: dedupe.primaryKey, probe: 1))
+                """, op: "update", table: rule.table, keys: dedupe.primaryKey,
+                from: "FROM \(keys) JOIN \(dedupe.table) AS c ON \(dedupe.keyJoin("c", "m", columns: dedupe.primaryKey, probe: 1))",
+                binds: PostgresDedupe.bindings(PostgresDedupe.columns(winners, width: width)), batch: batch)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState]?.hasPrefix("22") == true && !unsure.isEmpty {
+            // The transaction is aborted: the values are tried once it is rolled back.
+            throw PostgresMerge.Misfit(changes: unsure, error: error)
+        }
         return winners.count
+    }
+
+    /// The refusal naming the first of `unsure` that its column cannot hold, or `error` when
+    /// each fits alone (tried outside any transaction).
+    func misfitRefusal(_ unsure: [(winner: [String], index: Int, value: SQLValue)], _ error: Error) throws -> Error {
+        guard let misfit = try merges.misfit(unsure, link: link) else { return error }
+        return merges.refusal(misfit, rule: rule, primaryKey: dedupe.primaryKey)
     }
 
     /// A value as a text literal (cast to the column's type where it is used).
@@ -685,7 +729,13 @@ struct PostgresBatch {
                 }, winner: ids[0], losers: Array(ids.dropFirst()))
             sample.columns = columns
             sample.rows = zip(all, ids).compactMap { id, number in byID[id].map { GroupSample.SampleRow(rowID: number, values: $0) } }
-            sample.recordMerges(rule, values: group.values)
+            for change in merges.changes(group.values) {
+                let before = merges.winnerValue(group.values, change.index)
+                sample.merged.append(
+                    GroupSample.MergedValue(
+                        column: merges.columns[change.index].name, before: merges.display(before, column: change.index),
+                        after: merges.display(change.value, column: change.index)))
+            }
             for path in rule.references {
                 for (loser, number) in zip(group.losers, ids.dropFirst()) {
                     let count = try dedupe.childCount(path, of: [loser])

@@ -24,7 +24,7 @@ public struct PostgresBackend: DatabaseBackend {
         } catch let error as WinnowError {
             throw error
         } catch {
-            throw WinnowError.notFound("\(parsed.redacted): \(error)")
+            throw PostgresLink.connectError(error, parsed)
         }
         do {
             return try body(session)

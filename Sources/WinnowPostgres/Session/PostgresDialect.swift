@@ -52,6 +52,41 @@ public struct PostgresDialect: SQLDialect {
             """
     }
 
+    /// Merges are computed in the column's own type (``PostgresMerge``), so each must mean
+    /// something for it: `sum` adds numbers (and intervals); `min` and `max` need an order that
+    /// says smallest and largest (`json`, `jsonb`, `xml` and the geometric types have none, or
+    /// only an internal one); `longest` and `concat` work on text (`longest` on `bytea` too);
+    /// `fill_null` takes any value. An array or a domain is judged by its declared name.
+    public func unsupportedMerge(_ strategy: MergeStrategy, type: String) -> String? {
+        let declared = type.lowercased()
+        let isArray = declared.hasSuffix("]")
+        let base = declared.split(separator: "(").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? declared
+        let isText = !isArray && Self.isText(declared)
+        switch strategy {
+        case .fillNull:
+            return nil
+        case .sum:
+            let numbers: Set<String> = [
+                "smallint", "integer", "bigint", "numeric", "decimal", "real", "float4", "double precision", "float8", "money",
+                "interval",
+            ]
+            guard isArray || !numbers.contains(base) else { return nil }
+            return
+                "sum adds numbers, and this is not a number type (sum takes smallint, integer, bigint, numeric, real, double precision, money and interval columns)"
+        case .min, .max:
+            let unordered: Set<String> = ["json", "jsonb", "xml", "point", "line", "lseg", "box", "path", "polygon", "circle"]
+            guard unordered.contains(isArray ? String(base.dropLast(2)) : base) else { return nil }
+            return
+                "\(strategy.rawValue) keeps the \(strategy == .min ? "smallest" : "largest") value, and this type has no order that says which that is (fill_null keeps the winner's value, else the first loser's)"
+        case .longest:
+            guard !isText, isArray || base != "bytea" else { return nil }
+            return "longest keeps the longest text, and this is not a text type (longest takes text, varchar, char and bytea columns)"
+        case .concat:
+            guard !isText else { return nil }
+            return "concat joins texts, and this is not a text type (concat takes text, varchar and char columns)"
+        }
+    }
+
     public func advisedIndex(_ index: IndexModel, on table: String) -> String {
         createIndex(index, on: table, concurrently: true) + ";"
     }

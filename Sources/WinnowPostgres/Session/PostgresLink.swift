@@ -9,11 +9,25 @@ import WinnowCore
 /// One connection to a PostgreSQL server, used synchronously: winnow holds one connection for
 /// a whole run (its temporary tables, advisory lock and transactions belong to the session), so
 /// the run waits for each statement's result on its own event loop.
+///
+/// Every wait ends (``ConnectionWatch``): a connection the server closed fails the statement
+/// waiting on it, and every later one, at once; a statement that goes without an answer for
+/// ``PostgresLocation/livenessCheck`` seconds makes winnow ask the server, over a second short
+/// connection, whether it still works on it, and a server that does not answer that within the
+/// connect timeout is given up (``ServerCheck``).
 final class PostgresLink {
     let location: PostgresLocation
     private let group: MultiThreadedEventLoopGroup
     private let connection: PostgresConnection
+    private let configuration: PostgresConnection.Configuration
     private let logger: Logger
+    private let watch = ConnectionWatch()
+    /// The server process of this connection (what the liveness check looks up).
+    private var backendPID: Int64 = 0
+
+    /// Seconds winnow waits for a connection when the location sets no limit of its own, for
+    /// the liveness check's connection.
+    static let checkTimeout = 10
 
     init(_ location: PostgresLocation) throws {
         self.location = location
@@ -21,6 +35,26 @@ final class PostgresLink {
         logger.logLevel = .critical
         self.logger = logger
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            configuration = try Self.configuration(location)
+            connection = try Self.connect(configuration, on: group, timeout: location.connectTimeout, logger: logger)
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw Self.connectError(error, location)
+        }
+        let watch = self.watch
+        connection.closeFuture.whenComplete { _ in watch.markClosed() }
+        backendPID = try query("SELECT pg_backend_pid()::int8").first?.first?.int64 ?? 0
+    }
+
+    deinit {
+        // Bounded like every other wait: a server that stopped answering never holds the exit.
+        _ = try? Self.wait(Self.close(connection), seconds: 2)
+        try? group.syncShutdownGracefully()
+    }
+
+    /// The connection settings of `location`.
+    static func configuration(_ location: PostgresLocation) throws -> PostgresConnection.Configuration {
         var configuration: PostgresConnection.Configuration
         let tls: PostgresConnection.Configuration.TLS
         switch location.sslMode {
@@ -44,21 +78,30 @@ final class PostgresLink {
                 host: location.host, port: location.port, username: location.user, password: location.password,
                 database: location.database, tls: tls)
         }
-        configuration.options.connectTimeout = .seconds(10)
+        // Without a limit of its own, postgres-nio's connect gives up after an hour.
+        configuration.options.connectTimeout = .seconds(Int64(location.connectTimeout ?? 3600))
         configuration.options.additionalStartupParameters = [("application_name", "winnow")]
-        do {
-            connection = try PostgresConnection.connect(
-                on: group.next(), configuration: configuration, id: 1, logger: logger
-            ).wait()
-        } catch {
-            try? group.syncShutdownGracefully()
-            throw Self.connectError(error, location)
-        }
+        return configuration
     }
 
-    deinit {
-        _ = try? connection.close().wait()
-        try? group.syncShutdownGracefully()
+    /// Opens a connection, within `timeout` seconds (TCP connect and login).
+    private static func connect(
+        _ configuration: PostgresConnection.Configuration, on group: MultiThreadedEventLoopGroup, timeout: Int?, logger: Logger
+    ) throws -> PostgresConnection {
+        let future = PostgresConnection.connect(on: group.next(), configuration: configuration, id: 1, logger: logger)
+        // postgres-nio enforces the timeout; the margin covers a name lookup that hangs.
+        guard let connection = try wait(future, seconds: timeout.map { TimeInterval($0) + 5 }) else {
+            future.whenSuccess { _ = Self.close($0) }
+            throw ChannelError.connectTimeout(.seconds(Int64(timeout ?? 0)))
+        }
+        return connection
+    }
+
+    /// Closes `connection` without waiting (the future says when it is closed).
+    @discardableResult
+    static func close(_ connection: PostgresConnection) -> EventLoopFuture<Void> {
+        let closing: EventLoopFuture<Void> = connection.close()
+        return closing
     }
 
     /// Runs one statement (parameters `$1`, `$2`, ...) and returns its rows as values.
@@ -66,21 +109,143 @@ final class PostgresLink {
     /// Rows are converted as they arrive (postgres-nio's collect-all path copies its growing row
     /// array on every network read: half of a 200,000-row discovery's time).
     func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> [[SQLValue]] {
+        try ensureOpen()
         let box = RowBox()
-        _ = try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) { row in
-            box.rows.append(row.sqlValues)
-        }.wait()
+        _ = try wait(
+            connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) { row in
+                box.rows.append(row.sqlValues)
+            })
         return box.rows
     }
 
     /// Runs one statement and returns the number of rows it changed.
     @discardableResult
     func command(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) throws -> Int {
-        let result = try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait()
+        try ensureOpen()
+        let result = try wait(connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger))
         return result.metadata.rows ?? 0
     }
 
-    /// The failure of a connection attempt: exit 66 naming the server, never the password.
+    // MARK: waiting
+
+    /// A statement written on a closed connection is dropped unanswered (postgres-nio does not
+    /// fail it): refuse it here.
+    private func ensureOpen() throws {
+        if watch.isClosed { throw lost("the server closed it") }
+    }
+
+    /// The failure of a statement whose connection is gone: exit 74, naming the server.
+    func lost(_ why: String) -> WinnowError {
+        .io(
+            "lost the connection to PostgreSQL at \(location.serverDescription) (\(why)); what was committed stays committed and the server rolls back the transaction in flight; run again once the server is back"
+        )
+    }
+
+    /// Waits for `future`: its result; or, when the connection closes first, a lost-connection
+    /// error at once; or, when the server gives no answer for the liveness check's interval and
+    /// then fails the check, a lost-connection error after the connection is closed.
+    private func wait<T>(_ future: EventLoopFuture<T>) throws -> T {
+        let outcome = Outcome<T>()
+        let watch = self.watch
+        future.whenComplete { result in watch.update { outcome.result = result } }
+        let sent = Date()
+        var silentSince = sent
+        while true {
+            let deadline = location.livenessCheck.map { silentSince.addingTimeInterval(TimeInterval($0)) }
+            switch watch.wait(until: deadline, for: { outcome.result }) {
+            case let .done(result):
+                return try result.get()
+            case .closed:
+                // The statement in flight fails with the server's own message (a shutdown names
+                // itself) when it arrives with the close; one written after it never does.
+                if case let .done(result) = watch.wait(until: Date().addingTimeInterval(0.5), ignoringClose: true, for: { outcome.result })
+                {
+                    return try result.get()
+                }
+                throw lost("the server closed it")
+            case .timedOut:
+                switch checkServer(silent: Int(Date().timeIntervalSince(sent).rounded())) {
+                case .working:
+                    silentSince = Date()
+                case let .gone(why):
+                    // An answer that crossed the check is still taken.
+                    let grace = Date().addingTimeInterval(2)
+                    if case let .done(result) = watch.wait(until: grace, ignoringClose: true, for: { outcome.result }) {
+                        return try result.get()
+                    }
+                    _ = Self.close(connection)
+                    throw lost(why)
+                }
+            }
+        }
+    }
+
+    /// Waits up to `seconds` (nil: without limit) for `future`; nil when the time ran out.
+    static func wait<T>(_ future: EventLoopFuture<T>, seconds: TimeInterval?) throws -> T? {
+        let outcome = Outcome<T>()
+        let watch = ConnectionWatch()
+        future.whenComplete { result in watch.update { outcome.result = result } }
+        let deadline = seconds.map { Date().addingTimeInterval($0) }
+        if case let .done(result) = watch.wait(until: deadline, for: { outcome.result }) { return try result.get() }
+        return nil
+    }
+
+    /// What the liveness check found.
+    enum ServerCheck: Equatable {
+        /// The server answered and still runs this connection's statement (or answered with an
+        /// error of its own: it is alive).
+        case working
+        /// The server did not answer, or no longer knows this connection.
+        case gone(String)
+    }
+
+    /// Asks the server, over a second connection, whether it still works on this connection's
+    /// statement, unanswered for `silence` seconds.
+    private func checkServer(silent silence: Int) -> ServerCheck {
+        let seconds = location.connectTimeout ?? Self.checkTimeout
+        let unanswered = "no answer for \(silence) s, and a new connection got none within \(seconds) s"
+        var settings = configuration
+        settings.options.connectTimeout = .seconds(Int64(seconds))
+        let future = PostgresConnection.connect(on: group.next(), configuration: settings, id: 2, logger: logger)
+        let checker: PostgresConnection
+        do {
+            guard let opened = try Self.wait(future, seconds: TimeInterval(seconds) + 5) else {
+                future.whenSuccess { _ = Self.close($0) }
+                return .gone(unanswered)
+            }
+            checker = opened
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] != nil {
+            return .working  // refused, but by a server that answers (too many connections, ...)
+        } catch {
+            return .gone("no answer for \(silence) s, and a new connection failed: \(Self.reason(error, timeout: seconds))")
+        }
+        defer { _ = Self.close(checker) }
+        let box = RowBox()
+        let query = checker.query(
+            PostgresQuery(
+                unsafeSQL: "SELECT state FROM pg_catalog.pg_stat_activity WHERE pid = $1",
+                binds: PostgresBindings(values: [.integer(backendPID)])),
+            logger: logger
+        ) { row in box.rows.append(row.sqlValues) }
+        do {
+            guard try Self.wait(query, seconds: TimeInterval(seconds)) != nil else { return .gone(unanswered) }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] != nil {
+            return .working  // an error, but from a server that answers
+        } catch {
+            return .gone("no answer for \(silence) s, and a new connection failed: \(Self.reason(error, timeout: seconds))")
+        }
+        guard let state = box.rows.first?.first?.string else {
+            return .gone("no answer for \(silence) s, and the server no longer runs this connection's session")
+        }
+        // `active`: the statement runs. Anything else means the server sent its answer and it
+        // never arrived.
+        return state == "active" ? .working : .gone("no answer for \(silence) s, though the server says it answered")
+    }
+
+    // MARK: connect errors
+
+    /// The failure of a connection attempt: exit 66 naming the server and the reason in words,
+    /// never the password.
     static func connectError(_ error: Error, _ location: PostgresLocation) -> WinnowError {
         let target = "PostgreSQL at \(location.serverDescription) (database \(location.database), user \(location.user))"
         if let error = error as? PSQLError {
@@ -91,6 +256,10 @@ final class PostgresLink {
                     return .notFound("\(target): authentication failed; check the user and PGPASSWORD (or ~/.pgpass)")
                 case "3D000":
                     return .notFound("\(target): the database does not exist (\(message))")
+                case "53300":
+                    return .notFound("\(target): the server has no free connection slot (\(message))")
+                case "57P03":
+                    return .notFound("\(target): the server is starting up or shutting down (\(message))")
                 default:
                     return .notFound("\(target): \(message) (SQLSTATE \(state))")
                 }
@@ -101,12 +270,115 @@ final class PostgresLink {
             case .sslUnsupported:
                 return .notFound("\(target): the server does not support SSL (sslmode=\(location.sslMode.rawValue))")
             default:
-                let reason = error.underlying.map { "\($0)" } ?? "\(error.code)"
-                return .notFound("cannot reach \(target): \(reason)")
+                break
             }
         }
-        return .notFound("cannot reach \(target): \(error)")
+        return .notFound("cannot reach \(target): \(reason(error, timeout: location.connectTimeout))")
     }
+
+    /// Why a connection failed, in words: a refused or timed-out connection, an unknown host
+    /// name, a missing socket file, a closed connection; the operating system's words otherwise.
+    static func reason(_ error: Error, timeout: Int?) -> String {
+        switch error {
+        case let error as PSQLError:
+            if let underlying = error.underlying { return reason(underlying, timeout: timeout) }
+            switch error.code {
+            case .serverClosedConnection, .uncleanShutdown:
+                return "the server closed the connection during the login"
+            case .sslUnsupported:
+                return "the server does not support SSL"
+            case .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
+                return "the TLS handshake failed"
+            default:
+                return "\(error.code)"
+            }
+        case let error as NIOConnectionError:
+            if let dns = error.dnsAError ?? error.dnsAAAAError { return reason(dns, timeout: timeout) }
+            // Several addresses (IPv4 and IPv6): the first failure speaks for them.
+            if let first = error.connectionErrors.first { return reason(first.error, timeout: timeout) }
+            return "no address to connect to"
+        case let error as SocketAddressError.UnknownHost:
+            return "the host name '\(error.host)' was not found (\(error.errorDescription))"
+        case let error as ChannelError:
+            if case .connectTimeout = error { return "timed out after \(timeout.map { "\($0) s" } ?? "the operating system's limit")" }
+            if case .alreadyClosed = error { return "the server closed the connection" }
+            if case .eof = error { return "the server closed the connection" }
+            return "\(error)"
+        case let error as IOError:
+            return errnoReason(error.errnoCode, timeout: timeout)
+        case let error as NIOSSLError:
+            return "the TLS handshake failed (\(error))"
+        default:
+            return "\(error)"
+        }
+    }
+
+    private static func errnoReason(_ code: CInt, timeout: Int?) -> String {
+        switch code {
+        case ECONNREFUSED: return "connection refused (no server listens there)"
+        case ENOENT: return "no socket file there (no server runs with that socket directory and port)"
+        case ETIMEDOUT: return "timed out after \(timeout.map { "\($0) s" } ?? "the operating system's limit")"
+        case EHOSTUNREACH: return "no route to the host"
+        case ENETUNREACH: return "the network is unreachable"
+        case ECONNRESET: return "the connection was reset"
+        case EACCES, EPERM: return "permission denied"
+        default: return String(cString: strerror(code))
+        }
+    }
+}
+
+/// The state every wait of one connection watches: whether the connection closed, and the
+/// condition its futures' callbacks signal (they run on the event loop; the run waits on its
+/// own thread).
+final class ConnectionWatch: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var closed = false
+
+    enum Ending<T> {
+        case done(Result<T, Error>)
+        case closed
+        case timedOut
+    }
+
+    var isClosed: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return closed
+    }
+
+    func markClosed() { update { closed = true } }
+
+    /// Changes the watched state and wakes the waiter.
+    func update(_ change: () -> Void) {
+        condition.lock()
+        change()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until `result` gives a value, the connection closes (unless `ignoringClose`), or
+    /// `deadline` passes (nil: no deadline).
+    func wait<T>(until deadline: Date?, ignoringClose: Bool = false, for result: () -> Result<T, Error>?) -> Ending<T> {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let value = result() { return .done(value) }
+            if closed, !ignoringClose { return .closed }
+            if let deadline {
+                if !condition.wait(until: deadline) {
+                    if let value = result() { return .done(value) }
+                    return .timedOut
+                }
+            } else {
+                condition.wait()
+            }
+        }
+    }
+}
+
+/// The result of one future, set on the event loop under the watch's lock.
+private final class Outcome<T>: @unchecked Sendable {
+    var result: Result<T, Error>?
 }
 
 /// Rows collected by a query's row callback (called on the connection's event loop, one row at

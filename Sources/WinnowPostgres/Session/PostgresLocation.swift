@@ -22,6 +22,12 @@ public struct PostgresLocation: Sendable, Equatable {
     public var sslMode: SSLMode
     /// The schema of winnow's own tables.
     public var bookkeepingSchema = "winnow"
+    /// Seconds a connection attempt may take, the login included (libpq's `connect_timeout`,
+    /// `PGCONNECT_TIMEOUT`; at least 2). Nil: wait as long as the operating system does.
+    public var connectTimeout: Int? = 10
+    /// Seconds a statement may go without an answer before winnow checks, over a second
+    /// connection, that the server still works on it (`winnow_liveness_check`; nil: never).
+    public var livenessCheck: Int? = 30
 
     public var isUnixSocket: Bool { host.hasPrefix("/") }
     /// The socket file of a unix-socket location.
@@ -104,8 +110,11 @@ public struct PostgresLocation: Sendable, Equatable {
             case "dbname": path = value
             case "sslmode": break
             case "winnow_schema": break
-            case "application_name", "connect_timeout": break
-            default: throw bad("unknown parameter '\(key)' (known: host, port, user, password, dbname, sslmode, winnow_schema)")
+            case "application_name", "connect_timeout", "winnow_liveness_check": break
+            default:
+                throw bad(
+                    "unknown parameter '\(key)' (known: host, port, user, password, dbname, sslmode, connect_timeout, winnow_schema, winnow_liveness_check)"
+                )
             }
         }
         let env = environment
@@ -127,6 +136,17 @@ public struct PostgresLocation: Sendable, Equatable {
             host: finalHost, port: finalPort ?? 5432, user: finalUser,
             password: nonEmpty(password) ?? nonEmpty(env["PGPASSWORD"]),
             database: nonEmpty(decodedPath) ?? nonEmpty(env["PGDATABASE"]) ?? finalUser, sslMode: mode)
+        if let text = query["connect_timeout"] ?? nonEmpty(env["PGCONNECT_TIMEOUT"]) {
+            guard let seconds = Int(text) else { throw bad("connect_timeout=\(text) is not a whole number of seconds") }
+            // libpq's reading: zero or less waits without a limit, and less than 2 s is 2 s.
+            location.connectTimeout = seconds <= 0 ? nil : max(2, seconds)
+        }
+        if let text = query["winnow_liveness_check"] {
+            guard let seconds = Int(text), seconds >= 0 else {
+                throw bad("winnow_liveness_check=\(text) is not a whole number of seconds (0 turns the check off)")
+            }
+            location.livenessCheck = seconds == 0 ? nil : seconds
+        }
         if let schema = query["winnow_schema"] {
             guard !schema.isEmpty else { throw bad("winnow_schema is empty") }
             location.bookkeepingSchema = schema

@@ -44,8 +44,11 @@ public final class PostgresSession: DatabaseSession {
         if readOnly { try link.command("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY") }
         // A statement waiting for another session's lock gives up instead of queueing every
         // writer behind it; winnow retries what it can.
-        try link.command("SET lock_timeout = '5s'")
-        try link.command("SET idle_in_transaction_session_timeout = '10min'")
+        // Floating point prints exactly (the shortest text that reads back as the same
+        // value, whatever the server's configuration says): merges carry values as text.
+        try link.command(
+            "SELECT set_config('lock_timeout', '5s', false), set_config('idle_in_transaction_session_timeout', '10min', false), set_config('extra_float_digits', '1', false)"
+        )
     }
 
     public var dialect: any SQLDialect { postgresDialect }
@@ -141,8 +144,7 @@ public final class PostgresSession: DatabaseSession {
         guard let state = error.serverInfo?[.sqlState] else {
             switch error.code {
             case .serverClosedConnection, .connectionError, .clientClosedConnection, .uncleanShutdown:
-                return .io(
-                    "\(location): the connection to the server was lost; committed batches are kept, the batch in flight was rolled back")
+                return link.lost(error.underlying.map { PostgresLink.reason($0, timeout: nil) } ?? "the server closed it")
             default:
                 return .internal("\(location): \(error.code)")
             }
@@ -162,9 +164,7 @@ public final class PostgresSession: DatabaseSession {
         default:
             if state.hasPrefix("23") { return .refused("\(location): a constraint failed: \(message)") }
             if state.hasPrefix("53") { return .io("\(location): the server is out of a resource: \(message)") }
-            if state.hasPrefix("08") || state.hasPrefix("57P") {
-                return .io("\(location): \(message); committed batches are kept, the batch in flight was rolled back")
-            }
+            if state.hasPrefix("08") || state.hasPrefix("57P") { return link.lost(message) }
             return .io("\(location): PostgreSQL error \(state): \(message)")
         }
     }
