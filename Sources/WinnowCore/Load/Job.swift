@@ -29,6 +29,8 @@ public struct Job: Sendable {
     public var seed: SeedSpec?
     public var dedupe: [DedupeRule]
     public var batch: BatchSettings
+    /// The `sqlite:` section (SQLite files only).
+    public var sqlite = SQLiteSettings()
 
     public init(
         file: String, version: Int = 1, database: Located<String>? = nil,

@@ -5,7 +5,7 @@ import Yams
 /// checked without a database. Errors are ``WinnowError/invalidFile(_:_:)`` with the location
 /// of the offending node.
 public enum JobLoader {
-    package static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "batch"]
+    package static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "batch", "sqlite"]
     package static let ruleKeys = [
         "entity", "key", "hash", "hash_column", "normalize", "nulls", "winner", "merge",
         "references", "referenced_by", "archive", "max_delete_percent", "incremental",
@@ -63,6 +63,7 @@ public enum JobLoader {
         if let node = map.optional("allow_data_loss") { log.attempt { job.allowDataLoss = try reader.bool(node, "allow_data_loss") } }
         if let node = map.optional("seed") { log.attempt { job.seed = try decodeSeed(node, reader: reader, baseDirectory: baseDirectory) } }
         if let node = map.optional("batch") { log.attempt { job.batch = try decodeBatch(node, reader: reader) } }
+        if let node = map.optional("sqlite") { log.attempt { job.sqlite = try decodeSQLite(node, reader: reader) } }
         if let node = map.optional("dedupe") {
             log.attempt {
                 for (index, item) in try reader.list(node, "dedupe").enumerated() {
@@ -103,6 +104,16 @@ public enum JobLoader {
         }
         if let ms = map.optional("pause_ms") { batch.pauseMilliseconds = try reader.int(ms, map.child("pause_ms"), range: 0...3_600_000) }
         return batch
+    }
+
+    package static func decodeSQLite(_ node: Node, reader: YAMLReader) throws -> SQLiteSettings {
+        let map = try reader.mapping(node, "sqlite", allowed: ["journal_mode"], what: "the sqlite section")
+        var settings = SQLiteSettings()
+        if let mode = map.optional("journal_mode") {
+            settings.journalMode = try reader.word(
+                mode, map.child("journal_mode"), as: SQLiteSettings.JournalMode.self, what: "journal mode")
+        }
+        return settings
     }
 
     package static func rejectDuplicates(_ names: [Located<String>], reader: YAMLReader, path: String, what: String) throws {
