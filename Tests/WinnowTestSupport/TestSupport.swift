@@ -125,13 +125,15 @@ package enum TestSupport {
         package var stderr: String
     }
 
-    /// Runs `winnow ARGS...` in `directory` and waits for it.
+    /// Runs `winnow ARGS...` in `directory` and waits for it; `environment` adds to (or
+    /// overrides) the test's own.
     @discardableResult
-    package static func winnow(_ arguments: [String], in directory: URL? = nil) throws -> Result {
+    package static func winnow(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

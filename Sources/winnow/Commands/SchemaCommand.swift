@@ -19,7 +19,13 @@ struct SchemaCommand: ParsableCommand {
                   winnow schema inspect --database app.sqlite > schemas/app.yaml
                   winnow schema inspect jobs/contacts.yaml --format json
                 """)
-        @OptionGroup var options: CommonOptions
+        enum Help: CommandHelp {
+            static var database: String { "The database file or postgresql:// URL to inspect (instead of a job's 'database:')." }
+            static var quiet: String { "Accepted for symmetry with the other commands; the schema is printed all the same." }
+            static var verbose: String { "Accepted for symmetry with the other commands; schema inspect prints the same." }
+        }
+
+        @OptionGroup var options: CommandOptions<Help>
         @Argument(help: "A job file naming the database (instead of --database).") var job: String?
 
         func run() throws {
