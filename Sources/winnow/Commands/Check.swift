@@ -28,7 +28,7 @@ struct Check: ParsableCommand {
     @Option(name: .long, help: "Output format: text, json, junit or github.") var format: OutputFormat = .text
     @Flag(name: .long, help: "Print only what was found (one line per failing job; json: the failing jobs' objects) and errors.")
     var quiet = false
-    @Flag(name: .long, help: "Accepted for symmetry with the other commands; check's report is the same with it.") var verbose = false
+    @Flag(name: .long, help: "No more detail than without it; winnow plan JOB --verbose lists every duplicate group.") var verbose = false
     @Argument(help: "Job files or folders of job files.") var jobs: [String]
 
     /// The job files named, folders expanded to their YAML files in name order.

@@ -19,7 +19,7 @@ struct HistoryCommand: ParsableCommand {
             "Database file, postgresql:// URL, or a quoted glob ('tenants/*.sqlite'); repeat for several. Instead of a job's 'database:'."
         }
         static var quiet: String { "Print only errors (with --format json: the runs, as always)." }
-        static var verbose: String { "Accepted for symmetry with the other commands; history prints the same." }
+        static var verbose: String { "No more detail than without it: every run is one line." }
     }
 
     @OptionGroup var options: CommandOptions<Help>

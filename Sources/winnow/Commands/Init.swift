@@ -19,7 +19,7 @@ struct Init: ParsableCommand {
     enum Help: CommandHelp {
         static var database: String { "The database file or postgresql:// URL to inspect (read-only)." }
         static var quiet: String { "Print only errors; the files are written all the same (with --format json: what was written)." }
-        static var verbose: String { "Accepted for symmetry with the other commands; init prints the same." }
+        static var verbose: String { "No more detail than without it: the starter job explains each rule." }
     }
 
     @OptionGroup var options: CommandOptions<Help>

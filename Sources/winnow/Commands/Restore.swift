@@ -18,7 +18,7 @@ struct Restore: ParsableCommand {
     enum Help: CommandHelp {
         static var database: String { "Database file or postgresql:// URL (instead of a job's 'database:')." }
         static var quiet: String { "Print nothing on success; errors still go to standard error (with --format json: the summary line)." }
-        static var verbose: String { "Accepted for symmetry with the other commands; restore prints the same." }
+        static var verbose: String { "No more detail than without it." }
     }
 
     @OptionGroup var options: CommandOptions<Help>

@@ -21,8 +21,8 @@ struct SchemaCommand: ParsableCommand {
                 """)
         enum Help: CommandHelp {
             static var database: String { "The database file or postgresql:// URL to inspect (instead of a job's 'database:')." }
-            static var quiet: String { "Accepted for symmetry with the other commands; the schema is printed all the same." }
-            static var verbose: String { "Accepted for symmetry with the other commands; schema inspect prints the same." }
+            static var quiet: String { "Changes nothing: the schema is the result and is always printed." }
+            static var verbose: String { "No more detail than without it: the schema is complete." }
         }
 
         @OptionGroup var options: CommandOptions<Help>

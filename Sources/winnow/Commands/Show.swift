@@ -16,7 +16,7 @@ struct Show: ParsableCommand {
     enum Help: CommandHelp {
         static var database: String { "Database file or postgresql:// URL (instead of a job's 'database:')." }
         static var quiet: String { "Print only errors (with --format json: the report, as always)." }
-        static var verbose: String { "Accepted for symmetry with the other commands; show prints the same." }
+        static var verbose: String { "No more detail than without it." }
     }
 
     @OptionGroup var options: CommandOptions<Help>

@@ -18,7 +18,7 @@ struct Validate: ParsableCommand {
     enum Help: CommandHelp {
         static var database: String { "Also check the job files against this database file or postgresql:// URL (read-only)." }
         static var quiet: String { "Print only errors (with --format json: a line per file, as always)." }
-        static var verbose: String { "Accepted for symmetry with the other commands; validate prints the same." }
+        static var verbose: String { "No more detail than without it: each file gets one line." }
     }
 
     @OptionGroup var options: CommandOptions<Help>
