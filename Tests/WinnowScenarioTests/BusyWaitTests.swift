@@ -97,15 +97,14 @@ final class BusyWaitTests: CLITestCase {
         XCTAssertEqual(try TestSupport.fileBytes(db), bytes)
     }
 
-    /// On a terminal, a wait that lasts says what the run waits for, with the time waited.
-    func testWaitingRunSaysWhatItWaitsForOnATerminal() throws {
-        let db = try makeData()
-        let held = try TimedExclusiveLock(db, seconds: 3)
-        defer { try? held.release() }
-        // script(1) gives the run a terminal; its output is what the terminal showed.
-        let command = "'\(TestSupport.executable.path)' run --wait 30 job.yaml"
+    /// `winnow ARGS` on a terminal (script(1) gives it one): its exit code and what the
+    /// terminal showed.
+    func onTerminal(_ arguments: [String]) throws -> (status: Int32, screen: String) {
+        let script = "/usr/bin/script"
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: script), "script(1) is needed to give winnow a terminal")
+        let command = ([TestSupport.executable.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.executableURL = URL(fileURLWithPath: script)
         process.arguments = ["-qefc", command, "/dev/null"]
         process.currentDirectoryURL = dir
         process.standardInput = FileHandle.nullDevice
@@ -115,8 +114,33 @@ final class BusyWaitTests: CLITestCase {
         try process.run()
         let screen = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, screen)
+        return (process.terminationStatus, screen)
+    }
+
+    /// On a terminal, a wait that lasts says what the run waits for, with the time waited.
+    func testWaitingRunSaysWhatItWaitsForOnATerminal() throws {
+        let db = try makeData()
+        let held = try TimedExclusiveLock(db, seconds: 3)
+        defer { try? held.release() }
+        let (status, screen) = try onTerminal(["run", "--wait", "30", "job.yaml"])
+        XCTAssertEqual(status, 0, screen)
         XCTAssertTrue(screen.contains("waiting: another connection holds a lock on the database"), screen)
+        XCTAssertTrue(screen.contains("of at most 30.0 s"), screen)
         XCTAssertTrue(screen.contains("completed"), screen)
+    }
+
+    /// The same for another run's lock: the line names the run that holds it.
+    func testWaitForAnotherRunsLockSaysWhoHoldsItOnATerminal() throws {
+        let db = try makeData()
+        try SpawnedWinnow.run(["run", "job.yaml"], in: dir, expect: 0)
+        // This test's process, alive, holds the lock.
+        try ScenarioKit.execute(
+            db,
+            "INSERT INTO winnow_lock (id, run_id, pid, process_start, host, acquired_at) VALUES (1, 7, ?, NULL, ?, '2024-01-01T00:00:00Z')",
+            arguments: [ProcessInfo.processInfo.processIdentifier, ProcessInfo.processInfo.hostName])
+        let (status, screen) = try onTerminal(["run", "--wait", "2", "job.yaml"])
+        XCTAssertEqual(status, 75, screen)
+        XCTAssertTrue(
+            screen.contains("waiting: another winnow run holds the lock (run 7, pid \(ProcessInfo.processInfo.processIdentifier)"), screen)
     }
 }
