@@ -100,6 +100,8 @@ let package = Package(
                 "WinnowCore", "WinnowSQLite", "WinnowTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
             ],
+            // Golden files, read from the sources (tests run in the repository).
+            exclude: ["Golden"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
     ]

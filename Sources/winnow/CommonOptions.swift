@@ -2,16 +2,34 @@ import ArgumentParser
 import Foundation
 import WinnowCore
 
-/// Options every command takes.
-struct CommonOptions: ParsableArguments {
-    @Option(
-        name: .customLong("database"),
-        help: ArgumentHelp(
-            "Database file, postgresql:// URL, or a quoted glob ('tenants/*.sqlite'); repeat for several. Overrides the job's 'database:'.",
-            valueName: "database"))
+/// What the common options mean for one command, for its `--help`: each command says what
+/// `--quiet` and `--verbose` do for it, and whether `--database` takes one store or many.
+protocol CommandHelp {
+    static var database: String { get }
+    static var quiet: String { get }
+    static var verbose: String { get }
+}
+
+extension CommandHelp {
+    static var database: String {
+        "Database file, postgresql:// URL, or a quoted glob ('tenants/*.sqlite'); repeat for several. Overrides the job's 'database:'."
+    }
+    static var quiet: String { "Print only errors (with --format json: the result, without progress lines)." }
+    static var verbose: String { "Print more detail." }
+}
+
+/// The help of a command that does not describe its own.
+enum GeneralHelp: CommandHelp {}
+
+/// The common options with the general help.
+typealias CommonOptions = CommandOptions<GeneralHelp>
+
+/// Options every command takes; `Help` says what they mean for the command.
+struct CommandOptions<Help: CommandHelp>: ParsableArguments {
+    @Option(name: .customLong("database"), help: ArgumentHelp(Help.database, valueName: "database"))
     var databaseItems: [String] = []
 
-    @Option(name: .long, help: "A file listing databases, one per line ('-': standard input).")
+    @Option(name: .long, help: ArgumentHelp("A file listing databases, one per line ('-': standard input).", valueName: "file"))
     var databasesFrom: String?
 
     /// The one database of a single-store command (the first named).
@@ -20,7 +38,7 @@ struct CommonOptions: ParsableArguments {
         set { databaseItems = newValue.map { [$0] } ?? [] }
     }
 
-    @Option(name: .customLong("format"), help: "Output format: text or json.")
+    @Option(name: .customLong("format"), help: "Output format: text for people, json for programs (one object per line).")
     var commonFormat: CommonFormat = .text
 
     /// The output format (`check` sets its own, which may be junit or github).
@@ -29,11 +47,15 @@ struct CommonOptions: ParsableArguments {
         set { commonFormat = newValue == .json ? .json : .text }
     }
 
-    @Flag(name: .long, help: "Print only errors.")
+    @Flag(name: .long, help: ArgumentHelp(Help.quiet))
     var quiet = false
 
-    @Flag(name: .long, help: "Print more detail (plan: every duplicate group).")
+    @Flag(name: .long, help: ArgumentHelp(Help.verbose))
     var verbose = false
+
+    /// Whether the command prints its result: always in JSON (lines for programs, never
+    /// chatter), in text unless `--quiet`.
+    var printsResult: Bool { !quiet || format == .json }
 }
 
 /// The formats every command prints (`check` also takes junit and github).
@@ -41,7 +63,7 @@ enum CommonFormat: String, ExpressibleByArgument, CaseIterable {
     case text, json
 }
 
-extension CommonOptions {
+extension CommandOptions {
     /// Every store named by `--database` (globs expanded) and `--databases-from`; empty when
     /// neither was given.
     func namedStores() throws -> [String] {

@@ -49,7 +49,7 @@ enum Console {
     }
 
     /// Runs a command body, printing any ``WinnowError`` and exiting with its code.
-    static func guarded(_ options: CommonOptions, _ body: () throws -> Int32) throws {
+    static func guarded<Help>(_ options: CommandOptions<Help>, _ body: () throws -> Int32) throws {
         let code: Int32
         do {
             code = try body()
@@ -66,7 +66,7 @@ enum Console {
         if code != 0 { throw ExitCode(code) }
     }
 
-    static func report(_ error: WinnowError, _ options: CommonOptions) {
+    static func report<Help>(_ error: WinnowError, _ options: CommandOptions<Help>) {
         Progress.shared.clear()
         if options.format == .json { out(Renderer.jsonError(error)) }
         err("winnow: error: \(error.description)")

@@ -4,9 +4,13 @@ import WinnowCore
 
 /// The options of commands that work on many stores at once.
 struct FleetFlags: ParsableArguments {
-    @Option(name: .long, help: "Stores worked on at once (default: the number of cores).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("Stores worked on at once (default: the number of cores).", valueName: "n"))
     var parallel: Int?
-    @Option(name: .long, help: "Run K stores first; stop the rollout if any of them fails.")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("Run K stores first; stop the rollout if any of them fails.", valueName: "k"))
     var canary: Int?
     @Flag(name: .long, help: "Keep starting stores after one fails (default: stop starting new ones).")
     var continueOnError = false
@@ -36,6 +40,11 @@ enum FleetReport {
         let started = Date()
         let progress = FleetProgress(total: stores.count, enabled: !quiet && format == .text && Console.stderrIsTerminal)
         @Sendable func report(_ outcome: StoreOutcome) {
+            // A failed store's message also goes to standard error in JSON mode, where a cron
+            // mail or a CI log shows it while the lines go to a file.
+            if format == .json, outcome.status == .failed || outcome.status == .locked {
+                Console.err("winnow: error: \(Renderer.text(outcome))")
+            }
             guard !quiet || outcome.exitCode != 0 else { return }
             if format == .json { Console.out(Renderer.json(outcome)) }
             if format == .text { Console.out(Console.painted(Renderer.text(outcome))) }

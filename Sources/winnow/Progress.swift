@@ -5,7 +5,8 @@ import WinnowCore
 /// (discovery, a migration step, the batches of a rule) with its elapsed time, and where the
 /// work can be counted a bar, the rate and the time left. Redrawn at most ten times a second,
 /// and at least every second while a phase runs (a timer keeps the elapsed time moving during
-/// one long statement). `--verbose` keeps each phase's time for the end of the run.
+/// one long statement). A wait for a lock that lasts (`--wait`) takes the line while it goes
+/// on. `--verbose` keeps each phase's time for the end of the run.
 final class Progress: @unchecked Sendable {
     static let shared = Progress()
 
@@ -23,6 +24,10 @@ final class Progress: @unchecked Sendable {
     private var countedSince: (date: Date, done: Int)?
     private var lastDraw = Date.distantPast
     private var timer: DispatchSourceTimer?
+    /// A lock being waited for: what holds it, the seconds waited when last heard, and when.
+    private var waiting: (what: String, seconds: Double, heard: Date)?
+    /// The longest a run waits for a lock (`--wait`, else SQLite's default), for the line.
+    var waitLimit: Double?
 
     func handle(_ event: RunEvent) {
         lock.lock()
@@ -48,9 +53,18 @@ final class Progress: @unchecked Sendable {
             if phase == name { phase = nil }
             stopTimer()
             erase()
+        case let .waiting(what, seconds):
+            waiting = (what, seconds, Date())
+            startTimer()
+            draw(force: false)
         default:
             break
         }
+    }
+
+    /// A wait for another connection's lock on a SQLite file, heard from the busy handler.
+    func busy(_ seconds: Double) {
+        handle(.waiting("another connection holds a lock on the database", seconds: seconds))
     }
 
     private func count(_ done: Int, of total: Int) {
@@ -80,9 +94,23 @@ final class Progress: @unchecked Sendable {
 
     /// Draws the line (under the lock); at most ten times a second unless forced.
     private func draw(force: Bool) {
-        guard enabled, let phase else { return }
+        guard enabled else { return }
         let now = Date()
+        // A wait is heard about every 100-200 ms while it lasts; silence means it is over.
+        if let waiting, now.timeIntervalSince(waiting.heard) > 0.5 { self.waiting = nil }
         guard force || now.timeIntervalSince(lastDraw) >= 0.1 else { return }
+        if let waiting {
+            lastDraw = now
+            let waited = Renderer.duration(waiting.seconds + now.timeIntervalSince(waiting.heard))
+            show("waiting: \(waiting.what)  \(waited)\(waitLimit.map { " of at most \(Renderer.duration($0))" } ?? "")")
+            return
+        }
+        guard let phase else {
+            // A wait that ended outside any phase: nothing left to show.
+            erase()
+            stopTimer()
+            return
+        }
         lastDraw = now
         let elapsed = now.timeIntervalSince(phaseStarted)
         var line = "\(phase)  \(Renderer.duration(elapsed))"
@@ -99,6 +127,12 @@ final class Progress: @unchecked Sendable {
                 if total > done { line += "  \(Renderer.duration(Double(total - done) / rate)) left" }
             }
         }
+        show(line)
+    }
+
+    /// Writes `line` over the status line, cut to the terminal's width.
+    private func show(_ line: String) {
+        var line = line
         let columns = Self.terminalColumns
         if line.count > columns - 1 { line = String(line.prefix(max(10, columns - 2))) + "…" }
         FileHandle.standardError.write(Data("\r\u{1B}[2K\(line)".utf8))
@@ -123,6 +157,7 @@ final class Progress: @unchecked Sendable {
         defer { lock.unlock() }
         stopTimer()
         phase = nil
+        waiting = nil
         erase()
     }
 }

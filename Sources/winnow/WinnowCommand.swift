@@ -21,11 +21,11 @@ struct Winnow: ParsableCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "winnow",
-        abstract: "Keeps SQLite databases clean: deterministic deduplication from declarative YAML jobs.",
+        abstract: "Deduplicates and migrates SQLite databases and PostgreSQL from declarative YAML jobs.",
         discussion: """
-            Start with `winnow plan JOB` (read-only), then `winnow run JOB`; `winnow check JOB` is the CI gate.
-            Every command's --help has examples. Exit codes: 0 done, 1 check found something, 64 usage,
-            65 invalid file or refused change, 66 missing database, 74 I/O error, 75 locked, 70 internal error.
+            A database is a SQLite file, a quoted glob of files (a fleet), or a PostgreSQL URL (postgresql://USER@HOST:PORT/DBNAME). Start with `winnow init --database PATH` for a starter job, review it with `winnow plan JOB` (read-only), then `winnow run JOB`; `winnow check JOB` is the CI gate. Every command's --help has examples.
+
+            Exit codes: 0 done, 1 check found something, 64 usage, 65 invalid file or refused change, 66 missing database or unreachable server, 74 I/O error, 75 locked, 70 internal error.
             """,
         version: "0.1.0",
         subcommands: [

@@ -95,6 +95,27 @@ final class PostgresScenarioTests: XCTestCase {
         }
     }
 
+    /// A job's `sqlite:` section (WAL for a SQLite file) is ignored by PostgreSQL: the same job
+    /// file runs on both engines, with the same survivors, and the SQLite copy ends in WAL.
+    func testSQLiteSectionRunsUnchangedOnPostgreSQL() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let copy = dir.appendingPathComponent("db.sqlite").path
+        try FileManager.default.copyItem(
+            atPath: TestSupport.repositoryRoot.appendingPathComponent("examples/contacts.sqlite").path, toPath: copy)
+        try PostgresServer.reset(url)
+        try PostgresServer.load(copy, into: url)
+        let job = try TestSupport.writeFile(
+            "version: 1\nsqlite:\n  journal_mode: wal\ndedupe:\n  - entity: contacts\n    key: email\n    normalize: [trim, lowercase]\n",
+            to: dir.appendingPathComponent("job.yaml").path)
+        let pg = try TestSupport.winnow(["run", job, "--database", url])
+        XCTAssertEqual(pg.status, 0, pg.stderr)
+        let sqlite = try TestSupport.winnow(["run", job, "--database", copy])
+        XCTAssertEqual(sqlite.status, 0, sqlite.stderr)
+        XCTAssertEqual(try PostgresServer.rows(url, tables: ["contacts"]), try PostgresServer.rows(copy, tables: ["contacts"]))
+        XCTAssertEqual(try DatabaseQueue(path: copy).read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }, "wal")
+    }
+
     /// Property: generated rows with Unicode keys (case, NFKC forms, every kind of white space,
     /// non-ASCII digits, dotted capital I, final sigma, ties on the winner order) end with the
     /// same survivors, merges and re-pointed children on both engines, for several seeds.

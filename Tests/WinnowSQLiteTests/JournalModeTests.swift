@@ -6,8 +6,9 @@ import XCTest
 
 @testable import WinnowSQLite
 
-/// Batches run in WAL mode, so that readers never block the application's commits; the switch
-/// from a rollback journal needs the file to itself for a moment.
+/// A job that asks for WAL (`sqlite: {journal_mode: wal}`) gets it, so that readers never
+/// block the application's commits; the switch from a rollback journal needs the file to itself
+/// for a moment. A job that asks for nothing leaves the mode as found.
 final class JournalModeTests: XCTestCase {
     func makeRollbackDatabase() throws -> String {
         let path = try TestSupport.scratchDirectory().appendingPathComponent("j.sqlite").path
@@ -38,12 +39,20 @@ final class JournalModeTests: XCTestCase {
         return reader
     }
 
-    func switchedMode(_ path: String) throws -> String? {
+    func switchedMode(_ path: String, asking journalMode: SQLiteSettings.JournalMode? = .wal) throws -> (mode: String?, remark: String?) {
         let queue = try DatabaseOpener.open(path: path, mode: .readWrite(create: false))
-        return try queue.inDatabase { db -> String? in
-            DatabaseOpener.prepareForBatchWrites(db)
-            return try String.fetchOne(db, sql: "PRAGMA journal_mode")
+        return try queue.inDatabase { db in
+            let remark = DatabaseOpener.prepareForBatchWrites(db, journalMode: journalMode)
+            return (try String.fetchOne(db, sql: "PRAGMA journal_mode"), remark)
         }
+    }
+
+    /// Nothing asked: the rollback journal stays, and nothing is remarked.
+    func testNothingAskedLeavesTheRollbackJournal() throws {
+        let path = try makeRollbackDatabase()
+        let result = try switchedMode(path, asking: nil)
+        XCTAssertEqual(result.mode, "delete")
+        XCTAssertNil(result.remark)
     }
 
     /// Another connection in the middle of a write when winnow starts: the switch tries again
@@ -51,17 +60,22 @@ final class JournalModeTests: XCTestCase {
     func testSwitchWaitsForAnotherConnectionsWriteToEnd() throws {
         let path = try makeRollbackDatabase()
         let reader = try holdWrite(path, seconds: 0.3, release: DispatchSemaphore(value: 0))
-        XCTAssertEqual(try switchedMode(path), "wal")
+        let result = try switchedMode(path)
+        XCTAssertEqual(result.mode, "wal")
+        XCTAssertNil(result.remark)
         while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
     }
 
     /// A connection that keeps its write open: winnow gives up after its tries and keeps the
-    /// rollback journal (the run still works, its batches just lock readers out for a moment).
+    /// rollback journal (the run still works, its batches just lock readers out for a moment),
+    /// and says so.
     func testConnectionThatNeverLetsGoKeepsTheRollbackJournal() throws {
         let path = try makeRollbackDatabase()
         let release = DispatchSemaphore(value: 0)
         let reader = try holdWrite(path, seconds: 30, release: release)
-        XCTAssertEqual(try switchedMode(path), "delete")
+        let result = try switchedMode(path)
+        XCTAssertEqual(result.mode, "delete")
+        XCTAssertTrue(result.remark?.contains("kept the delete journal; the next run tries again") == true, result.remark ?? "no remark")
         release.signal()
         while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
     }

@@ -190,20 +190,6 @@ final class InitTests: CLITestCase {
         XCTAssertEqual(try ScenarioKit.int(path("crm.sqlite"), "SELECT id FROM contacts WHERE name = 'Ann'"), 2)
     }
 
-    /// Every command's help, golden: each has examples, and only `check` offers junit and github.
-    func testHelpTexts() throws {
-        for command in [
-            "", "init", "validate", "plan", "run", "check", "schema inspect", "history", "show", "restore", "prune", "uninstall",
-        ] {
-            let args = command.split(separator: " ").map(String.init) + ["--help"]
-            let help = try winnow(args, expect: 0).stdout
-            let name = command.isEmpty ? "winnow" : command.replacingOccurrences(of: " ", with: "-")
-            try assertGolden(help, "help-\(name).txt")
-            if !command.isEmpty { XCTAssertTrue(help.contains("Examples:"), "\(name) --help has examples") }
-            XCTAssertEqual(help.contains("junit"), command == "check", "\(name): junit only where it is accepted")
-        }
-    }
-
     /// The empty Core Data store (every Z_* table, no rows): a starter with no rules that still
     /// validates, plans, runs and checks clean.
     func testEmptyCoreDataStoreGetsAStarterThatRuns() throws {

@@ -50,7 +50,7 @@ final class LiveWriterTests: XCTestCase {
     /// The application's inserts take ids from here up, so that no id winnow frees is reused.
     static let insertBase: Int64 = 1_000_000
 
-    /// `items` in rollback-journal mode (winnow switches it to WAL): groups of 2 to 5 rows spread
+    /// `items` in rollback-journal mode (the job asks winnow to switch it to WAL): groups of 2 to 5 rows spread
     /// at random over the whole table, the other rows with unique keys.
     func makeFixture(_ path: String) throws -> Fixture {
         var random = OnlineRebuildTests.SeededRandom(state: 0x11FE_5EED)
@@ -121,6 +121,7 @@ final class LiveWriterTests: XCTestCase {
             merge:
               v: sum
         batch: {size: 50, max_transaction_ms: \(maxTransactionMilliseconds), pause_ms: 10}
+        sqlite: {journal_mode: wal}
         """
 
     // MARK: - The application
@@ -380,7 +381,7 @@ final class LiveWriterTests: XCTestCase {
         XCTAssertEqual(summary["deleted"] as? Int, deletedLosers, "deleted = the losers that were still duplicates")
         XCTAssertEqual(summary["groups"] as? Int, groupsResolved, "groups resolved")
 
-        // The target schema, clean, in WAL mode.
+        // The target schema, clean, in the WAL mode the job asked for.
         XCTAssertEqual(try ScenarioKit.column(db, "PRAGMA journal_mode", as: String.self), ["wal"])
         XCTAssertEqual(try ScenarioKit.column(db, "PRAGMA integrity_check", as: String.self), ["ok"])
         XCTAssertEqual(

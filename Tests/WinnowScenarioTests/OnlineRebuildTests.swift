@@ -344,7 +344,8 @@ final class OnlineRebuildTests: XCTestCase {
     }
 
     func testChangeDefaultWhileAnotherConnectionWrites() throws {
-        try rebuildWhileWriting(.changeDefault, wal: false, rows: 150_000, seed: 0x5EED_0001)
+        // A rollback journal, as found: every commit of both connections syncs, so fewer rows.
+        try rebuildWhileWriting(.changeDefault, wal: false, rows: 50_000, seed: 0x5EED_0001)
     }
 
     func testNotNullBackfillAndRebuildWhileAnotherConnectionWritesInWALMode() throws {

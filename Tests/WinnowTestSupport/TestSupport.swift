@@ -125,10 +125,13 @@ package enum TestSupport {
         package var stderr: String
     }
 
-    /// Runs `winnow ARGS...` in `directory` and waits for it.
+    /// Runs `winnow ARGS...` in `directory` and waits for it; `environment` adds to (or
+    /// overrides) the test's own.
     @discardableResult
-    package static func winnow(_ arguments: [String], in directory: URL? = nil) throws -> Result {
-        try run(executable, arguments, in: directory)
+    package static func winnow(_ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> Result {
+        try run(
+            executable, arguments, in: directory,
+            environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 })
     }
 
     /// Runs `program ARGS...` in `directory` (with `environment`, else this process's) and waits

@@ -31,6 +31,8 @@ public struct Job: Sendable {
     public var batch: BatchSettings
     /// The `journal:` section: how long `run` keeps journal entries.
     public var journal: JournalSettings?
+    /// The `sqlite:` section (SQLite files only).
+    public var sqlite = SQLiteSettings()
 
     public init(
         file: String, version: Int = 1, database: Located<String>? = nil,

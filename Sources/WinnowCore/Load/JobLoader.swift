@@ -5,7 +5,7 @@ import Yams
 /// checked without a database. Errors are ``WinnowError/invalidFile(_:_:)`` with the location
 /// of the offending node.
 public enum JobLoader {
-    package static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "journal", "batch"]
+    package static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "journal", "batch", "sqlite"]
     package static let ruleKeys = [
         "entity", "key", "hash", "hash_column", "normalize", "nulls", "winner", "merge",
         "references", "referenced_by", "archive", "max_delete_percent", "incremental",
@@ -64,6 +64,7 @@ public enum JobLoader {
         if let node = map.optional("seed") { log.attempt { job.seed = try decodeSeed(node, reader: reader, baseDirectory: baseDirectory) } }
         if let node = map.optional("batch") { log.attempt { job.batch = try decodeBatch(node, reader: reader) } }
         if let node = map.optional("journal") { log.attempt { job.journal = try decodeJournal(node, reader: reader) } }
+        if let node = map.optional("sqlite") { log.attempt { job.sqlite = try decodeSQLite(node, reader: reader) } }
         if let node = map.optional("dedupe") {
             log.attempt {
                 for (index, item) in try reader.list(node, "dedupe").enumerated() {
@@ -111,6 +112,16 @@ public enum JobLoader {
         let days = try map.required("keep_days", what: "how many days the journal keeps a run's entries")
         let value = try reader.int(days, map.child("keep_days"), range: 0...36_500)
         return JournalSettings(keepDays: Located(value, at: reader.location(days)))
+    }
+
+    package static func decodeSQLite(_ node: Node, reader: YAMLReader) throws -> SQLiteSettings {
+        let map = try reader.mapping(node, "sqlite", allowed: ["journal_mode"], what: "the sqlite section")
+        var settings = SQLiteSettings()
+        if let mode = map.optional("journal_mode") {
+            settings.journalMode = try reader.word(
+                mode, map.child("journal_mode"), as: SQLiteSettings.JournalMode.self, what: "journal mode")
+        }
+        return settings
     }
 
     package static func rejectDuplicates(_ names: [Located<String>], reader: YAMLReader, path: String, what: String) throws {

@@ -122,8 +122,8 @@ public enum JobRunner {
         return try backend.withSession(path, mode: .readWrite(create: target != nil)) { session in
             let record = try RunRecord.begin(
                 session, command: .run, job: job.file, archive: job.dedupe.contains(where: \.archive),
-                wait: options.wait)
-            session.prepareForBatchWrites()
+                wait: options.wait, onEvent: onEvent)
+            let prepared = session.prepareForBatchWrites(job.sqlite)
             if let approved = options.approvedPlan {
                 try record.guarding(totals: { nil }, started: started) {
                     try confirm(approved, job: job, target: target, options: options, session: session)
@@ -132,7 +132,7 @@ public enum JobRunner {
             var totals = Counts()
             var applied: [PlannedStep] = []
             var kept: [KeptObject] = []
-            var notes: [String] = []
+            var notes: [String] = prepared.map { [$0] } ?? []
             let deadline = RunDeadline(at: options.maxDuration.map { started.addingTimeInterval($0) }, stop: options.stop)
             let summaries = try record.guarding(totals: { totals }, started: started) {
                 try execute(
@@ -154,7 +154,9 @@ public enum JobRunner {
                     "stopped after the batch in flight: another store of the fleet failed; the next run continues where this one stopped"
                 notes.append(message!)
             } else if deadline.reached, let limit = options.maxDuration {
-                message = "stopped after --max-duration \(String(format: "%g", limit)) s; the next run continues where this one stopped"
+                // The limit is what was left of the call's when this job began: to the millisecond.
+                let shown = String(format: "%g", (limit * 1000).rounded() / 1000)
+                message = "stopped after --max-duration \(shown) s; the next run continues where this one stopped"
                 notes.append(message!)
             }
             try record.guarding(totals: { totals }, started: started) {

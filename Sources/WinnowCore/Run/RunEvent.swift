@@ -12,6 +12,9 @@ public enum RunEvent: Sendable {
     /// Work done in the phase so far, when it can be counted (rows copied by a rebuild).
     case phaseProgress(String, done: Int, total: Int)
     case phaseFinished(String, seconds: Double)
+    /// The run is waiting for a lock (`--wait`): what holds it, and the seconds waited so far.
+    /// Heard repeatedly while the wait lasts; nothing marks its end but the next event.
+    case waiting(String, seconds: Double)
 }
 
 /// One committed batch (or, in a dry run, one batch that would be).

@@ -55,14 +55,20 @@ public enum RunLock {
             [SQLValue(Int(me.pid)), SQLValue(me.host)])
     }
 
-    /// Runs `attempt` (which takes the lock) until it succeeds or `wait` seconds pass.
-    public static func withRetry<T>(wait: TimeInterval?, _ attempt: () throws -> T) throws -> T {
-        let deadline = Date().addingTimeInterval(wait ?? 0)
+    /// Runs `attempt` (which takes the lock) until it succeeds or `wait` seconds pass;
+    /// `waiting` hears why it waits (the refusal's message) and the seconds waited so far.
+    public static func withRetry<T>(
+        wait: TimeInterval?, waiting: (String, TimeInterval) -> Void = { _, _ in }, _ attempt: () throws -> T
+    ) throws -> T {
+        let started = Date()
+        let deadline = started.addingTimeInterval(wait ?? 0)
         while true {
             do {
                 return try attempt()
             } catch let error as WinnowError {
-                guard case .locked = error, wait != nil, Date() < deadline else { throw error }
+                guard case let .locked(message) = error, wait != nil, Date() < deadline else { throw error }
+                // "another winnow run holds the lock (run 3, ...)", without the advice.
+                waiting(message.components(separatedBy: "; retry").first ?? message, Date().timeIntervalSince(started))
                 Thread.sleep(forTimeInterval: 0.2)
             }
         }

@@ -8,17 +8,18 @@ public struct RunRecord {
     public let me: ProcessIdentity
 
     /// Installs the bookkeeping tables, takes the lock (waiting up to `wait` seconds for
-    /// another run's), marks whatever was still running as interrupted (it lost its lock) and
-    /// records the new run, in one transaction. `check` runs under the lock before the run is
-    /// recorded: what it throws rolls everything back, so a command refused there leaves no
-    /// row in `winnow_runs` and takes no run id.
+    /// another run's; `onEvent` hears of the wait), marks whatever was still running as
+    /// interrupted (it lost its lock) and records the new run, in one transaction. `check` runs
+    /// under the lock before the run is recorded: what it throws rolls everything back, so a
+    /// command refused there leaves no row in `winnow_runs` and takes no run id.
     public static func begin(
         _ session: any DatabaseSession, command: RunCommand, job: String?, archive: Bool = false,
-        restores: Int64? = nil, wait: TimeInterval?, me: ProcessIdentity = .current,
+        restores: Int64? = nil, wait: TimeInterval?, me: ProcessIdentity = .current, onEvent: (RunEvent) -> Void = { _ in },
         check: () throws -> Void = {}
     ) throws -> RunRecord {
         let runs = session.dialect.bookkeeping("winnow_runs")
-        let id = try RunLock.withRetry(wait: wait) { () -> Int64 in
+        let waiting = { (why: String, seconds: TimeInterval) in onEvent(.waiting(why, seconds: seconds)) }
+        let id = try RunLock.withRetry(wait: wait, waiting: waiting) { () -> Int64 in
             var id: Int64 = 0
             try session.writeTransaction {
                 try Bookkeeping.install(session)

@@ -39,8 +39,10 @@ public protocol DatabaseSession: AnyObject {
 
     // MARK: stages
 
-    /// Settings of a connection about to write in batches next to other writers.
-    func prepareForBatchWrites()
+    /// Settings of a connection about to write in batches next to other writers; `sqlite` is
+    /// the job's `sqlite:` section (another engine ignores it). Returns a remark worth reporting
+    /// (a setting the job asked for that could not be made).
+    func prepareForBatchWrites(_ sqlite: SQLiteSettings) -> String?
     /// The steps of `plan` as they would run, and the schema they leave, found without
     /// touching the database.
     func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema)
@@ -105,6 +107,10 @@ public struct SeedOutcome: Sendable, Equatable {
 }
 
 extension DatabaseSession {
+    /// The settings of a writer that asks nothing of the file (`restore`): the journal mode
+    /// stays as found.
+    public func prepareForBatchWrites() { _ = prepareForBatchWrites(SQLiteSettings()) }
+
     public func describe(_ step: MigrationStep) -> (summary: String, rebuildsTable: Bool) { (step.summary, step.rebuildsTable) }
 
     public func execute(_ sql: String) throws { try execute(sql, []) }

@@ -177,7 +177,8 @@ public final class PostgresSession: DatabaseSession {
 
     // MARK: stages
 
-    public func prepareForBatchWrites() {}
+    /// Nothing to prepare: a server has no journal mode (a job's `sqlite:` section is for files).
+    public func prepareForBatchWrites(_ sqlite: SQLiteSettings) -> String? { nil }
 
     public func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema) {
         guard !plan.steps.isEmpty else { return ([], try inspect()) }

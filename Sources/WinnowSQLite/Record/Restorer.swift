@@ -7,7 +7,7 @@ import WinnowCore
 public enum Restorer {
     /// `winnow restore` on a SQLite file.
     public static func restore(database path: String, runID: Int64, wait: TimeInterval? = nil) throws -> RunSummary {
-        try RestoreRunner.restore(database: path, runID: runID, wait: wait, backend: SQLiteBackend())
+        try RestoreRunner.restore(database: path, runID: runID, wait: wait, backend: SQLiteBackend(busy: BusyWait(wait: wait)))
     }
 
     struct Shape {

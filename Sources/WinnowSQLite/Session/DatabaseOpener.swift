@@ -5,8 +5,9 @@ import GRDB
 /// Opens databases with winnow's connection settings and maps SQLite's failures to the
 /// contract's exit codes.
 public enum DatabaseOpener {
-    /// Busy timeout of every connection: how long a statement waits for another writer.
-    public static let busyTimeout: TimeInterval = 5
+    /// Busy timeout of a connection when nothing asks for another (`--wait`): how long a
+    /// statement waits for a lock another connection holds.
+    public static let busyTimeout: TimeInterval = BusyWait.defaultLimit
 
     /// WAL size after which a batch-writing connection checkpoints while it writes alone.
     static let walCheckpointBytes = 64 << 20
@@ -24,7 +25,9 @@ public enum DatabaseOpener {
     /// Helper threads SQLite's sorter may use: one per extra core, at most 3.
     static let sorterThreads = max(0, min(3, ProcessInfo.processInfo.activeProcessorCount - 1))
 
-    public static func open(path: String, mode: AccessMode) throws -> DatabaseQueue {
+    /// Opens `path` with winnow's settings; `busy` says how long a statement waits for a lock
+    /// another connection holds (``busyTimeout``, or `--wait`).
+    public static func open(path: String, mode: AccessMode, busy: BusyWait = BusyWait()) throws -> DatabaseQueue {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
         if isDirectory.boolValue { throw WinnowError.notFound("\(path): is a directory, not a database") }
@@ -36,7 +39,7 @@ public enum DatabaseOpener {
         }
         var config = Configuration()
         config.foreignKeysEnabled = true
-        config.busyMode = .timeout(busyTimeout)
+        config.busyMode = .callback(busy.handler())
         if case .readOnly = mode { config.readonly = true }
         config.label = "winnow"
         config.prepareDatabase { db in
@@ -53,34 +56,45 @@ public enum DatabaseOpener {
             try queue.inDatabase { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_master") }
             return queue
         } catch {
-            throw map(error, path: path)
+            throw map(error, path: path, busy: busy)
         }
     }
 
     /// Settings of a connection that is about to write in batches next to other writers:
     ///
-    /// - `journal_mode=WAL` where the database allows it (a file database not already in WAL,
-    ///   memory or off mode): readers never block writers, so winnow's long reads (finding the
-    ///   duplicate groups) do not stall the application's commits, and each batch commit is
-    ///   cheap. The mode is a property of the file and stays. If it cannot be switched (another
-    ///   connection keeps holding a lock through a few tries over about a second), winnow keeps
-    ///   the rollback journal.
+    /// - the journal mode as the file has it: it belongs to every program that opens the file
+    ///   (WAL needs shared memory and `-wal`/`-shm` files beside it, which network file systems
+    ///   and tools that copy the main file alone do not give). Only a job that asks for WAL
+    ///   (`sqlite: {journal_mode: wal}`) switches a rollback-journal file to WAL, where readers
+    ///   never block writers, so winnow's long reads (finding the duplicate groups) do not stall
+    ///   the application's commits; the file then stays in WAL. The switch needs the file to
+    ///   itself for a moment: if another connection keeps holding a lock through a few tries over
+    ///   about a second, the run goes on in the rollback journal and says so (the returned remark).
     /// - `synchronous=NORMAL` in WAL mode: a commit survives a crash of any process; only a power
     ///   loss can roll back the last batches, never corrupt the file (a new run redoes them).
-    /// - `wal_autocheckpoint` of about ``walCheckpointBytes``.
-    /// - the busy timeout (``busyTimeout``) set at open.
+    /// - `wal_autocheckpoint` of about ``walCheckpointBytes`` in WAL mode.
+    /// - the busy timeout (``busyTimeout`` or `--wait`) set at open.
     ///
     /// Called after the run lock is taken, outside any transaction.
-    public static func prepareForBatchWrites(_ db: Database) {
-        guard !db.isInsideTransaction else { return }
-        // The switch needs the file to itself for a moment: another connection between two of
-        // its transactions is enough, so a busy application gets a few tries (up to ~1 s).
-        // Setting the mode answers the mode the file is in afterwards (or fails: busy).
+    @discardableResult
+    public static func prepareForBatchWrites(_ db: Database, journalMode: SQLiteSettings.JournalMode? = nil) -> String? {
+        guard !db.isInsideTransaction else { return nil }
+        // Setting the mode answers the mode the file is in afterwards (or fails: busy, at once,
+        // whatever the busy timeout), so a busy application gets a few tries (up to ~1 s).
         func mode(_ sql: String) -> String? { (try? String.fetchOne(db, sql: sql))?.lowercased() }
         var current = mode("PRAGMA main.journal_mode")
-        for attempt in 0..<50 where ["delete", "truncate", "persist"].contains(current ?? "") {
-            if attempt > 0 { Thread.sleep(forTimeInterval: 0.02) }
-            current = mode("PRAGMA main.journal_mode = WAL") ?? current
+        var remark: String?
+        if journalMode == .wal {
+            let rollback = ["delete", "truncate", "persist"]
+            let found = current
+            for attempt in 0..<50 where rollback.contains(current ?? "") {
+                if attempt > 0 { Thread.sleep(forTimeInterval: 0.02) }
+                current = mode("PRAGMA main.journal_mode = WAL") ?? current
+            }
+            if let found, rollback.contains(found), current != "wal" {
+                remark =
+                    "sqlite: journal_mode: wal: another connection kept the file busy, so this run kept the \(found) journal; the next run tries again"
+            }
         }
         if current == "wal" {
             try? db.execute(sql: "PRAGMA main.synchronous = NORMAL")
@@ -92,10 +106,12 @@ public enum DatabaseOpener {
             // medians of 5 of merge-500 at 200,000 rows and child-unindexed at 100,000).
             setCheckpoint(db, shared: false)
         }
+        return remark
     }
 
-    /// Maps an error thrown while working on `path` to a ``WinnowError``.
-    public static func map(_ error: Error, path: String) -> WinnowError {
+    /// Maps an error thrown while working on `path` to a ``WinnowError``; `busy` is how long
+    /// the connection waited for a lock (named when that wait ran out).
+    public static func map(_ error: Error, path: String, busy: BusyWait = BusyWait()) -> WinnowError {
         if let error = error as? WinnowError { return error }
         guard let dbError = error as? DatabaseError else { return .internal("\(path): \(error)") }
         let message = dbError.message ?? "\(dbError.resultCode)"
@@ -105,7 +121,9 @@ public enum DatabaseOpener {
         case .SQLITE_CANTOPEN:
             return .notFound("\(path): cannot open the database (\(message))")
         case .SQLITE_BUSY, .SQLITE_LOCKED:
-            return .locked("\(path): the database is locked by another connection (\(message)); retry later")
+            return .locked(
+                "\(path): another connection kept the database locked (\(message)) for longer than the \(String(format: "%g", busy.limit)) s winnow waits for it; retry later (run and restore wait longer with --wait SECONDS)"
+            )
         case .SQLITE_CORRUPT:
             return .io("\(path): the database is corrupt (\(message))")
         case .SQLITE_FULL:

@@ -8,7 +8,7 @@ import WinnowCore
 extension JobRunner {
     public static func run(_ job: Job, options: RunOptions = .init(), onEvent: @escaping (RunEvent) -> Void = { _ in }) throws -> RunSummary
     {
-        try run(job, options: options, backend: SQLiteBackend(), onEvent: onEvent)
+        try run(job, options: options, backend: SQLiteBackend(busy: BusyWait(wait: options.wait)), onEvent: onEvent)
     }
 
     public static func plan(

@@ -10,12 +10,15 @@ import WinnowCore
 public final class SQLiteSession: DatabaseSession {
     public let db: Database
     public let location: String
+    /// The connection's busy wait (named in a "locked" error).
+    let busy: BusyWait
     public var dialect: any SQLDialect { SQLiteDialect() }
     public var engineVersion: Int32 { sqlite3_libversion_number() }
 
-    public init(_ db: Database, location: String = "") {
+    public init(_ db: Database, location: String = "", busy: BusyWait = BusyWait()) {
         self.db = db
         self.location = location
+        self.busy = busy
     }
 
     static func arguments(_ values: [SQLValue]) -> StatementArguments {
@@ -42,7 +45,7 @@ public final class SQLiteSession: DatabaseSession {
 
     public func claimRunLock() throws -> Bool? { nil }
 
-    public func mapError(_ error: Error) -> WinnowError { DatabaseOpener.map(error, path: location) }
+    public func mapError(_ error: Error) -> WinnowError { DatabaseOpener.map(error, path: location, busy: busy) }
 
     public func inspect() throws -> LiveSchema { try SchemaInspector.inspect(db) }
 
@@ -58,7 +61,9 @@ public final class SQLiteSession: DatabaseSession {
 
     func tableDefinition(_ table: String) throws -> String? { try SchemaInspector.table(db, named: table)?.sql }
 
-    public func prepareForBatchWrites() { DatabaseOpener.prepareForBatchWrites(db) }
+    public func prepareForBatchWrites(_ sqlite: SQLiteSettings) -> String? {
+        DatabaseOpener.prepareForBatchWrites(db, journalMode: sqlite.journalMode)
+    }
 
     public func rehearse(_ plan: MigrationPlan) throws -> (steps: [PlannedStep], result: LiveSchema) {
         try ShadowSchema.rehearse(plan, from: db)

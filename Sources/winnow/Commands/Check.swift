@@ -8,7 +8,7 @@ struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "CI gate: exit 1 when duplicates are left under the jobs' rules, or the schema drifted.",
         discussion: """
-            Takes job files and folders of job files (every *.yaml and *.yml in the folder, in name order).
+            Takes job files and folders of job files (every *.yaml and *.yml in the folder, in name order). The junit and github reports are printed even with --quiet.
 
             Examples:
               winnow check jobs/contacts.yaml
@@ -22,11 +22,13 @@ struct Check: ParsableCommand {
             "Database file, postgresql:// URL, or a quoted glob ('fixtures/*.sqlite'); repeat for several. Overrides the jobs' 'database:'.",
             valueName: "database"))
     var databaseItems: [String] = []
-    @Option(name: .long, help: "A file listing databases, one per line ('-': standard input).") var databasesFrom: String?
+    @Option(name: .long, help: ArgumentHelp("A file listing databases, one per line ('-': standard input).", valueName: "file"))
+    var databasesFrom: String?
     @OptionGroup var fleet: FleetFlags
     @Option(name: .long, help: "Output format: text, json, junit or github.") var format: OutputFormat = .text
-    @Flag(name: .long, help: "Print only what was found (one line per failing job) and errors.") var quiet = false
-    @Flag(name: .long, help: "Print more detail.") var verbose = false
+    @Flag(name: .long, help: "Print only what was found (one line per failing job; json: the failing jobs' objects) and errors.")
+    var quiet = false
+    @Flag(name: .long, help: "No more detail than without it; winnow plan JOB --verbose lists every duplicate group.") var verbose = false
     @Argument(help: "Job files or folders of job files.") var jobs: [String]
 
     /// The job files named, folders expanded to their YAML files in name order.

@@ -6,7 +6,9 @@ import WinnowSQLite
 /// Options of the commands that carry out jobs, and what `plan`, `run` and `check` share:
 /// the run options, the event printer and the summary printer.
 struct JobOptions: ParsableArguments {
-    @Option(name: .long, help: "Duplicate groups per transaction; overrides batch.size.")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("Duplicate groups per transaction; overrides the job's batch.size.", valueName: "n"))
     var batchSize: Int?
 
     func validate() throws {
@@ -14,13 +16,13 @@ struct JobOptions: ParsableArguments {
     }
 }
 
-func runOptions(_ common: CommonOptions, _ job: JobOptions, dryRun: Bool = false, wait: Double? = nil) -> RunOptions {
+func runOptions<Help>(_ common: CommandOptions<Help>, _ job: JobOptions, dryRun: Bool = false, wait: Double? = nil) -> RunOptions {
     RunOptions(
         database: common.database, batchSize: job.batchSize, dryRun: dryRun, wait: wait,
         sampleLimit: common.verbose ? nil : 20)
 }
 
-func eventPrinter(_ options: CommonOptions) -> (RunEvent) -> Void {
+func eventPrinter<Help>(_ options: CommandOptions<Help>) -> (RunEvent) -> Void {
     Progress.shared.enabled = options.format == .text && !options.quiet && Console.stderrIsTerminal
     Progress.shared.recordsTimings = options.verbose
     return { event in
@@ -39,9 +41,10 @@ func eventPrinter(_ options: CommonOptions) -> (RunEvent) -> Void {
     }
 }
 
-func printSummary(_ summary: RunSummary, _ options: CommonOptions) {
+func printSummary<Help>(_ summary: RunSummary, _ options: CommandOptions<Help>) {
     Progress.shared.clear()
-    guard !options.quiet else { return }
+    // JSON is data, not chatter: --quiet leaves out the progress lines, never the summary.
+    guard options.printsResult else { return }
     if options.format == .json {
         Console.out(Renderer.json(summary))
         return

@@ -8,9 +8,7 @@ struct Plan: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show what run would do, on a read-only connection.",
         discussion: """
-            Each migration step with its SQL, the seed, and per rule the duplicate groups (the first 20;
-            --verbose for all), the rows to delete, the winners to update and the references to re-point.
-            Nothing is written; a job run would refuse is refused here too (exit 65).
+            Each migration step with its SQL, the seed, and per rule the duplicate groups (the first 20; --verbose for all), the rows to delete, the winners to update and the references to re-point. Nothing is written; a job run would refuse is refused here too (exit 65).
 
             Examples:
               winnow plan jobs/contacts.yaml
@@ -20,12 +18,19 @@ struct Plan: ParsableCommand {
               winnow run jobs/contacts.yaml --plan reviewed.plan   # applies exactly that
             """)
 
-    @OptionGroup var options: CommonOptions
+    enum Help: CommandHelp {
+        static var quiet: String { "Print only errors (with --format json: the plan, as always)." }
+        static var verbose: String { "List every duplicate group (default: the first 20 per rule) and each phase's time." }
+    }
+
+    @OptionGroup var options: CommandOptions<Help>
     @OptionGroup var jobOptions: JobOptions
     @OptionGroup var fleet: FleetFlags
     @Option(
         name: .customLong("save"),
-        help: "Also write the plan, with fingerprints of the job, the schemas and the duplicates, to FILE (for run --plan).")
+        help: ArgumentHelp(
+            "Also write the plan, with fingerprints of the job, the schemas and the duplicates, to FILE (for run --plan).",
+            valueName: "file"))
     var saveTo: String?
     @Argument(help: "The job file.") var job: String
 

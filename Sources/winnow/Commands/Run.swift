@@ -8,30 +8,47 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Deduplicate as the jobs say, in batches with a commit after each.",
         discussion: """
-            Migrates, seeds and deduplicates; every batch is one transaction, so a killed run loses
-            nothing and the next run finishes the job. Review with `winnow plan` first.
+            Migrates, seeds and deduplicates; every batch is one transaction, so a killed run loses nothing and the next run finishes the job. Review with `winnow plan` first.
+
+            A SQLite file keeps its journal mode; a job with `sqlite: {journal_mode: wal}` switches it to WAL.
 
             Examples:
               winnow run jobs/contacts.yaml
               winnow run jobs/contacts.yaml --quiet --wait 60 --max-duration 300
-              winnow run jobs/contacts.yaml --format json >> winnow.log
-              winnow run jobs/contacts.yaml --plan reviewed.plan  # a plan saved by plan --save
+              winnow run jobs/contacts.yaml --quiet --format json >> winnow.jsonl
+              winnow run jobs/contacts.yaml --plan reviewed.plan
             """)
 
-    @OptionGroup var options: CommonOptions
+    enum Help: CommandHelp {
+        static var quiet: String {
+            "Print nothing on success; errors still go to standard error, in full. With --format json: only the summary line (no batch lines)."
+        }
+        static var verbose: String { "Print the per-rule detail and each phase's time (with --format json: a line per phase)." }
+    }
+
+    @OptionGroup var options: CommandOptions<Help>
     @OptionGroup var jobOptions: JobOptions
     @OptionGroup var fleet: FleetFlags
     @Flag(name: .long, help: "Write nothing; the same as plan.") var dryRun = false
-    @Option(name: .long, help: "Wait up to SECONDS for another run's lock instead of exiting 75.") var wait: Double?
     @Option(
-        name: .long,
-        help: "Stop cleanly after the batch in flight once SECONDS have passed (status 'stopped', exit 0); the next run continues.")
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp(
+            "Wait up to SECONDS for the database instead of exiting 75: for another run's lock, and for every lock another connection holds on a SQLite file (a write transaction, BEGIN EXCLUSIVE, a checkpoint), which is otherwise waited for 5 s.",
+            valueName: "seconds"))
+    var wait: Double?
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp(
+            "Stop cleanly after the batch in flight once SECONDS have passed (status 'stopped', exit 0); the next run continues.",
+            valueName: "seconds"))
     var maxDuration: Double?
     @Option(
         name: .customLong("plan"),
-        help: "Apply exactly the plan saved by plan --save FILE; refuse (exit 65, nothing changed) if anything it depends on changed.")
+        help: ArgumentHelp(
+            "Apply exactly the plan saved by plan --save FILE; refuse (exit 65, nothing changed) if anything it depends on changed.",
+            valueName: "file"))
     var planFile: String?
-    @Argument(help: "Job files, run in order.") var jobs: [String]
+    @Argument(help: ArgumentHelp("Job files, run in order.", valueName: "job")) var jobs: [String]
 
     func validate() throws {
         if let wait, wait < 0 || !wait.isFinite { throw ValidationError("--wait takes a number of seconds, 0 or more") }
@@ -48,6 +65,10 @@ struct Run: ParsableCommand {
             let approved = try planFile.map { try SavedPlan.load(path: $0).fingerprints }
             let started = Date()
             var code: Int32 = 0
+            // --wait covers another connection's lock on a SQLite file too; a terminal shows a wait that lasts.
+            let busy = BusyWait(wait: wait, observer: { Progress.shared.busy($0) })
+            let backend = BackendRouter(busy: busy)
+            Progress.shared.waitLimit = busy.limit
             for job in loaded {
                 let stores = try options.stores(for: job)
                 var runOptions = runOptions(options, jobOptions, dryRun: dryRun, wait: wait)
@@ -60,7 +81,9 @@ struct Run: ParsableCommand {
                     runOptions.stop = StopSignal()
                     let shared = runOptions
                     let result = FleetReport.run(
-                        stores, flags: fleet, format: options.format, quiet: options.quiet, command: "run", stop: runOptions.stop
+                        // JSON lines are data: --quiet leaves out the batch lines, not a store's summary.
+                        stores, flags: fleet, format: options.format, quiet: options.quiet && options.format == .text, command: "run",
+                        stop: runOptions.stop
                     ) { store in
                         var storeOptions = shared
                         storeOptions.database = store
@@ -68,7 +91,7 @@ struct Run: ParsableCommand {
                         storeOptions.maxDuration = maxDuration.map { max(0.001, $0 - Date().timeIntervalSince(started)) }
                         // json: each store's batch and migration events, tagged with its path.
                         let tagged = options.format == .json && !options.quiet
-                        let summary = try JobRunner.run(job, options: storeOptions, backend: BackendRouter()) { event in
+                        let summary = try JobRunner.run(job, options: storeOptions, backend: backend) { event in
                             if tagged, let line = Renderer.json(store: store, event: event) { Console.out(line) }
                         }
                         return (summary, 0)
@@ -77,7 +100,7 @@ struct Run: ParsableCommand {
                     continue
                 }
                 runOptions.database = stores.first
-                let summary = try JobRunner.run(job, options: runOptions, backend: BackendRouter(), onEvent: eventPrinter(options))
+                let summary = try JobRunner.run(job, options: runOptions, backend: backend, onEvent: eventPrinter(options))
                 printSummary(summary, options)
                 if summary.status == .stopped { break }
             }

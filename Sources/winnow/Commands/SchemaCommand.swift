@@ -19,7 +19,13 @@ struct SchemaCommand: ParsableCommand {
                   winnow schema inspect --database app.sqlite > schemas/app.yaml
                   winnow schema inspect jobs/contacts.yaml --format json
                 """)
-        @OptionGroup var options: CommonOptions
+        enum Help: CommandHelp {
+            static var database: String { "The database file or postgresql:// URL to inspect (instead of a job's 'database:')." }
+            static var quiet: String { "Changes nothing: the schema is the result and is always printed." }
+            static var verbose: String { "No more detail than without it: the schema is complete." }
+        }
+
+        @OptionGroup var options: CommandOptions<Help>
         @Argument(help: "A job file naming the database (instead of --database).") var job: String?
 
         func run() throws {

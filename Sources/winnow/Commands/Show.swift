@@ -18,8 +18,15 @@ struct Show: ParsableCommand {
     /// Groups listed per rule in text without --verbose.
     static let groupsListed = 10
 
-    @OptionGroup var options: CommonOptions
-    @Option(name: .customLong("run"), help: "The run to show (see winnow history).") var runID: Int64
+    enum Help: CommandHelp {
+        static var database: String { "Database file or postgresql:// URL (instead of a job's 'database:')." }
+        static var quiet: String { "Print only errors (with --format json: the report, as always)." }
+        static var verbose: String { "List every group of every rule (without it: the first \(groupsListed) of each)." }
+    }
+
+    @OptionGroup var options: CommandOptions<Help>
+    @Option(name: .customLong("run"), parsing: .unconditional, help: ArgumentHelp("The run to show (see winnow history).", valueName: "id"))
+    var runID: Int64
     @Argument(help: "A job file naming the database (instead of --database).") var job: String?
 
     func run() throws {
@@ -28,7 +35,7 @@ struct Show: ParsableCommand {
             // Text lists the first groups of each rule; --verbose and JSON every one.
             let limit = options.verbose || options.format == .json ? nil : Self.groupsListed
             let report = try History.show(database: database, runID: runID, groupLimit: limit, backend: BackendRouter())
-            guard !options.quiet else { return 0 }
+            guard options.printsResult else { return 0 }
             Console.out(options.format == .json ? Renderer.json(report) : Renderer.text(report))
             return 0
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import WinnowBackends
 import WinnowCore
+import WinnowSQLite
 
 struct Uninstall: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,14 +18,25 @@ struct Uninstall: ParsableCommand {
               winnow uninstall --database postgresql://app@db/app --yes --format json
             """)
 
-    @OptionGroup var options: CommonOptions
+    enum Help: CommandHelp {
+        static var database: String { "Database file or postgresql:// URL (instead of a job's 'database:')." }
+        static var quiet: String { "Print nothing on success; errors still go to standard error (with --format json: the report line)." }
+        static var verbose: String { "No more detail than without it." }
+    }
+
+    @OptionGroup var options: CommandOptions<Help>
     @Flag(name: .long, help: "List what would be removed; remove nothing.") var dryRun = false
     @Flag(name: .long, help: "Remove without asking (for scripts).") var yes = false
-    @Option(name: .long, help: "Wait up to SECONDS for another run's lock instead of exiting 75.") var wait: Double?
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp(
+            "Wait up to SECONDS for the database instead of exiting 75: for another run's lock, and for every lock another connection holds on a SQLite file (otherwise 5 s).",
+            valueName: "seconds"))
+    var wait: Double?
     @Argument(help: "A job file naming the database (instead of --database).") var job: String?
 
     func validate() throws {
-        if let wait, wait < 0 { throw ValidationError("--wait takes a number of seconds, 0 or more") }
+        if let wait, wait < 0 || !wait.isFinite { throw ValidationError("--wait takes a number of seconds, 0 or more") }
     }
 
     func run() throws {
@@ -45,8 +57,9 @@ struct Uninstall: ParsableCommand {
                     return 0
                 }
             }
-            let report = try Uninstaller.uninstall(database: database, dryRun: dryRun, wait: wait, backend: BackendRouter())
-            guard !options.quiet else { return 0 }
+            let report = try Uninstaller.uninstall(
+                database: database, dryRun: dryRun, wait: wait, backend: BackendRouter(busy: BusyWait(wait: wait)))
+            guard options.printsResult else { return 0 }
             Console.out(options.format == .json ? Renderer.json(report) : Renderer.text(report))
             return 0
         }

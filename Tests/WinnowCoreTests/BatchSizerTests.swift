@@ -1,0 +1,43 @@
+import Foundation
+import XCTest
+
+@testable import WinnowCore
+
+/// The batch sizer against modelled transaction costs: a cost per unit plus a fixed cost per
+/// transaction (a rollback journal's syncs at commit), as measured on a slow disk.
+final class BatchSizerTests: XCTestCase {
+    /// Feeds `rounds` transactions whose time is `fixed + perUnit * size`; returns the sizer.
+    func settle(
+        configured: Int, limitMilliseconds: Int, start: Int? = nil, fixed: Double, perUnit: Double, rounds: Int = 60
+    ) -> BatchSizer {
+        var sizer = BatchSizer(configured: configured, maxTransactionMilliseconds: limitMilliseconds, start: start)
+        for _ in 0..<rounds { sizer.record(size: sizer.current, seconds: fixed + perUnit * Double(sizer.current)) }
+        return sizer
+    }
+
+    /// WAL: commits cost next to nothing, so transactions end up under the limit (as always).
+    func testWithoutAFixedCostTransactionsFitTheLimit() {
+        let sizer = settle(configured: 64_000, limitMilliseconds: 20, start: 1000, fixed: 0.000_03, perUnit: 0.000_02)
+        let seconds = 0.000_03 + 0.000_02 * Double(sizer.current)
+        XCTAssertLessThanOrEqual(seconds, 0.020)
+        XCTAssertGreaterThan(seconds, 0.020 / 4, "and not needlessly small: \(sizer.current)")
+    }
+
+    /// A rollback journal whose commit alone takes 17 ms against a 20 ms limit: the batches do
+    /// not shrink to one row (17 ms for each row); they settle near twice the fixed cost.
+    func testAFixedCostNearTheLimitDoesNotShrinkBatchesToOneRow() {
+        let sizer = settle(configured: 64_000, limitMilliseconds: 20, start: 1000, fixed: 0.017, perUnit: 0.000_02)
+        XCTAssertEqual(sizer.fixedCost, 0.017, accuracy: 0.001)
+        XCTAssertGreaterThan(sizer.current, 300, "batches of \(sizer.current) rows")
+        let seconds = 0.017 + 0.000_02 * Double(sizer.current)
+        XCTAssertLessThanOrEqual(seconds, 2 * 0.017 + 0.001, "a transaction stays within twice its fixed cost")
+    }
+
+    /// A fixed cost well under the limit changes nothing: the limit is what is aimed at.
+    func testASmallFixedCostKeepsTheLimit() {
+        let sizer = settle(configured: 500, limitMilliseconds: 250, fixed: 0.002, perUnit: 0.001)
+        let seconds = 0.002 + 0.001 * Double(sizer.current)
+        XCTAssertLessThanOrEqual(seconds, 0.250)
+        XCTAssertEqual(sizer.target, 0.250)
+    }
+}
