@@ -53,7 +53,7 @@ final class DeterminismTests: XCTestCase {
 
     /// A database holding `rows` in the given order, primary keys assigned by insertion order
     /// plus an offset, so that no two peers share their rowids.
-    func makePeer(_ rows: [LogicalRow], order: [Int], name: String, idOffset: Int) throws -> String {
+    func makePeer(_ rows: [LogicalRow], order: [Int], name: String, idOffset: Int, children: Bool = true) throws -> String {
         let path = dir.appendingPathComponent(name).path
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
@@ -61,15 +61,24 @@ final class DeterminismTests: XCTestCase {
                 sql: """
                     CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, name TEXT, created_at INTEGER, visits INTEGER,
                                          score REAL, note TEXT, tag, kh TEXT);
-                    CREATE TABLE visits_log (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE, what TEXT);
+                    CREATE TABLE visits_log (id INTEGER PRIMARY KEY, person_id INTEGER, what TEXT);
                     """)
+            if children {
+                try db.execute(
+                    sql: """
+                        DROP TABLE visits_log;
+                        CREATE TABLE visits_log (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id) ON DELETE CASCADE, what TEXT);
+                        """)
+            }
             for (position, index) in order.enumerated() {
                 let id = idOffset + position * 7 + 1
                 try db.execute(
                     sql: "INSERT INTO people VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                     arguments: StatementArguments([id.databaseValue] + rows[index]))
                 // A child row per person, tagged with the logical row, to follow re-pointing.
-                try db.execute(sql: "INSERT INTO visits_log (person_id, what) VALUES (?, ?)", arguments: [id, "row \(index)"])
+                if children {
+                    try db.execute(sql: "INSERT INTO visits_log (person_id, what) VALUES (?, ?)", arguments: [id, "row \(index)"])
+                }
             }
         }
         try queue.close()
@@ -97,7 +106,7 @@ final class DeterminismTests: XCTestCase {
     }
 
     func assertSameSurvivors(
-        job: String, seeds: ClosedRange<UInt64>, peers: Int = 4,
+        job: String, seeds: ClosedRange<UInt64>, peers: Int = 4, children: Bool = true,
         file: StaticString = #filePath, line: UInt = #line
     ) throws {
         var totalGroups = 0
@@ -109,7 +118,8 @@ final class DeterminismTests: XCTestCase {
             for peer in 0..<peers {
                 var order = Array(rows.indices)
                 if peer == 1 { order.reverse() } else if peer > 1 { order.shuffle(using: &rng) }
-                let path = try makePeer(rows, order: order, name: "seed\(seed)-peer\(peer).sqlite", idOffset: peer * 1000)
+                let path = try makePeer(
+                    rows, order: order, name: "seed\(seed)-peer\(peer).sqlite", idOffset: peer * 1000, children: children)
                 // Peers 2 and 3 take their groups in batches of 1 and 3: how groups are filed
                 // into batches, and settled inside each, must not change what survives.
                 let batchSize: Int? = peer == 2 ? 1 : peer == 3 ? 3 : nil
@@ -192,6 +202,40 @@ final class DeterminismTests: XCTestCase {
                     normalize: [lowercase]
                     winner: most_complete
                 """, seeds: 301...310, peers: 3)
+    }
+
+    /// A rule that only deletes takes its losers by position, not by group: batches of 1 and 3
+    /// split groups across batches, and winners tied on the winner terms (equal times, NULLs,
+    /// exact copies) are settled before the batches. The survivors stay the same on every peer.
+    func testRulesThatOnlyDeleteGiveSameSurvivorsWhateverTheBatches() throws {
+        try assertSameSurvivors(
+            job: """
+                version: 1
+                dedupe:
+                  - entity: people
+                    key: email
+                    normalize: [trim, lowercase]
+                    winner:
+                      - created_at: asc
+                """, seeds: 401...420, children: false)
+        try assertSameSurvivors(
+            job: """
+                version: 1
+                dedupe:
+                  - entity: people
+                    key: email
+                    normalize: [lowercase]
+                    archive: false
+                """, seeds: 421...430, children: false)
+        try assertSameSurvivors(
+            job: """
+                version: 1
+                dedupe:
+                  - entity: people
+                    key: [email, name]
+                    nulls: equal
+                    winner: most_complete
+                """, seeds: 431...440, children: false)
     }
 
     /// A second run on a deduplicated database finds nothing and changes nothing.

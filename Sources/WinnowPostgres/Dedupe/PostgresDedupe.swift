@@ -221,37 +221,14 @@ struct PostgresDedupe: RuleExecution {
 
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
         guard let found = session.found[rule.rule.index], found.groupCount > 0 else { return Counts() }
-        var counts = Counts()
-        var sizer = BatchSizer(configured: options.settings.size, maxTransactionMilliseconds: options.settings.maxTransactionMilliseconds)
-        let writer = try PostgresBatch(dedupe: self, found: found)
-        var next = 0
-        var done = 0
-        while next < found.groupCount {
-            if done > 0, writes, options.deadline.passed() { break }
-            if done > 0, options.settings.pauseMilliseconds > 0 {
-                Thread.sleep(forTimeInterval: Double(options.settings.pauseMilliseconds) / 1000)
-            }
-            let range = next..<min(found.groupCount, next + sizer.current)
-            let number = batchNumber
-            let started = Date()
-            let wantSamples = samples.count < options.sampleLimit
-            let work = try writer.run(groups: range, batch: number, totals: totals, wantSamples: wantSamples)
-            let seconds = Date().timeIntervalSince(started)
-            sizer.record(size: range.count, seconds: seconds)
-            counts = counts + work.counts
-            totals = totals + work.counts
-            samples += work.samples.prefix(max(0, options.sampleLimit - samples.count))
-            done += work.counts.deleted + work.counts.skipped
-            options.onEvent(
-                .batch(
-                    BatchReport(
-                        rule: rule.rule.index, table: rule.table, batch: number, counts: work.counts, seconds: seconds, done: done,
-                        total: discovery.losers)))
-            batchNumber += 1
-            next = range.upperBound
-        }
-        if let table = found.table, next >= found.groupCount { try link.command("DROP TABLE IF EXISTS \(table)") }
-        return counts
+        var batches = GroupBatches(writer: try PostgresBatch(dedupe: self, found: found), groups: found.groupCount, writes: writes)
+        let loop = BatchLoop(
+            rule: rule.rule.index, table: rule.table, total: discovery.losers, pauseMilliseconds: options.settings.pauseMilliseconds,
+            deadline: options.deadline, sampleLimit: options.sampleLimit, onEvent: options.onEvent)
+        let sizer = BatchSizer(configured: options.settings.size, maxTransactionMilliseconds: options.settings.maxTransactionMilliseconds)
+        let result = try loop.run(&batches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+        if let table = found.table, result.finished { try link.command("DROP TABLE IF EXISTS \(table)") }
+        return result.counts
     }
 
     func deletionDigest() throws -> String? {

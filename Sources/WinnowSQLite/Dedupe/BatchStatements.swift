@@ -21,7 +21,7 @@ import WinnowCore
 ///   on the child columns, the rows whose children are mapped and those children, found in one
 ///   scan of each child table;
 /// - `winnow_ahead(path, child, winner, loser)`: children re-pointed ahead of their losers'
-///   batches (``DedupeExecutor/repointAhead(_:losers:state:batchNumber:totals:counts:)``).
+///   batches (``AheadBatches``).
 struct BatchStatements {
     let rule: CompiledRule
 
@@ -45,6 +45,30 @@ struct BatchStatements {
     /// Every row (winner and losers) of the groups with ties, with its place in the full winner
     /// order: one ranking serves both the swap and the losers' order.
     let rankTied: String
+    /// ``rankTied`` for every group of the queue whose winner ties its second row (rows filed
+    /// by position, settled once before the batches: ``DedupeExecutor/settleTiesAhead(_:)``).
+    let rankTiedQueue: String
+    /// The swaps found by ``rankTiedQueue`` applied to the queue filed by position: the actual
+    /// winner leaves the losers (the candidate takes its place, filed under its own rowid), and
+    /// every loser of the group names the actual winner.
+    let swapQueueLosers = """
+        UPDATE temp.winnow_queue SET rid = s.cand, first = s.cand FROM temp.winnow_swaps AS s
+        WHERE winnow_queue.first = s.actual AND winnow_queue.rid = s.actual
+        """
+    let swapQueueWinners = "UPDATE temp.winnow_queue SET winner = s.actual FROM temp.winnow_swaps AS s WHERE winnow_queue.winner = s.cand"
+    let clearQueueTies = "UPDATE temp.winnow_queue SET tied = 0 WHERE tied"
+    /// Files every loser left after `after` under its group's lowest loser left (rows filed by
+    /// position, once another connection has committed): from then on every batch settles
+    /// whole groups as they are now, as a batch of a rule filed by group does.
+    func refileByGroup(after: Int64) -> String {
+        """
+        DROP TABLE IF EXISTS temp.winnow_refile;
+        CREATE TEMP TABLE winnow_refile (winner INTEGER PRIMARY KEY, first INTEGER NOT NULL);
+        INSERT INTO temp.winnow_refile (winner, first) SELECT winner, min(rid) FROM temp.winnow_queue WHERE first > \(after) GROUP BY winner;
+        UPDATE temp.winnow_queue SET first = r.first FROM temp.winnow_refile AS r WHERE r.winner = winnow_queue.winner AND winnow_queue.first > \(after);
+        DROP TABLE temp.winnow_refile;
+        """
+    }
     /// Groups tied on the winner terms: the first row by the full order, where it is not the candidate.
     let findSwaps = "INSERT INTO temp.winnow_swaps (cand, actual) SELECT cand, rid FROM temp.winnow_ranks WHERE pos = 1 AND rid <> cand"
     let swapLosers = "UPDATE temp.winnow_batch SET rid = s.cand FROM temp.winnow_swaps AS s WHERE winnow_batch.rid = s.actual"
@@ -55,8 +79,17 @@ struct BatchStatements {
     /// collision decisions follow it.
     let renumber = "UPDATE temp.winnow_batch SET rn = r.pos FROM temp.winnow_ranks AS r WHERE r.rid = winnow_batch.rid"
     let batchRows = "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn"
+    /// Every loser of the batch's groups (for samples of a rule filed by position, whose
+    /// batches hold parts of groups).
+    let batchGroupRows = """
+        SELECT rid, winner FROM temp.winnow_queue WHERE winner IN (SELECT winner FROM temp.winnow_batch) ORDER BY winner, rn
+        """
     /// Losers and groups of the batch (the winner index counts the groups).
     let batchSize = "SELECT count(*), count(DISTINCT winner) FROM temp.winnow_batch"
+    /// ``batchSize`` for batches filed by position, which hold parts of groups: a group counts
+    /// in the batch that holds its best loser (`rn` 2: one row of every group has it, also
+    /// after a swap).
+    let batchSizeByPosition = "SELECT count(*), count(*) FILTER (WHERE rn = 2) FROM temp.winnow_batch"
     /// Every row of the batch's groups with the merge columns, winner first, then losers in order.
     let mergeRows: String
     /// The merge results of a batch: per winner, the columns that change (`set`, their indexes
@@ -153,6 +186,14 @@ struct BatchStatements {
         // Every row of the batch's groups: the winner (rn 0), then its losers.
         let groupRows =
             "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
+        let queueTied = "SELECT winner FROM temp.winnow_queue WHERE rn = 2 AND tied"
+        rankTiedQueue = """
+            INSERT INTO temp.winnow_ranks (rid, cand, pos)
+            SELECT g.rid, g.winner, row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t")))
+            FROM (SELECT winner, winner AS rid FROM (\(queueTied))
+                  UNION ALL SELECT winner, rid FROM temp.winnow_queue WHERE winner IN (\(queueTied))) AS g
+            CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid
+            """
         rankTied = """
             INSERT INTO temp.winnow_ranks (rid, cand, pos)
             SELECT g.rid, g.winner, row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t")))

@@ -4,18 +4,22 @@ import GRDBSQLite
 import WinnowCore
 
 extension DedupeExecutor {
-    func pause() throws {
-        if settings.pauseMilliseconds > 0, writer.writes { Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000) }
+    /// The core's batch loop over this rule, with the run's deadline, pauses and events.
+    func loop(total: Int) -> BatchLoop {
+        BatchLoop(
+            rule: rule.rule.index, table: rule.table, total: total, pauseMilliseconds: settings.pauseMilliseconds,
+            deadline: deadline, sampleLimit: sampleLimit, onEvent: onEvent)
     }
 
-    /// Resolves every group found by ``discover()``, batch by batch.
+    /// Resolves every group found by ``discover()``, batch by batch (``QueueBatches`` driven
+    /// by the core's ``BatchLoop``).
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
         var counts = Counts()
-        var sizer = BatchSizer(configured: settings.size, maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
         let sql = BatchStatements(rule)
         if !rule.mergeColumns.isEmpty { try db.execute(sql: sql.createMerged) }
         var state = BatchState(foundAt: discovery.dataVersion)
-        // Children re-pointed ahead of the batches (see ``repointAhead``): their paths are
+        if filesByPosition, discovery.losers > 0 { try settleTiesAhead(sql, state: &state) }
+        // Children re-pointed ahead of the batches (see ``AheadBatches``): their paths are
         // mapped stretch by stretch there, not here.
         // (Only where the groups take more than one batch: one batch writes each child page once anyway.)
         let ahead =
@@ -33,45 +37,40 @@ extension DedupeExecutor {
             for check in sql.danglingInTable { danglingBefore.append(try Int.fetchOne(db, sql: check.sql) ?? 0) }
         }
         if ahead {
-            try repointAhead(sql, losers: discovery.losers, state: &state, batchNumber: &batchNumber, totals: &totals, counts: &counts)
-        }
-        var lastFirst = Int64.min
-        var done = 0
-        var gap = WriteGap(settings: settings)
-        while true {
-            guard let upTo = try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [lastFirst, sizer.current])
-            else { break }
-            if done > 0 {  // between batches only, never after the last
-                if writer.writes, deadline.passed() { break }
-                if writer.writes { _ = gap.observe(db, version: state.version) }
-                try pause()
+            try db.execute(sql: sql.clearAhead)
+            // The map of these paths is complete only once every stretch is done as found;
+            // else the next batch maps every path again.
+            let mappedAt = state.mappedAt
+            state.mappedAt = nil
+            if let foundAt = state.foundAt, mappedAt == foundAt {
+                var asFound = true
+                for path in sql.aheadPaths {
+                    var stretches = AheadBatches(executor: self, sql: sql, path: path, foundAt: foundAt)
+                    guard stretches.ready else { continue }
+                    let sizer = BatchSizer(
+                        configured: max(settings.size, BatchSizer.rowRangeStart) * 64,
+                        maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: BatchSizer.rowRangeStart)
+                    let result = try loop(total: discovery.losers).run(
+                        &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+                    counts = counts + result.counts
+                    if result.counts.batches > 0 { state.repointedAhead = true }
+                    // Another connection has committed: the batches take the rest as it is now.
+                    guard result.finished else {
+                        asFound = false
+                        break
+                    }
+                }
+                if asFound { state.mappedAt = mappedAt }
             }
-            let started = Date()
-            let number = batchNumber
-            let work = try writer.transaction(db) { () -> BatchWork in
-                var work = try read(
-                    batch: number, after: lastFirst, upTo: upTo, sql: sql, state: &state,
-                    wantSamples: samples.count < sampleLimit)
-                work.checksReferences = suspended
-                try writer.apply(work, rule: rule, sql: sql, db: db)
-                try writer.recordProgress(totals + work.counts, db: db)
-                return work
-            }
-            let seconds = Date().timeIntervalSince(started)
-            sizer.record(size: work.groups, seconds: seconds)
-            let batchCounts = work.counts
-            counts = counts + batchCounts
-            totals = totals + batchCounts
-            samples += work.samples.prefix(max(0, sampleLimit - samples.count))
-            done += work.deleted + work.skipped
-            onEvent(
-                .batch(
-                    BatchReport(
-                        rule: rule.rule.index, table: rule.table, batch: number, counts: batchCounts,
-                        seconds: seconds, done: done, total: discovery.losers)))
-            batchNumber += 1
-            lastFirst = upTo
         }
+        var batches = QueueBatches(executor: self, sql: sql, state: state, checksReferences: suspended)
+        // A batch filed by position holds the losers of about `batch.size` groups.
+        let perGroup = filesByPosition && discovery.groups > 0 ? max(1, Double(discovery.losers) / Double(discovery.groups)) : 1
+        let sizer = BatchSizer(
+            configured: Int((Double(settings.size) * perGroup).rounded()), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        let result = try loop(total: discovery.losers).run(
+            &batches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+        counts = counts + result.counts
         for (check, before) in zip(sql.danglingInTable, danglingBefore) {
             let after = try Int.fetchOne(db, sql: check.sql) ?? 0
             if after > before {
@@ -86,6 +85,33 @@ extension DedupeExecutor {
             }
         }
         return counts
+    }
+
+    /// Settles, before the batches, the winner of every group whose candidate ties its second
+    /// row on the winner terms (by the full winner order, as a batch of a rule filed by group
+    /// does), so that batches filed by position can delete any loser apart from its group.
+    /// Only on the rows as found; after another connection's commit the queue is filed by
+    /// group (``BatchStatements/refileByGroup(after:)``) and each batch settles its groups.
+    func settleTiesAhead(_ sql: BatchStatements, state: inout BatchState) throws {
+        let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
+        guard state.foundAt != nil, version == state.foundAt else {
+            try db.execute(sql: sql.refileByGroup(after: .min))
+            state.refiled = true
+            return
+        }
+        try db.cachedStatement(sql: sql.clearRanks).execute()
+        try db.cachedStatement(sql: sql.rankTiedQueue).execute()
+        if db.changesCount > 0 {
+            try db.cachedStatement(sql: sql.clearSwaps).execute()
+            try db.cachedStatement(sql: sql.findSwaps).execute()
+            if db.changesCount > 0 {
+                try db.cachedStatement(sql: sql.swapQueueLosers).execute()
+                try db.cachedStatement(sql: sql.swapQueueWinners).execute()
+            }
+        }
+        // Every winner is settled: no batch ranks its rows again (a tie between two losers
+        // orders nothing a rule that only deletes does).
+        try db.cachedStatement(sql: sql.clearQueueTies).execute()
     }
 
     /// The failure of a rule whose committed batches left `what` (references to no row).
@@ -108,79 +134,13 @@ extension DedupeExecutor {
         /// Whether `winnow_mapped` holds every row of every group (``mapBatch(_:after:upTo:state:)``).
         var mappedEveryWinner = false
         /// Whether children were re-pointed ahead of their losers' batches
-        /// (``DedupeExecutor/repointAhead(_:losers:state:batchNumber:totals:counts:)``).
+        /// (``AheadBatches``).
         var repointedAhead = false
         /// Whether `winnow_ahead` has its index by loser (made by the first batch that moves back).
         var aheadIndexed = false
-    }
-
-    /// Re-points the children of the losers ahead of the batches, in the child table's rowid
-    /// order, for the paths that allow it (``BatchStatements/aheadPaths``: no index on the
-    /// reference, which holds the parent's rowid): each transaction takes the next stretch of
-    /// child rows, re-points those that point at a loser whose winner is settled, and maps the
-    /// rest of the stretch for the batches (``mapChildren(_:state:ahead:)`` left these paths
-    /// out). Every page of the child table is so rewritten about once, where batches by group
-    /// rewrite most of its pages each time (the children of a batch's losers lie all over it).
-    /// Only while no other connection has committed since the discovery (checked inside each
-    /// transaction), so that every loser and its winner are as found; a group whose winner ties
-    /// its second row on the winner terms is settled by content in its batch, and re-pointed
-    /// there. A batch that, after another connection's commit, no longer deletes a loser whose
-    /// children went ahead moves them back (``BatchStatements/moveBack``). Each stretch is
-    /// journaled and committed as a batch of its own. Not for a run that may stop early
-    /// (`--max-duration`, a fleet): it would leave children on the winners of groups it never
-    /// reached.
-    func repointAhead(
-        _ sql: BatchStatements, losers: Int, state: inout BatchState, batchNumber: inout Int, totals: inout Counts, counts: inout Counts
-    ) throws {
-        try db.execute(sql: sql.clearAhead)
-        // The map of these paths is complete only once every stretch is done as found; else
-        // the next batch maps every path again.
-        let mappedAt = state.mappedAt
-        state.mappedAt = nil
-        guard let foundAt = state.foundAt, mappedAt == foundAt else { return }
-        var sizer = BatchSizer(
-            configured: max(settings.size, BatchSizer.rowRangeStart) * 64, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
-            start: BatchSizer.rowRangeStart)
-        for index in sql.aheadPaths {
-            guard let next = sql.nextAhead[index], let moves = sql.aheadMoves[index], let map = sql.mapAhead[index] else { continue }
-            var after = Int64.min
-            while let upTo = try Int64.fetchOne(db.cachedStatement(sql: next), arguments: [after, sizer.current]) {
-                if state.repointedAhead { try pause() }
-                let started = Date()
-                let number = batchNumber
-                let work = try writer.transaction(db) { () -> BatchWork? in
-                    guard try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version")) == foundAt else { return nil }
-                    try db.cachedStatement(sql: sql.clearMoves).execute()
-                    try db.cachedStatement(sql: moves).execute(arguments: [after, upTo])
-                    var work = BatchWork(number: number)
-                    work.moved = [(path: index, count: db.changesCount)]
-                    if work.counts.repointed > 0 {
-                        try db.cachedStatement(sql: sql.recordAhead).execute()
-                        try writer.apply(work, rule: rule, sql: sql, db: db)
-                        try writer.recordProgress(totals + work.counts, db: db)
-                    }
-                    try db.cachedStatement(sql: map).execute(arguments: [after, upTo])
-                    return work
-                }
-                // Another connection has committed: the batches take the rest as it is now.
-                guard let work else { return }
-                let seconds = Date().timeIntervalSince(started)
-                sizer.record(size: sizer.current, seconds: seconds)
-                after = upTo
-                // A stretch without children to move is no batch (nothing written but the map).
-                guard work.counts.repointed > 0 else { continue }
-                state.repointedAhead = true
-                counts = counts + work.counts
-                totals = totals + work.counts
-                onEvent(
-                    .batch(
-                        BatchReport(
-                            rule: rule.rule.index, table: rule.table, batch: number, counts: work.counts, seconds: seconds, done: 0,
-                            total: losers)))
-                batchNumber += 1
-            }
-        }
-        state.mappedAt = mappedAt
+        /// Whether a queue filed by position has been filed by group again (after another
+        /// connection's commit, ``BatchStatements/refileByGroup(after:)``).
+        var refiled = false
     }
 
     /// Turns foreign-key enforcement off for the rule's batches when the rule allows it
@@ -221,7 +181,7 @@ extension DedupeExecutor {
     /// Fills `winnow_refs` for every reference path without an index on its child columns: one
     /// scan of each such child table for the whole rule, instead of one per batch (or, with
     /// foreign-key enforcement on, one per deleted row). `ahead`: the run re-points children
-    /// ahead of the batches (``repointAhead(_:losers:state:batchNumber:totals:counts:)``), which
+    /// ahead of the batches (``AheadBatches``), which
     /// maps those paths stretch by stretch and reads each loser's settled winner.
     func mapChildren(_ sql: BatchStatements, state: inout BatchState, ahead: Bool = false) throws {
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")

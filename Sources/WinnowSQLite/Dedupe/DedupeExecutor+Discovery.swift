@@ -10,7 +10,9 @@ extension DedupeExecutor {
         try db.execute(sql: "DELETE FROM temp.winnow_queue")
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         try db.execute(sql: discoverySQL)
-        let row = try Row.fetchOne(db, sql: "SELECT count(*), count(DISTINCT first) FROM temp.winnow_queue")!
+        let row = try Row.fetchOne(
+            db,
+            sql: "SELECT count(*), \(filesByPosition ? "count(*) FILTER (WHERE rn = 2)" : "count(DISTINCT first)") FROM temp.winnow_queue")!
         let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
         var discovery = Discovery(groups: row[1], losers: row[0], tableRows: rows)
         discovery.dataVersion = version

@@ -39,7 +39,9 @@ extension DedupeExecutor {
                         SELECT max(r) FROM (SELECT \(rule.rowID) AS r FROM \(rule.qualifiedTable) WHERE \(rule.rowID) > ? ORDER BY \(rule.rowID) LIMIT ?)
                         """, arguments: [after, sizer.current])
             else { break }
-            if counts.batches > 0 { try pause() }
+            if counts.batches > 0, settings.pauseMilliseconds > 0, writer.writes {
+                Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000)
+            }
             let started = Date()
             let filled = try writer.transaction(db) { () -> Int in
                 let filled = try writer.fillHashes(

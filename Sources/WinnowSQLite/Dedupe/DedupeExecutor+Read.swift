@@ -28,6 +28,11 @@ extension DedupeExecutor {
                 try mapChildren(sql, state: &state)
             }
         }
+        if !unchanged, filesByPosition, !state.refiled {
+            // Another connection has committed: from now on batches settle whole groups.
+            try db.execute(sql: sql.refileByGroup(after: after))
+            state.refiled = true
+        }
         try db.cachedStatement(sql: sql.clearBatch).execute()
         try db.cachedStatement(sql: unchanged ? sql.fillBatchAsFound : sql.fillBatchRevalidated).execute(arguments: [after, upTo])
         let planned =
@@ -40,7 +45,7 @@ extension DedupeExecutor {
                 "\(rule.rule.keyPath) (\(rule.table)): \(unmapped) row(s) to delete whose children were not mapped; the batch was rolled back"
             )
         }
-        let size = try Row.fetchOne(db.cachedStatement(sql: sql.batchSize))!
+        let size = try Row.fetchOne(db.cachedStatement(sql: filesByPosition ? sql.batchSizeByPosition : sql.batchSize))!
         work.deleted = size[0]
         work.groups = size[1]
         work.skipped = planned - work.deleted
@@ -78,14 +83,15 @@ extension DedupeExecutor {
                 try readReferences(path, index: index, sql: sql, into: &work)
             }
         }
-        if wantSamples { work.samples = try readSamples(try batchGroups(sql), limit: sampleLimit) }
+        if wantSamples { work.samples = try readSamples(try batchGroups(sql, whole: filesByPosition), limit: sampleLimit) }
         return work
     }
 
-    /// The batch's groups: each winner with its losers in winner order.
-    func batchGroups(_ sql: BatchStatements) throws -> [(winner: Int64, losers: [Int64])] {
+    /// The batch's groups: each winner with its losers in winner order. `whole`: with every
+    /// loser of the group, also those filed in other batches (rules filed by position).
+    func batchGroups(_ sql: BatchStatements, whole: Bool = false) throws -> [(winner: Int64, losers: [Int64])] {
         var groups: [(winner: Int64, losers: [Int64])] = []
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql.batchRows))
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: whole ? sql.batchGroupRows : sql.batchRows))
         while let row = try rows.next() {
             let rid: Int64 = row[0]
             let winner: Int64 = row[1]

@@ -55,6 +55,13 @@ struct DedupeExecutor {
     /// row between them has changed since: the rows are sorted, so every row from the first to it
     /// ties its predecessor. Testing the first row as well took a second window function per row:
     /// 10% of this query at 200,000 rows.)
+    /// Whether the rule's batches are stretches of the table rather than whole groups: a rule
+    /// that only deletes (no merge, no re-pointing) can delete any loser of a group apart from
+    /// the others, once its group's winner is settled (``DedupeExecutor/settleTiesAhead(_:)``).
+    var filesByPosition: Bool {
+        rule.mergeColumns.isEmpty && (rule.references.isEmpty || rule.rule.references == .restrict)
+    }
+
     var discoverySQL: String {
         let order = rule.winnerOrderBy().map { " ORDER BY \($0)" } ?? ""
         // Only keys that occur more than once (one grouped count, no per-row window state):
@@ -74,26 +81,21 @@ struct DedupeExecutor {
                     WHERE \(rule.candidateFilter()) GROUP BY \(groups.joined(separator: ", ")) HAVING count(*) > 1)
                 """
         }
-        // Each loser is filed under one rowid of its group (`first`), and batches take the
-        // queue in that order, so that the rows a batch writes lie together and every page is
-        // rewritten about once, not once per batch. A rule that writes at the winner (merged
-        // values into its row, re-pointed children into the child index at its key) files by
-        // the winner; a rule that only deletes, by its best loser (the second row in winner
-        // order: the only loser of a pair, so every delete of a batch of pairs lies in one
-        // stretch). Both come out of the one window (an earlier version filed by each group's
-        // lowest loser rowid, which took a second window and sort over all losers). Measured,
-        // medians of 5: merge + re-point at 200,000 customers 1.85 -> 1.54 s (by the best loser:
-        // 1.77), 100,000 with an unindexed child 0.94 -> 0.84 s, deletes only at 200,000 0.68 ->
-        // 0.54 s; pairs at 1,000,000 rows the same as before (by the winner: 25% slower).
-        let writesAtWinner = !rule.mergeColumns.isEmpty || !rule.references.isEmpty
-        let bestLoser = writesAtWinner ? "" : " nth_value(\(rule.rowID), 2) OVER winnow_window AS winnow_f,"
+        // Each loser is filed under a rowid (`first`), and batches take the queue in that order,
+        // so that the rows a batch writes lie together. A rule that writes at the winner (merged
+        // values into its row, re-pointed children into the child index at its key) files every
+        // loser of a group under the winner: a group is settled in one batch. A rule that only
+        // deletes files each loser under its own rowid (``filesByPosition``): a batch is a
+        // stretch of the table, and over the run every page is rewritten about once, whatever
+        // the size of the groups and wherever their rows lie.
+        let first = filesByPosition ? "winnow_r" : "winnow_w"
         let partition = rule.groupExpressions().joined(separator: ", ")
         return """
             INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
-            SELECT \(writesAtWinner ? "winnow_w" : "winnow_f"), winnow_w, winnow_n, winnow_r, winnow_p FROM (
+            SELECT \(first), winnow_w, winnow_n, winnow_r, winnow_p FROM (
                 SELECT \(rule.rowID) AS winnow_r,
                        row_number() OVER winnow_window AS winnow_n,
-                       first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,\(bestLoser)
+                       first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
                        (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_p
                 FROM \(rule.qualifiedTable)
                 WHERE \(rule.candidateFilter())\(duplicatesOnly)

@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+import WinnowCore
+
+/// The batches of one rule on SQLite, for the core's ``BatchLoop``: stretches of
+/// `temp.winnow_queue` (each loser filed under one rowid of its group, ``DedupeExecutor/discoverySQL``),
+/// each read as it is now (``DedupeExecutor/read(batch:after:upTo:sql:state:wantSamples:)``) and
+/// applied by the executor's ``BatchWriter`` in one transaction with the run's progress.
+struct QueueBatches: BatchSource {
+    let executor: DedupeExecutor
+    let sql: BatchStatements
+    var state: DedupeExecutor.BatchState
+    /// Whether the batches check the references they touch (foreign-key enforcement is off).
+    let checksReferences: Bool
+    var gap: WriteGap
+
+    init(executor: DedupeExecutor, sql: BatchStatements, state: DedupeExecutor.BatchState, checksReferences: Bool) {
+        self.executor = executor
+        self.sql = sql
+        self.state = state
+        self.checksReferences = checksReferences
+        self.gap = WriteGap(settings: executor.settings)
+    }
+
+    private var db: Database { executor.db }
+    var writes: Bool { executor.writer.writes }
+    var start: Int64 { .min }
+
+    func nextBound(after: Int64, size: Int) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [after, size])
+    }
+
+    /// Another connection's commit widens the checkpoint (``WriteGap``).
+    mutating func betweenBatches() throws {
+        if writes { _ = gap.observe(db, version: state.version) }
+    }
+
+    mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
+        var state = self.state
+        defer { self.state = state }
+        let executor = executor
+        let work = try executor.writer.transaction(db) { () -> BatchWork in
+            var work = try executor.read(
+                batch: number, after: bounds.after, upTo: bounds.upTo, sql: sql, state: &state, wantSamples: wantSamples)
+            work.checksReferences = checksReferences
+            try executor.writer.apply(work, rule: executor.rule, sql: sql, db: executor.db)
+            try executor.writer.recordProgress(totals + work.counts, db: executor.db)
+            return work
+        }
+        // The sizer counts what the bounds count: losers where they are filed by position.
+        let units = executor.filesByPosition && !state.refiled ? work.deleted + work.skipped : work.groups
+        return BatchOutcome(counts: work.counts, units: units, done: work.deleted + work.skipped, samples: work.samples)
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import XCTest
+
+@testable import WinnowCore
+
+/// The one batch loop, against a modelled source: where it pauses, when it stops, what it
+/// counts and reports. Time is a fake clock, so nothing here sleeps.
+final class BatchLoopTests: XCTestCase {
+    /// Work laid out as positions 1...units; each batch takes the next `size` of them.
+    struct Source: BatchSource {
+        var units: Int
+        var writes: Bool
+        /// Seconds each batch takes on the fake clock, per unit.
+        var secondsPerUnit = 0.0
+        /// Applying the batch that starts after this position returns nil (the premise broke).
+        var stopAfter: Int64?
+        /// Batches that change nothing (no batch), by the position they start after.
+        var empty: Set<Int64> = []
+        var clock: FakeClock
+        var applied: [BatchBounds] = []
+        var between = 0
+
+        var start: Int64 { 0 }
+
+        func nextBound(after: Int64, size: Int) throws -> Int64? {
+            after < Int64(units) ? min(Int64(units), after + Int64(size)) : nil
+        }
+
+        mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
+            if bounds.after == stopAfter { return nil }
+            applied.append(bounds)
+            let units = Int(bounds.upTo - bounds.after)
+            clock.advance(secondsPerUnit * Double(units))
+            var counts = Counts()
+            counts.groups = units
+            counts.deleted = units
+            counts.batches = 1
+            let samples = wantSamples ? [GroupSample(key: ["\(bounds.upTo)"], winner: bounds.upTo, losers: [])] : []
+            return BatchOutcome(counts: counts, units: units, done: units, samples: samples, isBatch: !empty.contains(bounds.after))
+        }
+
+        mutating func betweenBatches() throws { between += 1 }
+    }
+
+    final class FakeClock: @unchecked Sendable {
+        var time = Date(timeIntervalSince1970: 1_000_000)
+        var slept: [TimeInterval] = []
+        func advance(_ seconds: TimeInterval) { time += seconds }
+    }
+
+    func loop(pause: Int = 0, deadline: RunDeadline = RunDeadline(at: nil), samples: Int = 0, clock: FakeClock) -> (BatchLoop, Box) {
+        let box = Box()
+        var loop = BatchLoop(
+            rule: 3, table: "t", total: 10, pauseMilliseconds: pause, deadline: deadline, sampleLimit: samples,
+            onEvent: { event in if case let .batch(report) = event { box.reports.append(report) } })
+        loop.now = { clock.time }
+        loop.sleep = { seconds in
+            clock.slept.append(seconds)
+            clock.advance(seconds)
+        }
+        return (loop, box)
+    }
+
+    final class Box: @unchecked Sendable {
+        var reports: [BatchReport] = []
+    }
+
+    func testWritingBatchesPauseBetweenThemNeverBeforeTheFirstOrAfterTheLast() throws {
+        let clock = FakeClock()
+        var source = Source(units: 10, writes: true, clock: clock)
+        let (loop, box) = loop(pause: 250, clock: clock)
+        var number = 7
+        var totals = Counts()
+        var samples: [GroupSample] = []
+        let result = try loop.run(
+            &source, sizer: BatchSizer(configured: 4, maxTransactionMilliseconds: 1000), batchNumber: &number, totals: &totals,
+            samples: &samples)
+        XCTAssertEqual(source.applied.map(\.upTo), [4, 8, 10])
+        XCTAssertEqual(source.applied.map(\.after), [0, 4, 8])
+        XCTAssertEqual(clock.slept, [0.25, 0.25])
+        XCTAssertEqual(source.between, 2)
+        XCTAssertTrue(result.finished)
+        XCTAssertEqual(result.counts.deleted, 10)
+        XCTAssertEqual(result.counts.batches, 3)
+        XCTAssertEqual(totals.deleted, 10)
+        XCTAssertEqual(number, 10)
+        XCTAssertEqual(box.reports.map(\.batch), [7, 8, 9])
+        XCTAssertEqual(box.reports.map(\.done), [4, 8, 10])
+        XCTAssertEqual(box.reports.map(\.total), [10, 10, 10])
+        XCTAssertEqual(box.reports.map(\.rule), [3, 3, 3])
+    }
+
+    /// `plan` reads every batch without writing: no pause, whatever `pause_ms` says, and no
+    /// deadline (a plan is never left half counted).
+    func testADryRunNeverPausesAndIgnoresTheDeadline() throws {
+        let clock = FakeClock()
+        var source = Source(units: 10, writes: false, clock: clock)
+        let deadline = RunDeadline(at: clock.time.addingTimeInterval(-1))
+        let (loop, _) = loop(pause: 1000, deadline: deadline, clock: clock)
+        var number = 0
+        var totals = Counts()
+        var samples: [GroupSample] = []
+        let result = try loop.run(
+            &source, sizer: BatchSizer(configured: 3, maxTransactionMilliseconds: 1000), batchNumber: &number, totals: &totals,
+            samples: &samples)
+        XCTAssertEqual(clock.slept, [])
+        XCTAssertTrue(result.finished)
+        XCTAssertEqual(result.counts.deleted, 10)
+        XCTAssertEqual(number, 4)
+    }
+
+    /// A passed deadline stops a writing loop after the batch in flight, never before the first.
+    func testTheDeadlineStopsBetweenBatchesAfterTheFirst() throws {
+        let clock = FakeClock()
+        var source = Source(units: 10, writes: true, secondsPerUnit: 1, clock: clock)
+        let deadline = RunDeadline(at: clock.time.addingTimeInterval(5))
+        let (loop, box) = loop(deadline: deadline, clock: clock)
+        var number = 0
+        var totals = Counts()
+        var samples: [GroupSample] = []
+        let result = try loop.run(
+            &source, sizer: BatchSizer(configured: 3, maxTransactionMilliseconds: 100_000), batchNumber: &number, totals: &totals,
+            samples: &samples)
+        // Batches of 3 units, 3 s each: the deadline (5 s) passes during the second.
+        XCTAssertEqual(source.applied.count, 2)
+        XCTAssertFalse(result.finished)
+        XCTAssertEqual(result.counts.deleted, 6)
+        XCTAssertEqual(box.reports.count, 2)
+
+        let early = FakeClock()
+        var first = Source(units: 10, writes: true, clock: early)
+        let (passed, _) = self.loop(deadline: RunDeadline(at: early.time.addingTimeInterval(-60)), clock: early)
+        _ = try passed.run(
+            &first, sizer: BatchSizer(configured: 3, maxTransactionMilliseconds: 1000), batchNumber: &number, totals: &totals,
+            samples: &samples)
+        XCTAssertEqual(first.applied.count, 1, "a deadline already passed still lets one batch through")
+    }
+
+    /// A source whose premise broke stops the loop; a stretch with nothing to change is no batch.
+    func testASourceStopsTheLoopAndEmptyStretchesAreNoBatches() throws {
+        let clock = FakeClock()
+        var source = Source(units: 10, writes: true, stopAfter: 8, empty: [2], clock: clock)
+        let (loop, box) = loop(pause: 10, clock: clock)
+        var number = 0
+        var totals = Counts()
+        var samples: [GroupSample] = []
+        let result = try loop.run(
+            &source, sizer: BatchSizer(configured: 2, maxTransactionMilliseconds: 1000), batchNumber: &number, totals: &totals,
+            samples: &samples)
+        XCTAssertEqual(source.applied.map(\.after), [0, 2, 4, 6])
+        XCTAssertFalse(result.finished)
+        XCTAssertEqual(box.reports.map(\.batch), [0, 1, 2], "the empty stretch took no number")
+        XCTAssertEqual(result.counts.batches, 3)
+        XCTAssertEqual(result.counts.deleted, 6)
+        XCTAssertEqual(number, 3)
+    }
+
+    /// Batches shrink when they take longer than `max_transaction_ms`, and samples stop at the limit.
+    func testTheSizerShrinksSlowBatchesAndSamplesStopAtTheLimit() throws {
+        let clock = FakeClock()
+        var source = Source(units: 1000, writes: true, secondsPerUnit: 0.001, clock: clock)
+        let (loop, _) = loop(samples: 2, clock: clock)
+        var number = 0
+        var totals = Counts()
+        var samples: [GroupSample] = []
+        _ = try loop.run(
+            &source, sizer: BatchSizer(configured: 200, maxTransactionMilliseconds: 50), batchNumber: &number, totals: &totals,
+            samples: &samples)
+        let sizes = source.applied.map { $0.upTo - $0.after }
+        XCTAssertEqual(sizes.first, 200)
+        XCTAssertLessThanOrEqual(sizes.dropFirst().max() ?? 0, 50, "sizes after the first slow batch: \(sizes)")
+        XCTAssertEqual(samples.count, 2, "one sample per batch, up to the limit")
+        XCTAssertEqual(samples.first?.key, ["200"])
+    }
+}
