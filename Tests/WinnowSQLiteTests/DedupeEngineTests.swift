@@ -892,6 +892,25 @@ final class DedupeEngineTests: XCTestCase {
         XCTAssertEqual(try ids(path, "t"), [1, 11, 12])
     }
 
+    /// A rule that only deletes takes its losers by position, so a group's losers fall in
+    /// several batches. Once another connection has committed, the losers left are filed by
+    /// group again: a batch that makes a loser the winner also deletes the rest of its group,
+    /// instead of leaving a later batch a loser whose winner is gone (a duplicate kept).
+    func testGroupsSplitByPositionAreSettledWholeAfterAnotherCommit() throws {
+        // Three groups interleaved (a, b, c, a, b, c, ...), four rows each, earliest first.
+        let values = (1...12).map { id in "(\(id), '\(["a", "b", "c"][(id - 1) % 3])', \(id))" }
+        let path = try db(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER); INSERT INTO t VALUES \(values.joined(separator: ", "));")
+        let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - created: asc\n"
+        // Batches hold the losers of about one group: three positions. The first deletes 4, 5
+        // and 6; then row 8 becomes the earliest of group b.
+        let summary = try runWritingAfterFirstBatch(job, db: path, "UPDATE t SET created = 0 WHERE id = 8")
+        XCTAssertEqual(try ids(path, "t"), [1, 3, 8])
+        XCTAssertEqual(summary.counts.skipped, 0)
+        XCTAssertEqual(summary.counts.deleted, 9)
+        XCTAssertEqual(summary.counts.groups, 3)
+    }
+
     func testBatchSizeFromJobFile() throws {
         let path = try makeGroups(5)
         let summary = try ScenarioKit.run(
