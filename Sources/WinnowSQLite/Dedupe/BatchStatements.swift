@@ -42,6 +42,7 @@ struct BatchStatements {
     let countPlanned = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
     let clearSwaps = "DELETE FROM temp.winnow_swaps"
     let clearRanks = "DELETE FROM temp.winnow_ranks"
+    let anyTied = "SELECT EXISTS (SELECT 1 FROM temp.winnow_batch WHERE tied)"
     /// Every row (winner and losers) of the groups with ties, with its place in the full winner
     /// order: one ranking serves both the swap and the losers' order.
     let rankTied: String

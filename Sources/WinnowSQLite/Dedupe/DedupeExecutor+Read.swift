@@ -105,6 +105,8 @@ extension DedupeExecutor {
     /// losers are numbered (`rn`) in full order, which merges and re-pointing follow.
     func settleWinners(_ sql: BatchStatements) throws {
         try db.cachedStatement(sql: sql.clearRanks).execute()
+        // (Rules that only delete settle their ties before the batches: a batch as found has none.)
+        guard try Bool.fetchOne(db.cachedStatement(sql: sql.anyTied)) == true else { return }
         try db.cachedStatement(sql: sql.rankTied).execute()
         guard db.changesCount > 0 else { return }
         try db.cachedStatement(sql: sql.clearSwaps).execute()

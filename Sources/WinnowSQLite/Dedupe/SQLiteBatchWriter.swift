@@ -152,7 +152,8 @@ final class SQLiteBatchWriter: BatchWriter {
                         """)
                 }
             }
-            if let missing = try Int.fetchOne(db.cachedStatement(sql: sql.missingWinners)), missing > 0 {
+            // (Only rows this batch re-pointed can point at a winner that is gone.)
+            if work.counts.repointed > 0, let missing = try Int.fetchOne(db.cachedStatement(sql: sql.missingWinners)), missing > 0 {
                 throw WinnowError.internal(
                     "\(rule.rule.keyPath) (\(rule.table)): \(missing) winner(s) of the batch no longer exist, so re-pointed rows would point at no row; the batch was rolled back"
                 )
