@@ -911,6 +911,39 @@ final class DedupeEngineTests: XCTestCase {
         XCTAssertEqual(summary.counts.groups, 3)
     }
 
+    /// Discovery counts the keys first and filters the window by them where few rows are
+    /// duplicates, and windows every row where most are: both find exactly the groups the
+    /// window alone finds, under the key columns' own collations (NOCASE here) and with NULL key
+    /// parts never grouped.
+    func testGroupedCountFilterAndWholeWindowFindTheSameGroups() throws {
+        for (name, distinctKeys) in [("few", 900), ("most", 60)] {
+            var values: [String] = []
+            for id in 1...1000 {
+                let key = (id * 7919) % distinctKeys
+                let email = id % 97 == 0 ? "NULL" : "'\(id % 2 == 0 ? "User" : "user")\(key)@x'"
+                let tag = id % 89 == 0 ? "NULL" : "'t\(key % 3)'"
+                values.append("(\(id), \(email), \(tag), \((id * 104_729) % 1000))")
+            }
+            let path = try db(
+                """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT COLLATE NOCASE, tag TEXT, created INTEGER);
+                INSERT INTO t VALUES \(values.joined(separator: ", "));
+                """, name: "\(name).sqlite")
+            let expected = try ScenarioKit.column(
+                path,
+                """
+                SELECT id FROM t WHERE id NOT IN (SELECT id FROM (SELECT id, row_number() OVER
+                  (PARTITION BY email, tag ORDER BY created, id) AS rn FROM t WHERE email IS NOT NULL AND tag IS NOT NULL) WHERE rn > 1)
+                ORDER BY id
+                """, as: Int64.self)
+            let summary = try ScenarioKit.run(
+                "version: 1\ndedupe:\n  - entity: t\n    key: [email, tag]\n    winner:\n      - created: asc\n", db: path, batchSize: 7)
+            XCTAssertEqual(try ids(path, "t"), expected, name)
+            XCTAssertEqual(summary.counts.deleted, 1000 - expected.count, name)
+            XCTAssertGreaterThan(summary.counts.deleted, name == "few" ? 50 : 800, name)
+        }
+    }
+
     func testBatchSizeFromJobFile() throws {
         let path = try makeGroups(5)
         let summary = try ScenarioKit.run(

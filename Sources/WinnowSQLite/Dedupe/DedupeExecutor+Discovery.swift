@@ -9,11 +9,25 @@ extension DedupeExecutor {
         try Self.prepareTemporaryTables(db)
         try db.execute(sql: "DELETE FROM temp.winnow_queue")
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
-        try db.execute(sql: discoverySQL)
+        let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
+        // The grouped count first keeps the keys that occur once out of the window: on a table
+        // with few duplicates the window then sorts a fraction of it. Where most rows are
+        // duplicates, the window over every row is cheaper than the lookup of each row's key:
+        // on the bench's files (sqlite3 shell, the discovery statement alone, medians of 3),
+        // 1,000,000 rows with 20% of them in groups 1.99 s with the filter, 2.24 s without;
+        // 200,000 rows all in groups 1.33 s against 0.55 s; 1,000,000 with 67% in groups 5.5 s
+        // against 2.6-3.3 s. So the filter is used where at most a third of the rows are in groups.
+        var duplicateKeys = false
+        if countsKeysFirst {
+            try db.execute(sql: duplicateKeysSQL)
+            let inGroups = try Int.fetchOne(db, sql: "SELECT coalesce(sum(n), 0) FROM temp.winnow_dupkeys") ?? 0
+            duplicateKeys = inGroups * 3 <= rows
+        }
+        try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys))
+        if countsKeysFirst { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         let row = try Row.fetchOne(
             db,
             sql: "SELECT count(*), \(filesByPosition ? "count(*) FILTER (WHERE rn = 2)" : "count(DISTINCT first)") FROM temp.winnow_queue")!
-        let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
         var discovery = Discovery(groups: row[1], losers: row[0], tableRows: rows)
         discovery.dataVersion = version
         return discovery

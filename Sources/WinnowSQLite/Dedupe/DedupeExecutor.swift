@@ -47,6 +47,13 @@ struct DedupeExecutor {
                 """)
     }
 
+    /// Whether the rule's batches are stretches of the table rather than whole groups: a rule
+    /// that only deletes (no merge, no re-pointing) can delete any loser of a group apart from
+    /// the others, once its group's winner is settled (``DedupeExecutor/settleTiesAhead(_:)``).
+    var filesByPosition: Bool {
+        rule.mergeColumns.isEmpty && (rule.references.isEmpty || rule.rule.references == .restrict)
+    }
+
     /// The window query that groups the candidate rows by key and ranks them by the rule's own
     /// winner terms. Sorting by the full order (every content column) would make the sort carry
     /// whole rows; instead a loser that ties the row before it on the winner terms is flagged
@@ -55,31 +62,40 @@ struct DedupeExecutor {
     /// row between them has changed since: the rows are sorted, so every row from the first to it
     /// ties its predecessor. Testing the first row as well took a second window function per row:
     /// 10% of this query at 200,000 rows.)
-    /// Whether the rule's batches are stretches of the table rather than whole groups: a rule
-    /// that only deletes (no merge, no re-pointing) can delete any loser of a group apart from
-    /// the others, once its group's winner is settled (``DedupeExecutor/settleTiesAhead(_:)``).
-    var filesByPosition: Bool {
-        rule.mergeColumns.isEmpty && (rule.references.isEmpty || rule.rule.references == .restrict)
+    /// Whether the discovery can leave the keys that occur once out of its window by a grouped
+    /// count first: the key is plain columns (normalised or hashed keys would be computed twice
+    /// for every row, which costs more than the window saves), and a NULL key part, which cannot
+    /// pass IN, is never a duplicate (`nulls: distinct`).
+    var countsKeysFirst: Bool {
+        scope == nil && rule.rule.nulls == .distinct && !rule.rule.hash
+            && rule.keyColumns.allSatisfy { rule.normalizers[$0, default: []].isEmpty }
     }
 
-    var discoverySQL: String {
+    /// The grouped count of ``countsKeysFirst``: every key that occurs more than once, with its
+    /// rows (`n`), into `temp.winnow_dupkeys`.
+    var duplicateKeysSQL: String {
+        let groups = rule.groupExpressions()
+        return """
+            DROP TABLE IF EXISTS temp.winnow_dupkeys;
+            CREATE TEMP TABLE winnow_dupkeys AS
+            SELECT \(groups.enumerated().map { "\($1) AS k\($0)" }.joined(separator: ", ")), count(*) AS n
+            FROM \(rule.qualifiedTable) WHERE \(rule.candidateFilter()) GROUP BY \(groups.joined(separator: ", ")) HAVING count(*) > 1;
+            """
+    }
+
+    /// The discovery: `duplicateKeys`, the window takes only the rows whose key
+    /// `temp.winnow_dupkeys` holds (filled by ``duplicateKeysSQL``).
+    func discoverySQL(duplicateKeys: Bool) -> String {
         let order = rule.winnerOrderBy().map { " ORDER BY \($0)" } ?? ""
-        // Only keys that occur more than once (one grouped count, no per-row window state):
-        // the window then works on the duplicate groups alone. It pays where the key is plain
-        // columns (cheap to read twice); normalised or hashed keys would be computed twice for
-        // every row, which costs more than the window saves (measured). A NULL key part cannot
-        // pass IN, so it also needs nulls: distinct.
         var duplicatesOnly = ""
-        let plainKey = !rule.rule.hash && rule.keyColumns.allSatisfy { rule.normalizers[$0, default: []].isEmpty }
         if let scope {
             duplicatesOnly = " AND \(scope)"
-        } else if plainKey && rule.rule.nulls == .distinct {
+        } else if duplicateKeys {
+            // The comparison takes each key column's own collation (the left operand's), as
+            // the grouped count did.
             let groups = rule.groupExpressions()
             let tuple = groups.count == 1 ? groups[0] : "(\(groups.joined(separator: ", ")))"
-            duplicatesOnly = """
-                 AND \(tuple) IN (SELECT \(groups.joined(separator: ", ")) FROM \(rule.qualifiedTable)
-                    WHERE \(rule.candidateFilter()) GROUP BY \(groups.joined(separator: ", ")) HAVING count(*) > 1)
-                """
+            duplicatesOnly = " AND \(tuple) IN (SELECT \(groups.indices.map { "k\($0)" }.joined(separator: ", ")) FROM temp.winnow_dupkeys)"
         }
         // Each loser is filed under a rowid (`first`), and batches take the queue in that order,
         // so that the rows a batch writes lie together. A rule that writes at the winner (merged
