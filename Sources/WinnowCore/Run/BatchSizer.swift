@@ -8,8 +8,6 @@ import Foundation
 /// where the fixed cost alone comes near the limit, batches shrink toward one unit each and
 /// multiply the commits every other writer waits for. The sizer estimates the fixed cost from
 /// the two latest transactions of different sizes and aims at twice it when the limit is lower.
-/// A 100,000-row rebuild in a rollback journal with `max_transaction_ms: 20, pause_ms: 15`:
-/// 28-42 s -> 10-20 s (alternating runs); in WAL 5.2 s either way.
 public struct BatchSizer {
     public let configured: Int
     public let limit: TimeInterval

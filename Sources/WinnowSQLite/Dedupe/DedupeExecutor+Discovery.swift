@@ -12,11 +12,9 @@ extension DedupeExecutor {
         let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
         // The grouped count first keeps the keys that occur once out of the window: on a table
         // with few duplicates the window then sorts a fraction of it. Where most rows are
-        // duplicates, the window over every row is cheaper than the lookup of each row's key:
-        // on the bench's files (sqlite3 shell, the discovery statement alone, medians of 3),
-        // 1,000,000 rows with 20% of them in groups 1.99 s with the filter, 2.24 s without;
-        // 200,000 rows all in groups 1.33 s against 0.55 s; 1,000,000 with 67% in groups 5.5 s
-        // against 2.6-3.3 s. So the filter is used where at most a third of the rows are in groups.
+        // duplicates, the window over every row costs less than looking up each row's key, so
+        // the filter is used only where at most a third of the rows are in groups (the crossover
+        // on the bench's shapes: BENCHMARKS.md, "Where the rest goes").
         var duplicateKeys = false
         if countsKeysFirst {
             try db.execute(sql: duplicateKeysSQL)

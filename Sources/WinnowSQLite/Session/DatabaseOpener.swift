@@ -101,9 +101,7 @@ public enum DatabaseOpener {
             // Checkpoint after about 64 MB of WAL instead of SQLite's 1,000 pages while no
             // other connection writes (see ``WriteGap``): a page that many batches rewrite (an
             // index, the journal's last page) is copied to the database and synced once instead
-            // of at almost every batch (10-15% of a 200,000-row dedupe with re-pointing; 64 MB
-            // against 12 MB: 5-7% less again where every batch dirties pages all over a table,
-            // medians of 5 of merge-500 at 200,000 rows and child-unindexed at 100,000).
+            // of at almost every batch.
             setCheckpoint(db, shared: false)
         }
         return remark
