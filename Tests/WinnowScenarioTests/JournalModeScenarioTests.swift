@@ -129,7 +129,15 @@ final class JournalModeScenarioTests: CLITestCase {
 
         XCTAssertEqual(try ScenarioKit.column(db, "PRAGMA integrity_check", as: String.self), ["ok"])
         XCTAssertEqual(try mode(db), "delete")
-        XCTAssertEqual(try siblings(db), [], "the hot journal was rolled back and removed")
+        // A hot journal is rolled back and removed by the first connection. A kill that lands
+        // after the journal file was created and before its header was written leaves a
+        // journal SQLite does not treat as hot (empty, or a zero first byte): it is ignored and
+        // overwritten by the next write, so only that kind may remain.
+        for sibling in try siblings(db) {
+            XCTAssertEqual(sibling, "db.sqlite-journal", "no -wal or -shm file beside a rollback-journal file")
+            let bytes = try Data(contentsOf: dir.appendingPathComponent(sibling))
+            XCTAssertEqual(bytes.first ?? 0, 0, "a journal left after the file was opened is not hot")
+        }
         let people = try ScenarioKit.int(db, "SELECT count(*) FROM people")
         XCTAssertLessThan(people, 450, "some batches committed")
         XCTAssertGreaterThan(people, 150, "not all of them")
@@ -138,6 +146,7 @@ final class JournalModeScenarioTests: CLITestCase {
         try winnow(["run", "job.yaml", "--batch-size", "50"], expect: 0)
         try winnow(["run", "reference.yaml", "--batch-size", "50"], expect: 0)
         XCTAssertEqual(try mode(db), "delete")
+        XCTAssertEqual(try siblings(db), [], "a run leaves no journal beside the file")
         let rows = "SELECT id, email, visits, note FROM people ORDER BY id"
         XCTAssertEqual(try ScenarioKit.rows(db, rows), try ScenarioKit.rows(reference, rows))
     }
