@@ -23,6 +23,15 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
 
     func ids(_ url: String) throws -> [Int] { try PostgresServer.integers(url, "id", of: "t") }
 
+    /// Each run's recorded deleted, groups and batches, in run order.
+    func runCounts(_ url: String) throws -> [[Int]] {
+        try BackendRouter().withSession(url, mode: .readOnly) { session in
+            try session.rows("SELECT deleted, groups, batches FROM winnow.winnow_runs ORDER BY id", []).map { row in
+                try (0..<3).map { try row.int($0) }
+            }
+        }
+    }
+
     /// Runs `yaml` on `url`; another session runs `change` after discovery, before the first batch.
     func runChangingAfterDiscovery(
         _ url: String, _ yaml: String, file: StaticString = #filePath, line: UInt = #line,
@@ -63,6 +72,50 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
         let restore = try TestSupport.winnow(["restore", "--run", "\(summary.runID ?? 0)", "--database", url])
         XCTAssertEqual(restore.status, 0, restore.stderr)
         XCTAssertEqual(try ids(url), [2, 3, 4, 5, 6, 7, 8, 10])
+    }
+
+    /// Each batch is one statement the server commits on its own, with the run's progress row
+    /// in it: a batch held up by another session's row lock gives up after the batch's lock
+    /// timeout (exit 75), taking nothing of its groups with it, while the batch before it stays
+    /// committed and counted; once the lock is gone a rerun finishes the job.
+    func testBatchBlockedByAnotherSessionsLockGivesUpAndKeepsWhatWasCommitted() throws {
+        let url = try PostgresServer.require()
+        try load(url)
+        let job = try JobLoader.decode(
+            yaml:
+                "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 2, max_transaction_ms: 100}\n",
+            file: "job.yaml", baseDirectory: nil)
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            // Group d (the second batch's) has a loser locked by another session.
+            try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                try other.writeTransaction {
+                    _ = try other.rows("SELECT id FROM public.t WHERE id = 10 FOR UPDATE", [])
+                    locked.signal()
+                    _ = release.wait(timeout: .now() + 30)
+                }
+            }
+            locked.signal()
+        }
+        holder.start()
+        defer { release.signal() }
+        XCTAssertEqual(locked.wait(timeout: .now() + 10), .success)
+        let started = Date()
+        XCTAssertThrowsError(try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())) { error in
+            guard case let .locked(message) = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
+            XCTAssertTrue(message.contains("lock"), message)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "the batch gave up after its lock timeout")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 7, 8, 9, 10], "groups a and b committed in the first batch; c and d untouched")
+        XCTAssertEqual(
+            try runCounts(url), [[3, 2, 1]],
+            "the run's row counts the committed batch (deleted, groups, batches), nothing of the one given up")
+        release.signal()
+        let summary = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8])
+        XCTAssertEqual(summary.counts.deleted, 3)
+        XCTAssertEqual(try runCounts(url).last, [3, 2, 1])
     }
 
     /// Batches fetch their rows by the tuple id discovery saw: a row deleted meanwhile whose

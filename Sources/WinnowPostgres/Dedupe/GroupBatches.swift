@@ -8,6 +8,8 @@ struct GroupBatches: BatchSource {
     let writer: PostgresBatch
     let groups: Int
     let writes: Bool
+    /// Whether the batches are the writer's one-trip statement (``PostgresBatch/prepareOneTrip()``).
+    let oneTrip: Bool
 
     var start: Int64 { 0 }
 
@@ -17,7 +19,10 @@ struct GroupBatches: BatchSource {
 
     func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
         let range = Int(bounds.after)..<Int(bounds.upTo)
-        let work = try writer.run(groups: range, batch: number, totals: totals, wantSamples: wantSamples)
+        let work =
+            oneTrip && !wantSamples
+            ? try writer.runOneTrip(groups: range, batch: number, totals: totals)
+            : try writer.run(groups: range, batch: number, totals: totals, wantSamples: wantSamples)
         return BatchOutcome(
             counts: work.counts, units: range.count, done: work.counts.deleted + work.counts.skipped, samples: work.samples)
     }

@@ -27,6 +27,15 @@ struct PostgresBatch {
     /// for a rule with nothing to do between ranking and deleting: no merges, no references,
     /// groups kept on the server. Nil otherwise.
     private(set) var fusedSQL: String?
+    /// The fused batch and the run's progress row as one prepared statement (``prepareOneTrip()``):
+    /// a batch is one `EXECUTE` outside any transaction block, so the server runs it as its own
+    /// transaction, and the client waits for one answer instead of five (begin, timeouts, batch,
+    /// progress, commit), the batch's statement parsed and planned once per rule.
+    /// `$1`, `$2`: the group range; `$3`: the batch number; `$4` ... `$11`: the run's counts
+    /// before the batch (``Counts/columns``). Nil where there is no fused batch or no run.
+    private(set) var oneTripSQL: String?
+    /// The name the one-trip statement is prepared under (unique in the session).
+    let oneTripName: String
     let archive: Bool
     /// The rule's merges as the server resolves them.
     let merges: PostgresMerge
@@ -36,6 +45,8 @@ struct PostgresBatch {
 
     init(dedupe: PostgresDedupe, found: FoundGroups) throws {
         self.dedupe = dedupe
+        Self.prepared += 1
+        oneTripName = "winnow_batch_\(Self.prepared)"
         self.found = found
         width = dedupe.primaryKey.count
         archive = dedupe.writes && dedupe.rule.rule.archive
@@ -183,6 +194,26 @@ struct PostgresBatch {
                 c AS (\(delete))\(journal ?? "")
                 SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM s WHERE s.winnow_rn = 2), (SELECT count(*) FROM m)
                 """
+            if let runID = dedupe.runID {
+                // The counts as ``run(groups:batch:totals:wantSamples:)`` computes them for the
+                // fused batch: the groups that still have a loser, the losers deleted, the
+                // members planned as losers that were not (`$2 - $1` groups in the range).
+                let progress = """
+                    p AS (UPDATE \(dialect.bookkeeping("winnow_runs")) SET
+                        groups = $4 + (SELECT count(*) FROM s WHERE s.winnow_rn = 2), deleted = $5 + (SELECT count(*) FROM c),
+                        updated = $6, repointed = $7, children_deleted = $8, hashed = $9,
+                        skipped = $10 + greatest(0, (SELECT count(*) FROM m) - ($2 - $1) - (SELECT count(*) FROM c)),
+                        batches = $11 + 1
+                        WHERE id = \(runID))
+                    """
+                oneTripSQL = """
+                    WITH \(fetchedCTEs),
+                    s AS MATERIALIZED (\(ranked)),
+                    c AS (\(delete))\(journal ?? ""),
+                    \(progress)
+                    SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM s WHERE s.winnow_rn = 2), (SELECT count(*) FROM m)
+                    """
+            }
         }
     }
 
@@ -208,6 +239,57 @@ struct PostgresBatch {
         var values: [[SQLValue]] = []
     }
 
+    /// Statements prepared by batch writers in this process (their names stay unique).
+    nonisolated(unsafe) private static var prepared = 0
+
+    /// `statement_timeout` and `lock_timeout` (ms) of a batch: generous beside
+    /// `max_transaction_ms`, so that a batch stuck behind another transaction's locks fails
+    /// (and is retried or reported) instead of waiting without end.
+    var timeouts: (statement: Int, lock: Int) {
+        let milliseconds = dedupe.options.settings.maxTransactionMilliseconds
+        return (max(1000, milliseconds * 20), max(500, milliseconds * 4))
+    }
+
+    /// Prepares the one-trip statement and sets the batches' timeouts for the session (each
+    /// batch is its own transaction, so `SET LOCAL` has no transaction to live in); returns
+    /// what ``finishOneTrip(_:)`` restores afterwards. Nil, and nothing done, where batches
+    /// take the transaction path.
+    func prepareOneTrip() throws -> [SQLValue]? {
+        guard let oneTripSQL, !session.inTransaction else { return nil }
+        let counts = Array(repeating: "int8", count: 3 + Counts.columns.count).joined(separator: ", ")
+        try link.command("PREPARE \(oneTripName) (\(counts)) AS \(oneTripSQL)")
+        let before = try link.query("SELECT current_setting('statement_timeout'), current_setting('lock_timeout')").first ?? []
+        let (statement, lock) = timeouts
+        try link.command("SELECT set_config('statement_timeout', '\(statement)', false), set_config('lock_timeout', '\(lock)', false)")
+        return before
+    }
+
+    /// Drops the one-trip statement and puts the session's timeouts back (best effort: a
+    /// connection that is gone takes both with it).
+    func finishOneTrip(_ before: [SQLValue]) {
+        _ = try? link.command("DEALLOCATE \(oneTripName)")
+        guard before.count == 2, let statement = before[0].string, let lock = before[1].string else { return }
+        _ = try? link.command(
+            "SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false)",
+            PostgresBindings(values: [SQLValue(statement), SQLValue(lock)]))
+    }
+
+    /// One fused batch in one round trip: the batch, its journal and the run's progress in one
+    /// statement that the server commits on its own.
+    func runOneTrip(groups range: Range<Int>, batch: Int, totals: Counts) throws -> PostgresBatchWork {
+        let arguments =
+            [Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)] + totals.columnValues.map { $0.int64 ?? 0 }
+        var row: [SQLValue] = []
+        try retrying { row = try link.query("EXECUTE \(oneTripName)(\(arguments.map(String.init).joined(separator: ", ")))").first ?? [] }
+        var work = PostgresBatchWork()
+        let deleted = row.first?.int ?? 0
+        work.counts.deleted = deleted
+        work.counts.groups = row.count > 1 ? row[1].int ?? 0 : 0
+        work.counts.skipped = max(0, (row.count > 2 ? row[2].int ?? 0 : 0) - range.count - deleted)
+        work.counts.batches = 1
+        return work
+    }
+
     func run(groups range: Range<Int>, batch: Int, totals: Counts, wantSamples: Bool) throws -> PostgresBatchWork {
         var binds = PostgresBindings()
         if found.table != nil {
@@ -230,8 +312,7 @@ struct PostgresBatch {
         var batchLosers: [[String]] = []
         let body = {
             if dedupe.writes {
-                let limit = max(1000, self.dedupe.options.settings.maxTransactionMilliseconds * 20)
-                let wait = max(500, self.dedupe.options.settings.maxTransactionMilliseconds * 4)
+                let (limit, wait) = self.timeouts
                 try link.command("SELECT set_config('statement_timeout', '\(limit)', true), set_config('lock_timeout', '\(wait)', true)")
             }
             if let fused = self.fusedSQL, !wantSamples {

@@ -221,7 +221,10 @@ struct PostgresDedupe: RuleExecution {
 
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
         guard let found = session.found[rule.rule.index], found.groupCount > 0 else { return Counts() }
-        var batches = GroupBatches(writer: try PostgresBatch(dedupe: self, found: found), groups: found.groupCount, writes: writes)
+        let writer = try PostgresBatch(dedupe: self, found: found)
+        let before = try writer.prepareOneTrip()
+        defer { if let before { writer.finishOneTrip(before) } }
+        var batches = GroupBatches(writer: writer, groups: found.groupCount, writes: writes, oneTrip: before != nil)
         let loop = BatchLoop(
             rule: rule.rule.index, table: rule.table, total: discovery.losers, pauseMilliseconds: options.settings.pauseMilliseconds,
             deadline: options.deadline, sampleLimit: options.sampleLimit, onEvent: options.onEvent)
