@@ -3,7 +3,7 @@ import XCTest
 @testable import WinnowCore
 import WinnowTestSupport
 
-/// Job files (CONTRACT section 2): every key decodes to the right value, defaults are the
+/// Job files (docs/reference.md section 2): every key decodes to the right value, defaults are the
 /// documented ones, and every mistake is an exit-65 `FILE:LINE:COLUMN: key.path: message`
 /// pointing at the node that caused it.
 final class JobLoaderTests: XCTestCase {

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import WinnowCore
 
-/// Lightweight migrations (CONTRACT section 3) inferred from a hand-built live schema and a
+/// Lightweight migrations (docs/reference.md section 3) inferred from a hand-built live schema and a
 /// target model; schema drift; and column defaults as SQL text. Pure: no database.
 final class MigrationPlannerTests: XCTestCase {
 

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import WinnowCore
 
-/// Schema files (CONTRACT section 3): every key decodes to the right model value, and every
+/// Schema files (docs/reference.md section 3): every key decodes to the right model value, and every
 /// mistake is an exit-65 `WinnowError.invalidFile(location, "key.path: message")` pointing at
 /// the node that caused it.
 final class SchemaLoaderTests: XCTestCase {

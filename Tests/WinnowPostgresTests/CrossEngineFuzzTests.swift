@@ -123,7 +123,7 @@ final class CrossEngineFuzzTests: XCTestCase {
                 XCTFail("\(what) exited \(result.status) without a 'winnow: error:' line: \(result.stderr.prefix(300))")
             }
             statuses.append(result.status)
-            // A rule refused at its turn, after the steps before it committed, says so (CONTRACT
+            // A rule refused at its turn, after the steps before it committed, says so (docs/reference.md
             // section 5: committed batches stay committed); any other refusal changes nothing.
             kept = command == "run" && result.status != 0 && result.stderr.contains("stays committed")
             if command == "plan" || (result.status != 0 && !kept) {

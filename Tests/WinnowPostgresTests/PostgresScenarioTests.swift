@@ -318,7 +318,7 @@ final class PostgresScenarioTests: XCTestCase {
         let tables = ["accounts", "logins", "notes"]
         let loaded = try PostgresServer.rows(url, tables: tables)
         for engine in [data, url] {
-            // CONTRACT section 1: plan gives the counts the run then has (both re-pointing paths).
+            // docs/reference.md section 1: plan gives the counts the run then has (both re-pointing paths).
             for command in ["plan", "run"] {
                 let result = try TestSupport.winnow([command, job, "--database", engine, "--format", "json"])
                 XCTAssertEqual(result.status, 0, "\(engine) \(command): \(result.stderr)")

@@ -7,7 +7,7 @@ import WinnowTestSupport
 
 /// A job refused by a guard that depends on the rows (`max_delete_percent`, `references:
 /// restrict`, a unique index over duplicates) changes nothing, even when its migration would
-/// have run first (CONTRACT section 5): the guards are evaluated on the rows as the migration
+/// have run first (docs/reference.md section 5): the guards are evaluated on the rows as the migration
 /// will leave them, before its first step. Jobs that pass are not refused by mistake.
 final class GuardsBeforeMigrationTests: XCTestCase {
     var dir: URL!

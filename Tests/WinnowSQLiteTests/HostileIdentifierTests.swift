@@ -8,7 +8,7 @@ import WinnowTestSupport
 /// Tables, columns and indexes whose names are hostile (quotes, semicolons, comments, keywords,
 /// brackets, backticks, non-ASCII letters, emoji, `rowid`/`oid`/`_rowid_`, and injection
 /// attempts) work everywhere a job or schema file can name them, give the right result, and
-/// inject nothing (CONTRACT section 2: "no text from a file is ever pasted into SQL unquoted").
+/// inject nothing (README "Guarantees": identifiers are always quoted).
 /// A `canary` table must exist, unchanged, after every run.
 final class HostileIdentifierTests: XCTestCase {
     var dir: URL!

@@ -4,7 +4,7 @@ import XCTest
 @testable import WinnowCore
 @testable import WinnowSQLite
 
-/// Survivorship (CONTRACT section 2, `merge:`): what a winner takes from its group. The values
+/// Survivorship (docs/reference.md section 2, `merge:`): what a winner takes from its group. The values
 /// passed are one column of every row of a group, winner first, then the losers in winner order.
 final class MergeResolverTests: XCTestCase {
 

@@ -5,7 +5,7 @@ import XCTest
 @testable import WinnowSQLite
 import WinnowTestSupport
 
-/// The key normalisers of CONTRACT section 2 (`trim`, `lowercase` (Unicode-aware),
+/// The key normalisers of docs/reference.md section 2 (`trim`, `lowercase` (Unicode-aware),
 /// `collapse_whitespace`, `nfkc`, `digits_only`), as Swift functions and as the SQL functions
 /// registered on every connection, plus the separator-safe `winnow_hash` and `winnow_pack`.
 final class NormalizeTests: XCTestCase {

@@ -5,7 +5,7 @@ import XCTest
 
 /// Binding a dedupe rule to a (hand-built) live schema: names are checked and canonicalised,
 /// errors point at the rule's nodes, and the SQL fragments quote every identifier and encode
-/// the winner order of CONTRACT section 2.
+/// the winner order of docs/reference.md section 2.
 final class RuleCompilerTests: XCTestCase {
 
     // MARK: Schema builders

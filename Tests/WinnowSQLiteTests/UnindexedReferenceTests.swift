@@ -158,7 +158,7 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(indexed))
     }
 
-    /// CONTRACT section 1: `plan` reports the counts a run would have. A run that re-points
+    /// docs/reference.md section 1: `plan` reports the counts a run would have. A run that re-points
     /// children ahead of its batches counts each moved child once, in the stretch that moved
     /// it, so it ends with the counts its plan gave (only its batch count is higher: `plan`
     /// counts the batches by group).
@@ -340,7 +340,7 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.plan(Self.job, db: path).rules[0].warnings.filter { $0.contains("no index") }, [])
     }
 
-    /// CONTRACT section 5: a restricted reference that appears mid-run (another connection adds
+    /// docs/reference.md section 5: a restricted reference that appears mid-run (another connection adds
     /// a child of a loser a later batch would delete) refuses that batch with 65; the batches
     /// before it stay committed, the batch in flight is rolled back, no reference dangles.
     func testRestrictRefusesTheBatchWhoseLoserGainedAChildMidRun() throws {

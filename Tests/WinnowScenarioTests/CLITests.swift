@@ -8,7 +8,7 @@ import FoundationXML
 @testable import WinnowSQLite
 import WinnowTestSupport
 
-/// The real `winnow` executable: exit codes (CONTRACT section 5), output formats, and that bad
+/// The real `winnow` executable: exit codes (docs/reference.md section 5), output formats, and that bad
 /// input never crashes it nor changes the database.
 final class CLITests: XCTestCase {
     var dir: URL!

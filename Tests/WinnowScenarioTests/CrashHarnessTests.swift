@@ -5,7 +5,7 @@ import XCTest
 @testable import WinnowSQLite
 import WinnowTestSupport
 
-/// Crash safety ("Nothing lost", parts 1 and 2), CONTRACT section 5: after any exit other than
+/// Crash safety ("Nothing lost", parts 1 and 2), docs/reference.md section 5: after any exit other than
 /// 0 and 1 — a SIGKILL included — committed batches stay committed, the batch in flight is
 /// rolled back, `run` again finishes with the same result as an uninterrupted run, and a killed
 /// run never blocks the next one; `restore` of a killed run undoes exactly what it changed.

@@ -6,7 +6,7 @@ import Yams
 @testable import WinnowSQLite
 import WinnowTestSupport
 
-/// A seeded mutation fuzzer over job and schema files (CONTRACT sections 2, 3 and 5): whatever
+/// A seeded mutation fuzzer over job and schema files (docs/reference.md sections 2, 3 and 5): whatever
 /// the bytes of a file, `validate`, `plan`, `check` and `run` end in success or a clean exit
 /// 64, 65 or 66 with a message (exit 65 from a file: `FILE:LINE:COLUMN: message`), never a
 /// crash, a hang, an internal error (70) or another error type, and never change the database
@@ -510,7 +510,7 @@ final class FuzzTests: XCTestCase {
 
     /// A job whose rule names a column that exists neither before nor after its migration is
     /// an invalid job (exit 65): refused before it starts, so the migration must not have been
-    /// applied either (CONTRACT section 5).
+    /// applied either (docs/reference.md section 5).
     func testJobRefusedAfterItsMigrationChangesNoSchema() throws {
         let harness = FuzzHarness(dir: dir)
         let database = harness.database(for: FuzzDocument(name: "", kind: .job, text: "", database: "crm.sqlite", plannable: false))
@@ -924,7 +924,7 @@ struct FuzzHarness {
         if (try? Data(contentsOf: URL(fileURLWithPath: planCopy))) != planBefore {
             problems.append("plan changed the bytes of the database file")
         }
-        // A rule refused at its turn, after the steps before it committed, says so (CONTRACT
+        // A rule refused at its turn, after the steps before it committed, says so (docs/reference.md
         // section 5: committed batches stay committed); any other refusal changes nothing.
         if let run = statuses["run"], run != 0, run != 1, !report.detail.contains("stays committed") {
             if let after = try? FuzzState.user(runCopy), after != runBefore {

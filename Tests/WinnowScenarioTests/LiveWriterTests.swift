@@ -5,7 +5,7 @@ import XCTest
 @testable import WinnowSQLite
 import WinnowTestSupport
 
-/// CONTRACT sections 2, 3 and 5 under load: while the real `winnow run` migrates (a table
+/// docs/reference.md sections 2, 3 and 5 under load: while the real `winnow run` migrates (a table
 /// rebuild, a native ADD COLUMN, a unique index after the dedupe rule) and deduplicates a
 /// 200,000-row table in small batches, an application keeps writing to the same table through its
 /// own connection. winnow must lose none of the application's writes, must not make it wait long

@@ -128,7 +128,7 @@ final class SpawnedWinnow {
     }
 }
 
-/// CONTRACT section 5 through the real executable: the run lock between two `winnow run`
+/// docs/reference.md section 5 through the real executable: the run lock between two `winnow run`
 /// processes (exit 75, `--wait`, killed and reused-pid holders), and the exit codes that
 /// CLITests.swift does not cover yet (it has: 0/1, the usage errors of --batch-size and
 /// --wait -1, invalid job files, `references: restrict`, missing and non-database files, a

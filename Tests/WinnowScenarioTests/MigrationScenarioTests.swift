@@ -5,7 +5,7 @@ import XCTest
 @testable import WinnowSQLite
 import WinnowTestSupport
 
-/// Schema-migration scenarios of CONTRACT sections 3, 4 and 5, end to end through
+/// Schema-migration scenarios of docs/reference.md sections 3, 4 and 5, end to end through
 /// `JobLoader.decode` and `JobRunner.run/plan/check`, with schema files in a scratch folder.
 final class MigrationScenarioTests: XCTestCase {
     var dir: URL!

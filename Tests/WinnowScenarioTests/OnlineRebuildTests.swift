@@ -5,8 +5,8 @@ import XCTest
 @testable import WinnowSQLite
 import WinnowTestSupport
 
-/// CONTRACT section 3: "rebuild the table in batches while other connections keep writing, and
-/// lose none of their writes"; section 5: a run killed by a signal never blocks the next run,
+/// docs/reference.md section 3 ("Table rebuilds, online": other connections keep writing and
+/// lose none of their writes); section 5: a run killed by a signal never blocks the next run,
 /// and `run` again finishes the job.
 final class OnlineRebuildTests: XCTestCase {
     var dir: URL!

@@ -635,7 +635,7 @@ final class OperatorTests: CLITestCase {
         XCTAssertEqual(try TestSupport.contentDump(db), try TestSupport.contentDump(path("reference.sqlite")))
     }
 
-    /// CONTRACT section 5: `validate`, `plan` and `check` never change a byte of the database
+    /// docs/reference.md section 5: `validate`, `plan` and `check` never change a byte of the database
     /// file; nor do the new read-only paths (validate --database, plan --save, a check whose
     /// guard would refuse, show, history and schema inspect with a job file, init).
     func testReadOnlyCommandsNeverChangeAByte() throws {

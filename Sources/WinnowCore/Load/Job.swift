@@ -15,7 +15,7 @@ extension Located: Equatable where Value: Equatable {
     public static func == (lhs: Located, rhs: Located) -> Bool { lhs.value == rhs.value }
 }
 
-/// A declarative job (CONTRACT section 2): what `run`, `plan` and `check` do to one database.
+/// A declarative job (docs/reference.md section 2): what `run`, `plan` and `check` do to one database.
 public struct Job: Sendable {
     /// The file the job was read from, as given on the command line.
     public var file: String

@@ -1,7 +1,7 @@
 import Foundation
 import Yams
 
-/// Reads job files (CONTRACT section 2) into ``Job`` values, checking everything that can be
+/// Reads job files (docs/reference.md section 2) into ``Job`` values, checking everything that can be
 /// checked without a database. Errors are ``WinnowError/invalidFile(_:_:)`` with the location
 /// of the offending node.
 public enum JobLoader {

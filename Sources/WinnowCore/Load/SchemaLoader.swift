@@ -1,7 +1,7 @@
 import Foundation
 import Yams
 
-/// Reads schema files (CONTRACT section 3) into ``SchemaModel`` values, with the same located
+/// Reads schema files (docs/reference.md section 3) into ``SchemaModel`` values, with the same located
 /// errors as job files.
 public enum SchemaLoader {
     package static let rootKeys = ["version", "tables", "dropped_tables"]

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A model version: the content of a schema file (CONTRACT section 3), or the live schema of a
+/// A model version: the content of a schema file (docs/reference.md section 3), or the live schema of a
 /// database in the same terms. Pure values: the migration planner compares two of them.
 public struct SchemaModel: Sendable, Equatable {
     /// The model version (an increasing integer); 0 for a live database that never recorded one.

@@ -3,7 +3,7 @@ import Foundation
 /// Infers a lightweight migration from the live schema and the target model. Pure: it reads
 /// only the values given (no database handle), so it is unit-tested on pairs of schemas.
 ///
-/// Lightweight (CONTRACT section 3): add or rename a table; add a column (nullable, or NOT NULL
+/// Lightweight (docs/reference.md section 3): add or rename a table; add a column (nullable, or NOT NULL
 /// with a default); rename a column; drop a column or table (only with `allow_data_loss`); make
 /// a column nullable; make it NOT NULL when it has a default; change a default; add or drop an
 /// index. Anything else is refused with the table, the column and both definitions.

@@ -1,7 +1,7 @@
 import Foundation
 import Yams
 
-/// `winnow schema inspect`: a model written in the schema-file format (CONTRACT section 3).
+/// `winnow schema inspect`: a model written in the schema-file format (docs/reference.md section 3).
 /// Loading what it prints gives back an equal model, so a database checked against its own
 /// inspected schema shows no drift.
 public enum SchemaPrinter {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// winnow's own tables (CONTRACT section 4). Never deduplicated, inspected or migrated. Each
+/// winnow's own tables (docs/reference.md section 4). Never deduplicated, inspected or migrated. Each
 /// dialect spells their DDL (``SQLDialect/bookkeepingSchema``); this names and installs them.
 ///
 /// - `winnow_runs`: one row per `run` or `restore`, with its status and counts, updated in the

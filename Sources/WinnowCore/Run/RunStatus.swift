@@ -1,6 +1,6 @@
 import Foundation
 
-/// The status of a run as `winnow_runs` stores it and the summary reports it (CONTRACT
+/// The status of a run as `winnow_runs` stores it and the summary reports it (docs/reference.md
 /// section 4). A typed name over an open set: a database written by a newer winnow may hold a
 /// status this one does not know, and `history` still shows it.
 public struct RunStatus: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The final report of `run`, `plan`, `check` and `restore`: the `"event":"summary"` object of
-/// CONTRACT section 1.
+/// docs/reference.md section 1.
 public struct RunSummary: Sendable, Equatable {
     public var command: RunCommand
     public var runID: Int64?

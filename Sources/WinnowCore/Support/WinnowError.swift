@@ -18,7 +18,7 @@ public enum WinnowError: Error, Sendable, CustomStringConvertible {
     /// A bug in winnow (exit 70).
     case `internal`(String)
 
-    /// The process exit code of this error (CONTRACT section 5).
+    /// The process exit code of this error (docs/reference.md section 5).
     public var exitCode: Int32 {
         switch self {
         case .usage: return 64
