@@ -3,8 +3,8 @@ import Foundation
 /// Adapts the batch size so that one write transaction stays under `max_transaction_ms`.
 ///
 /// A transaction's time is a cost per unit (rows copied, groups settled) plus a cost paid
-/// whatever its size: a rollback journal's syncs at commit (3-30 ms a commit on a busy disk,
-/// against 0.03 ms in WAL), a server's round trips. Shrinking a batch cuts only the first, so
+/// whatever its size: a rollback journal's syncs at commit (far longer than a commit in WAL on
+/// a busy disk), a server's round trips. Shrinking a batch cuts only the first, so
 /// where the fixed cost alone comes near the limit, batches shrink toward one unit each and
 /// multiply the commits every other writer waits for. The sizer estimates the fixed cost from
 /// the two latest transactions of different sizes and aims at twice it when the limit is lower.

@@ -65,8 +65,8 @@ extension JobRunner {
     /// Duplicate groups and surplus rows of a rule, by one grouped count. With an index on the
     /// key (plain columns), the engine walks the index in key order: no sort, no temporary
     /// B-tree. It groups under the column's own collation, not ``CompiledRule/groupTerms(_:)``
-    /// (an index serves only its own collation: on PostgreSQL, 1,000,000 rows with an index on
-    /// the key took 100 ms this way and 370-525 ms under "C"). That finds the same groups for a
+    /// (an index serves only its own collation: under "C" PostgreSQL sorts the whole table
+    /// instead of walking the key's index). That finds the same groups for a
     /// deterministic collation, and for any other a coarser grouping, never a finer one: rows
     /// equal byte for byte are equal under every collation. So it may only find duplicates that
     /// a run would not delete, and when it finds any, `check` counts them again by a dry run.

@@ -606,8 +606,8 @@ struct PostgresBatch {
             // Where the reference holds the parent's key, the pairs give the loser's and the
             // winner's values (both rows are locked by the ranking), and the children are reached
             // through the reference's index, if any, by the losers' keys. Told how many pairs
-            // there are, the planner hashed the whole child and parent tables for each batch to
-            // join them (re-pointing 1,000 orders among 100,000: 28 ms). Another referenced
+            // there are, the planner hashes the whole child and parent tables for each batch to
+            // join them. Another referenced
             // column is read from the loser (`p`) and winner (`w`) rows.
             let direct = holdsKey(path)
             let from =

@@ -69,8 +69,7 @@ struct PostgresDedupe: RuleExecution {
 
     /// `alias.column = ANY($parameter::text[]::type[])`. Beside a join to an unnested array it
     /// makes the rows reachable through the column's index: told how many rows the array
-    /// holds, the planner hashed the whole table for each batch instead (re-pointing 1,000
-    /// orders among 100,000 took 28 ms a batch; 6 ms with the probe).
+    /// holds, the planner hashes the whole table for each batch instead.
     /// (A key of an array type is compared by the join alone: its text does not cast to the
     /// array of its elements.)
     func keyProbe(_ alias: String, column: String, parameter: Int, type: String) -> String {
@@ -125,8 +124,7 @@ struct PostgresDedupe: RuleExecution {
             // A group's size is an aggregate over its whole partition (no order inside it: a
             // narrower sort than the ranking window's). Groups are numbered in the order of
             // their key: the rows leave that window sorted by it, so the numbering sorts nothing
-            // again (numbering by each group's lowest key sorted every member a second time:
-            // about 70 ms of 1,000,000 rows with 10% duplicates).
+            // again (numbering by each group's lowest key would sort every member a second time).
             // The batches rank every group again in the rule's full order (winner terms, then the
             // content tie-break over every column), so the groups kept here are their members only.
             let ids = primaryKey.map { "t.\($0.sqlIdentifier)" }
@@ -141,8 +139,7 @@ struct PostgresDedupe: RuleExecution {
                 WHERE s.winnow_n > 1
                 """
             // The members are the rows the statement wrote (its command tag); the groups, the
-            // highest number, read from the index (a count over the table took ~11 ms of
-            // 200,000 members).
+            // highest number, read from the index (not a count over the table).
             found.members = try link.command("CREATE TEMPORARY TABLE \(name) AS \(members)", binds)
             try link.command("CREATE INDEX ON \(name) (winnow_g)")
             found.table = name

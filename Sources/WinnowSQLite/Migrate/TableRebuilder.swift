@@ -16,7 +16,7 @@ import GRDB
 ///    logged rows, then the old table renamed aside (`winnow_retired_<table>`, its indexes too),
 ///    the new one renamed to the real name, the indexes renamed to their real names, triggers
 ///    and views recreated. Dropping the old table here would free every one of its pages while
-///    holding the write lock (547 ms for 1,000,000 rows).
+///    holding the write lock, for a time that grows with the table.
 /// 5. `foreign_keys` back on, and `PRAGMA foreign_key_check` of the table must be clean.
 /// 6. The retired table is dropped at once when that fits in `max_transaction_ms`, else emptied
 ///    in batches sized to it and then dropped. A run killed before that finishes it the next
@@ -324,8 +324,8 @@ struct TableRebuilder {
             }
         }
         // 6. The old rows: dropped at once when that fits in `max_transaction_ms` (a DROP frees
-        //    a row's pages in about half the time its copy took: 0.55 s for 1,000,000 rows whose
-        //    copy took 1.1 s), else emptied in short transactions first.
+        //    a row's pages in about half the time its copy took; docs/reference.md section 3), else
+        //    emptied in short transactions first.
         if Self.dropsAtOnce(
             copySeconds: copySeconds, copied: outcome.copied, rows: outcome.copied + outcome.replayed,
             maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
