@@ -944,6 +944,78 @@ final class DedupeEngineTests: XCTestCase {
         }
     }
 
+    /// The estimate before the grouped count (tables of `estimateFromRows` rows and more, here
+    /// lowered to reach the small tables): where most rows are duplicates the sample skips the
+    /// count, where few are the count runs and filters; either way the run keeps exactly the rows
+    /// the window over every row keeps.
+    func testDuplicateShareEstimateChoosesAPathAndEveryPathFindsTheSameGroups() throws {
+        let saved = DedupeExecutor.estimateFromRows
+        DedupeExecutor.estimateFromRows = 100
+        defer { DedupeExecutor.estimateFromRows = saved }
+        for (name, distinctKeys, skips) in [("few", 3800, false), ("most", 400, true)] {
+            var values: [String] = []
+            for id in 1...4000 {
+                let key = (id * 7919) % distinctKeys
+                let email = id % 97 == 0 ? "NULL" : "'user\(key)@x'"
+                values.append("(\(id), \(email), \((id * 104_729) % 4000))")
+            }
+            let setup = """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT, created INTEGER);
+                INSERT INTO t VALUES \(values.joined(separator: ", "));
+                """
+            let path = try db(setup, name: "\(name).sqlite")
+            let job = try ScenarioKit.job("version: 1\ndedupe:\n  - {entity: t, key: email, winner: [{created: asc}]}\n")
+            let sample = try DatabaseOpener.open(path: path, mode: .readOnly).inDatabase { db -> Row in
+                let rule = try JobRunner.compile(job, db)[0]
+                let executor = DedupeExecutor(db: db, rule: rule, writer: DryRunWriter(), settings: job.batch)
+                XCTAssertTrue(executor.countsKeysFirst)
+                return try Row.fetchOne(db, sql: executor.duplicateShareSQL)!
+            }
+            let (sampledRows, inGroups): (Int, Int) = (sample[0], sample[1])
+            XCTAssertGreaterThan(sampledRows, 4000 / DedupeExecutor.sampledKeys / 3, "\(name): about a sixteenth of the rows")
+            XCTAssertLessThan(sampledRows, 4000 / DedupeExecutor.sampledKeys * 3, name)
+            XCTAssertEqual(
+                DedupeExecutor.skipsGroupedCount(sampledRows: sampledRows, sampledInGroups: inGroups), skips, "\(name): \(sample)")
+            let expected = try ScenarioKit.column(
+                path,
+                """
+                SELECT id FROM t WHERE id NOT IN (SELECT id FROM (SELECT id, row_number() OVER
+                  (PARTITION BY email ORDER BY created, id) AS rn FROM t WHERE email IS NOT NULL) WHERE rn > 1)
+                ORDER BY id
+                """, as: Int64.self)
+            let summary = try ScenarioKit.run(
+                "version: 1\ndedupe:\n  - entity: t\n    key: email\n    winner:\n      - created: asc\n", db: path, batchSize: 97)
+            XCTAssertEqual(try ids(path, "t"), expected, name)
+            XCTAssertEqual(summary.counts.deleted, 4000 - expected.count, name)
+        }
+    }
+
+    /// `winnow_bucket` puts the tuples SQLite groups together byte for byte in one bucket (1 and
+    /// 1.0 alike), tells types apart, and spreads keys evenly.
+    func testBucketFunctionFollowsGroupingAndSpreads() throws {
+        try DatabaseQueue().inDatabase { db in
+            try SQLFunctions.register(on: db)
+            func bucket(_ sql: String) throws -> Int64 { try Int64.fetchOne(db, sql: "SELECT winnow_bucket(\(sql))")! }
+            XCTAssertEqual(try bucket("1"), try bucket("1.0"))
+            XCTAssertEqual(try bucket("'a', 2"), try bucket("'a', 2.0"))
+            XCTAssertNotEqual(try bucket("1"), try bucket("'1'"))
+            XCTAssertNotEqual(try bucket("'ab', 'c'"), try bucket("'a', 'bc'"))
+            XCTAssertNotEqual(try bucket("x'61'"), try bucket("'a'"))
+            XCTAssertGreaterThanOrEqual(try bucket("NULL"), 0)
+            let spread = try Row.fetchAll(
+                db,
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 16000)
+                    SELECT winnow_bucket('user' || i || '@example.com') % 16 AS b, count(*) FROM n GROUP BY b
+                    """)
+            XCTAssertEqual(spread.count, 16)
+            for row in spread {
+                let count: Int = row[1]
+                XCTAssertTrue((800...1200).contains(count), "bucket \(row[0]): \(count) of 16,000")
+            }
+        }
+    }
+
     func testBatchSizeFromJobFile() throws {
         let path = try makeGroups(5)
         let summary = try ScenarioKit.run(

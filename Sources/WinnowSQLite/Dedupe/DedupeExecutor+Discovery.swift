@@ -15,14 +15,20 @@ extension DedupeExecutor {
         // duplicates, the window over every row costs less than looking up each row's key, so
         // the filter is used only where at most a third of the rows are in groups (the crossover
         // on the bench's shapes: BENCHMARKS.md, "Where the rest goes").
+        // On a large table a sample of its keys tells first whether the count can pay at all.
         var duplicateKeys = false
-        if countsKeysFirst {
+        var counts = countsKeysFirst
+        if counts, rows >= Self.estimateFromRows {
+            let sample = try Row.fetchOne(db, sql: duplicateShareSQL)!
+            counts = !Self.skipsGroupedCount(sampledRows: sample[0], sampledInGroups: sample[1])
+        }
+        if counts {
             try db.execute(sql: duplicateKeysSQL)
             let inGroups = try Int.fetchOne(db, sql: "SELECT coalesce(sum(n), 0) FROM temp.winnow_dupkeys") ?? 0
             duplicateKeys = inGroups * 3 <= rows
         }
         try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys))
-        if countsKeysFirst { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
+        if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         let row = try Row.fetchOne(
             db,
             sql: "SELECT count(*), \(filesByPosition ? "count(*) FILTER (WHERE rn = 2)" : "count(DISTINCT first)") FROM temp.winnow_queue")!

@@ -13,6 +13,9 @@ import GRDBSQLite
 /// - `winnow_hash(nulls_equal, v1, ..., vn)`: lowercase hex SHA-256 of the ``ValueCodec``
 ///   encoding of the tuple; NULL when a part is NULL and `nulls_equal` is 0.
 /// - `winnow_pack(v1, ..., vn)`: the ``ValueCodec`` encoding of the tuple, as a BLOB.
+/// - `winnow_bucket(v1, ..., vn)`: a non-negative integer hash (FNV-1a) of the tuple, equal for
+///   tuples SQLite's GROUP BY puts together byte for byte (1 and 1.0 alike): rows sampled by it
+///   bring every row of their key with them (``DedupeExecutor/duplicateShareSQL``).
 enum SQLFunctions {
     static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -38,6 +41,50 @@ enum SQLFunctions {
         try add("winnow_digits", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, ASCII.digitsOnly, Normalize.digitsOnly) }
         try add("winnow_hash", -1) { ctx, argc, argv in SQLFunctions.hashFunction(ctx, argc, argv) }
         try add("winnow_pack", -1) { ctx, argc, argv in SQLFunctions.packFunction(ctx, argc, argv) }
+        try add("winnow_bucket", -1) { ctx, argc, argv in SQLFunctions.bucketFunction(ctx, argc, argv) }
+    }
+
+    /// FNV-1a over each value's type and bytes, without copying them.
+    static func bucketFunction(_ ctx: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?) {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ byte: UInt8) {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        func mixInteger(_ value: Int64) {
+            var bits = UInt64(bitPattern: value)
+            for _ in 0..<8 {
+                mix(UInt8(truncatingIfNeeded: bits))
+                bits >>= 8
+            }
+        }
+        for i in 0..<Int(argc) {
+            let value = argv?[i]
+            let type = sqlite3_value_type(value)
+            switch type {
+            case SQLITE_INTEGER:
+                mix(1)
+                mixInteger(sqlite3_value_int64(value))
+            case SQLITE_FLOAT:
+                let real = sqlite3_value_double(value)
+                if real == real.rounded(), real >= -9_223_372_036_854_775_808.0, real < 9_223_372_036_854_775_808.0 {
+                    mix(1)
+                    mixInteger(Int64(real))
+                } else {
+                    mix(2)
+                    mixInteger(Int64(bitPattern: real.bitPattern))
+                }
+            case SQLITE_TEXT, SQLITE_BLOB:
+                mix(type == SQLITE_TEXT ? 3 : 4)
+                let count = Int(sqlite3_value_bytes(value))
+                if count > 0, let pointer = type == SQLITE_TEXT ? UnsafeRawPointer(sqlite3_value_text(value)) : sqlite3_value_blob(value) {
+                    for byte in UnsafeRawBufferPointer(start: pointer, count: count) { mix(byte) }
+                }
+            default:
+                mix(5)
+            }
+        }
+        sqlite3_result_int64(ctx, Int64(bitPattern: hash >> 1))
     }
 
     static func textFunction(
