@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers (see README "Layout"):
+// Layers (see docs/architecture.md):
 //   WinnowCore   — load, model, plan, the seam (dialect + session), the run lifecycle. No database.
 //   WinnowSQLite — the SQLite backend: GRDB, SQLite's C API, inspection, rebuilds, batches.
 //   WinnowPostgres — the PostgreSQL backend: postgres-nio, the catalog, set-based batches.
@@ -59,7 +59,6 @@ let package = Package(
             name: "winnow",
             dependencies: [
                 "WinnowCore",
-                "WinnowSQLite",
                 "WinnowBackends",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -13,6 +13,15 @@ public struct BackendRouter: DatabaseBackend {
         self.busy = busy
     }
 
+    /// A router whose SQLite connections wait `wait` seconds (`--wait`; nil: the default few
+    /// seconds) for a lock another connection holds, telling `onWait` how long once a wait lasts.
+    public init(wait: TimeInterval?, onWait: (@Sendable (TimeInterval) -> Void)? = nil) {
+        self.busy = BusyWait(wait: wait, observer: onWait)
+    }
+
+    /// Seconds a SQLite connection waits for another connection's lock.
+    public var waitLimit: TimeInterval { busy.limit }
+
     public func withSession<T>(_ location: String, mode: AccessMode, _ body: (any DatabaseSession) throws -> T) throws -> T {
         if DatabaseURL.isPostgres(location) {
             return try PostgresBackend(seedBackend: SQLiteBackend()).withSession(location, mode: mode, body)

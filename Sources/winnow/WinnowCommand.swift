@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import WinnowCore
-import WinnowSQLite
 
 @main
 struct Winnow: ParsableCommand {

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import WinnowBackends
 import WinnowCore
-import WinnowSQLite
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(

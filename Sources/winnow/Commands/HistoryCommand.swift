@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import WinnowBackends
 import WinnowCore
-import WinnowSQLite
 
 struct HistoryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import WinnowCore
-import WinnowSQLite
 
 /// Options of the commands that carry out jobs, and what `plan`, `run` and `check` share:
 /// the run options, the event printer and the summary printer.

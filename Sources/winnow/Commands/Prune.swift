@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import WinnowBackends
 import WinnowCore
-import WinnowSQLite
 
 struct Prune: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -52,7 +51,7 @@ struct Prune: ParsableCommand {
             let database = try options.database(job: job, command: "prune")
             let selection: JournalPruner.Selection = runID.map { .run($0) } ?? .olderThan(days: olderThan ?? 0)
             let report = try JournalPruner.prune(
-                database: database, selection: selection, wait: wait, backend: BackendRouter(busy: BusyWait(wait: wait)))
+                database: database, selection: selection, wait: wait, backend: BackendRouter(wait: wait))
             guard options.printsResult else { return 0 }
             Console.out(options.format == .json ? Renderer.json(report) : Renderer.text(report))
             return 0

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import WinnowBackends
 import WinnowCore
-import WinnowSQLite
 
 struct Restore: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -40,7 +39,7 @@ struct Restore: ParsableCommand {
         try Console.guarded(options) {
             let database = try options.database(job: job, command: "restore")
             let summary = try RestoreRunner.restore(
-                database: database, runID: runID, wait: wait, backend: BackendRouter(busy: BusyWait(wait: wait)))
+                database: database, runID: runID, wait: wait, backend: BackendRouter(wait: wait))
             printSummary(summary, options)
             return 0
         }

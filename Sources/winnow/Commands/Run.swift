@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import WinnowBackends
 import WinnowCore
-import WinnowSQLite
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -66,9 +65,8 @@ struct Run: ParsableCommand {
             let started = Date()
             var code: Int32 = 0
             // --wait covers another connection's lock on a SQLite file too; a terminal shows a wait that lasts.
-            let busy = BusyWait(wait: wait, observer: { Progress.shared.busy($0) })
-            let backend = BackendRouter(busy: busy)
-            Progress.shared.waitLimit = busy.limit
+            let backend = BackendRouter(wait: wait, onWait: { Progress.shared.busy($0) })
+            Progress.shared.waitLimit = backend.waitLimit
             for job in loaded {
                 let stores = try options.stores(for: job)
                 var runOptions = runOptions(options, jobOptions, dryRun: dryRun, wait: wait)

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import WinnowBackends
 import WinnowCore
-import WinnowSQLite
 
 struct SchemaCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import WinnowBackends
 import WinnowCore
-import WinnowSQLite
 
 struct Uninstall: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -58,7 +57,7 @@ struct Uninstall: ParsableCommand {
                 }
             }
             let report = try Uninstaller.uninstall(
-                database: database, dryRun: dryRun, wait: wait, backend: BackendRouter(busy: BusyWait(wait: wait)))
+                database: database, dryRun: dryRun, wait: wait, backend: BackendRouter(wait: wait))
             guard options.printsResult else { return 0 }
             Console.out(options.format == .json ? Renderer.json(report) : Renderer.text(report))
             return 0

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import WinnowBackends
 import WinnowCore
-import WinnowSQLite
 
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
