@@ -8,9 +8,6 @@ final class MigrationPlannerTests: XCTestCase {
 
     // MARK: Building live schemas by hand
 
-    private static let modern: Int32 = 3_045_000
-    private static let beforeDropColumn: Int32 = 3_034_000
-
     private func col(_ name: String, _ type: String, notNull: Bool = false, dflt: String? = nil, pk: Int = 0) -> LiveColumn {
         LiveColumn(name: name, type: type, notNull: notNull, defaultSQL: dflt, primaryKeyIndex: pk, hidden: 0)
     }
@@ -79,24 +76,24 @@ final class MigrationPlannerTests: XCTestCase {
 
     private func steps(
         _ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
-        allowDataLoss: Bool = false, deduped: Set<String> = [], sqlite: Int32 = MigrationPlannerTests.modern,
+        allowDataLoss: Bool = false, deduped: Set<String> = [], dropsInPlace: Bool = true,
         dependents: [(name: String, sql: String)] = [], droppedTables: [String] = []
     ) throws -> [MigrationStep] {
         try plan(
             live, target, liveVersion: liveVersion, targetVersion: targetVersion, allowDataLoss: allowDataLoss, deduped: deduped,
-            sqlite: sqlite, dependents: dependents, droppedTables: droppedTables
+            dropsInPlace: dropsInPlace, dependents: dependents, droppedTables: droppedTables
         ).steps
     }
 
     private func plan(
         _ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
-        allowDataLoss: Bool = false, deduped: Set<String> = [], sqlite: Int32 = MigrationPlannerTests.modern,
+        allowDataLoss: Bool = false, deduped: Set<String> = [], dropsInPlace: Bool = true,
         dependents: [(name: String, sql: String)] = [], droppedTables: [String] = []
     ) throws -> MigrationPlan {
         let plan = try MigrationPlanner(
             live: LiveSchema(tables: live), liveVersion: liveVersion,
             target: SchemaModel(version: targetVersion, tables: target, droppedTables: droppedTables.map { DroppedName($0) }),
-            allowDataLoss: allowDataLoss, dedupedTables: deduped, sqliteVersion: sqlite,
+            allowDataLoss: allowDataLoss, dedupedTables: deduped, dropsColumnInPlace: dropsInPlace,
             dependents: dependents
         ).plan()
         XCTAssertEqual(plan.toVersion, targetVersion)
@@ -108,7 +105,7 @@ final class MigrationPlannerTests: XCTestCase {
     @discardableResult
     private func assertRefused(
         _ live: [LiveTable], _ target: [TableModel], liveVersion: Int? = 1, targetVersion: Int = 2,
-        allowDataLoss: Bool = false, sqlite: Int32 = MigrationPlannerTests.modern,
+        allowDataLoss: Bool = false, dropsInPlace: Bool = true,
         dependents: [(name: String, sql: String)] = [], droppedTables: [String] = [], mentions fragments: [String],
         file: StaticString = #filePath, line: UInt = #line
     ) -> String {
@@ -116,7 +113,7 @@ final class MigrationPlannerTests: XCTestCase {
             let result = try MigrationPlanner(
                 live: LiveSchema(tables: live), liveVersion: liveVersion,
                 target: SchemaModel(version: targetVersion, tables: target, droppedTables: droppedTables.map { DroppedName($0) }),
-                allowDataLoss: allowDataLoss, sqliteVersion: sqlite, dependents: dependents
+                allowDataLoss: allowDataLoss, dropsColumnInPlace: dropsInPlace, dependents: dependents
             ).plan()
             XCTFail("expected a refusal, got steps \(result.steps.map(\.summary))", file: file, line: line)
             return ""
@@ -400,7 +397,7 @@ final class MigrationPlannerTests: XCTestCase {
     }
 
     func testDropColumnOnSQLiteWithoutDropColumnRebuilds() throws {
-        let result = try steps([liveContacts()], [targetWithoutPhone], allowDataLoss: true, sqlite: Self.beforeDropColumn)
+        let result = try steps([liveContacts()], [targetWithoutPhone], allowDataLoss: true, dropsInPlace: false)
         XCTAssertEqual(result.count, 1, "\(result.map(\.summary))")
         let rebuild = try XCTUnwrap(rebuilds(result).first)
         XCTAssertEqual(rebuild.table, "contacts")
@@ -409,9 +406,9 @@ final class MigrationPlannerTests: XCTestCase {
         XCTAssertEqual(rebuild.changed, [])
     }
 
-    func testDropColumnAtExactlySQLite3_35Natively() throws {
+    func testDropColumnWhereTheEngineDropsInPlace() throws {
         XCTAssertEqual(
-            try steps([liveContacts()], [targetWithoutPhone], allowDataLoss: true, sqlite: 3_035_000),
+            try steps([liveContacts()], [targetWithoutPhone], allowDataLoss: true, dropsInPlace: true),
             [.dropColumn(table: "contacts", column: "phone")])
     }
 

@@ -19,21 +19,22 @@ public struct MigrationPlanner: Sendable {
     public var allowDataLoss: Bool
     /// Tables the job deduplicates: their new unique indexes wait for the dedupe rules.
     public var dedupedTables: Set<String>
-    /// `sqlite3_libversion_number()` of the library that will run the steps.
-    public var sqliteVersion: Int32
+    /// Whether the engine that will run the steps drops a column in place
+    /// (``DialectCapabilities/dropsColumnInPlace``); otherwise a column drop rebuilds the table.
+    public var dropsColumnInPlace: Bool
     /// SQL of views and triggers (a dropped column they use cannot be dropped).
     public var dependents: [(name: String, sql: String)]
 
     public init(
         live: LiveSchema, liveVersion: Int?, target: SchemaModel, allowDataLoss: Bool,
-        dedupedTables: Set<String> = [], sqliteVersion: Int32, dependents: [(name: String, sql: String)] = []
+        dedupedTables: Set<String> = [], dropsColumnInPlace: Bool, dependents: [(name: String, sql: String)] = []
     ) {
         self.live = live
         self.liveVersion = liveVersion
         self.target = target
         self.allowDataLoss = allowDataLoss
         self.dedupedTables = Set(dedupedTables.map { $0.lowercased() })
-        self.sqliteVersion = sqliteVersion
+        self.dropsColumnInPlace = dropsColumnInPlace
         self.dependents = dependents
     }
 
@@ -272,8 +273,8 @@ public struct MigrationPlanner: Sendable {
             let hasUniqueOrCheck = columnClauses.contains { clause in
                 clause.contains { $0.isKeyword("UNIQUE") || $0.isKeyword("CHECK") || $0.isKeyword("GENERATED") || $0.isKeyword("AS") }
             }
-            if sqliteVersion < 3_035_000 || indexed || inForeignKey || hasUniqueOrCheck {
-                if indexed && !hasUniqueOrCheck && !inForeignKey && sqliteVersion >= 3_035_000 {
+            if !dropsColumnInPlace || indexed || inForeignKey || hasUniqueOrCheck {
+                if indexed && !hasUniqueOrCheck && !inForeignKey && dropsColumnInPlace {
                     let names = remainingIndexes.filter { $0.columns.contains { Self.same($0, column.name) } }.map(\.name)
                     refuse(
                         "is indexed by \(names.isEmpty ? "an index the target keeps" : names.joined(separator: ", ")); list the index under dropped_indexes (or take it out of indexes) to drop it first"

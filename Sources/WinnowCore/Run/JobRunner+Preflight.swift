@@ -93,7 +93,7 @@ extension JobRunner {
         let planner = MigrationPlanner(
             live: live, liveVersion: try SchemaVersions.recorded(session)?.version, target: session.dialect.stored(target),
             allowDataLoss: job.allowDataLoss, dedupedTables: Set(job.dedupe.map(\.entity.value)),
-            sqliteVersion: session.engineVersion, dependents: try session.dependents())
+            dropsColumnInPlace: session.dialect.capabilities.dropsColumnInPlace, dependents: try session.dependents())
         do {
             return try planner.plan()
         } catch let WinnowError.refused(message) {

@@ -8,9 +8,6 @@ public protocol DatabaseSession: AnyObject {
     /// The database as the user named it (for messages).
     var location: String { get }
     var dialect: any SQLDialect { get }
-    /// The engine's version number (SQLite: `sqlite3_libversion_number()`), for plans whose
-    /// steps depend on it.
-    var engineVersion: Int32 { get }
 
     // MARK: statements
 

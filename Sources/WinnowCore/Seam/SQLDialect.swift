@@ -9,10 +9,14 @@ public struct DialectCapabilities: Sendable, Equatable {
     /// touches itself (SQLite); otherwise every deleted parent row is checked by the engine,
     /// which reads a child table without an index once per row (`plan` says so).
     public var suspendableForeignKeyChecks: Bool
+    /// `ALTER TABLE ... DROP COLUMN` drops a column that no index, constraint or reference
+    /// names in place; without it every column drop rebuilds the table.
+    public var dropsColumnInPlace: Bool
 
-    public init(triggers: Bool, suspendableForeignKeyChecks: Bool) {
+    public init(triggers: Bool, suspendableForeignKeyChecks: Bool, dropsColumnInPlace: Bool = true) {
         self.triggers = triggers
         self.suspendableForeignKeyChecks = suspendableForeignKeyChecks
+        self.dropsColumnInPlace = dropsColumnInPlace
     }
 }
 

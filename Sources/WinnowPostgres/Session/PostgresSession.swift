@@ -52,9 +52,6 @@ public final class PostgresSession: DatabaseSession {
     }
 
     public var dialect: any SQLDialect { postgresDialect }
-    /// The migration planner's engine check is SQLite's: PostgreSQL does everything a recent
-    /// SQLite does natively (rename/drop column).
-    public var engineVersion: Int32 { 3_045_000 }
 
     // MARK: statements
 

@@ -1,4 +1,5 @@
 import Foundation
+import GRDBSQLite
 import WinnowCore
 
 /// SQLite's spelling: `main.`-qualified user tables, `IS` as null-safe equality, rowid identity.
@@ -10,7 +11,9 @@ public struct SQLiteDialect: SQLDialect {
     public var capabilities: DialectCapabilities {
         // DDL is transactional; nullability changes need a table rebuild; no advisory locks
         // (the lock row under SQLite's write lock serves); `PRAGMA data_version` is the token.
-        DialectCapabilities(triggers: true, suspendableForeignKeyChecks: true)
+        // DROP COLUMN came with SQLite 3.35.0; the library that runs the steps decides.
+        DialectCapabilities(
+            triggers: true, suspendableForeignKeyChecks: true, dropsColumnInPlace: sqlite3_libversion_number() >= 3_035_000)
     }
 
     public func table(_ name: String) -> String { "main.\(name.sqlIdentifier)" }

@@ -13,7 +13,6 @@ public final class SQLiteSession: DatabaseSession {
     /// The connection's busy wait (named in a "locked" error).
     let busy: BusyWait
     public var dialect: any SQLDialect { SQLiteDialect() }
-    public var engineVersion: Int32 { sqlite3_libversion_number() }
 
     public init(_ db: Database, location: String = "", busy: BusyWait = BusyWait()) {
         self.db = db
