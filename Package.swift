@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // Layers (see docs/architecture.md):
@@ -7,6 +7,9 @@ import PackageDescription
 //   WinnowPostgres — the PostgreSQL backend: postgres-nio, the catalog, set-based batches.
 //   WinnowBackends — picks the backend by the database's name (the only target that knows both).
 //   winnow       — the command line: arguments, printing, exit codes.
+// The trait PostgreSQL (on by default) builds the PostgreSQL backend into the router; a build
+// without it (`--disable-default-traits`, what the SQLite quick start uses) leaves out
+// postgres-nio and swift-nio, and refuses a postgresql:// database with exit 66.
 let package = Package(
     name: "winnow",
     platforms: [.macOS(.v13)],
@@ -15,6 +18,10 @@ let package = Package(
         .library(name: "WinnowCore", targets: ["WinnowCore"]),
         .library(name: "WinnowSQLite", targets: ["WinnowSQLite"]),
         .library(name: "WinnowPostgres", targets: ["WinnowPostgres"]),
+    ],
+    traits: [
+        .trait(name: "PostgreSQL", description: "The PostgreSQL backend (postgres-nio) in the winnow executable"),
+        .default(enabledTraits: ["PostgreSQL"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -52,7 +59,7 @@ let package = Package(
         ),
         .target(
             name: "WinnowBackends",
-            dependencies: ["WinnowCore", "WinnowSQLite", "WinnowPostgres"],
+            dependencies: ["WinnowCore", "WinnowSQLite", .target(name: "WinnowPostgres", condition: .when(traits: ["PostgreSQL"]))],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .executableTarget(

@@ -1,7 +1,10 @@
 import Foundation
 import WinnowCore
-import WinnowPostgres
 import WinnowSQLite
+
+#if PostgreSQL
+import WinnowPostgres
+#endif
 
 /// Picks the backend by the database's name: a `postgresql://` (or `postgres://`) URL is a
 /// PostgreSQL server, anything else a SQLite file. Seeds are SQLite files on either.
@@ -24,7 +27,13 @@ public struct BackendRouter: DatabaseBackend {
 
     public func withSession<T>(_ location: String, mode: AccessMode, _ body: (any DatabaseSession) throws -> T) throws -> T {
         if DatabaseURL.isPostgres(location) {
+            #if PostgreSQL
             return try PostgresBackend(seedBackend: SQLiteBackend()).withSession(location, mode: mode, body)
+            #else
+            throw WinnowError.notFound(
+                "\(DatabaseURL.redacted(location)): this winnow was built without PostgreSQL support; build it with the PostgreSQL trait (on by default: swift build, without --disable-default-traits)"
+            )
+            #endif
         }
         return try SQLiteBackend(busy: busy).withSession(location, mode: mode, body)
     }
