@@ -188,31 +188,28 @@ struct PostgresBatch {
                 WHERE t.ctid = s.winnow_tid AND \(dedupe.keyJoin("t", "s", columns: dedupe.primaryKey)) AND s.winnow_rn > 1
                 RETURNING \(journal == nil ? "1" : "t.*")
                 """
-            fusedSQL = """
+            // The progress part (one-trip only) takes the counts as ``fusedCounts(_:groups:)``
+            // reads them: the groups that still have a loser, the losers deleted, the members
+            // planned as losers that were not (`$2 - $1` groups in the range).
+            func fused(progress: String?) -> String {
+                """
                 WITH \(fetchedCTEs),
                 s AS MATERIALIZED (\(ranked)),
-                c AS (\(delete))\(journal ?? "")
+                c AS (\(delete))\(journal ?? "")\(progress.map { ",\n\($0)" } ?? "")
                 SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM s WHERE s.winnow_rn = 2), (SELECT count(*) FROM m)
                 """
-            if let runID = dedupe.runID {
-                // The counts as ``run(groups:batch:totals:wantSamples:)`` computes them for the
-                // fused batch: the groups that still have a loser, the losers deleted, the
-                // members planned as losers that were not (`$2 - $1` groups in the range).
-                let progress = """
-                    p AS (UPDATE \(dialect.bookkeeping("winnow_runs")) SET
-                        groups = $4 + (SELECT count(*) FROM s WHERE s.winnow_rn = 2), deleted = $5 + (SELECT count(*) FROM c),
-                        updated = $6, repointed = $7, children_deleted = $8, hashed = $9,
-                        skipped = $10 + greatest(0, (SELECT count(*) FROM m) - ($2 - $1) - (SELECT count(*) FROM c)),
-                        batches = $11 + 1
-                        WHERE id = \(runID))
-                    """
-                oneTripSQL = """
-                    WITH \(fetchedCTEs),
-                    s AS MATERIALIZED (\(ranked)),
-                    c AS (\(delete))\(journal ?? ""),
-                    \(progress)
-                    SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM s WHERE s.winnow_rn = 2), (SELECT count(*) FROM m)
-                    """
+            }
+            fusedSQL = fused(progress: nil)
+            oneTripSQL = dedupe.runID.map { runID in
+                fused(
+                    progress: """
+                        p AS (UPDATE \(dialect.bookkeeping("winnow_runs")) SET
+                            groups = $4 + (SELECT count(*) FROM s WHERE s.winnow_rn = 2), deleted = $5 + (SELECT count(*) FROM c),
+                            updated = $6, repointed = $7, children_deleted = $8, hashed = $9,
+                            skipped = $10 + greatest(0, (SELECT count(*) FROM m) - ($2 - $1) - (SELECT count(*) FROM c)),
+                            batches = $11 + 1
+                            WHERE id = \(runID))
+                        """)
             }
         }
     }
@@ -282,12 +279,19 @@ struct PostgresBatch {
         var row: [SQLValue] = []
         try retrying { row = try link.query("EXECUTE \(oneTripName)(\(arguments.map(String.init).joined(separator: ", ")))").first ?? [] }
         var work = PostgresBatchWork()
-        let deleted = row.first?.int ?? 0
-        work.counts.deleted = deleted
-        work.counts.groups = row.count > 1 ? row[1].int ?? 0 : 0
-        work.counts.skipped = max(0, (row.count > 2 ? row[2].int ?? 0 : 0) - range.count - deleted)
-        work.counts.batches = 1
+        work.counts = Self.fusedCounts(row, groups: range.count)
         return work
+    }
+
+    /// What a fused batch did, from its one row: losers deleted, groups that still had a loser,
+    /// members of the batch's `groups` (the planned losers not deleted are skipped).
+    static func fusedCounts(_ row: [SQLValue], groups: Int) -> Counts {
+        var counts = Counts()
+        counts.deleted = row.first?.int ?? 0
+        counts.groups = row.count > 1 ? row[1].int ?? 0 : 0
+        counts.skipped = max(0, (row.count > 2 ? row[2].int ?? 0 : 0) - groups - counts.deleted)
+        counts.batches = 1
+        return counts
     }
 
     func run(groups range: Range<Int>, batch: Int, totals: Counts, wantSamples: Bool) throws -> PostgresBatchWork {
@@ -318,12 +322,7 @@ struct PostgresBatch {
             if let fused = self.fusedSQL, !wantSamples {
                 var fusedBinds = binds
                 fusedBinds.append(Int64(batch))
-                let row = try link.query(fused, fusedBinds).first ?? []
-                let deleted = row.first?.int ?? 0
-                work.counts.deleted = deleted
-                work.counts.groups = row.count > 1 ? row[1].int ?? 0 : 0
-                work.counts.skipped = max(0, (row.count > 2 ? row[2].int ?? 0 : 0) - range.count - deleted)
-                work.counts.batches = 1
+                work.counts = Self.fusedCounts(try link.query(fused, fusedBinds).first ?? [], groups: range.count)
                 if let runID = dedupe.runID {
                     try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(totals + work.counts, runID: runID))
                 }
