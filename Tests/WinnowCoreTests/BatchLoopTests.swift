@@ -35,7 +35,13 @@ final class BatchLoopTests: XCTestCase {
             counts.groups = units
             counts.deleted = units
             counts.batches = 1
-            let samples = wantSamples ? [GroupSample(key: ["\(bounds.upTo)"], winner: bounds.upTo, losers: [])] : []
+            let samples =
+                wantSamples
+                ? [
+                    GroupSample(
+                        key: ["\(bounds.upTo)"], winner: RowIdentity.rowid(expression: "rowid", alias: nil).key(rowid: bounds.upTo),
+                        losers: [])
+                ] : []
             return BatchOutcome(counts: counts, units: units, done: units, samples: samples, isBatch: !empty.contains(bounds.after))
         }
 

@@ -38,14 +38,16 @@ final class RendererGoldenTests: XCTestCase {
         return c
     }
 
+    static func rowid(_ value: Int64) -> RowKey { RowIdentity.rowid(expression: "rowid", alias: nil).key(rowid: value) }
+
     static let contactsRule = RuleSummary(
         index: 0, table: "contacts", key: ["email (trim, lowercase)"], winner: "created_at asc nulls last, content, id",
         references: ["orders.contact_id", "contact_tags.contact_id"],
         discovery: Discovery(groups: 4, losers: 5, tableRows: 14),
         counts: sampleCounts(groups: 4, deleted: 5, updated: 4, repointed: 8, children: 4),
         samples: [
-            GroupSample(key: ["'alice@example.com'"], winner: 1, losers: [2, 3]),
-            GroupSample(key: ["'émile@example.fr'"], winner: 6, losers: [7]),
+            GroupSample(key: ["'alice@example.com'"], winner: rowid(1), losers: [rowid(2), rowid(3)]),
+            GroupSample(key: ["'émile@example.fr'"], winner: rowid(6), losers: [rowid(7)]),
         ])
 
     static let plan = RunSummary(

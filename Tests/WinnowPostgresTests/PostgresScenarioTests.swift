@@ -359,6 +359,61 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(try PostgresServer.integers(url, "made", of: "parts"), [1, 1, 3], "nothing was changed")
     }
 
+    /// `plan` names a group's rows by the table's own identity: an `INTEGER PRIMARY KEY` on
+    /// SQLite and a primary key on PostgreSQL print the same lines (PostgreSQL had numbered the
+    /// rows itself and called them rowids).
+    func testPlanNamesRowsTheSameWayOnBothEngines() throws {
+        let (url, dir, data) = try PostgresServer.engines(
+            "named.sqlite",
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL);
+                INSERT INTO people VALUES (10, 'a', 3), (20, 'a', 1), (30, 'b', 1), (40, 'b', 2), (50, 'c', 1);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id));
+                INSERT INTO orders VALUES (1, 10), (2, 10), (3, 40);
+                """)
+        let job = try TestSupport.writeFile(
+            "version: 1\ndedupe:\n  - {entity: people, key: email, winner: [{created: asc}]}\n",
+            to: dir.appendingPathComponent("job.yaml").path)
+        let outputs = try [data, url].map { engine -> [String] in
+            let result = try TestSupport.winnow(["plan", job, "--database", engine])
+            XCTAssertEqual(result.status, 0, "\(engine): \(result.stderr)")
+            return result.stdout.split(separator: "\n").map(String.init).filter { $0.hasPrefix("  group") || $0.hasPrefix("     ") }
+        }
+        XCTAssertTrue(outputs[0].contains("  group 'a': keep id 20; delete id 10"), outputs[0].joined(separator: "\n"))
+        XCTAssertTrue(
+            outputs[0].contains("      re-point: 2 rows of orders.person_id from id 10 to id 20"), outputs[0].joined(separator: "\n"))
+        XCTAssertEqual(outputs[1], outputs[0])
+    }
+
+    /// A composite primary key names a row by every column of it, as SQL spells the values, in
+    /// the text and in the JSON of `plan`.
+    func testPlanNamesRowsByACompositePrimaryKey() throws {
+        let url = try PostgresServer.require()
+        try PostgresServer.reset(url)
+        try BackendRouter().withSession(url, mode: .readWrite(create: false)) { session in
+            try session.execute(
+                "CREATE TABLE public.codes (region text, code integer, label text, made integer NOT NULL, PRIMARY KEY (region, code))")
+            try session.execute("INSERT INTO public.codes VALUES ('eu', 7, 'x', 2), ('us', 3, 'x', 1), ('eu', 8, 'y', 1)")
+        }
+        let dir = try TestSupport.scratchDirectory()
+        let job = try TestSupport.writeFile(
+            "version: 1\ndedupe:\n  - {entity: codes, key: label, winner: [{made: asc}]}\n", to: dir.appendingPathComponent("job.yaml").path
+        )
+        let text = try TestSupport.winnow(["plan", job, "--database", url])
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertTrue(text.stdout.contains("  group 'x': keep (region, code) = ('us', 3); delete (region, code) = ('eu', 7)"), text.stdout)
+        XCTAssertTrue(text.stdout.contains("region, code  label"), text.stdout)
+        let json = try TestSupport.winnow(["plan", job, "--database", url, "--format", "json"])
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let line = try XCTUnwrap(json.stdout.split(separator: "\n").last)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let rule = try XCTUnwrap((object["rules"] as? [[String: Any]])?.first)
+        let sample = try XCTUnwrap((rule["sample_groups"] as? [[String: Any]])?.first)
+        XCTAssertEqual(sample["identity"] as? [String], ["region", "code"])
+        XCTAssertEqual(sample["winner"] as? NSArray, ["us", 3] as NSArray)
+        XCTAssertEqual(sample["losers"] as? NSArray, [["eu", 7]] as NSArray)
+    }
+
     /// `max_delete_percent` refuses with the same words on both engines (one guard; the limit
     /// was printed "-0" on PostgreSQL and "0" on SQLite), and neither engine changes a row.
     func testDeleteShareRefusalReadsTheSameOnBothEngines() throws {

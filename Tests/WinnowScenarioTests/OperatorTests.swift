@@ -401,12 +401,13 @@ final class OperatorTests: CLITestCase {
         )
         let text = try winnow(["plan", "job.yaml"], expect: 0).stdout
         let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        XCTAssertTrue(lines.contains { $0.hasPrefix("rowid") && $0.contains("email") && $0.contains("visits") }, text)
+        // Rows are named by the rowid's alias column, as `show` names them.
+        XCTAssertTrue(lines.contains { $0.hasPrefix("id") && $0.contains("email") && $0.contains("visits") }, text)
         XCTAssertTrue(lines.contains { $0.split(separator: " ") == ["keep", "1", "'a@x'", "2", "NULL"] }, text)
         XCTAssertTrue(lines.contains { $0.split(separator: " ") == ["delete", "2", "'a@x'", "5", "'vip'"] }, text)
         XCTAssertTrue(lines.contains("merge: visits 2 -> 7"), text)
         XCTAssertTrue(lines.contains("merge: note NULL -> 'vip'"), text)
-        XCTAssertTrue(lines.contains("re-point: 2 rows of orders.person_id from rowid 2 to rowid 1"), text)
+        XCTAssertTrue(lines.contains("re-point: 2 rows of orders.person_id from id 2 to id 1"), text)
 
         let json = try winnow(["plan", "job.yaml", "--format", "json"], expect: 0).stdout
         let summary = json.split(separator: "\n").compactMap(self.json).last
@@ -414,6 +415,8 @@ final class OperatorTests: CLITestCase {
         XCTAssertEqual(sample?["key"] as? [String], ["a@x"])
         let rows = sample?["rows"] as? [[String: Any]]
         XCTAssertEqual(rows?.map { $0["keep"] as? Bool }, [true, false])
+        XCTAssertEqual(rows?.map { $0["row"] as? Int }, [1, 2])
+        XCTAssertEqual(sample?["identity"] as? [String], ["id"])
         XCTAssertTrue((rows?[0]["values"] as? [Any])?.contains { $0 is NSNull } ?? false, "NULL is JSON null")
         let merge = sample?["merge"] as? [[String: Any]]
         XCTAssertEqual(merge?.first?["after"] as? Int, 7)

@@ -83,12 +83,13 @@ public enum Renderer {
             if !rule.samples.isEmpty {
                 r["sample_groups"] = rule.samples.map { sample -> [String: Any] in
                     var object: [String: Any] = [
-                        "key": sample.key.map(jsonValue(sqlLiteral:)), "winner": sample.winner, "losers": sample.losers,
+                        "key": sample.key.map(jsonValue(sqlLiteral:)), "identity": sample.winner.parts.map(\.column),
+                        "winner": jsonValue(sample.winner), "losers": sample.losers.map(jsonValue(_:)),
                     ]
                     if !sample.rows.isEmpty {
                         object["columns"] = sample.columns
                         object["rows"] = sample.rows.map {
-                            ["rowid": $0.rowID, "keep": $0.rowID == sample.winner, "values": $0.values.map(jsonValue(sqlLiteral:))]
+                            ["row": jsonValue($0.row), "keep": $0.row == sample.winner, "values": $0.values.map(jsonValue(sqlLiteral:))]
                                 as [String: Any]
                         }
                         object["merge"] = sample.merged.map {
@@ -97,7 +98,7 @@ public enum Renderer {
                         }
                         object["repoint"] = sample.children.map {
                             [
-                                "reference": $0.reference, "from": $0.loser, "to": sample.winner, "rows": $0.rows,
+                                "reference": $0.reference, "from": jsonValue($0.loser), "to": jsonValue(sample.winner), "rows": $0.rows,
                                 "duplicates_deleted": $0.mayCollide ? "where the winner has the same row" : "never",
                             ] as [String: Any]
                         }
@@ -232,8 +233,8 @@ public enum Renderer {
             for warning in rule.warnings { lines.append("  warning: \(warning)") }
             lines.append("  " + countsLine(rule.counts, wouldBe: wouldBe))
             for sample in rule.samples {
-                let losers = sample.losers.map { "rowid \($0)" }.joined(separator: ", ")
-                lines.append("  group \(sample.key.joined(separator: ", ")): keep rowid \(sample.winner); delete \(losers)")
+                let losers = sample.losers.map(\.description).joined(separator: ", ")
+                lines.append("  group \(sample.key.joined(separator: ", ")): keep \(sample.winner); delete \(losers)")
                 lines += sampleDetail(sample, wouldBe: wouldBe)
             }
             if rule.samples.count < rule.counts.groups, !rule.samples.isEmpty {
@@ -293,6 +294,12 @@ public enum Renderer {
 
     /// A key value as SQL spells it (`'text'`, `42`, `1.5`, `NULL`, `X'00FF'`) as a JSON value:
     /// a string, a number, null, or `{"blob": "00ff"}`.
+    /// A row's identity in JSON: its one value (a rowid, a one-column primary key), or the array
+    /// of a composite key's values in key order.
+    package static func jsonValue(_ key: RowKey) -> Any {
+        key.parts.count == 1 ? jsonValue(sqlLiteral: key.parts[0].literal) : key.parts.map { jsonValue(sqlLiteral: $0.literal) }
+    }
+
     package static func jsonValue(sqlLiteral literal: String) -> Any {
         if literal == "NULL" { return NSNull() }
         if literal.count >= 2, literal.hasPrefix("'"), literal.hasSuffix("'") {
@@ -385,8 +392,8 @@ public enum Renderer {
     /// kept row, and the children that move to it. Empty for a sample without rows.
     package static func sampleDetail(_ sample: GroupSample, wouldBe: Bool) -> [String] {
         guard !sample.rows.isEmpty else { return [] }
-        let header = ["", "rowid"] + sample.columns
-        let rows = sample.rows.map { row in [row.rowID == sample.winner ? "keep" : "delete", String(row.rowID)] + row.values.map(cell) }
+        let header = ["", sample.winner.columns] + sample.columns
+        let rows = sample.rows.map { row in [row.row == sample.winner ? "keep" : "delete", row.row.literals] + row.values.map(cell) }
         var lines = table(header, rows, numeric: [1]).map { "      " + $0 }
         for merge in sample.merged {
             lines.append("      merge: \(merge.column) \(cell(merge.before)) -> \(cell(merge.after))")
@@ -394,8 +401,8 @@ public enum Renderer {
         for child in sample.children {
             lines.append(
                 child.mayCollide
-                    ? "      children: \(plural(child.rows, "row")) of \(child.reference) \(child.rows == 1 ? "points" : "point") at rowid \(child.loser): each moves to rowid \(sample.winner), or is deleted where rowid \(sample.winner) already has the same row"
-                    : "      re-point: \(plural(child.rows, "row")) of \(child.reference) from rowid \(child.loser) to rowid \(sample.winner)"
+                    ? "      children: \(plural(child.rows, "row")) of \(child.reference) \(child.rows == 1 ? "points" : "point") at \(child.loser): each moves to \(sample.winner), or is deleted where \(sample.winner) already has the same row"
+                    : "      re-point: \(plural(child.rows, "row")) of \(child.reference) from \(child.loser) to \(sample.winner)"
             )
         }
         return lines

@@ -5,11 +5,13 @@ import Foundation
 public struct GroupSample: Sendable, Codable, Equatable {
     /// One row of the group: its identity and the shown columns' values (SQL literals).
     public struct SampleRow: Sendable, Codable, Equatable {
-        public var rowID: Int64
+        /// The row's identity: SQLite's rowid (named by its alias column when it has one), or the
+        /// primary key on an engine without rowids.
+        public var row: RowKey
         public var values: [String]
 
-        public init(rowID: Int64, values: [String]) {
-            self.rowID = rowID
+        public init(row: RowKey, values: [String]) {
+            self.row = row
             self.values = values
         }
     }
@@ -30,13 +32,13 @@ public struct GroupSample: Sendable, Codable, Equatable {
     /// Child rows of one loser that would point at the winner instead.
     public struct Children: Sendable, Codable, Equatable {
         public var reference: String
-        public var loser: Int64
+        public var loser: RowKey
         public var rows: Int
         /// Whether the child table has a unique key over the reference: a child row that would
         /// duplicate one of the winner's is deleted instead of moved.
         public var mayCollide: Bool
 
-        public init(reference: String, loser: Int64, rows: Int, mayCollide: Bool = false) {
+        public init(reference: String, loser: RowKey, rows: Int, mayCollide: Bool = false) {
             self.reference = reference
             self.loser = loser
             self.rows = rows
@@ -45,8 +47,8 @@ public struct GroupSample: Sendable, Codable, Equatable {
     }
 
     public var key: [String]
-    public var winner: Int64
-    public var losers: [Int64]
+    public var winner: RowKey
+    public var losers: [RowKey]
     /// The columns shown for each row (key, winner order and merged columns first).
     public var columns: [String] = []
     /// The winner first, then the losers in winner order.
@@ -54,7 +56,7 @@ public struct GroupSample: Sendable, Codable, Equatable {
     public var merged: [MergedValue] = []
     public var children: [Children] = []
 
-    public init(key: [String], winner: Int64, losers: [Int64]) {
+    public init(key: [String], winner: RowKey, losers: [RowKey]) {
         self.key = key
         self.winner = winner
         self.losers = losers

@@ -18,4 +18,20 @@ public enum RowIdentity: Sendable, Equatable {
         case let .primaryKey(columns): return "(" + columns.map(\.sqlIdentifier).joined(separator: ", ") + ")"
         }
     }
+
+    /// The key of the row whose identity reads `literals` (SQL literals, in identity order):
+    /// named by the rowid's alias column, else `rowid`; or by the primary key's columns.
+    public func key(literals: [String]) -> RowKey {
+        switch self {
+        case let .rowid(_, alias):
+            let literal = literals.first ?? "NULL"
+            return RowKey(stored: literal, parts: [RowKey.Part(column: alias ?? "rowid", literal: literal)])
+        case let .primaryKey(columns):
+            let parts = zip(columns, literals).map { RowKey.Part(column: $0, literal: $1) }
+            return RowKey(stored: literals.joined(separator: ", "), parts: parts)
+        }
+    }
+
+    /// The key of the row with this rowid.
+    public func key(rowid: Int64) -> RowKey { key(literals: [String(rowid)]) }
 }

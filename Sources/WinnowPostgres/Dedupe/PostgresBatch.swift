@@ -784,11 +784,11 @@ struct PostgresBatch {
         }
         let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
         var samples: [GroupSample] = []
-        var ordinal: Int64 = 0
-        func rowID(_ id: [String]) -> Int64 {
-            if id.count == 1, let value = Int64(id[0]) { return value }
-            ordinal += 1
-            return ordinal
+        // A row is named by its primary key, each value as SQL spells it (numbers and booleans
+        // bare, as `show` names journaled rows).
+        let quoted = dedupe.primaryKey.map { !PostgresDialect.isBare(rule.columnTypes[$0]) }
+        func rowKey(_ id: [String]) -> RowKey {
+            rule.identity.key(literals: zip(id, quoted).map { value, text in text ? SQLValue.text(value).quotedLiteral : value })
         }
         for group in chosen {
             let all = [group.winner] + group.losers
@@ -802,13 +802,13 @@ struct PostgresBatch {
                 let values = row
                 byID[values[0..<width].map { $0.string ?? "" }] = values[width...].map { $0.string ?? "NULL" }
             }
-            let ids = all.map(rowID)
+            let ids = all.map(rowKey)
             var sample = GroupSample(
                 key: rule.keyColumns.map { key in
                     columns.firstIndex { $0.caseInsensitiveCompare(key) == .orderedSame }.flatMap { byID[group.winner]?[$0] } ?? ""
                 }, winner: ids[0], losers: Array(ids.dropFirst()))
             sample.columns = columns
-            sample.rows = zip(all, ids).compactMap { id, number in byID[id].map { GroupSample.SampleRow(rowID: number, values: $0) } }
+            sample.rows = zip(all, ids).compactMap { id, number in byID[id].map { GroupSample.SampleRow(row: number, values: $0) } }
             for change in merges.changes(group.values) {
                 let before = merges.winnerValue(group.values, change.index)
                 sample.merged.append(

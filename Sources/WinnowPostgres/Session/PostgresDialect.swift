@@ -151,6 +151,13 @@ public struct PostgresDialect: SQLDialect {
         "(\(conditions.isEmpty ? "0" : conditions.map { "(\($0))::int" }.joined(separator: " + ")))"
     }
 
+    /// Whether SQL spells values of `type` without quotes: numbers and booleans.
+    static func isBare(_ type: String?) -> Bool {
+        guard let type = type.map(normalizedType) else { return false }
+        return ["smallint", "integer", "bigint", "real", "double precision", "boolean"].contains(type)
+            || type.hasPrefix("numeric") || type.hasPrefix("decimal")
+    }
+
     /// Whether values of `type` compare under a collation (text-like types).
     static func isText(_ type: String?) -> Bool {
         guard let type = type?.lowercased() else { return false }

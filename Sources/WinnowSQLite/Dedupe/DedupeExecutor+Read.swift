@@ -228,11 +228,12 @@ extension DedupeExecutor {
             var mergeValues: [[SQLValue]] = []
             for id in members {
                 guard let row = try Row.fetchOne(db.cachedStatement(sql: rowSQL), arguments: [id]) else { continue }
-                rows.append(.init(rowID: id, values: (0..<columns.count).map { row[$0] as String? ?? "NULL" }))
+                rows.append(.init(row: rule.identity.key(rowid: id), values: (0..<columns.count).map { row[$0] as String? ?? "NULL" }))
                 mergeValues.append((columns.count..<selected.count).map { SQLValue(row[$0] as DatabaseValue) })
             }
             var sample = GroupSample(
-                key: rows.first.map { row in keyIndexes.map { row.values[$0] } } ?? [], winner: group.winner, losers: group.losers)
+                key: rows.first.map { row in keyIndexes.map { row.values[$0] } } ?? [], winner: rule.identity.key(rowid: group.winner),
+                losers: group.losers.map(rule.identity.key(rowid:)))
             sample.columns = columns
             sample.rows = rows
             // The same resolution as the batch: the winner's values, then the losers' in winner order.
@@ -242,7 +243,9 @@ extension DedupeExecutor {
                     let count = try Int.fetchOne(db.cachedStatement(sql: childSQL[index]), arguments: [loser]) ?? 0
                     if count > 0 {
                         sample.children.append(
-                            .init(reference: path.label, loser: loser, rows: count, mayCollide: !path.uniqueKeys.isEmpty))
+                            .init(
+                                reference: path.label, loser: rule.identity.key(rowid: loser), rows: count,
+                                mayCollide: !path.uniqueKeys.isEmpty))
                     }
                 }
             }
