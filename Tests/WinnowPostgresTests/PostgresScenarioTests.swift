@@ -414,6 +414,48 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(sample["losers"] as? NSArray, [["eu", 7]] as NSArray)
     }
 
+    /// A restore that a later run blocks is refused before it changes anything, naming that
+    /// run, with the same words on both engines (PostgreSQL had named no run); restoring the
+    /// later run first, then the earlier one, brings every row back. A later run that changed
+    /// only the merged winner (no row it deleted exists again) blocks too: restoring the earlier
+    /// run first would put back an image older than the later run's change.
+    func testRestoreBlockedByALaterRunNamesItOnBothEngines() throws {
+        let (url, dir, data) = try PostgresServer.engines(
+            "blocked.sqlite",
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, name TEXT, visits INTEGER);
+                INSERT INTO people VALUES (1, 'a@x', 'Ann', 1), (2, 'a@x', 'Ann', 2), (3, 'b@x', 'Ann', 4), (4, 'c@x', 'Bo', 1), (5, 'c@x', 'Bo', 1);
+                """)
+        let byEmail = try TestSupport.writeFile(
+            "version: 1\ndedupe:\n  - {entity: people, key: email, archive: true, merge: {visits: sum}}\n",
+            to: dir.appendingPathComponent("by-email.yaml").path)
+        let byName = try TestSupport.writeFile(
+            "version: 1\ndedupe:\n  - {entity: people, key: name, archive: true, winner: [{visits: desc}], merge: {visits: sum}}\n",
+            to: dir.appendingPathComponent("by-name.yaml").path)
+        let original = try PostgresServer.rows(data, tables: ["people"])
+        var refusals: [String] = []
+        for engine in [data, url] {
+            for job in [byEmail, byName] {
+                let result = try TestSupport.winnow(["run", job, "--database", engine])
+                XCTAssertEqual(result.status, 0, "\(engine): \(result.stderr)")
+            }
+            let before = try PostgresServer.rows(engine, tables: ["people"])
+            let blocked = try TestSupport.winnow(["restore", "--database", engine, "--run", "1"])
+            XCTAssertEqual(blocked.status, 65, "\(engine): \(blocked.stderr)")
+            refusals.append(blocked.stderr)
+            XCTAssertEqual(try PostgresServer.rows(engine, tables: ["people"]), before, "\(engine): the refused restore changed nothing")
+            for run in ["2", "1"] {
+                let result = try TestSupport.winnow(["restore", "--database", engine, "--run", run])
+                XCTAssertEqual(result.status, 0, "\(engine) run \(run): \(result.stderr)")
+            }
+            XCTAssertEqual(try PostgresServer.rows(engine, tables: ["people"]), original, engine)
+        }
+        XCTAssertTrue(
+            refusals[0].contains("cannot restore run 1: run 2 changed rows of people that this run changed: restore run 2 first"),
+            refusals[0])
+        XCTAssertEqual(refusals[1], refusals[0])
+    }
+
     /// `max_delete_percent` refuses with the same words on both engines (one guard; the limit
     /// was printed "-0" on PostgreSQL and "0" on SQLite), and neither engine changes a row.
     func testDeleteShareRefusalReadsTheSameOnBothEngines() throws {

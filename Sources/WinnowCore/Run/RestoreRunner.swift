@@ -82,5 +82,29 @@ extension RestoreRunner {
                 there is nothing to restore
                 """)
         }
+        if let (later, table) = try laterRun(session, changingRowsOf: runID) {
+            throw WinnowError.refused(
+                "cannot restore run \(runID): run \(later) changed rows of \(table) that this run changed: restore run \(later) first")
+        }
+    }
+
+    /// The newest later run, not restored, that journaled a change to a row that `runID` also
+    /// changed (same table, same row identity), with that table: restoring `runID` first would
+    /// put back images older than that run's changes, or fail on a row it deleted.
+    static func laterRun(_ session: any DatabaseSession, changingRowsOf runID: Int64) throws -> (Int64, String)? {
+        let journal = session.dialect.bookkeeping("winnow_journal")
+        let shapes = session.dialect.bookkeeping("winnow_journal_shapes")
+        let runs = session.dialect.bookkeeping("winnow_runs")
+        guard
+            let row = try session.row(
+                """
+                SELECT j.run_id, s.tbl FROM \(journal) AS j JOIN \(shapes) AS s ON s.id = j.shape_id JOIN \(runs) AS r ON r.id = j.run_id
+                WHERE j.run_id > ? AND r.restored_by IS NULL
+                AND (lower(s.tbl), j.rid) IN (
+                    SELECT lower(ms.tbl), m.rid FROM \(journal) AS m JOIN \(shapes) AS ms ON ms.id = m.shape_id WHERE m.run_id = ?)
+                ORDER BY j.run_id DESC LIMIT 1
+                """, [SQLValue(runID), SQLValue(runID)])
+        else { return nil }
+        return (try row.int64(0), try row.string(1))
     }
 }

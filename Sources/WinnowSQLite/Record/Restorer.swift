@@ -25,19 +25,6 @@ public enum Restorer {
         // deleted, then moved back): references are checked once, when the restore commits.
         // (The pragma holds until the end of the transaction the restore runs in.)
         try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
-        /// A later run that journaled a change of `rid` in `table` and is not restored: the one
-        /// to restore first.
-        func blocker(_ table: String, _ rid: Int64) throws -> String {
-            let later = try Int64.fetchOne(
-                db,
-                sql: """
-                    SELECT j.run_id FROM winnow_journal AS j JOIN winnow_journal_shapes AS s ON s.id = j.shape_id
-                    JOIN winnow_runs AS r ON r.id = j.run_id
-                    WHERE j.run_id > ? AND s.tbl = ? COLLATE NOCASE AND j.rid = ? AND r.restored_by IS NULL
-                    ORDER BY j.run_id DESC LIMIT 1
-                    """, arguments: [runID, table, rid])
-            return later.map { "; run \($0) changed it later: restore run \($0) first" } ?? ""
-        }
         var shapes: [Int64: Shape] = [:]
         func shape(_ id: Int64) throws -> Shape {
             if let shape = shapes[id] { return shape }
@@ -90,8 +77,7 @@ public enum Restorer {
                         }
                         if try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE \(shape.rowID) = ?", arguments: [rid]) == true {
                             throw WinnowError.refused(
-                                "cannot restore run \(runID): \(shape.table) rowid \(rid) was deleted by that run but exists again"
-                                    + (try blocker(shape.table, rid)))
+                                "cannot restore run \(runID): \(shape.table) rowid \(rid) was deleted by that run but exists again")
                         }
                         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
                         try db.cachedStatement(sql: "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))")
@@ -103,8 +89,7 @@ public enum Restorer {
                             .execute(arguments: StatementArguments(values + [rid.databaseValue]))
                         guard db.changesCount == 1 else {
                             throw WinnowError.refused(
-                                "cannot restore run \(runID): \(shape.table) rowid \(rid), changed by that run, no longer exists"
-                                    + (try blocker(shape.table, rid)))
+                                "cannot restore run \(runID): \(shape.table) rowid \(rid), changed by that run, no longer exists")
                         }
                         reverted += 1
                     }
