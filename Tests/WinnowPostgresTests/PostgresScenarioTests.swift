@@ -456,6 +456,69 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(refusals[1], refusals[0])
     }
 
+    /// The guards checked before a migration refuse the same jobs with the same words on both
+    /// engines, and neither engine migrates anything first: a delete share over the limit, and a
+    /// new unique index over a key that rows still share once the job's rules ran. A rule with
+    /// no guard on a table without a new unique index is not in the way.
+    func testGuardsBeforeAMigrationReadTheSameOnBothEngines() throws {
+        let (url, dir, data) = try PostgresServer.engines(
+            "guards.sqlite",
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, name TEXT, created INTEGER NOT NULL);
+                INSERT INTO people VALUES (1, 'a', 'x', 3), (2, 'a', 'y', 1), (3, 'b', 'x', 1), (4, 'c', 'x', 1), (5, 'b', 'w', 2);
+                CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
+                INSERT INTO notes VALUES (1, 'n'), (2, 'n');
+                """)
+        let schema = { (index: String) in
+            """
+            version: 2
+            tables:
+              notes:
+                columns:
+                  - {name: id, type: integer, primary_key: true}
+                  - {name: body, type: text}
+              people:
+                columns:
+                  - {name: id, type: integer, primary_key: true}
+                  - {name: email, type: text}
+                  - {name: name, type: text}
+                  - {name: created, type: integer, nullable: false}
+                  - {name: source, type: text, default: import}
+                indexes:
+                  - {name: people_unique, columns: [\(index)], unique: true}
+            """
+        }
+        let cases: [(index: String, rules: String, message: String)] = [
+            (
+                "email", "  - {entity: people, key: email, winner: [{created: asc}], max_delete_percent: 10}\n",
+                "more than max_delete_percent"
+            ),
+            (
+                "name", "  - {entity: people, key: email, winner: [{created: asc}]}\n  - {entity: notes, key: body}\n",
+                "cannot create unique index people_unique on people(name): 2 rows in 1 group(s) share a key"
+            ),
+        ]
+        for (index, rules, message) in cases {
+            try TestSupport.writeFile(schema(index), to: dir.appendingPathComponent("schema.yaml").path)
+            let job = try TestSupport.writeFile(
+                "version: 1\nschema: schema.yaml\ndedupe:\n\(rules)", to: dir.appendingPathComponent("job.yaml").path)
+            let refusals = try [data, url].map { engine -> String in
+                let before = try PostgresServer.rows(engine, tables: ["people", "notes"])
+                let result = try TestSupport.winnow(["run", job, "--database", engine])
+                XCTAssertEqual(result.status, 65, "\(engine): \(result.stderr)")
+                XCTAssertEqual(try PostgresServer.rows(engine, tables: ["people", "notes"]), before, "\(engine): nothing was changed")
+                let columns = try BackendRouter().withSession(engine, mode: .readOnly) {
+                    try $0.inspect().table(named: "people")?.columns.map(\.name)
+                }
+                XCTAssertEqual(columns, ["id", "email", "name", "created"], "\(engine): nothing was migrated")
+                return result.stderr
+            }
+            XCTAssertTrue(refusals[0].contains(message), refusals[0])
+            XCTAssertTrue(refusals[0].contains("nothing was changed"), refusals[0])
+            XCTAssertEqual(refusals[1], refusals[0], index)
+        }
+    }
+
     /// `max_delete_percent` refuses with the same words on both engines (one guard; the limit
     /// was printed "-0" on PostgreSQL and "0" on SQLite), and neither engine changes a row.
     func testDeleteShareRefusalReadsTheSameOnBothEngines() throws {

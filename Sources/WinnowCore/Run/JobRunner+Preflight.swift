@@ -49,10 +49,22 @@ extension JobRunner {
             }
             for index in checked.rules.indices { checked.rules[index].sources = checked.sources }
             try session.checkGuardsBeforeMigrating(
-                job, rules: checked.rules, plan: plan, preview: preview, resulting: resulting,
-                settings: settings)
+                job, rules: guardedBeforeMigrating(checked.rules, plan: plan, preview: preview), plan: plan, preview: preview,
+                resulting: resulting, settings: settings)
         }
         return checked
+    }
+
+    /// The rules whose guards are checked before a migration, on every engine: those with a
+    /// guard (`max_delete_percent`, `references: restrict`) or on a table the migration gives a
+    /// unique index (their losers are left out of the index's check), over a table that has rows
+    /// now (a table the migration creates has none to find).
+    package static func guardedBeforeMigrating(_ rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview) -> [CompiledRule] {
+        let indexed = Set(plan.uniqueIndexes.map { $0.table.lowercased() })
+        return rules.filter { rule in
+            (rule.rule.maxDeletePercent != nil || rule.rule.references == .restrict || indexed.contains(rule.table.lowercased()))
+                && preview.hasRows(rule.table)
+        }
     }
 
     /// The refusal of a unique index the migration creates over a key that rows would still

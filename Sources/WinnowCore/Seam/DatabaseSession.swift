@@ -55,7 +55,9 @@ public protocol DatabaseSession: AnyObject {
     /// (``InterruptedWork/retired``) or an unfinished rebuild this run did not resume.
     func finishInterrupted(_ work: InterruptedWork, settings: BatchSettings) throws
     /// Refuses a job whose guards or new unique indexes would fail once migrated, evaluated on
-    /// the rows as `preview` shows them (nothing is written).
+    /// the rows as `preview` shows them (nothing is written). `rules` are the ones the core
+    /// chose to check (``JobRunner/guardedBeforeMigrating(_:plan:preview:)``): each is found,
+    /// its guards checked, and its losers left out of its table's new unique indexes.
     func checkGuardsBeforeMigrating(
         _ job: Job, rules: [CompiledRule], plan: MigrationPlan, preview: MigrationPreview,
         resulting: LiveSchema, settings: BatchSettings) throws

@@ -5,7 +5,8 @@ import WinnowCore
 /// The data guards a job's migration must pass, evaluated before any step runs.
 enum MigrationGuards {
     /// Refuses (exit 65, nothing changed) a job whose data guards would refuse after its migration:
-    /// `max_delete_percent` and `references: restrict` of every rule, and every unique index the
+    /// `max_delete_percent` and `references: restrict` of `rules` (those the core chose,
+    /// ``JobRunner/guardedBeforeMigrating(_:plan:preview:)``), and every unique index the
     /// migration creates over keys that would still be duplicated once the table's rules ran.
     /// Evaluated on ``MigrationPreview``'s `SELECT`s over the tables as they are now, so no
     /// migration step has to run first. Rules of one table are found independently (their losers
@@ -16,15 +17,11 @@ enum MigrationGuards {
         resulting: LiveSchema, db: Database, settings: BatchSettings
     ) throws {
         let uniqueIndexes = plan.uniqueIndexes
-        let indexed = Set(uniqueIndexes.map { $0.table.lowercased() })
-        let guarded = rules.filter {
-            $0.rule.maxDeletePercent != nil || $0.rule.references == .restrict || indexed.contains($0.table.lowercased())
-        }
-        guard !guarded.isEmpty || !uniqueIndexes.isEmpty else { return }
+        guard !rules.isEmpty || !uniqueIndexes.isEmpty else { return }
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS winnow_preflight (tbl TEXT NOT NULL, rid INTEGER NOT NULL)")
         defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_preflight") }
         try db.execute(sql: "DELETE FROM temp.winnow_preflight")
-        for compiled in guarded where preview.hasRows(compiled.table) {
+        for compiled in rules {
             let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: settings)
             try executor.checkGuards(try executor.discover())
             try db.execute(
