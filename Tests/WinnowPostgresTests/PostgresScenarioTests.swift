@@ -519,6 +519,34 @@ final class PostgresScenarioTests: XCTestCase {
         }
     }
 
+    /// A seed that names a directory, a missing file or a table the seed lacks is refused with
+    /// the same words on both engines (PostgreSQL had called a directory "no such seed
+    /// database"), and nothing is seeded.
+    func testSeedRefusalsReadTheSameOnBothEngines() throws {
+        let (url, dir, data) = try PostgresServer.engines(
+            "target.sqlite", sql: "CREATE TABLE tags (id INTEGER PRIMARY KEY, label TEXT);")
+        try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("seed.sqlite").path, sql: "CREATE TABLE tags (id INTEGER PRIMARY KEY, label TEXT);")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("seeds"), withIntermediateDirectories: true)
+        let cases: [(from: String, tables: String, message: String)] = [
+            ("seeds", "[tags]", "/seeds: is a directory, not a seed database; nothing was changed"),
+            ("missing.sqlite", "[tags]", "/missing.sqlite: no such seed database; nothing was changed"),
+            ("seed.sqlite", "[tags, colors]", "seed.tables: the seed database has no table 'colors'"),
+        ]
+        for (from, tables, message) in cases {
+            let job = try TestSupport.writeFile(
+                "version: 1\nseed:\n  name: base\n  from: \(from)\n  tables: \(tables)\n", to: dir.appendingPathComponent("job.yaml").path)
+            let refusals = try [data, url].map { engine -> String in
+                let result = try TestSupport.winnow(["run", job, "--database", engine], in: dir)
+                XCTAssertNotEqual(result.status, 0, "\(engine): \(result.stderr)")
+                XCTAssertEqual(try PostgresServer.integers(engine, "id", of: "tags"), [], "\(engine): nothing was seeded")
+                return "\(result.status) \(result.stderr)"
+            }
+            XCTAssertTrue(refusals[0].contains(message), refusals[0])
+            XCTAssertEqual(refusals[1], refusals[0], from)
+        }
+    }
+
     /// `max_delete_percent` refuses with the same words on both engines (one guard; the limit
     /// was printed "-0" on PostgreSQL and "0" on SQLite), and neither engine changes a row.
     func testDeleteShareRefusalReadsTheSameOnBothEngines() throws {

@@ -18,50 +18,23 @@ struct PostgresSeeder {
         guard let reader = session.seedBackend else {
             throw WinnowError.usage("seed.from: reading a seed database needs the SQLite backend; run winnow from its command line")
         }
-        let path = spec.from.value
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw WinnowError.notFound(
-                "\(spec.from.location.map { "\($0): " } ?? "")seed.from: \(path): no such seed database; nothing was changed")
-        }
-        return try reader.withSession(path, mode: .readOnly) { seed in
+        try SeedPlan.checkSource(spec)
+        return try reader.withSession(spec.from.value, mode: .readOnly) { seed in
             let seedSchema = try seed.inspect()
             let target = try schema ?? session.inspect()
-            let pairs = try spec.tables.map { name -> (LiveTable, LiveTable) in
-                guard let source = seedSchema.table(named: name.value) else {
-                    throw WinnowError.invalidFile(name.location, "seed.tables: the seed database has no table '\(name.value)'")
-                }
-                guard let table = target.table(named: name.value) else {
-                    throw WinnowError.invalidFile(name.location, "seed.tables: the database has no table '\(name.value)'")
-                }
-                return (source, table)
-            }
+            let plan = try SeedPlan(spec, seed: seedSchema, target: target)
             guard schema == nil else { return SeedOutcome(seeded: false, rows: 0) }
-            return try copy(pairs, from: seed)
+            return try copy(plan, from: seed)
         }
     }
 
-    private func copy(_ pairs: [(LiveTable, LiveTable)], from seed: any DatabaseSession) throws -> SeedOutcome {
-        let seeded = Set(pairs.map { $0.1.name.lowercased() })
-        var ordered: [(LiveTable, LiveTable)] = []
-        var remaining = pairs
-        while !remaining.isEmpty {
-            let ready =
-                remaining.firstIndex { pair in
-                    pair.1.foreignKeys.allSatisfy { fk in
-                        let parent = fk.parentTable.lowercased()
-                        return parent == pair.1.name.lowercased() || !seeded.contains(parent)
-                            || ordered.contains { $0.1.name.lowercased() == parent }
-                    }
-                } ?? 0
-            ordered.append(remaining.remove(at: ready))
-        }
+    private func copy(_ plan: SeedPlan, from seed: any DatabaseSession) throws -> SeedOutcome {
         let dialect = session.postgresDialect
         var keyMaps: [String: [Int64: Int64]] = [:]
         var rows = 0
         try session.writeTransaction {
-            for (source, target) in ordered {
-                let columns = target.storedColumns.map(\.name).filter { source.column(named: $0)?.isStored == true }
+            for seeded in plan.tables {
+                let (target, columns) = (seeded.target, seeded.columns)
                 let table = dialect.table(target.name)
                 let key =
                     target.primaryKey.count == 1 && ["integer", "bigint"].contains(target.column(named: target.primaryKey[0])?.type ?? "")
@@ -73,9 +46,7 @@ struct PostgresSeeder {
                     INSERT INTO \(table) (\(columns.map(\.sqlIdentifier).joined(separator: ", "))) OVERRIDING SYSTEM VALUE
                     VALUES (\(columns.map { "?::\(target.column(named: $0)?.type ?? "text")" }.joined(separator: ", "))) ON CONFLICT DO NOTHING
                     """
-                for row in try seed.rows(
-                    "SELECT \(columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM \(seed.dialect.table(source.name))")
-                {
+                for row in try seed.rows(SeedPlan.select(seeded, dialect: seed.dialect)) {
                     var values = row.values.map { value -> SQLValue in
                         if case let .integer(v) = value { return .text(String(v)) }
                         if case let .real(v) = value { return .text("\(v)") }

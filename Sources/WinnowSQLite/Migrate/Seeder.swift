@@ -26,20 +26,12 @@ struct Seeder {
     /// leaves). Nothing to check when the seed was applied before.
     func check(against schema: LiveSchema) throws {
         guard try !SchemaVersions.isSeeded(db, name: spec.name.value) else { return }
-        try withSeed { seed in _ = try pairs(seed: try SchemaInspector.inspect(seed), target: schema) }
+        try withSeed { seed in _ = try SeedPlan(spec, seed: try SchemaInspector.inspect(seed), target: schema) }
     }
 
     private func withSeed<T>(_ body: (Database) throws -> T) throws -> T {
+        try SeedPlan.checkSource(spec)
         let path = spec.from.value
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw WinnowError.notFound(
-                "\(spec.from.location.map { "\($0): " } ?? "")seed.from: \(path): no such seed database; nothing was changed")
-        }
-        guard !isDirectory.boolValue else {
-            throw WinnowError.notFound(
-                "\(spec.from.location.map { "\($0): " } ?? "")seed.from: \(path): is a directory, not a seed database; nothing was changed")
-        }
         var config = Configuration()
         config.readonly = true
         let source: DatabaseQueue
@@ -52,41 +44,13 @@ struct Seeder {
         }
     }
 
-    /// Each seeded table in the seed database and in the target schema.
-    private func pairs(seed seedSchema: LiveSchema, target targetSchema: LiveSchema) throws -> [(source: LiveTable, target: LiveTable)] {
-        try spec.tables.map { name in
-            guard let source = seedSchema.table(named: name.value) else {
-                throw WinnowError.invalidFile(name.location, "seed.tables: the seed database has no table '\(name.value)'")
-            }
-            guard let target = targetSchema.table(named: name.value) else {
-                throw WinnowError.invalidFile(name.location, "seed.tables: the database has no table '\(name.value)'")
-            }
-            return (source, target)
-        }
-    }
-
     private func copy(from seed: Database) throws -> Outcome {
-        let pairs = try pairs(seed: try SchemaInspector.inspect(seed), target: try SchemaInspector.inspect(db))
-        // Parents before children, so children can follow their parents' new keys.
-        let seeded = Set(pairs.map { $0.target.name.lowercased() })
-        var ordered: [(source: LiveTable, target: LiveTable)] = []
-        var remaining = pairs
-        while !remaining.isEmpty {
-            let ready =
-                remaining.firstIndex { pair in
-                    pair.target.foreignKeys.allSatisfy { fk in
-                        let parent = fk.parentTable.lowercased()
-                        return parent == pair.target.name.lowercased() || !seeded.contains(parent)
-                            || ordered.contains { $0.target.name.lowercased() == parent }
-                    }
-                } ?? 0
-            ordered.append(remaining.remove(at: ready))
-        }
+        let plan = try SeedPlan(spec, seed: try SchemaInspector.inspect(seed), target: try SchemaInspector.inspect(db))
         var keyMaps: [String: [Int64: Int64]] = [:]
         var rows = 0
         try db.writeTransaction {
-            for (source, target) in ordered {
-                let columns = target.storedColumns.map(\.name).filter { source.column(named: $0)?.isStored == true }
+            for table in plan.tables {
+                let (target, columns) = (table.target, table.columns)
                 let alias = target.rowIDAlias
                 var nextKey =
                     try Int64.fetchOne(db, sql: "SELECT max(\(target.rowIDExpression ?? "rowid")) FROM main.\(target.name.sqlIdentifier)")
@@ -100,8 +64,7 @@ struct Seeder {
                 let exists = try alias.map {
                     try db.makeStatement(sql: "SELECT 1 FROM main.\(target.name.sqlIdentifier) WHERE \($0.sqlIdentifier) = ?")
                 }
-                let cursor = try Row.fetchCursor(
-                    seed, sql: "SELECT \(columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM main.\(source.name.sqlIdentifier)")
+                let cursor = try Row.fetchCursor(seed, sql: SeedPlan.select(table, dialect: SQLiteDialect()))
                 while let row = try cursor.next() {
                     var values = (0..<columns.count).map { row[$0] as DatabaseValue }
                     for fk in target.foreignKeys where fk.childColumns.count == 1 {
