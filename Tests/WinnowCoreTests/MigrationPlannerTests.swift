@@ -8,8 +8,14 @@ final class MigrationPlannerTests: XCTestCase {
 
     // MARK: Building live schemas by hand
 
-    private func col(_ name: String, _ type: String, notNull: Bool = false, dflt: String? = nil, pk: Int = 0) -> LiveColumn {
-        LiveColumn(name: name, type: type, notNull: notNull, defaultSQL: dflt, primaryKeyIndex: pk, hidden: 0)
+    private func col(
+        _ name: String, _ type: String, notNull: Bool = false, dflt: String? = nil, pk: Int = 0, constrainedInDefinition: Bool = false,
+        inTableConstraint: Bool = false
+    ) -> LiveColumn {
+        var column = LiveColumn(name: name, type: type, notNull: notNull, defaultSQL: dflt, primaryKeyIndex: pk)
+        column.constrainedInDefinition = constrainedInDefinition
+        column.inTableConstraint = inTableConstraint
+        return column
     }
 
     private func table(
@@ -21,7 +27,7 @@ final class MigrationPlannerTests: XCTestCase {
             indexes: indexes)
     }
 
-    private func index(_ name: String, _ columns: [String], unique: Bool = false, origin: String = "c") -> LiveIndex {
+    private func index(_ name: String, _ columns: [String], unique: Bool = false, origin: IndexOrigin = .createIndex) -> LiveIndex {
         LiveIndex(name: name, columns: columns, unique: unique, partial: false, origin: origin)
     }
 
@@ -150,7 +156,7 @@ final class MigrationPlannerTests: XCTestCase {
     func testIdenticalWithIndexesGiveNoSteps() throws {
         let live = liveContacts(indexes: [
             index("contacts_email", ["email"], unique: true),
-            index("sqlite_autoindex_contacts_1", ["phone"], unique: true, origin: "u"),
+            index("sqlite_autoindex_contacts_1", ["phone"], unique: true, origin: .uniqueConstraint),
         ])
         let target = targetContacts(indexes: [IndexModel(name: "contacts_email", columns: ["email"], unique: true)])
         XCTAssertEqual(try steps([live], [target]), [], "a UNIQUE constraint's automatic index is not a schema index")
@@ -417,10 +423,10 @@ final class MigrationPlannerTests: XCTestCase {
             "contacts",
             sql: "CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT NOT NULL DEFAULT '', phone TEXT UNIQUE, created_at INTEGER)",
             [
-                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"), col("phone", "TEXT"),
-                col("created_at", "INTEGER"),
+                col("id", "INTEGER", pk: 1), col("email", "TEXT", notNull: true, dflt: "''"),
+                col("phone", "TEXT", constrainedInDefinition: true), col("created_at", "INTEGER"),
             ],
-            indexes: [index("sqlite_autoindex_contacts_1", ["phone"], unique: true, origin: "u")])
+            indexes: [index("sqlite_autoindex_contacts_1", ["phone"], unique: true, origin: .uniqueConstraint)])
         let result = try steps([live], [targetWithoutPhone], allowDataLoss: true)
         XCTAssertEqual(result.count, 1, "\(result.map(\.summary))")
         XCTAssertEqual(rebuilds(result).first?.dropped, ["phone"], "SQLite cannot DROP COLUMN a UNIQUE column")
@@ -468,16 +474,15 @@ final class MigrationPlannerTests: XCTestCase {
         assertRefused([live], [targetWithoutPhone], allowDataLoss: true, mentions: ["phone", "contacts_phone", "dropped_indexes"])
     }
 
-    /// A column called `key` is not named by `PRIMARY KEY (ns, id)`: it is a plain column and
-    /// drops like one.
-    func testDropColumnNamedLikeAConstraintKeyword() throws {
+    /// A column that no table constraint names drops in place, beside columns that one does.
+    func testDropColumnBesideAConstrainedKey() throws {
         let live = table(
             "kv", sql: "CREATE TABLE kv (ns TEXT NOT NULL, id INTEGER NOT NULL, key TEXT, value TEXT, PRIMARY KEY (ns, id))",
             [
-                col("ns", "TEXT", notNull: true, pk: 1), col("id", "INTEGER", notNull: true, pk: 2), col("key", "TEXT"),
-                col("value", "TEXT"),
+                col("ns", "TEXT", notNull: true, pk: 1, inTableConstraint: true),
+                col("id", "INTEGER", notNull: true, pk: 2, inTableConstraint: true), col("key", "TEXT"), col("value", "TEXT"),
             ],
-            indexes: [index("sqlite_autoindex_kv_1", ["ns", "id"], unique: true, origin: "pk")])
+            indexes: [index("sqlite_autoindex_kv_1", ["ns", "id"], unique: true, origin: .primaryKey)])
         let target = TableModel(
             name: "kv",
             columns: [
@@ -485,6 +490,15 @@ final class MigrationPlannerTests: XCTestCase {
                 c("value", "text"),
             ], dropped: [DroppedName("key")])
         XCTAssertEqual(try steps([live], [target], allowDataLoss: true), [.dropColumn(table: "kv", column: "key")])
+    }
+
+    /// A column that a table constraint names (a CHECK over two columns, say) is not dropped:
+    /// the constraint would go with it, on every engine.
+    func testDropColumnNamedByATableConstraintIsRefused() {
+        var live = liveContacts()
+        live.columns[2].inTableConstraint = true
+        assertRefused(
+            [live], [targetWithoutPhone], allowDataLoss: true, mentions: ["phone", "is named by a table constraint"])
     }
 
     func testDropColumnUsedByAViewIsRefused() {

@@ -6,7 +6,7 @@ import XCTest
 /// `winnow init`'s guesses from a schema alone (no rows): candidate keys, winners, references.
 final class StarterGuessTests: XCTestCase {
     func column(_ name: String, _ type: String = "TEXT", pk: Int = 0) -> LiveColumn {
-        LiveColumn(name: name, type: type, notNull: false, primaryKeyIndex: pk, hidden: 0)
+        LiveColumn(name: name, type: type, notNull: false, primaryKeyIndex: pk)
     }
 
     func table(_ name: String, _ columns: [LiveColumn], foreignKeys: [LiveForeignKey] = [], indexes: [LiveIndex] = []) -> LiveTable {
@@ -16,7 +16,7 @@ final class StarterGuessTests: XCTestCase {
     func testIdentifierColumnsAreStrongAndUniqueOnesAreLeftOut() {
         let users = table(
             "users", [column("id", "INTEGER", pk: 1), column("Email"), column("external_id"), column("nickname"), column("uuid")],
-            indexes: [LiveIndex(name: "users_uuid", columns: ["uuid"], unique: true, partial: false, origin: "c")])
+            indexes: [LiveIndex(name: "users_uuid", columns: ["uuid"], unique: true, partial: false, origin: .createIndex)])
         let candidates = StarterGuess.candidates(users)
         XCTAssertEqual(candidates.map(\.columns), [["Email"], ["external_id"]], "uuid is already unique; nickname is not an identifier")
         XCTAssertTrue(candidates.allSatisfy(\.strong))

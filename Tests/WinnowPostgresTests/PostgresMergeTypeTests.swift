@@ -13,9 +13,9 @@ final class PostgresMergeTypeTests: XCTestCase {
         let table = LiveTable(
             name: "t",
             columns: [
-                LiveColumn(name: "id", type: "bigint", notNull: true, primaryKeyIndex: 1, hidden: 0),
-                LiveColumn(name: "k", type: "text", notNull: false, primaryKeyIndex: 0, hidden: 0),
-                LiveColumn(name: "v", type: type, notNull: false, primaryKeyIndex: 0, hidden: 0),
+                LiveColumn(name: "id", type: "bigint", notNull: true, primaryKeyIndex: 1),
+                LiveColumn(name: "k", type: "text", notNull: false, primaryKeyIndex: 0),
+                LiveColumn(name: "v", type: type, notNull: false, primaryKeyIndex: 0),
             ], hasRowID: true, isVirtual: false, foreignKeys: [], indexes: [])
         let yaml = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    merge: {v: \(strategy.rawValue)}\n"
         let job = try JobLoader.decode(yaml: yaml, file: "job.yaml", baseDirectory: nil)

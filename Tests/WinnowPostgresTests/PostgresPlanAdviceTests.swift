@@ -8,7 +8,7 @@ import XCTest
 final class PostgresPlanAdviceTests: XCTestCase {
     func schema(declared: Bool) -> LiveSchema {
         func column(_ name: String, _ type: String, pk: Int = 0) -> LiveColumn {
-            LiveColumn(name: name, type: type, notNull: false, primaryKeyIndex: pk, hidden: 0)
+            LiveColumn(name: name, type: type, notNull: false, primaryKeyIndex: pk)
         }
         let customers = LiveTable(
             name: "customers", columns: [column("id", "integer", pk: 1), column("email", "text")], hasRowID: false, isVirtual: false,

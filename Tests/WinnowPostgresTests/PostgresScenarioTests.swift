@@ -547,6 +547,46 @@ final class PostgresScenarioTests: XCTestCase {
         }
     }
 
+    /// Dropping a column that a table constraint names is refused on both engines with the same
+    /// words, and nothing changes: PostgreSQL's DROP COLUMN would have dropped the CHECK over
+    /// two columns with it (the inspector had described only the key and foreign keys).
+    func testDropOfAColumnACheckNamesIsRefusedOnBothEngines() throws {
+        let (url, dir, data) = try PostgresServer.engines(
+            "check.sqlite",
+            sql: """
+                CREATE TABLE spans (id INTEGER PRIMARY KEY, lo INTEGER, hi INTEGER, note TEXT, CHECK (lo <= hi));
+                INSERT INTO spans VALUES (1, 1, 2, 'a');
+                """)
+        // scripts/pg-load carries keys and indexes over, not CHECK constraints.
+        try BackendRouter().withSession(url, mode: .readWrite(create: false)) { session in
+            try session.execute("ALTER TABLE public.spans ADD CHECK (lo <= hi)")
+        }
+        try TestSupport.writeFile(
+            """
+            version: 2
+            tables:
+              spans:
+                columns:
+                  - {name: id, type: integer, primary_key: true}
+                  - {name: lo, type: integer}
+                  - {name: note, type: text}
+                dropped: [hi]
+            """, to: dir.appendingPathComponent("schema.yaml").path)
+        let job = try TestSupport.writeFile(
+            "version: 1\nschema: schema.yaml\nallow_data_loss: true\n", to: dir.appendingPathComponent("job.yaml").path)
+        let refusals = try [data, url].map { engine -> String in
+            let result = try TestSupport.winnow(["run", job, "--database", engine])
+            XCTAssertEqual(result.status, 65, "\(engine): \(result.stderr)")
+            let columns = try BackendRouter().withSession(engine, mode: .readOnly) {
+                try $0.inspect().table(named: "spans")?.columns.map(\.name)
+            }
+            XCTAssertEqual(columns, ["id", "lo", "hi", "note"], engine)
+            return result.stderr
+        }
+        XCTAssertTrue(refusals[0].contains("is named by a table constraint"), refusals[0])
+        XCTAssertEqual(refusals[1], refusals[0])
+    }
+
     /// `max_delete_percent` refuses with the same words on both engines (one guard; the limit
     /// was printed "-0" on PostgreSQL and "0" on SQLite), and neither engine changes a row.
     func testDeleteShareRefusalReadsTheSameOnBothEngines() throws {

@@ -409,6 +409,25 @@ final class CreateTableSQLTests: XCTestCase {
         XCTAssertFalse(parsed.constraintsMention("value"))
     }
 
+    /// The inspector hands the planner what the statement says as facts of each column: named
+    /// by a table constraint, or constrained in its own definition (UNIQUE, CHECK, generated).
+    func testInspectorReadsEachColumnsConstraints() throws {
+        let queue = try DatabaseQueue()
+        let table = try queue.write { db -> LiveTable? in
+            try db.execute(
+                sql: """
+                    CREATE TABLE kv (ns TEXT NOT NULL, id INTEGER NOT NULL, key TEXT, value TEXT UNIQUE, lo INTEGER CHECK (lo > 0),
+                      hi INTEGER, total INTEGER AS (lo + hi), PRIMARY KEY (ns, id), CHECK (lo <= hi))
+                    """)
+            return try SchemaInspector.table(db, named: "kv")
+        }
+        let columns = try XCTUnwrap(table).columns
+        XCTAssertEqual(columns.filter(\.inTableConstraint).map(\.name), ["ns", "id", "lo", "hi"])
+        XCTAssertEqual(columns.filter(\.constrainedInDefinition).map(\.name), ["value", "lo", "total"])
+        XCTAssertEqual(columns.filter(\.generated).map(\.name), ["total"])
+        XCTAssertEqual(try XCTUnwrap(table).indexes.map(\.origin), [.primaryKey, .uniqueConstraint].reversed())
+    }
+
     // MARK: MigrationSQL
 
     private func liveModel(_ db: Database) throws -> SchemaModel {

@@ -195,14 +195,14 @@ final class MigrationPreviewTests: XCTestCase {
         LiveTable(
             name: "people",
             columns: [
-                LiveColumn(name: "id", type: "INTEGER", notNull: false, defaultSQL: nil, primaryKeyIndex: 1, hidden: 0),
-                LiveColumn(name: "mail", type: "TEXT", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, hidden: 0, collation: "NOCASE"),
-                LiveColumn(name: "old", type: "TEXT", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, hidden: 0),
+                LiveColumn(name: "id", type: "INTEGER", notNull: false, defaultSQL: nil, primaryKeyIndex: 1),
+                LiveColumn(name: "mail", type: "TEXT", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, collation: "NOCASE"),
+                LiveColumn(name: "old", type: "TEXT", notNull: false, defaultSQL: nil, primaryKeyIndex: 0),
             ], hasRowID: true, isVirtual: false, foreignKeys: [], indexes: []),
         LiveTable(
             name: "plain",
             columns: [
-                LiveColumn(name: "v", type: "", notNull: false, defaultSQL: nil, primaryKeyIndex: 0, hidden: 0)
+                LiveColumn(name: "v", type: "", notNull: false, defaultSQL: nil, primaryKeyIndex: 0)
             ], hasRowID: true, isVirtual: false, foreignKeys: [], indexes: []),
     ])
 

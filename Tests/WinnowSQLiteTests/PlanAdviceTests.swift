@@ -6,7 +6,7 @@ import XCTest
 /// `plan` warns about what will be slow, from the compiled rule alone (no database).
 final class PlanAdviceTests: XCTestCase {
     private func column(_ name: String, _ type: String = "TEXT", pk: Int = 0) -> LiveColumn {
-        LiveColumn(name: name, type: type, notNull: false, defaultSQL: nil, primaryKeyIndex: pk, hidden: 0)
+        LiveColumn(name: name, type: type, notNull: false, defaultSQL: nil, primaryKeyIndex: pk)
     }
 
     private func schema(orderIndexes: [LiveIndex]) -> LiveSchema {
@@ -52,20 +52,20 @@ final class PlanAdviceTests: XCTestCase {
     }
 
     func testAnIndexLedByTheReferenceSilencesTheWarning() throws {
-        let led = LiveIndex(name: "by_customer", columns: ["customer id", "id"], unique: false, partial: false, origin: "c")
+        let led = LiveIndex(name: "by_customer", columns: ["customer id", "id"], unique: false, partial: false, origin: .createIndex)
         XCTAssertEqual(PlanAdvice.warnings(try compile(schema(orderIndexes: [led])), discovery: found, settings: BatchSettings()), [])
         // An index where the reference is not the first column does not find a parent's children.
-        let second = LiveIndex(name: "by_id_customer", columns: ["id", "customer id"], unique: false, partial: false, origin: "c")
+        let second = LiveIndex(name: "by_id_customer", columns: ["id", "customer id"], unique: false, partial: false, origin: .createIndex)
         XCTAssertEqual(
             PlanAdvice.warnings(try compile(schema(orderIndexes: [second])), discovery: found, settings: BatchSettings()).count, 1)
         // Nor does a partial index.
-        let partial = LiveIndex(name: "some", columns: ["customer id"], unique: false, partial: true, origin: "c")
+        let partial = LiveIndex(name: "some", columns: ["customer id"], unique: false, partial: true, origin: .createIndex)
         XCTAssertEqual(
             PlanAdvice.warnings(try compile(schema(orderIndexes: [partial])), discovery: found, settings: BatchSettings()).count, 1)
     }
 
     func testSmallBatchesAreWarnedAboutOnlyWhenThereAreManyGroups() throws {
-        let led = LiveIndex(name: "by_customer", columns: ["customer id"], unique: false, partial: false, origin: "c")
+        let led = LiveIndex(name: "by_customer", columns: ["customer id"], unique: false, partial: false, origin: .createIndex)
         let rule = try compile(schema(orderIndexes: [led]))
         let small = BatchSettings(size: 50, maxTransactionMilliseconds: 250)
         let warnings = PlanAdvice.warnings(rule, discovery: found, settings: small)

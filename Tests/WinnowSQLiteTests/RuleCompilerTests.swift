@@ -11,7 +11,7 @@ final class RuleCompilerTests: XCTestCase {
     // MARK: Schema builders
 
     private func column(_ name: String, _ type: String = "TEXT", pk: Int = 0, hidden: Int = 0) -> LiveColumn {
-        LiveColumn(name: name, type: type, notNull: false, defaultSQL: nil, primaryKeyIndex: pk, hidden: hidden)
+        LiveColumn(name: name, type: type, notNull: false, defaultSQL: nil, primaryKeyIndex: pk, generated: hidden != 0)
     }
 
     private func table(
@@ -23,7 +23,7 @@ final class RuleCompilerTests: XCTestCase {
             foreignKeys: foreignKeys, indexes: indexes)
     }
 
-    private func index(_ name: String, _ columns: [String?], unique: Bool, origin: String = "c") -> LiveIndex {
+    private func index(_ name: String, _ columns: [String?], unique: Bool, origin: IndexOrigin = .createIndex) -> LiveIndex {
         LiveIndex(name: name, columns: columns, unique: unique, partial: false, origin: origin)
     }
 
@@ -45,7 +45,7 @@ final class RuleCompilerTests: XCTestCase {
         indexes: [
             index("orders_no_customer", ["order_no", "customer_id"], unique: true),
             index("orders_customer", ["customer_id"], unique: false),
-            index("orders_no", ["order_no"], unique: true, origin: "u"),
+            index("orders_no", ["order_no"], unique: true, origin: .uniqueConstraint),
         ])
 
     /// A link table (composite primary key, so no rowid alias) whose foreign key names no
@@ -59,7 +59,7 @@ final class RuleCompilerTests: XCTestCase {
             LiveForeignKey(childTable: "links", childColumns: ["contact_id"], parentTable: "Contacts", parentColumns: nil)
         ],
         indexes: [
-            index("sqlite_autoindex_links_1", ["contact_id", "tag_id"], unique: true, origin: "pk")
+            index("sqlite_autoindex_links_1", ["contact_id", "tag_id"], unique: true, origin: .primaryKey)
         ])
 
     /// One row per contact: the reference is the rowid alias itself.
@@ -79,7 +79,7 @@ final class RuleCompilerTests: XCTestCase {
         "memberships",
         [
             column("group_id", "INTEGER", pk: 1), column("member_id", "INTEGER", pk: 2), column("role"),
-        ], indexes: [index("sqlite_autoindex_memberships_1", ["group_id", "member_id"], unique: true, origin: "pk")])
+        ], indexes: [index("sqlite_autoindex_memberships_1", ["group_id", "member_id"], unique: true, origin: .primaryKey)])
 
     private lazy var events = table("events", [column("kind"), column("at", "INTEGER")])
 
@@ -215,7 +215,7 @@ final class RuleCompilerTests: XCTestCase {
     func testWithoutRowIDTableIsRefused() {
         let kv = table(
             "kv", [column("k", pk: 1), column("v")], hasRowID: false,
-            indexes: [index("sqlite_autoindex_kv_1", ["k"], unique: true, origin: "pk")])
+            indexes: [index("sqlite_autoindex_kv_1", ["k"], unique: true, origin: .primaryKey)])
         assertInvalid(
             rule("kv", key: ["v"]), in: LiveSchema(tables: [kv]), at: at(3, 13), path: "dedupe[0].entity",
             mentions: ["WITHOUT ROWID"])
@@ -291,7 +291,7 @@ final class RuleCompilerTests: XCTestCase {
     func testOrderByWithANonIntegerKeyEndsWithKeyThenRowID() throws {
         let codes = table(
             "codes", [column("code", "TEXT", pk: 1), column("label")],
-            indexes: [index("sqlite_autoindex_codes_1", ["code"], unique: true, origin: "pk")])
+            indexes: [index("sqlite_autoindex_codes_1", ["code"], unique: true, origin: .primaryKey)])
         let compiled = try RuleCompiler.compile(rule("codes", key: ["label"]), schema: LiveSchema(tables: [codes]))
         XCTAssertEqual(terms(compiled.orderBy()), ["\"label\" COLLATE BINARY ASC", "\"code\" ASC", "rowid ASC"])
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One column as SQLite reports it (`PRAGMA table_xinfo`).
+/// One column of a live table, as the engine's catalog describes it.
 public struct LiveColumn: Sendable, Equatable {
     public var name: String
     public var type: String
@@ -8,24 +8,33 @@ public struct LiveColumn: Sendable, Equatable {
     public var defaultSQL: String?
     /// 1-based position in the primary key; 0 when not part of it.
     public var primaryKeyIndex: Int
-    /// 0 for ordinary columns; 2 and 3 for generated columns (which cannot be written).
-    public var hidden: Int
-    /// The declared collation (`COLLATE NOCASE`), read from the table's DDL; nil for BINARY.
+    /// Whether the engine computes the column (a generated column, or a hidden column of a
+    /// SQLite virtual table): it is never written, journaled or copied.
+    public var generated: Bool
+    /// The declared collation (`COLLATE NOCASE`); nil for the engine's default.
     public var collation: String? = nil
+    /// Whether the column's own definition declares a UNIQUE or CHECK constraint or a
+    /// generated expression: dropping it drops that too, which only a table rebuild can do.
+    public var constrainedInDefinition = false
+    /// Whether a table constraint (PRIMARY KEY, UNIQUE, CHECK, FOREIGN KEY, EXCLUDE) names the
+    /// column, or whether the table's constraints could not be read: dropping it is then not a
+    /// lightweight change.
+    public var inTableConstraint = false
 
     package init(
-        name: String, type: String, notNull: Bool, defaultSQL: String? = nil, primaryKeyIndex: Int, hidden: Int, collation: String? = nil
+        name: String, type: String, notNull: Bool, defaultSQL: String? = nil, primaryKeyIndex: Int, generated: Bool = false,
+        collation: String? = nil
     ) {
         self.name = name
         self.type = type
         self.notNull = notNull
         self.defaultSQL = defaultSQL
         self.primaryKeyIndex = primaryKeyIndex
-        self.hidden = hidden
+        self.generated = generated
         self.collation = collation
     }
 
-    public var isStored: Bool { hidden == 0 }
+    public var isStored: Bool { !generated }
 }
 
 /// A declared foreign key of a child table.
@@ -44,6 +53,16 @@ public struct LiveForeignKey: Sendable, Equatable {
     }
 }
 
+/// Why an index exists.
+public enum IndexOrigin: Sendable, Equatable {
+    /// Made by `CREATE INDEX`: a schema file describes it, and winnow may drop it.
+    case createIndex
+    /// Made for a UNIQUE constraint of the table.
+    case uniqueConstraint
+    /// Made for the primary key.
+    case primaryKey
+}
+
 /// An index of a table.
 public struct LiveIndex: Sendable, Equatable {
     public var name: String
@@ -51,10 +70,9 @@ public struct LiveIndex: Sendable, Equatable {
     public var columns: [String?]
     public var unique: Bool
     public var partial: Bool
-    /// `c` (CREATE INDEX), `u` (UNIQUE constraint) or `pk`.
-    public var origin: String
+    public var origin: IndexOrigin
 
-    package init(name: String, columns: [String?], unique: Bool, partial: Bool, origin: String) {
+    package init(name: String, columns: [String?], unique: Bool, partial: Bool, origin: IndexOrigin = .createIndex) {
         self.name = name
         self.columns = columns
         self.unique = unique
@@ -66,7 +84,8 @@ public struct LiveIndex: Sendable, Equatable {
 /// What winnow needs to know about one live table.
 public struct LiveTable: Sendable {
     public var name: String
-    /// The table's `CREATE TABLE` statement as stored in `sqlite_master`.
+    /// The table's definition as the engine keeps it as text (SQLite: the `CREATE TABLE`
+    /// statement in `sqlite_master`, which a rebuild edits); empty where the engine keeps none.
     public var sql: String = ""
     public var columns: [LiveColumn]
     public var hasRowID: Bool

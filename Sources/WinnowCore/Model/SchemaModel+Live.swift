@@ -22,7 +22,7 @@ extension TableModel {
             return model
         }
         let indexes = table.indexes
-            .filter { $0.origin == "c" && !$0.partial && !$0.columns.contains(nil) }
+            .filter { $0.origin == .createIndex && !$0.partial && !$0.columns.contains(nil) }
             .map { IndexModel(name: $0.name, columns: $0.columns.compactMap { $0 }, unique: $0.unique) }
         self.init(name: table.name, columns: columns, indexes: indexes)
     }

@@ -234,3 +234,19 @@ public struct IndexModel: Sendable, Equatable {
         lhs.name == rhs.name && lhs.columns == rhs.columns && lhs.unique == rhs.unique
     }
 }
+
+
+extension DefaultValue {
+    /// A literal (written bare after DEFAULT); other defaults need parentheses.
+    package var isLiteral: Bool {
+        switch self {
+        case .expression(let e):
+            return ["CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP", "TRUE", "FALSE"].contains(e.uppercased()) || e.hasPrefix("(")
+        default: return true
+        }
+    }
+
+    /// The value as SQL that can stand in a DEFAULT clause or an expression (parenthesised
+    /// where it is not a literal).
+    package var expressionSQL: String { isLiteral ? sql : "(\(sql))" }
+}

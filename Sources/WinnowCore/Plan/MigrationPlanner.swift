@@ -254,25 +254,21 @@ public struct MigrationPlanner: Sendable {
                 refuse("is used by \(user.name); drop or change that first (live: \(column.definition))")
                 continue
             }
-            let parsed = try? CreateTableSQL.parse(raw.sql)
-            if parsed?.constraintsMention(column.name) ?? true {
+            let liveColumn = raw.column(named: column.name)
+            if liveColumn?.inTableConstraint ?? true {
                 refuse(
                     "is named by a table constraint (PRIMARY KEY, UNIQUE, CHECK or FOREIGN KEY); dropping it is not a lightweight change")
                 continue
             }
             let indexed =
                 remainingIndexes.contains { $0.columns.contains { Self.same($0, column.name) } }
-                || raw.indexes.contains { $0.origin != "c" && $0.columns.contains { Self.same($0 ?? "", column.name) } }
+                || raw.indexes.contains { $0.origin != .createIndex && $0.columns.contains { Self.same($0 ?? "", column.name) } }
             let inForeignKey =
                 column.references != nil
                 || live.foreignKeys(referencing: raw.name).contains {
                     ($0.parentColumns ?? raw.primaryKey).contains { Self.same($0, column.name) }
                 }
-            let columnClauses =
-                parsed.flatMap { p in p.index(of: column.name).map { CreateTableSQL.clauses(p.columns[$0].tokens).clauses } } ?? []
-            let hasUniqueOrCheck = columnClauses.contains { clause in
-                clause.contains { $0.isKeyword("UNIQUE") || $0.isKeyword("CHECK") || $0.isKeyword("GENERATED") || $0.isKeyword("AS") }
-            }
+            let hasUniqueOrCheck = liveColumn?.constrainedInDefinition ?? false
             if !dropsColumnInPlace || indexed || inForeignKey || hasUniqueOrCheck {
                 if indexed && !hasUniqueOrCheck && !inForeignKey && dropsColumnInPlace {
                     let names = remainingIndexes.filter { $0.columns.contains { Self.same($0, column.name) } }.map(\.name)

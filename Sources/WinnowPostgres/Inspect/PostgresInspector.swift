@@ -2,8 +2,8 @@ import Foundation
 import WinnowCore
 
 /// Reads the user's tables of the session's schema from PostgreSQL's catalog into a
-/// ``LiveSchema`` (winnow's own `winnow_*` tables left out), in the terms SQLite's inspector
-/// uses, so schema files, drift checks and rules read the same on both engines.
+/// ``LiveSchema`` (winnow's own `winnow_*` tables left out), so schema files, drift checks and
+/// rules read the same on both engines.
 struct PostgresInspector {
     let session: PostgresSession
 
@@ -56,6 +56,15 @@ struct PostgresInspector {
             WHERE n.nspname = ? AND k.contype = 'f'
             ORDER BY k.conrelid, k.conname
             """, [schema])
+        // The columns each table constraint names (PostgreSQL keeps no column-level
+        // constraints apart from table-level ones; DROP COLUMN would drop them with it).
+        let constrained = try session.rows(
+            """
+            SELECT k.conrelid::int8, a.attname::text FROM pg_catalog.pg_constraint k
+            JOIN pg_catalog.pg_class c ON c.oid = k.conrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_catalog.pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = ANY (k.conkey)
+            WHERE n.nspname = ? AND k.contype IN ('p', 'u', 'c', 'f', 'x')
+            """, [schema])
         var result: [LiveTable] = []
         for row in tables {
             let oid = row[0].int64
@@ -63,6 +72,7 @@ struct PostgresInspector {
             let tableIndexes = indexes.filter { $0[0].int64 == oid }
             var primaryKey: [String] = []
             if let pk = tableIndexes.first(where: { $0[4].bool == true }) { primaryKey = Self.textArray(pk[6]) }
+            let named = Set(constrained.filter { $0[0].int64 == oid }.compactMap { $0[1].string })
             let liveColumns = columns.filter { $0[0].int64 == oid }.map { column -> LiveColumn in
                 let columnName = column[1].string ?? ""
                 let identity = column[6].bool == true
@@ -74,15 +84,17 @@ struct PostgresInspector {
                 // PostgreSQL's 4-byte `real` is `float4` in a schema file, where `real` is
                 // SQLite's 8-byte float (`double precision` here): a printed schema reads back alike.
                 let type = column[2].string ?? ""
-                return LiveColumn(
+                var live = LiveColumn(
                     name: columnName, type: type == "real" ? "float4" : type, notNull: column[3].bool == true && !inKey,
                     defaultSQL: defaultSQL,
-                    primaryKeyIndex: (primaryKey.firstIndex(of: columnName) ?? -1) + 1, hidden: column[5].bool == true ? 3 : 0,
+                    primaryKeyIndex: (primaryKey.firstIndex(of: columnName) ?? -1) + 1, generated: column[5].bool == true,
                     collation: column[7].string)
+                live.inTableConstraint = named.contains(columnName)
+                return live
             }
             let liveIndexes = tableIndexes.map { index -> LiveIndex in
                 let columns = Self.textArray(index[6]).map { $0.isEmpty ? nil : $0 }
-                let origin = index[4].bool == true ? "pk" : index[5].bool == true ? "u" : "c"
+                let origin: IndexOrigin = index[4].bool == true ? .primaryKey : index[5].bool == true ? .uniqueConstraint : .createIndex
                 return LiveIndex(
                     name: index[1].string ?? "", columns: columns, unique: index[2].bool == true,
                     partial: index[3].bool == true || index[7].bool == false, origin: origin)
@@ -92,11 +104,10 @@ struct PostgresInspector {
                     childTable: name, childColumns: Self.textArray(fk[2]), parentTable: fk[1].string ?? "",
                     parentColumns: Self.textArray(fk[3]))
             }
-            var table = LiveTable(
-                name: name, columns: liveColumns, hasRowID: false, isVirtual: false, foreignKeys: liveForeignKeys,
-                indexes: liveIndexes)
-            table.sql = Self.createTable(table, dialect: session.postgresDialect)
-            result.append(table)
+            result.append(
+                LiveTable(
+                    name: name, columns: liveColumns, hasRowID: false, isVirtual: false, foreignKeys: liveForeignKeys,
+                    indexes: liveIndexes))
         }
         return LiveSchema(tables: result)
     }
@@ -136,22 +147,5 @@ struct PostgresInspector {
             text = String(text.dropFirst().dropLast())
         }
         return text
-    }
-
-    /// A CREATE TABLE statement equivalent to the table (for messages and rebuild previews).
-    static func createTable(_ table: LiveTable, dialect: PostgresDialect) -> String {
-        var parts = table.columns.map { column -> String in
-            var definition = "\(column.name.sqlIdentifier) \(column.type)"
-            if column.notNull { definition += " NOT NULL" }
-            if let value = column.defaultSQL { definition += " DEFAULT \(value)" }
-            return definition
-        }
-        if !table.primaryKey.isEmpty { parts.append("PRIMARY KEY (\(table.primaryKey.map(\.sqlIdentifier).joined(separator: ", ")))") }
-        for fk in table.foreignKeys {
-            parts.append(
-                "FOREIGN KEY (\(fk.childColumns.map(\.sqlIdentifier).joined(separator: ", "))) REFERENCES \(fk.parentTable.sqlIdentifier)"
-                    + (fk.parentColumns.map { " (\($0.map(\.sqlIdentifier).joined(separator: ", ")))" } ?? ""))
-        }
-        return "CREATE TABLE \(dialect.table(table.name)) (\(parts.joined(separator: ", ")))"
     }
 }

@@ -39,16 +39,30 @@ public enum SchemaInspector {
                 SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?, 'main') ORDER BY cid
                 """, arguments: [canonical]
         ).map { row in
-            LiveColumn(name: row[0], type: row[1] ?? "", notNull: row[2], defaultSQL: row[3], primaryKeyIndex: row[4], hidden: row[5])
+            // `hidden`: 0 for an ordinary column, 1 for a virtual table's hidden column, 2 and 3
+            // for generated columns.
+            LiveColumn(
+                name: row[0], type: row[1] ?? "", notNull: row[2], defaultSQL: row[3], primaryKeyIndex: row[4],
+                generated: (row[5] as Int) != 0)
         }
         var collationsKnown = isVirtual
+        // What the catalog does not say is read from the statement: each column's collation and
+        // constraints, and the columns the table constraints name (all of them, to be safe, when
+        // the statement cannot be read).
+        for i in columns.indices { columns[i].inTableConstraint = !isVirtual }
         if !isVirtual, let parsed = try? CreateTableSQL.parse(sql) {
             collationsKnown = true
+            for i in columns.indices { columns[i].inTableConstraint = parsed.constraintsMention(columns[i].name) }
             for definition in parsed.columns {
                 guard let i = columns.firstIndex(where: { $0.name.caseInsensitiveCompare(definition.name) == .orderedSame }) else {
                     continue
                 }
                 for clause in CreateTableSQL.clauses(definition.tokens).clauses {
+                    if clause.contains(where: {
+                        $0.isKeyword("UNIQUE") || $0.isKeyword("CHECK") || $0.isKeyword("GENERATED") || $0.isKeyword("AS")
+                    }) {
+                        columns[i].constrainedInDefinition = true
+                    }
                     let words = clause.filter { !$0.isTrivia }
                     if let at = words.firstIndex(where: { $0.isKeyword("COLLATE") }), at + 1 < words.count,
                         let name = words[at + 1].identifierValue, name.uppercased() != "BINARY"
@@ -90,9 +104,13 @@ public enum SchemaInspector {
                 db, sql: "SELECT cid, name, key FROM pragma_index_xinfo(?, 'main') ORDER BY seqno",
                 arguments: [indexName])
             let keyColumns: [String?] = xinfo.filter { ($0[2] as Int) == 1 }.map { $0[1] }
+            // `origin`: `c` (CREATE INDEX), `u` (UNIQUE constraint) or `pk`.
             let origin: String = row[2]
             if origin == "pk", !xinfo.contains(where: { ($0[0] as Int) == -1 }) { hasRowID = false }
-            indexes.append(LiveIndex(name: indexName, columns: keyColumns, unique: row[1], partial: row[3], origin: origin))
+            indexes.append(
+                LiveIndex(
+                    name: indexName, columns: keyColumns, unique: row[1], partial: row[3],
+                    origin: origin == "pk" ? .primaryKey : origin == "u" ? .uniqueConstraint : .createIndex))
         }
         return LiveTable(
             name: canonical, sql: sql, columns: columns, hasRowID: hasRowID, isVirtual: isVirtual,

@@ -1,4 +1,5 @@
 import Foundation
+import WinnowCore
 
 /// A `CREATE TABLE` statement split into its column definitions and table constraints, so a
 /// rebuild can change exactly what a migration asks (nullability, default, a dropped or added
@@ -173,19 +174,4 @@ package struct CreateTableSQL: Equatable {
         }
         return (trim(prefix), clauses)
     }
-}
-
-extension DefaultValue {
-    /// A literal (written bare after DEFAULT); other defaults need parentheses.
-    package var isLiteral: Bool {
-        switch self {
-        case .expression(let e):
-            return ["CURRENT_TIME", "CURRENT_DATE", "CURRENT_TIMESTAMP", "TRUE", "FALSE"].contains(e.uppercased()) || e.hasPrefix("(")
-        default: return true
-        }
-    }
-
-    /// The value as SQL that can stand in a DEFAULT clause or an expression (parenthesised
-    /// where it is not a literal).
-    package var expressionSQL: String { isLiteral ? sql : "(\(sql))" }
 }

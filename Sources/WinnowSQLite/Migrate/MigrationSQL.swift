@@ -1,4 +1,5 @@
 import Foundation
+import WinnowCore
 
 /// The SQL of migration steps. Pure: the same text is shown by `plan` and run by `run`.
 public enum MigrationSQL {
