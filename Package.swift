@@ -73,17 +73,25 @@ let package = Package(
         ),
         // Tests: fast unit tests of the core (no database) and of the SQLite backend; the slow
         // scenario suites (command line, crash harness, fuzz, live writers, sqldef) apart.
+        // Scratch folders, files and the executable, with no database library (the core's
+        // tests link only this and the core).
+        .target(
+            name: "WinnowTestFiles",
+            path: "Tests/WinnowTestFiles",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .target(
             name: "WinnowTestSupport",
             dependencies: [
-                "WinnowCore", "WinnowSQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
+                "WinnowCore", "WinnowSQLite", "WinnowTestFiles", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Yams", package: "Yams"),
             ],
             path: "Tests/WinnowTestSupport",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(
             name: "WinnowCoreTests",
-            dependencies: ["WinnowCore", "WinnowTestSupport", .product(name: "Yams", package: "Yams")],
+            dependencies: ["WinnowCore", "WinnowTestFiles", .product(name: "Yams", package: "Yams")],
             resources: [.copy("Golden")],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

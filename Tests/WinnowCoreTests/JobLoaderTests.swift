@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import WinnowCore
-import WinnowTestSupport
+import WinnowTestFiles
 
 /// Job files (docs/reference.md section 2): every key decodes to the right value, defaults are the
 /// documented ones, and every mistake is an exit-65 `FILE:LINE:COLUMN: key.path: message`
