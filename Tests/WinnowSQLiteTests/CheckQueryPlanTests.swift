@@ -14,7 +14,7 @@ final class CheckQueryPlanTests: XCTestCase {
         return try queue.write { db in
             try db.execute(sql: schema)
             let job = try ScenarioKit.job("version: 1\ndedupe:\n  - entity: t\n\(yaml)")
-            let rule = try RuleCompiler.compile(job.dedupe[0], schema: try SchemaInspector.inspect(db))
+            let rule = try SQLiteBackend.compile(job.dedupe[0], schema: try SchemaInspector.inspect(db))
             return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + JobRunner.duplicateCountSQL(rule))
                 .map { $0["detail"] as String }.joined(separator: "\n")
         }

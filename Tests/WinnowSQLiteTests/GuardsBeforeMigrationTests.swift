@@ -72,7 +72,7 @@ final class GuardsBeforeMigrationTests: XCTestCase {
         try writeSchema(indexes: indexes)
         let before = try state(db)
         let job = try ScenarioKit.job("version: 1\nschema: schema.yaml\n\(rules)", dir: dir)
-        XCTAssertThrowsError(try JobRunner.run(job, options: RunOptions(database: db)), file: file, line: line) { error in
+        XCTAssertThrowsError(try SQLiteBackend.run(job, options: RunOptions(database: db)), file: file, line: line) { error in
             XCTAssertEqual((error as? WinnowError)?.exitCode, 65, "\(error)", file: file, line: line)
             XCTAssertTrue("\(error)".contains(mentions), "\(error)", file: file, line: line)
             XCTAssertTrue("\(error)".contains("nothing was changed"), "\(error)", file: file, line: line)
@@ -129,7 +129,7 @@ final class GuardsBeforeMigrationTests: XCTestCase {
         try writeSchema(indexes: "      - {name: contacts_email, columns: [email], unique: true}\n")
         let job = try ScenarioKit.job(
             "version: 1\nschema: schema.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    normalize: [lowercase]\n", dir: dir)
-        let summary = try JobRunner.run(job, options: RunOptions(database: db))
+        let summary = try SQLiteBackend.run(job, options: RunOptions(database: db))
         XCTAssertEqual(summary.counts.deleted, 1)
         XCTAssertEqual(try ScenarioKit.column(db, "SELECT nick FROM contacts ORDER BY id", as: String.self), ["?", "?", "cat", "?"])
         XCTAssertEqual(
@@ -148,11 +148,11 @@ final class GuardsBeforeMigrationTests: XCTestCase {
         ] {
             let job = try ScenarioKit.job(
                 "version: 1\nschema: schema.yaml\nseed:\n  name: s\n  from: seed.sqlite\n  tables: \(tables)\n", dir: dir)
-            XCTAssertThrowsError(try JobRunner.run(job, options: RunOptions(database: db))) { error in
+            XCTAssertThrowsError(try SQLiteBackend.run(job, options: RunOptions(database: db))) { error in
                 XCTAssertEqual((error as? WinnowError)?.exitCode, 65, "\(error)")
                 XCTAssertTrue("\(error)".contains(message), "\(error)")
             }
-            XCTAssertThrowsError(try JobRunner.plan(job, options: RunOptions(database: db)), "plan refuses what run refuses")
+            XCTAssertThrowsError(try SQLiteBackend.plan(job, options: RunOptions(database: db)), "plan refuses what run refuses")
             XCTAssertEqual(try state(db), before, "a refused seed changed the database")
         }
     }
@@ -164,12 +164,12 @@ final class GuardsBeforeMigrationTests: XCTestCase {
         try writeSchema()
         let job = try ScenarioKit.job("version: 1\nschema: schema.yaml\ndedupe:\n  - entity: contacts\n    key: nick\n", dir: dir)
         let bytes = try TestSupport.fileBytes(db)
-        let plan = try JobRunner.plan(job, options: RunOptions(database: db, sampleLimit: nil))
+        let plan = try SQLiteBackend.plan(job, options: RunOptions(database: db, sampleLimit: nil))
         XCTAssertEqual(try TestSupport.fileBytes(db), bytes, "plan changed the file")
         XCTAssertEqual(plan.counts.groups, 1)
         XCTAssertEqual(plan.counts.deleted, 2)
         XCTAssertEqual(plan.rules.first?.samples.first?.key, ["'?'"])
-        let run = try JobRunner.run(job, options: RunOptions(database: db))
+        let run = try SQLiteBackend.run(job, options: RunOptions(database: db))
         XCTAssertEqual(run.counts.groups, plan.counts.groups)
         XCTAssertEqual(run.counts.deleted, plan.counts.deleted)
         XCTAssertEqual(try ScenarioKit.column(db, "SELECT id FROM contacts ORDER BY id", as: Int.self), [1, 2, 4])
@@ -181,7 +181,7 @@ final class GuardsBeforeMigrationTests: XCTestCase {
         try writeSchema()
         let job = try ScenarioKit.job(
             "version: 1\nschema: schema.yaml\ndedupe:\n  - entity: contacts\n    key: email\n    max_delete_percent: 25\n", dir: dir)
-        let summary = try JobRunner.run(job, options: RunOptions(database: db))
+        let summary = try SQLiteBackend.run(job, options: RunOptions(database: db))
         XCTAssertEqual(summary.counts.deleted, 1)
         XCTAssertEqual(
             try ScenarioKit.column(db, "SELECT source FROM contacts ORDER BY id", as: String.self),

@@ -100,15 +100,15 @@ final class HostileIdentifierTests: XCTestCase {
     }
 
     func run(_ job: String, db: String) throws -> RunSummary {
-        try JobRunner.run(try JobLoader.load(path: try writeJob(job)), options: RunOptions(database: db))
+        try SQLiteBackend.run(try JobLoader.load(path: try writeJob(job)), options: RunOptions(database: db))
     }
 
     func plan(_ job: String, db: String) throws -> RunSummary {
-        try JobRunner.plan(try JobLoader.load(path: try writeJob(job)), options: RunOptions(database: db))
+        try SQLiteBackend.plan(try JobLoader.load(path: try writeJob(job)), options: RunOptions(database: db))
     }
 
     func check(_ job: String, db: String) throws -> RunSummary {
-        try JobRunner.check(try JobLoader.load(path: try writeJob(job)), options: RunOptions(database: db))
+        try SQLiteBackend.check(try JobLoader.load(path: try writeJob(job)), options: RunOptions(database: db))
     }
 
     func expectExit(
@@ -522,7 +522,7 @@ final class HostileIdentifierTests: XCTestCase {
 
         // No drift; the schema inspect output round-trips to no drift as well.
         XCTAssertEqual(try check(job, db: path).status, "clean", "check after the migration")
-        let inspected = try SchemaPrinter.inspect(database: path)
+        let inspected = try SQLiteBackend.inspectSchema(database: path)
         let inspectedPath = dir.appendingPathComponent("inspected.yaml").path
         try inspected.write(toFile: inspectedPath, atomically: true, encoding: .utf8)
         let model = try SchemaLoader.load(path: inspectedPath)

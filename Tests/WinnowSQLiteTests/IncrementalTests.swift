@@ -89,7 +89,7 @@ final class IncrementalTests: XCTestCase {
         for seed in seeds {
             let a = try makeDatabase("a\(seed).sqlite", seed: seed)
             let b = dir.appendingPathComponent("b\(seed).sqlite").path
-            let first = try JobRunner.run(try job(a, rule: rule, incremental: true))
+            let first = try SQLiteBackend.run(try job(a, rule: rule, incremental: true))
             XCTAssertEqual(first.rules[0].incremental, false, "the first run is a full one")
             for round in 0..<3 {
                 try change(a, seed: seed &* 31 &+ UInt64(round))
@@ -97,12 +97,12 @@ final class IncrementalTests: XCTestCase {
                 let copy = try DatabaseQueue(path: a)
                 try copy.writeWithoutTransaction { db in try db.execute(sql: "VACUUM INTO ?", arguments: [b]) }
                 try copy.close()
-                let incremental = try JobRunner.run(try job(a, rule: rule, incremental: true))
+                let incremental = try SQLiteBackend.run(try job(a, rule: rule, incremental: true))
                 XCTAssertEqual(incremental.rules[0].incremental, true, "seed \(seed) round \(round)")
-                let full = try JobRunner.run(try job(b, rule: rule, incremental: false))
+                let full = try SQLiteBackend.run(try job(b, rule: rule, incremental: false))
                 XCTAssertEqual(incremental.counts.deleted, full.counts.deleted, "seed \(seed) round \(round)")
                 XCTAssertEqual(try TestSupport.contentDump(a), try TestSupport.contentDump(b), "seed \(seed) round \(round)")
-                let check = try JobRunner.check(try job(a, rule: rule, incremental: false))
+                let check = try SQLiteBackend.check(try job(a, rule: rule, incremental: false))
                 XCTAssertEqual(check.counts.groups, 0)
             }
         }
@@ -118,8 +118,8 @@ final class IncrementalTests: XCTestCase {
 
     func testNoChangesMeansNoWork() throws {
         let path = try makeDatabase("quiet.sqlite", seed: 9)
-        _ = try JobRunner.run(try job(path, rule: Self.plainRule, incremental: true))
-        let second = try JobRunner.run(try job(path, rule: Self.plainRule, incremental: true))
+        _ = try SQLiteBackend.run(try job(path, rule: Self.plainRule, incremental: true))
+        let second = try SQLiteBackend.run(try job(path, rule: Self.plainRule, incremental: true))
         XCTAssertEqual(second.rules[0].incremental, true)
         XCTAssertEqual(second.rules[0].discovery.losers, 0)
         XCTAssertEqual(second.counts.batches, 0)
@@ -128,19 +128,19 @@ final class IncrementalTests: XCTestCase {
     func testKeyWithoutIndexIsRefused() throws {
         let path = try makeDatabase("noindex.sqlite", seed: 3)
         let rule = "    key: last"
-        XCTAssertThrowsError(try JobRunner.run(try job(path, rule: rule, incremental: true))) { error in
+        XCTAssertThrowsError(try SQLiteBackend.run(try job(path, rule: rule, incremental: true))) { error in
             XCTAssertEqual((error as? WinnowError)?.exitCode, 65)
             XCTAssertTrue("\(error)".contains("index"), "\(error)")
         }
         let normalised = "    key: email\n        normalize: [lowercase]"
-        XCTAssertThrowsError(try JobRunner.run(try job(path, rule: normalised, incremental: true))) { error in
+        XCTAssertThrowsError(try SQLiteBackend.run(try job(path, rule: normalised, incremental: true))) { error in
             XCTAssertEqual((error as? WinnowError)?.exitCode, 65)
         }
     }
 
     func testTrackingIsRemovedWhenTheRuleStopsBeingIncremental() throws {
         let path = try makeDatabase("stop.sqlite", seed: 4)
-        _ = try JobRunner.run(try job(path, rule: Self.plainRule, incremental: true))
+        _ = try SQLiteBackend.run(try job(path, rule: Self.plainRule, incremental: true))
         let queue = try DatabaseQueue(path: path)
         let triggers = {
             try queue.read { db in
@@ -148,7 +148,7 @@ final class IncrementalTests: XCTestCase {
             }
         }
         XCTAssertEqual(try triggers(), 2)
-        _ = try JobRunner.run(try job(path, rule: Self.plainRule, incremental: false))
+        _ = try SQLiteBackend.run(try job(path, rule: Self.plainRule, incremental: false))
         XCTAssertEqual(try triggers(), 0)
         try queue.close()
     }

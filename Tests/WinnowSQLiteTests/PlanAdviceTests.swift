@@ -28,7 +28,7 @@ final class PlanAdviceTests: XCTestCase {
     private func compile(_ schema: LiveSchema) throws -> CompiledRule {
         let job = try JobLoader.decode(
             yaml: "version: 1\ndedupe:\n  - entity: customers\n    key: email\n", file: "job.yaml", baseDirectory: nil)
-        return try RuleCompiler.compile(job.dedupe[0], schema: schema)
+        return try SQLiteBackend.compile(job.dedupe[0], schema: schema)
     }
 
     private let found = Discovery(groups: 10_000, losers: 20_000, tableRows: 30_000)

@@ -83,7 +83,7 @@ final class RebuildCutOverTests: XCTestCase {
     /// A tight `max_transaction_ms`: the old rows are emptied in several batches, then dropped.
     func testOldRowsAreEmptiedInBatchesWhenADropWouldNotFit() throws {
         let path = try makeItems(rows: 30_000)
-        let summary = try JobRunner.run(try job(maxTransactionMilliseconds: 5), options: RunOptions(database: path))
+        let summary = try SQLiteBackend.run(try job(maxTransactionMilliseconds: 5), options: RunOptions(database: path))
         XCTAssertEqual(summary.migrationSteps, 1)
         try assertRebuilt(path, rows: 30_000)
     }
@@ -91,7 +91,7 @@ final class RebuildCutOverTests: XCTestCase {
     /// A generous one: the old table is dropped in one transaction right after the cut-over.
     func testOldTableIsDroppedAtOnceWhenThatFits() throws {
         let path = try makeItems(rows: 3_000)
-        try JobRunner.run(try job(maxTransactionMilliseconds: 5_000), options: RunOptions(database: path))
+        try SQLiteBackend.run(try job(maxTransactionMilliseconds: 5_000), options: RunOptions(database: path))
         try assertRebuilt(path, rows: 3_000)
     }
 
@@ -99,7 +99,7 @@ final class RebuildCutOverTests: XCTestCase {
     /// next run empties and drops it, in batches, before anything else.
     func testRetiredTableLeftByAKilledRunIsFinishedByTheNextRun() throws {
         let path = try makeItems(rows: 3_000)
-        try JobRunner.run(try job(maxTransactionMilliseconds: 5_000), options: RunOptions(database: path))
+        try SQLiteBackend.run(try job(maxTransactionMilliseconds: 5_000), options: RunOptions(database: path))
         try ScenarioKit.execute(
             path,
             """
@@ -109,7 +109,7 @@ final class RebuildCutOverTests: XCTestCase {
             INSERT INTO winnow_retired_items (id, k, note) SELECT i, i % 97, 'old' FROM n;
             """)
         XCTAssertEqual(try winnowObjects(path).count, 2)
-        let summary = try JobRunner.run(try job(maxTransactionMilliseconds: 5), options: RunOptions(database: path))
+        let summary = try SQLiteBackend.run(try job(maxTransactionMilliseconds: 5), options: RunOptions(database: path))
         XCTAssertEqual(summary.migrationSteps, 0)
         try assertRebuilt(path, rows: 3_000)
     }

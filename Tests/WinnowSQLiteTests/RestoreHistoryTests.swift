@@ -202,11 +202,11 @@ final class RestoreHistoryTests: XCTestCase {
 
     func testHistoryListsRunsNewestFirstWithCountsAndRestoreLink() throws {
         let path = try ScenarioKit.copyDataset("chinook.sqlite", into: dir)
-        XCTAssertEqual(try History.entries(database: path).count, 0, "no runs before the first")
+        XCTAssertEqual(try SQLiteBackend.history(database: path).count, 0, "no runs before the first")
         let first = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: Playlist\n    key: Name\n", db: path)
         let second = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: Customer\n    key: State\n", db: path)
         let restore = try Restorer.restore(database: path, runID: try XCTUnwrap(first.runID))
-        let entries = try History.entries(database: path)
+        let entries = try SQLiteBackend.history(database: path)
         XCTAssertEqual(entries.map(\.runID), [restore.runID!, second.runID!, first.runID!])
         XCTAssertEqual(entries.map(\.command), ["restore", "run", "run"])
         XCTAssertEqual(entries.map(\.status), ["completed", "completed", "completed"])
@@ -219,7 +219,7 @@ final class RestoreHistoryTests: XCTestCase {
         XCTAssertEqual(entries[0].restoresRun, first.runID)
         XCTAssertNotNil(entries[2].finishedAt)
         XCTAssertTrue(entries[2].archive)
-        XCTAssertEqual(try History.entries(database: path, limit: 1).map(\.runID), [restore.runID!])
+        XCTAssertEqual(try SQLiteBackend.history(database: path, limit: 1).map(\.runID), [restore.runID!])
     }
 
     func testHistoryRecordsARefusedRun() throws {
@@ -233,7 +233,7 @@ final class RestoreHistoryTests: XCTestCase {
         ScenarioKit.expectExit(65) {
             try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n    max_delete_percent: 10\n", db: path)
         }
-        let entries = try History.entries(database: path)
+        let entries = try SQLiteBackend.history(database: path)
         XCTAssertEqual(entries.count, 2)
         XCTAssertEqual(entries.first?.status, "refused")
         XCTAssertEqual(entries.first?.counts.deleted, 0)

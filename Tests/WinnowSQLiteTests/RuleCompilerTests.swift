@@ -112,7 +112,7 @@ final class RuleCompilerTests: XCTestCase {
         file: StaticString = #filePath, line: UInt = #line
     ) {
         do {
-            let compiled = try RuleCompiler.compile(rule, schema: schema ?? self.schema)
+            let compiled = try SQLiteBackend.compile(rule, schema: schema ?? self.schema)
             XCTFail("expected an invalid-file error, compiled \(compiled.table)", file: file, line: line)
         } catch let error as WinnowError {
             XCTAssertEqual(error.exitCode, 65, file: file, line: line)
@@ -234,7 +234,7 @@ final class RuleCompilerTests: XCTestCase {
             "CONTACTS", key: ["EMAIL"], normalize: ["EMAIL": [.lowercase]], hash: true, winner: winner,
             merge: [MergeRule(column: name("Visits"), strategy: .sum)])
         r.hashColumn = name("Key_Hash")
-        let compiled = try RuleCompiler.compile(r, schema: schema)
+        let compiled = try SQLiteBackend.compile(r, schema: schema)
         XCTAssertEqual(compiled.table, "contacts")
         XCTAssertEqual(compiled.qualifiedTable, "main.\"contacts\"")
         XCTAssertEqual(compiled.keyColumns, ["email"])
@@ -250,7 +250,7 @@ final class RuleCompilerTests: XCTestCase {
 
     func testGeneratedColumnsAreNotStored() throws {
         let people = table("people", [column("id", "INTEGER", pk: 1), column("first"), column("full", hidden: 3)])
-        let compiled = try RuleCompiler.compile(rule("people", key: ["first"]), schema: LiveSchema(tables: [people]))
+        let compiled = try SQLiteBackend.compile(rule("people", key: ["first"]), schema: LiveSchema(tables: [people]))
         XCTAssertEqual(compiled.storedColumns, ["id", "first"])
     }
 
@@ -258,7 +258,7 @@ final class RuleCompilerTests: XCTestCase {
 
     func testOrderByIsWinnerTermsThenContentThenPrimaryKey() throws {
         let winner = WinnerRule.ordered([WinnerTerm(column: name("created_at"), descending: true)])
-        let compiled = try RuleCompiler.compile(rule("contacts", key: ["email"], winner: winner), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("contacts", key: ["email"], winner: winner), schema: schema)
         XCTAssertEqual(
             terms(compiled.orderBy()),
             [
@@ -275,7 +275,7 @@ final class RuleCompilerTests: XCTestCase {
     }
 
     func testOrderByWithoutWinnerIsContentThenKey() throws {
-        let compiled = try RuleCompiler.compile(rule("contacts", key: ["email"]), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("contacts", key: ["email"]), schema: schema)
         let order = terms(compiled.orderBy())
         XCTAssertEqual(order.first, "\"email\" COLLATE BINARY ASC")
         XCTAssertEqual(order.last, "\"id\" ASC")
@@ -283,7 +283,7 @@ final class RuleCompilerTests: XCTestCase {
     }
 
     func testOrderByOfATableWithoutDeclaredKeyEndsWithRowID() throws {
-        let compiled = try RuleCompiler.compile(rule("events", key: ["kind"]), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("events", key: ["kind"]), schema: schema)
         XCTAssertEqual(terms(compiled.orderBy()), ["\"kind\" COLLATE BINARY ASC", "\"at\" COLLATE BINARY ASC", "rowid ASC"])
         XCTAssertEqual(terms(compiled.orderBy(alias: "e")).last, "e.rowid ASC")
     }
@@ -292,13 +292,13 @@ final class RuleCompilerTests: XCTestCase {
         let codes = table(
             "codes", [column("code", "TEXT", pk: 1), column("label")],
             indexes: [index("sqlite_autoindex_codes_1", ["code"], unique: true, origin: .primaryKey)])
-        let compiled = try RuleCompiler.compile(rule("codes", key: ["label"]), schema: LiveSchema(tables: [codes]))
+        let compiled = try SQLiteBackend.compile(rule("codes", key: ["label"]), schema: LiveSchema(tables: [codes]))
         XCTAssertEqual(terms(compiled.orderBy()), ["\"label\" COLLATE BINARY ASC", "\"code\" ASC", "rowid ASC"])
     }
 
     func testOrderByWhenAColumnShadowsRowID() throws {
         let shadow = table("shadow", [column("rowid"), column("v")])
-        let compiled = try RuleCompiler.compile(rule("shadow", key: ["v"]), schema: LiveSchema(tables: [shadow]))
+        let compiled = try SQLiteBackend.compile(rule("shadow", key: ["v"]), schema: LiveSchema(tables: [shadow]))
         let order = terms(compiled.orderBy())
         XCTAssertEqual(order.first, "\"rowid\" COLLATE BINARY ASC", "the column named rowid is content")
         XCTAssertEqual(order.last, "_rowid_ ASC", "the real rowid is reached under another name")
@@ -307,15 +307,15 @@ final class RuleCompilerTests: XCTestCase {
     func testEarliestAndLatestPutNullsLast() throws {
         let earliest = WinnerRule.ordered([WinnerTerm(column: name("created_at"), descending: false, nullsLast: true)])
         let latest = WinnerRule.ordered([WinnerTerm(column: name("created_at"), descending: true, nullsLast: true)])
-        let first = try RuleCompiler.compile(rule("contacts", key: ["email"], winner: earliest), schema: schema)
-        let last = try RuleCompiler.compile(rule("contacts", key: ["email"], winner: latest), schema: schema)
+        let first = try SQLiteBackend.compile(rule("contacts", key: ["email"], winner: earliest), schema: schema)
+        let last = try SQLiteBackend.compile(rule("contacts", key: ["email"], winner: latest), schema: schema)
         XCTAssertEqual(terms(first.orderBy()).first, "\"created_at\" ASC NULLS LAST")
         XCTAssertEqual(terms(last.orderBy()).first, "\"created_at\" DESC NULLS LAST")
         XCTAssertEqual(terms(last.orderBy()).last, "\"id\" ASC")
     }
 
     func testMostCompleteCountsNonNullContentColumns() throws {
-        let compiled = try RuleCompiler.compile(rule("contacts", key: ["email"], winner: .mostComplete), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("contacts", key: ["email"], winner: .mostComplete), schema: schema)
         let first = try XCTUnwrap(terms(compiled.orderBy()).first)
         XCTAssertTrue(first.hasSuffix(") DESC"), "more non-NULL columns first: \(first)")
         for content in ["email", "name", "created_at", "visits", "key_hash"] {
@@ -332,7 +332,7 @@ final class RuleCompilerTests: XCTestCase {
         let r = rule(
             "contacts", key: ["email", "name", "visits"],
             normalize: ["email": [.trim, .lowercase], "name": [.collapseWhitespace, .nfkc], "visits": [.digitsOnly]])
-        let compiled = try RuleCompiler.compile(r, schema: schema)
+        let compiled = try SQLiteBackend.compile(r, schema: schema)
         XCTAssertEqual(
             compiled.groupExpressions(),
             [
@@ -344,17 +344,17 @@ final class RuleCompilerTests: XCTestCase {
     }
 
     func testKeyWithoutNormalisersIsTheBareColumn() throws {
-        let compiled = try RuleCompiler.compile(rule("contacts", key: ["email", "name"]), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("contacts", key: ["email", "name"]), schema: schema)
         XCTAssertEqual(compiled.groupExpressions(), ["\"email\"", "\"name\""])
     }
 
     func testHashModeGroupsByOneHashExpression() throws {
-        let distinct = try RuleCompiler.compile(
+        let distinct = try SQLiteBackend.compile(
             rule(
                 "contacts", key: ["email", "name"], normalize: ["email": [.lowercase]],
                 hash: true), schema: schema)
         XCTAssertEqual(distinct.groupExpressions(), ["winnow_hash(0, winnow_lower(\"email\"), \"name\")"])
-        let equal = try RuleCompiler.compile(
+        let equal = try SQLiteBackend.compile(
             rule(
                 "contacts", key: ["email", "name"], normalize: ["email": [.lowercase]],
                 hash: true, nulls: .equal), schema: schema)
@@ -362,28 +362,28 @@ final class RuleCompilerTests: XCTestCase {
     }
 
     func testCandidateFilterForNullPolicies() throws {
-        let distinct = try RuleCompiler.compile(
+        let distinct = try SQLiteBackend.compile(
             rule("contacts", key: ["email", "name"], normalize: ["email": [.trim]]),
             schema: schema)
         // Normalisers keep NULL as NULL and never make NULL of a value (NormalizeTests), so the
         // raw columns are tested: no normaliser runs twice per row.
         XCTAssertEqual(distinct.candidateFilter(), "\"email\" IS NOT NULL AND \"name\" IS NOT NULL")
         XCTAssertEqual(distinct.candidateFilter(alias: "c"), "c.\"email\" IS NOT NULL AND c.\"name\" IS NOT NULL")
-        let equal = try RuleCompiler.compile(rule("contacts", key: ["email", "name"], nulls: .equal), schema: schema)
+        let equal = try SQLiteBackend.compile(rule("contacts", key: ["email", "name"], nulls: .equal), schema: schema)
         XCTAssertEqual(equal.candidateFilter(), "1", "NULL matches NULL: every row is a candidate")
     }
 
     func testSameKeyUsesISOnlyWhenNullsAreEqual() throws {
-        let distinct = try RuleCompiler.compile(rule("contacts", key: ["email"]), schema: schema)
+        let distinct = try SQLiteBackend.compile(rule("contacts", key: ["email"]), schema: schema)
         XCTAssertEqual(distinct.sameKey("a", "b"), "a.\"email\" = b.\"email\"")
-        let equal = try RuleCompiler.compile(rule("contacts", key: ["email"], nulls: .equal), schema: schema)
+        let equal = try SQLiteBackend.compile(rule("contacts", key: ["email"], nulls: .equal), schema: schema)
         XCTAssertEqual(equal.sameKey("a", "b"), "a.\"email\" IS b.\"email\"")
     }
 
     // MARK: References
 
     func testDeclaredForeignKeysBecomeReferencePaths() throws {
-        let compiled = try RuleCompiler.compile(rule("contacts", key: ["email"]), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("contacts", key: ["email"]), schema: schema)
         XCTAssertEqual(compiled.references.map(\.childTable), ["orders", "links", "profiles"])
         XCTAssertTrue(compiled.references.allSatisfy(\.declared))
 
@@ -407,7 +407,7 @@ final class RuleCompilerTests: XCTestCase {
 
     func testReferencedByAddsUndeclaredReferences() throws {
         let ref = ColumnReference(table: "notes", column: "contact_id", location: at(12, 9))
-        let compiled = try RuleCompiler.compile(rule("contacts", key: ["email"], referencedBy: [ref]), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("contacts", key: ["email"], referencedBy: [ref]), schema: schema)
         let paths = compiled.references.filter { $0.childTable == "notes" }
         XCTAssertEqual(paths.count, 1)
         XCTAssertEqual(paths.first?.childColumns, ["contact_id"])
@@ -419,7 +419,7 @@ final class RuleCompilerTests: XCTestCase {
 
     func testReferencedByNamingADeclaredForeignKeyIsNotRepeated() throws {
         let ref = ColumnReference(table: "ORDERS", column: "Customer_ID", location: at(12, 9))
-        let compiled = try RuleCompiler.compile(rule("contacts", key: ["email"], referencedBy: [ref]), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("contacts", key: ["email"], referencedBy: [ref]), schema: schema)
         let paths = compiled.references.filter { $0.childTable == "orders" }
         XCTAssertEqual(paths.count, 1, "re-pointing the same column twice would be wrong: \(paths)")
         XCTAssertEqual(paths.first?.declared, true)
@@ -427,7 +427,7 @@ final class RuleCompilerTests: XCTestCase {
 
     func testReferencedByCanonicalisesNames() throws {
         let ref = ColumnReference(table: "Notes", column: "CONTACT_ID", location: at(12, 9))
-        let compiled = try RuleCompiler.compile(rule("contacts", key: ["email"], referencedBy: [ref]), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("contacts", key: ["email"], referencedBy: [ref]), schema: schema)
         let path = try XCTUnwrap(compiled.references.first { !$0.declared })
         XCTAssertEqual(path.childTable, "notes")
         XCTAssertEqual(path.childColumns, ["contact_id"])
@@ -448,7 +448,7 @@ final class RuleCompilerTests: XCTestCase {
     }
 
     func testTableWithoutReferencesHasNone() throws {
-        let compiled = try RuleCompiler.compile(rule("notes", key: ["body"]), schema: schema)
+        let compiled = try SQLiteBackend.compile(rule("notes", key: ["body"]), schema: schema)
         XCTAssertTrue(compiled.references.isEmpty)
     }
 
@@ -464,7 +464,7 @@ final class RuleCompilerTests: XCTestCase {
             "we\"ird table", key: ["we\"ird", "first name"], normalize: ["first name": [.trim]],
             merge: [MergeRule(column: name("x\"); DROP TABLE t; --"), strategy: .fillNull)])
         r.index = 0
-        let compiled = try RuleCompiler.compile(r, schema: LiveSchema(tables: [weird]))
+        let compiled = try SQLiteBackend.compile(r, schema: LiveSchema(tables: [weird]))
         XCTAssertEqual(compiled.qualifiedTable, "main.\"we\"\"ird table\"")
         XCTAssertEqual(compiled.keyExpressions(), ["\"we\"\"ird\"", "winnow_trim(\"first name\")"])
         XCTAssertEqual(

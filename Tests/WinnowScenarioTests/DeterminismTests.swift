@@ -123,7 +123,7 @@ final class DeterminismTests: XCTestCase {
                 // Peers 2 and 3 take their groups in batches of 1 and 3: how groups are filed
                 // into batches, and settled inside each, must not change what survives.
                 let batchSize: Int? = peer == 2 ? 1 : peer == 3 ? 3 : nil
-                let summary = try JobRunner.run(try ScenarioKit.job(job), options: RunOptions(database: path, batchSize: batchSize))
+                let summary = try SQLiteBackend.run(try ScenarioKit.job(job), options: RunOptions(database: path, batchSize: batchSize))
                 var c = summary.counts
                 c.batches = 0
                 counts.append(c)
@@ -253,10 +253,10 @@ final class DeterminismTests: XCTestCase {
                   visits: sum
                   note: concat
             """)
-        let first = try JobRunner.run(job, options: RunOptions(database: path))
+        let first = try SQLiteBackend.run(job, options: RunOptions(database: path))
         XCTAssertGreaterThan(first.counts.groups, 0)
         let dump = try TestSupport.contentDump(path)
-        let second = try JobRunner.run(job, options: RunOptions(database: path))
+        let second = try SQLiteBackend.run(job, options: RunOptions(database: path))
         XCTAssertEqual(second.counts.groups, 0)
         XCTAssertFalse(second.counts.changedAnything)
         XCTAssertEqual(try TestSupport.contentDump(path), dump)

@@ -85,7 +85,7 @@ final class FuzzTests: XCTestCase {
             }
             guard document.plannable else { continue }
             let job = try harness.job(for: document, at: path)
-            let summary = try JobRunner.plan(job, options: RunOptions(database: harness.database(for: document)))
+            let summary = try SQLiteBackend.plan(job, options: RunOptions(database: harness.database(for: document)))
             XCTAssertEqual(summary.status, "planned", document.name)
         }
     }
@@ -442,7 +442,7 @@ final class FuzzTests: XCTestCase {
             let plain = try harness.write(Data(document.text.utf8), for: document, tag: "plain")
             let expected =
                 document.plannable
-                ? try JobRunner.plan(
+                ? try SQLiteBackend.plan(
                     try harness.job(for: document, at: plain),
                     options: RunOptions(database: harness.database(for: document))) : nil
             let crlf = document.text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
@@ -457,7 +457,7 @@ final class FuzzTests: XCTestCase {
                     let result = try Validator.validate(path: path)
                     XCTAssertEqual(result.summary, try Validator.validate(path: plain).summary, "\(document.name) \(tag)")
                     guard let expected else { continue }
-                    let summary = try JobRunner.plan(
+                    let summary = try SQLiteBackend.plan(
                         try harness.job(for: document, at: path),
                         options: RunOptions(database: harness.database(for: document)))
                     XCTAssertEqual(summary.counts, expected.counts, "\(document.name) \(tag)")
@@ -557,7 +557,7 @@ final class FuzzTests: XCTestCase {
                     name: "\(name).yaml", kind: .job, text: text,
                     database: "crm.sqlite", plannable: false))
             do {
-                _ = try JobRunner.run(try JobLoader.load(path: path), options: RunOptions(database: copy))
+                _ = try SQLiteBackend.run(try JobLoader.load(path: path), options: RunOptions(database: copy))
                 XCTFail("\(name): run succeeded")
             } catch let error as WinnowError {
                 XCTAssertEqual(error.exitCode, 65, "\(name): \(error)")
@@ -798,7 +798,7 @@ struct FuzzHarness {
             do {
                 let job = try JobLoader.load(path: jobPath)
                 let options = RunOptions(database: database)
-                _ = step == "plan" ? try JobRunner.plan(job, options: options) : try JobRunner.check(job, options: options)
+                _ = step == "plan" ? try SQLiteBackend.plan(job, options: options) : try SQLiteBackend.check(job, options: options)
                 outcome += "+\(step)0"
             } catch {
                 outcome += "+\(step)\((error as? WinnowError)?.exitCode ?? -1)"

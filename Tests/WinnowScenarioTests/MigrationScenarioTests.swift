@@ -43,15 +43,15 @@ final class MigrationScenarioTests: XCTestCase {
 
     @discardableResult
     func run(_ job: Job, _ db: String) throws -> RunSummary {
-        try JobRunner.run(job, options: RunOptions(database: db))
+        try SQLiteBackend.run(job, options: RunOptions(database: db))
     }
 
     func plan(_ job: Job, _ db: String) throws -> RunSummary {
-        try JobRunner.plan(job, options: RunOptions(database: db, sampleLimit: nil))
+        try SQLiteBackend.plan(job, options: RunOptions(database: db, sampleLimit: nil))
     }
 
     func check(_ job: Job, _ db: String) throws -> RunSummary {
-        try JobRunner.check(job, options: RunOptions(database: db))
+        try SQLiteBackend.check(job, options: RunOptions(database: db))
     }
 
     func rows(_ db: String, _ sql: String) throws -> [[DatabaseValue]] { try ScenarioKit.rows(db, sql) }
@@ -1069,7 +1069,7 @@ final class MigrationScenarioTests: XCTestCase {
         let cli = try TestSupport.winnow(["schema", "inspect", "--database", db])
         XCTAssertEqual(cli.status, 0, cli.stderr, file: file, line: line)
         let schemaPath = try TestSupport.writeFile(cli.stdout, to: path("inspected.yaml"))
-        XCTAssertEqual(try SchemaPrinter.inspect(database: db), cli.stdout.trimmingCharacters(in: .newlines), file: file, line: line)
+        XCTAssertEqual(try SQLiteBackend.inspectSchema(database: db), cli.stdout.trimmingCharacters(in: .newlines), file: file, line: line)
         let model: SchemaModel
         do {
             model = try SchemaLoader.load(path: schemaPath)

@@ -279,7 +279,7 @@ final class OnlineRebuildTests: XCTestCase {
         var summary: RunSummary?
         var runError: Error?
         do {
-            summary = try JobRunner.run(job, options: RunOptions(database: db))
+            summary = try SQLiteBackend.run(job, options: RunOptions(database: db))
         } catch {
             runError = error
         }
@@ -329,9 +329,9 @@ final class OnlineRebuildTests: XCTestCase {
         XCTAssertEqual(
             try strings(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'items'"), ["items_k"], file: file,
             line: line)
-        let checked = try JobRunner.check(job, options: RunOptions(database: db))
+        let checked = try SQLiteBackend.check(job, options: RunOptions(database: db))
         XCTAssertEqual(checked.drift, [], file: file, line: line)
-        XCTAssertEqual(try JobRunner.plan(job, options: RunOptions(database: db)).migration.map(\.summary), [], file: file, line: line)
+        XCTAssertEqual(try SQLiteBackend.plan(job, options: RunOptions(database: db)).migration.map(\.summary), [], file: file, line: line)
         switch change {
         case .changeDefault:
             XCTAssertEqual(
@@ -436,7 +436,7 @@ final class OnlineRebuildTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM tags"), Int(Self.tagged))
         XCTAssertEqual(try strings(db, "SELECT status FROM winnow_runs ORDER BY id"), ["interrupted", "completed"])
         let job = try JobLoader.load(path: jobPath)
-        XCTAssertEqual(try JobRunner.check(job, options: RunOptions(database: db)).drift, [])
+        XCTAssertEqual(try SQLiteBackend.check(job, options: RunOptions(database: db)).drift, [])
         // Writes after the run are no longer captured anywhere.
         try ScenarioKit.execute(db, "UPDATE items SET v = 'later' WHERE id = 6")
         XCTAssertEqual(try leftovers(db), [])

@@ -513,11 +513,11 @@ private enum SqldefSuite {
         try build(currentPath, sql: testCase.current)
         try seed(currentPath)
         let before = try snapshot(currentPath)
-        let currentModel = try SchemaLoader.decode(yaml: try SchemaPrinter.inspect(database: currentPath), file: "current.yaml")
+        let currentModel = try SchemaLoader.decode(yaml: try SQLiteBackend.inspectSchema(database: currentPath), file: "current.yaml")
 
         // 2. desired, inspected, with the rename hints.
         try build(desiredPath, sql: testCase.desired)
-        let desiredInspected = try SchemaPrinter.inspect(database: desiredPath)
+        let desiredInspected = try SQLiteBackend.inspectSchema(database: desiredPath)
         var target = try desiredSchema(inspected: desiredInspected, hints: try renameHints(testCase.desired), notes: &notes)
         let desiredSnapshot = try snapshot(desiredPath)
         notes += outsideTheFormat(testCase, desiredPath: desiredPath, desired: desiredSnapshot, current: before)
@@ -583,7 +583,7 @@ private enum SqldefSuite {
 
         let summary: RunSummary
         do {
-            summary = try JobRunner.run(job)
+            summary = try SQLiteBackend.run(job)
         } catch let error as WinnowError {
             guard error.exitCode == 65 else { return outcome(.fail, "run failed with exit \(error.exitCode): \(error.description)") }
             let after = try snapshot(currentPath)
@@ -596,7 +596,7 @@ private enum SqldefSuite {
 
         // 4. the result.
         var problems: [String] = []
-        let migratedInspected = try SchemaPrinter.inspect(database: currentPath)
+        let migratedInspected = try SQLiteBackend.inspectSchema(database: currentPath)
         let migratedModel = try SchemaLoader.decode(yaml: migratedInspected, file: "migrated.yaml")
         var desiredModel = try SchemaLoader.decode(yaml: desiredInspected, file: "desired.yaml")
         if !intendsDrops {
@@ -660,7 +660,7 @@ private enum SqldefSuite {
         if integrity != "ok" { problems.append("integrity_check: \(integrity)") }
 
         do {
-            let again = try JobRunner.plan(job)
+            let again = try SQLiteBackend.plan(job)
             if !again.migration.isEmpty || again.migrationSteps != 0 {
                 problems.append(
                     "a second plan still has \(again.migration.count) step(s): \(again.migration.map(\.summary).joined(separator: "; "))")

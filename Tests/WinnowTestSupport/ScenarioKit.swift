@@ -19,15 +19,15 @@ package enum ScenarioKit {
         _ yaml: String, db: String, batchSize: Int? = nil,
         onEvent: @escaping (RunEvent) -> Void = { _ in }
     ) throws -> RunSummary {
-        try JobRunner.run(try job(yaml), options: RunOptions(database: db, batchSize: batchSize), onEvent: onEvent)
+        try SQLiteBackend.run(try job(yaml), options: RunOptions(database: db, batchSize: batchSize), onEvent: onEvent)
     }
 
     package static func plan(_ yaml: String, db: String) throws -> RunSummary {
-        try JobRunner.plan(try job(yaml), options: RunOptions(database: db, sampleLimit: nil))
+        try SQLiteBackend.plan(try job(yaml), options: RunOptions(database: db, sampleLimit: nil))
     }
 
     package static func check(_ yaml: String, db: String) throws -> RunSummary {
-        try JobRunner.check(try job(yaml), options: RunOptions(database: db))
+        try SQLiteBackend.check(try job(yaml), options: RunOptions(database: db))
     }
 
     /// Rows of a query, as arrays of values.
