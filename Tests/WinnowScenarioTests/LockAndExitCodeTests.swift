@@ -841,6 +841,7 @@ final class LockAndExitCodeTests: XCTestCase {
                 key: person_id
                 max_delete_percent: 0
             """)
+        try FileManager.default.copyItem(atPath: db, toPath: path("copy.sqlite"))
         let result = try winnow(["run", "--database", "db.sqlite", "job.yaml"], expect: 65)
         XCTAssertTrue(result.stderr.contains("dedupe[1] (orders): would delete 1 of 3 rows"), result.stderr)
         XCTAssertTrue(
@@ -849,6 +850,18 @@ final class LockAndExitCodeTests: XCTestCase {
         XCTAssertFalse(result.stderr.contains("nothing was changed"), result.stderr)
         XCTAssertEqual(try ScenarioKit.column(db, "SELECT id FROM people ORDER BY id", as: Int.self), [1, 3], "the first rule's batch")
         XCTAssertEqual(try ScenarioKit.column(db, "SELECT person_id FROM orders ORDER BY id", as: Int.self), [1, 1, 3])
+        // JSON names the guard, what it refused and what stays committed, as fields: on a copy
+        // of the same data, then again once the first rule has nothing left to do.
+        for (database, committed) in [("copy.sqlite", ["1 batch(es)"]), ("db.sqlite", [])] {
+            let json = try winnow(["run", "--database", database, "job.yaml", "--format", "json"], expect: 65)
+            let error = try XCTUnwrap(
+                json.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                    .first { $0["event"] as? String == "error" }, json.stdout)
+            XCTAssertEqual(error["guard"] as? String, "max_delete_percent")
+            XCTAssertEqual(
+                error["detail"] as? String, "dedupe[1] (orders): would delete 1 of 3 rows (33.3%), more than max_delete_percent 0%")
+            XCTAssertEqual(error["committed"] as? [String], committed, database)
+        }
     }
 
     func testNotLightweightMigrationExits65NamingTheChangeAndAppliesNoStep() throws {

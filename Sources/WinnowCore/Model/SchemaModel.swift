@@ -235,7 +235,6 @@ public struct IndexModel: Sendable, Equatable {
     }
 }
 
-
 extension DefaultValue {
     /// A literal (written bare after DEFAULT); other defaults need parentheses.
     package var isLiteral: Bool {

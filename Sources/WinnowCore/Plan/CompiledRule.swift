@@ -223,17 +223,19 @@ public struct CompiledRule: Sendable {
         guard let limit = rule.maxDeletePercent, discovery.tableRows > 0 else { return }
         let share = Double(discovery.losers) * 100 / Double(discovery.tableRows)
         guard share > limit else { return }
-        throw WinnowError.refused(
-            """
-            \(rule.keyPath) (\(table)): would delete \(discovery.losers) of \(discovery.tableRows) rows \
-            (\(String(format: "%.1f", share))%), more than max_delete_percent \(limit.formatted6)%; nothing was changed
-            """)
+        throw WinnowError.guardRefused(
+            GuardRefusal(
+                .deleteShare,
+                """
+                \(rule.keyPath) (\(table)): would delete \(discovery.losers) of \(discovery.tableRows) rows \
+                (\(String(format: "%.1f", share))%), more than max_delete_percent \(limit.formatted6)%
+                """))
     }
 
     /// The refusal of `references: restrict`: `what` (child rows) points at rows the rule
     /// would delete. One spelling for the checks before the first write and inside batches.
     package func restrictRefusal(_ what: String) -> WinnowError {
-        .refused("\(rule.keyPath) (\(table)): references: restrict, and \(what)")
+        .guardRefused(GuardRefusal(.restrictedReference, "\(rule.keyPath) (\(table)): references: restrict, and \(what)"))
     }
 
     /// Human description of the winner order, for plans.

@@ -149,6 +149,16 @@ public enum Renderer {
             object["column"] = location.column
             object["detail"] = message
         }
+        if case let .guardRefused(refusal) = error {
+            // Which guard refused, what it refused, and what the run had committed before it.
+            switch refusal.kind {
+            case .deleteShare: object["guard"] = "max_delete_percent"
+            case .restrictedReference: object["guard"] = "references_restrict"
+            case .uniqueIndex: object["guard"] = "unique_index"
+            }
+            object["detail"] = refusal.message
+            object["committed"] = refusal.committed
+        }
         return jsonLine(object)
     }
 
@@ -317,6 +327,7 @@ public enum Renderer {
     public static func text(starter result: Starter.Result) -> String {
         var lines = ["wrote \(result.schemaPath) (the schema as it is) and \(result.jobPath) (the starter job)"]
         let rows = result.findings.map { finding -> [String] in
+            if finding.notDeduplicable != nil { return [finding.table, String(finding.rows), "-", "-", "no rule possible (see the job)"] }
             guard let chosen = finding.chosen else {
                 if let vetoed = finding.vetoed.first {
                     return [
@@ -346,6 +357,7 @@ public enum Renderer {
                     ] as [String: Any]
                 }
                 object["rule"] = finding.chosen.map { $0.candidate.columns as Any } ?? NSNull()
+                if let reason = finding.notDeduplicable { object["not_deduplicable"] = reason }
                 return object
             },
         ])

@@ -73,11 +73,13 @@ extension JobRunner {
         let after =
             job.dedupe.contains { $0.entity.value.caseInsensitiveCompare(table) == .orderedSame }
             ? " that the job's dedupe rules leave" : ""
-        return .refused(
-            """
-            \(job.schema?.value ?? "schema"): cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): \
-            \(rows) rows in \(groups) group(s) share a key\(after); add a dedupe rule for that key; nothing was changed
-            """)
+        return .guardRefused(
+            GuardRefusal(
+                .uniqueIndex,
+                """
+                \(job.schema?.value ?? "schema"): cannot create unique index \(index.name) on \(table)(\(index.columns.joined(separator: ", "))): \
+                \(rows) rows in \(groups) group(s) share a key\(after); add a dedupe rule for that key
+                """))
     }
 
     /// A unique index that failed on duplicates while a run built it (rows written since the

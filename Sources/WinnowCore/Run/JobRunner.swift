@@ -129,16 +129,13 @@ public enum JobRunner {
                     try confirm(approved, job: job, target: target, options: options, session: session)
                 }
             }
-            var totals = Counts()
-            var applied: [PlannedStep] = []
-            var kept: [KeptObject] = []
-            var notes: [String] = prepared.map { [$0] } ?? []
             let deadline = RunDeadline(at: options.maxDuration.map { started.addingTimeInterval($0) }, stop: options.stop)
-            let summaries = try record.guarding(totals: { totals }, started: started) {
-                try execute(
-                    job, target: target, options: options, session: session, record: record, deadline: deadline,
-                    totals: &totals, applied: &applied, kept: &kept, notes: &notes, onEvent: onEvent)
-            }
+            let execution = RunExecution(
+                job: job, target: target, options: options, session: session, record: record, deadline: deadline,
+                notes: prepared.map { [$0] } ?? [], onEvent: onEvent)
+            let summaries = try record.guarding(totals: { execution.totals }, started: started) { try execution.execute() }
+            let totals = execution.totals
+            var notes = execution.notes
             // Journal retention: the entries of runs older than `keep_days` go.
             if let days = job.journal?.keepDays.value,
                 let note = try record.guarding(
@@ -164,99 +161,12 @@ public enum JobRunner {
             }
             var summary = RunSummary(
                 command: .run, runID: record.id, status: status, job: job.file, database: DatabaseURL.redacted(path),
-                counts: totals, migrationSteps: applied.count, seconds: seconds, rules: summaries)
-            summary.migration = applied
-            summary.kept = kept
+                counts: totals, migrationSteps: execution.applied.count, seconds: seconds, rules: summaries)
+            summary.migration = execution.applied
+            summary.kept = execution.kept
             summary.notes = notes
             return summary
         }
-    }
-
-    package static func execute(
-        _ job: Job, target: SchemaModel?, options: RunOptions, session: any DatabaseSession, record: RunRecord,
-        deadline: RunDeadline,
-        totals: inout Counts, applied: inout [PlannedStep], kept: inout [KeptObject], notes: inout [String],
-        onEvent: @escaping (RunEvent) -> Void
-    ) throws -> [RuleSummary] {
-        // 1. Migrate (unique indexes of deduplicated tables wait for their rules).
-        var deferred: [MigrationStep] = []
-        let settings = settings(job, options)
-        func apply(_ step: MigrationStep) throws {
-            let started = Date()
-            let sql = try session.statements(for: step)
-            let described = session.describe(step)
-            let name = "migration step \(applied.count + 1): \(described.summary)"
-            onEvent(.phaseStarted(name))
-            if let remark = try session.apply(step, settings: settings, progress: { onEvent(.phaseProgress(name, done: $0, total: $1)) }) {
-                notes.append(remark)
-            }
-            onEvent(.phaseFinished(name, seconds: Date().timeIntervalSince(started)))
-            let planned = PlannedStep(summary: described.summary, sql: sql, rebuildsTable: described.rebuildsTable)
-            applied.append(planned)
-            try record.record(migrationSteps: applied.count)
-            onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))
-        }
-        // Everything the job can be refused for is checked before the first write.
-        let plan = try preflight(job, target: target, session: session, settings: settings).plan
-        kept = plan?.kept ?? []
-        // The old rows a finished cut-over set aside, left by a killed run.
-        try session.finishInterrupted(.retired, settings: settings)
-        if let plan {
-            for step in plan.steps {
-                if step.waitsForDedupe {
-                    deferred.append(step)
-                    continue
-                }
-                try apply(step)
-            }
-        }
-        // An interrupted rebuild that this run did not resume (the target changed) is undone.
-        try session.finishInterrupted(.unfinishedRebuild, settings: settings)
-        // 2. Seed once.
-        var seeded = false
-        if let seed = job.seed {
-            let outcome = try session.seed(seed, runID: record.id, checkingAgainst: nil)
-            seeded = outcome.seeded
-            notes.append(
-                outcome.seeded
-                    ? "seed '\(seed.name.value)': \(outcome.rows) rows copied"
-                    : "seed '\(seed.name.value)' was applied before; not applied again")
-        }
-        // 3. Deduplicate, against the schema as the migration left it.
-        let rules = try compile(job, session)
-        let summaries: [RuleSummary]
-        do {
-            summaries = try dedupe(
-                rules, mode: .run(record), options: options, job: job, session: session, deadline: deadline, totals: &totals,
-                onEvent: onEvent)
-        } catch WinnowError.refused(let message) where !applied.isEmpty || seeded || totals.batches > 0 {
-            // A rule refused at its turn (its table as the steps before it left it): those
-            // steps stay committed, and the message must not say that nothing changed.
-            throw WinnowError.refused(Self.refusedAfterCommits(message, steps: applied.count, seeded: seeded, batches: totals.batches))
-        }
-        // A run stopped by --max-duration leaves duplicates for the next run: the unique
-        // indexes that wait for them, and the version, wait too.
-        if deadline.reached { return summaries }
-        // 4. The unique indexes that keep the duplicates out, then the version.
-        for step in deferred { try apply(step) }
-        if let target {
-            try session.writeTransaction {
-                try SchemaVersions.record(
-                    session, version: target.version, checksum: try SchemaVersions.checksum(of: target),
-                    runID: record.id)
-            }
-        }
-        return summaries
-    }
-
-    /// The message of a refusal that came after the run had committed something.
-    package static func refusedAfterCommits(_ message: String, steps: Int, seeded: Bool, batches: Int) -> String {
-        var done: [String] = []
-        if steps > 0 { done.append("\(steps) migration step(s)") }
-        if seeded { done.append("the seed") }
-        if batches > 0 { done.append("\(batches) batch(es)") }
-        let refusal = message.hasSuffix("; nothing was changed") ? String(message.dropLast("; nothing was changed".count)) : message
-        return "\(refusal); this rule changed nothing, but what the run did before it stays committed (\(done.joined(separator: ", ")))"
     }
 
     package static func compile(_ job: Job, _ session: any DatabaseSession) throws -> [CompiledRule] {

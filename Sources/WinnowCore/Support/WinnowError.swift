@@ -9,6 +9,9 @@ public enum WinnowError: Error, Sendable, CustomStringConvertible {
     /// A refusal that is about the data or the change, not the file syntax: a non-lightweight
     /// change, a restricted reference, a delete guard (exit 65).
     case refused(String)
+    /// A data guard that stopped a rule or a migration before it changed anything (exit 65),
+    /// with what the run had committed before it.
+    case guardRefused(GuardRefusal)
     /// Database or input file missing or not a database (exit 66).
     case notFound(String)
     /// I/O or SQLite error (exit 74).
@@ -22,7 +25,7 @@ public enum WinnowError: Error, Sendable, CustomStringConvertible {
     public var exitCode: Int32 {
         switch self {
         case .usage: return 64
-        case .invalidFile, .refused: return 65
+        case .invalidFile, .refused, .guardRefused: return 65
         case .notFound: return 66
         case .io: return 74
         case .locked: return 75
@@ -49,7 +52,7 @@ public enum WinnowError: Error, Sendable, CustomStringConvertible {
     /// is not allowed) rather than failed: a run ending so is recorded `refused`.
     public var isRefusal: Bool {
         switch self {
-        case .usage, .invalidFile, .refused: return true
+        case .usage, .invalidFile, .refused, .guardRefused: return true
         case .notFound, .io, .locked, .internal: return false
         }
     }
@@ -60,10 +63,43 @@ public enum WinnowError: Error, Sendable, CustomStringConvertible {
         case let .invalidFile(location?, message): return "\(location): \(message)"
         case let .invalidFile(nil, message): return message
         case let .refused(message): return message
+        case let .guardRefused(refusal): return refusal.description
         case let .notFound(message): return message
         case let .io(message): return message
         case let .locked(message): return message
         case let .internal(message): return "internal error: \(message)"
         }
+    }
+}
+
+/// A data guard's refusal: which guard, what it refused, and what stays committed from
+/// earlier in the run (nothing, when the guard ran before the first write).
+public struct GuardRefusal: Sendable, Equatable, CustomStringConvertible {
+    public enum Guard: Sendable, Equatable {
+        /// `max_delete_percent`.
+        case deleteShare
+        /// `references: restrict`.
+        case restrictedReference
+        /// A unique index the migration creates over a key that rows still share.
+        case uniqueIndex
+    }
+
+    public var kind: Guard
+    /// What was refused and why, without what stays committed.
+    public var message: String
+    /// What the run committed before the refusal (migration steps, the seed, batches); empty
+    /// when nothing was.
+    public var committed: [String] = []
+
+    public init(_ kind: Guard, _ message: String, committed: [String] = []) {
+        self.kind = kind
+        self.message = message
+        self.committed = committed
+    }
+
+    public var description: String {
+        committed.isEmpty
+            ? "\(message); nothing was changed"
+            : "\(message); this rule changed nothing, but what the run did before it stays committed (\(committed.joined(separator: ", ")))"
     }
 }

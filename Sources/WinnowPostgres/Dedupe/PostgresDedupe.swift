@@ -188,7 +188,7 @@ struct PostgresDedupe: RuleExecution {
         for path in rule.references {
             let count = try childCount(path, of: losers)
             if count > 0 {
-                throw rule.restrictRefusal("\(count) row(s) of \(path.label) point at rows that would be deleted; nothing was changed")
+                throw rule.restrictRefusal("\(count) row(s) of \(path.label) point at rows that would be deleted")
             }
         }
     }
