@@ -27,6 +27,9 @@ public enum Starter {
         public var winner: (yaml: String, reason: String)
         public var references: [String]
         public var implied: [StarterGuess.ImpliedReference]
+        /// Why no rule is proposed whatever the data (``RuleCompiler/notDeduplicable(_:dialect:)``);
+        /// nil for a table a rule can deduplicate.
+        public var notDeduplicable: String? = nil
 
         /// The key to propose: a strong key (an e-mail, a UUID, ...) finding duplicates, the one
         /// finding most; without a strong key, the weaker key finding most. A strong key that
@@ -46,7 +49,7 @@ public enum Starter {
 
         public static func == (a: TableFinding, b: TableFinding) -> Bool {
             a.table == b.table && a.rows == b.rows && a.counts == b.counts && a.winner == b.winner && a.references == b.references
-                && a.implied == b.implied
+                && a.implied == b.implied && a.notDeduplicable == b.notDeduplicable
         }
     }
 
@@ -61,19 +64,23 @@ public enum Starter {
     public static func survey(_ session: any DatabaseSession) throws -> [TableFinding] {
         let schema = try session.inspect()
         var findings: [TableFinding] = []
-        // A table is surveyed when a rule could deduplicate it: the engine names its rows
-        // (SQLite's rowid, PostgreSQL's primary key).
-        let deduplicable = { (table: LiveTable) in
-            session.dialect.rowIdentity(of: table) != nil && session.dialect.unsupportedIdentity(of: table) == nil
-        }
         // In name order, whatever order the engine lists its tables in: the same database gives
         // the same starter job on every engine.
         let tables = schema.tables.sorted {
             ($0.name.lowercased(), $0.name) < ($1.name.lowercased(), $1.name)
         }
-        for table in tables where StarterGuess.isCandidateTable(table) && deduplicable(table) {
+        for table in tables where StarterGuess.isCandidateTable(table) {
             let qualified = session.dialect.table(table.name)
             let rows = try session.value("SELECT count(*) FROM \(qualified)").int ?? 0
+            // A table no rule can deduplicate (the engine gives its rows no name winnow can
+            // use) is listed with the reason, and its keys are not counted.
+            if let reason = RuleCompiler.notDeduplicable(table, dialect: session.dialect) {
+                var finding = TableFinding(
+                    table: table.name, rows: rows, counts: [], winner: StarterGuess.winner(table), references: [], implied: [])
+                finding.notDeduplicable = reason
+                findings.append(finding)
+                continue
+            }
             var counts: [Count] = []
             for candidate in StarterGuess.candidates(table) {
                 let raw = try duplicates(session, qualified, candidate.columns.map(\.sqlIdentifier), candidate.columns)
@@ -169,6 +176,10 @@ public enum Starter {
         var lines: [String] = []
         let name = StarterGuess.yamlName(finding.table)
         lines.append("  # \(finding.table): \(finding.rows) row\(finding.rows == 1 ? "" : "s").")
+        if let reason = finding.notDeduplicable {
+            lines.append("  # No rule can deduplicate it: \(reason).")
+            return lines
+        }
         if finding.counts.isEmpty {
             lines.append("  # No candidate key: no column named like an identifier (email, uuid, external_id, ...),")
             lines.append("  # no person's name, not a lookup table. Name the key yourself if rows can repeat.")

@@ -6,6 +6,26 @@ import Foundation
 /// does) and replaced by its canonical spelling; an unknown table or column is an
 /// ``WinnowError/invalidFile(_:_:)`` pointing at the node that named it.
 public enum RuleCompiler {
+    /// Why no rule can deduplicate `table` on this engine (nil when one can): a virtual table,
+    /// or rows the engine gives no name winnow can use (SQLite: a WITHOUT ROWID table, or a
+    /// rowid every spelling of which a column shadows; PostgreSQL: no primary key, or one of a
+    /// type rows cannot be looked up by). `init` lists such tables with this reason.
+    public static func notDeduplicable(_ table: LiveTable, dialect: any SQLDialect) -> String? {
+        if table.isVirtual { return "'\(table.name)' is a virtual table; only ordinary tables can be deduplicated" }
+        guard dialect.rowIdentity(of: table) != nil else {
+            if !table.hasRowID, table.primaryKey.isEmpty {
+                return
+                    "'\(table.name)' has no primary key; on \(dialect.name) winnow identifies a row by its primary key (add one, e.g. ALTER TABLE \(table.name.sqlIdentifier) ADD PRIMARY KEY (...))"
+            }
+            if table.hasRowID {
+                return
+                    "'\(table.name)' has columns named rowid, _rowid_ and oid and no INTEGER PRIMARY KEY, so its rowid cannot be named; winnow cannot deduplicate it"
+            }
+            return "'\(table.name)' is a WITHOUT ROWID table; winnow deduplicates rowid tables only"
+        }
+        return dialect.unsupportedIdentity(of: table)
+    }
+
     public static func compile(_ rule: DedupeRule, schema: LiveSchema, dialect: any SQLDialect) throws -> CompiledRule {
         let path = rule.keyPath
         func fail(_ location: SourceLocation?, _ key: String, _ message: String) -> WinnowError {
@@ -20,25 +40,10 @@ public enum RuleCompiler {
                 rule.entity.location, "entity",
                 "no table '\(rule.entity.value)' in the database (tables: \(known.isEmpty ? "none" : known))")
         }
-        guard !table.isVirtual else {
-            throw fail(rule.entity.location, "entity", "'\(table.name)' is a virtual table; only ordinary tables can be deduplicated")
-        }
+        if let reason = notDeduplicable(table, dialect: dialect) { throw fail(rule.entity.location, "entity", reason) }
         guard let identity = dialect.rowIdentity(of: table) else {
-            if !table.hasRowID, table.primaryKey.isEmpty {
-                throw fail(
-                    rule.entity.location, "entity",
-                    "'\(table.name)' has no primary key; on \(dialect.name) winnow identifies a row by its primary key (add one, e.g. ALTER TABLE \(table.name.sqlIdentifier) ADD PRIMARY KEY (...))"
-                )
-            }
-            if table.hasRowID {
-                throw fail(
-                    rule.entity.location, "entity",
-                    "'\(table.name)' has columns named rowid, _rowid_ and oid and no INTEGER PRIMARY KEY, so its rowid cannot be named; winnow cannot deduplicate it"
-                )
-            }
-            throw fail(rule.entity.location, "entity", "'\(table.name)' is a WITHOUT ROWID table; winnow deduplicates rowid tables only")
+            throw WinnowError.internal("'\(table.name)' has no row identity, yet was not refused")
         }
-        if let reason = dialect.unsupportedIdentity(of: table) { throw fail(rule.entity.location, "entity", reason) }
         func column(_ name: Located<String>, _ key: String, stored: Bool = false) throws -> LiveColumn {
             guard let column = table.column(named: name.value) else {
                 throw fail(
