@@ -587,6 +587,36 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(refusals[1], refusals[0])
     }
 
+    /// `references: restrict` refuses with the same words on both engines, naming the first
+    /// row that would be deleted by its identity (PostgreSQL had named none), and changes
+    /// nothing.
+    func testRestrictRefusalReadsTheSameOnBothEngines() throws {
+        let (url, dir, data) = try PostgresServer.engines(
+            "restrict.sqlite",
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL);
+                INSERT INTO people VALUES (10, 'a', 3), (20, 'a', 1), (30, 'b', 2), (40, 'b', 1);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER REFERENCES people(id));
+                CREATE INDEX orders_person ON orders (person_id);
+                INSERT INTO orders VALUES (1, 30), (2, 10), (3, 20);
+                """)
+        let job = try TestSupport.writeFile(
+            "version: 1\ndedupe:\n  - {entity: people, key: email, winner: [{created: asc}], references: restrict}\n",
+            to: dir.appendingPathComponent("job.yaml").path)
+        let refusals = try [data, url].map { engine -> String in
+            let result = try TestSupport.winnow(["run", job, "--database", engine])
+            XCTAssertEqual(result.status, 65, "\(engine): \(result.stderr)")
+            XCTAssertEqual(try PostgresServer.integers(engine, "id", of: "people"), [10, 20, 30, 40], engine)
+            return result.stderr
+        }
+        XCTAssertTrue(
+            refusals[0].contains(
+                "references: restrict, and 2 row(s) of orders.person_id point at rows that would be deleted (first: id 10); nothing was changed"
+            ),
+            refusals[0])
+        XCTAssertEqual(refusals[1], refusals[0])
+    }
+
     /// `max_delete_percent` refuses with the same words on both engines (one guard; the limit
     /// was printed "-0" on PostgreSQL and "0" on SQLite), and neither engine changes a row.
     func testDeleteShareRefusalReadsTheSameOnBothEngines() throws {

@@ -784,12 +784,8 @@ struct PostgresBatch {
         }
         let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: (0..<width).map { "k\($0)" })
         var samples: [GroupSample] = []
-        // A row is named by its primary key, each value as SQL spells it (numbers and booleans
-        // bare, as `show` names journaled rows).
-        let quoted = dedupe.primaryKey.map { !PostgresDialect.isBare(rule.columnTypes[$0]) }
-        func rowKey(_ id: [String]) -> RowKey {
-            rule.identity.key(literals: zip(id, quoted).map { value, text in text ? SQLValue.text(value).quotedLiteral : value })
-        }
+        // A row is named by its primary key, each value as SQL spells it.
+        let rowKey = dedupe.rowKey
         for group in chosen {
             let all = [group.winner] + group.losers
             let rows = try link.query(

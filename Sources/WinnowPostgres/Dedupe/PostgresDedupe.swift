@@ -188,9 +188,28 @@ struct PostgresDedupe: RuleExecution {
         for path in rule.references {
             let count = try childCount(path, of: losers)
             if count > 0 {
-                throw rule.restrictRefusal("\(count) row(s) of \(path.label) point at rows that would be deleted")
+                // The first such row by primary key, named as SQLite names its first by rowid.
+                let keys = unnestKeys(first: 1, count: primaryKey.count, alias: "m", names: primaryKey.indices.map { "k\($0)" })
+                let first = try link.query(
+                    """
+                    SELECT \(idTexts("p").joined(separator: ", ")) FROM \(keys) JOIN \(table) AS p ON \(keyJoin("p", "m", columns: primaryKey))
+                    JOIN \(rule.qualified(path.childTable)) AS c ON \(Self.join(path))
+                    ORDER BY \(primaryKey.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")) LIMIT 1
+                    """, Self.bindings(Self.columns(losers, width: primaryKey.count))
+                ).first.map { row in rowKey(row.map { $0.string ?? "" }) }
+                throw rule.restrictRefusal(
+                    "\(count) row(s) of \(path.label) point at rows that would be deleted" + (first.map { " (first: \($0))" } ?? ""))
             }
         }
+    }
+
+    /// A row's primary key (its values as text, in key order) as people read it: numbers and
+    /// booleans bare, other values quoted, as `show` names journaled rows.
+    func rowKey(_ id: [String]) -> RowKey {
+        rule.identity.key(
+            literals: zip(id, primaryKey).map { value, column in
+                PostgresDialect.isBare(rule.columnTypes[column]) ? value : SQLValue.text(value).quotedLiteral
+            })
     }
 
     func losers(of found: FoundGroups, groups: Range<Int>) -> [[String]] {

@@ -55,7 +55,7 @@ extension DedupeExecutor {
                 if count > 0 {
                     throw rule.restrictRefusal(
                         """
-                        \(count) row(s) of \(path.label) point at rows that would be deleted (first: rowid \(row[1] as Int64))
+                        \(count) row(s) of \(path.label) point at rows that would be deleted (first: \(rule.identity.key(rowid: row[1])))
                         """)
                 }
             }
