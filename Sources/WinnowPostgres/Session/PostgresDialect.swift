@@ -225,7 +225,7 @@ public struct PostgresDialect: SQLDialect {
         return "encode(sha256(\(encoded.joined(separator: " || "))), 'hex')"
     }
 
-    /// The ``ValueCodec`` encoding of one value (NULL for NULL): integers as tag 1 + 8 bytes
+    /// The ``KeyHash`` encoding of one value (NULL for NULL): integers as tag 1 + 8 bytes
     /// little-endian, reals equal to an integer as that integer (as SQLite's GROUP BY groups
     /// them), other reals as tag 2 + their bits, bytea as tag 4, everything else as text.
     static func encoding(_ expression: String, type: String?) -> String {

@@ -6,30 +6,14 @@ import GRDB
 ///
 /// Each value is a type tag followed by its bytes: NULL `0`; INTEGER `1` + 8 bytes; REAL `2` +
 /// the 8 bytes of its IEEE-754 bit pattern; TEXT `3` and BLOB `4` + a varint length + the bytes.
-/// The encoding is used for two things that both need it to be exact and separator-safe:
-/// the journal's row images (restored byte-for-byte) and the input of key hashes, where
-/// ("ab", "c") and ("a", "bc") must never collide.
+/// It is the key hash's encoding (``KeyHash``, in the core) without the key's one rule (a whole
+/// real is not turned into an integer): the journal's row images are restored byte for byte.
 public enum ValueCodec {
-    enum Tag: UInt8 {
-        case null = 0, integer = 1, real = 2, text = 3, blob = 4
-    }
+    typealias Tag = KeyHash.Tag
 
-    static func appendVarint(_ value: Int, to bytes: inout [UInt8]) {
-        var v = UInt64(value)
-        while v >= 0x80 {
-            bytes.append(UInt8(v & 0x7F) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
+    static func appendVarint(_ value: Int, to bytes: inout [UInt8]) { KeyHash.appendVarint(value, to: &bytes) }
 
-    static func appendInteger(_ value: Int64, to bytes: inout [UInt8]) {
-        var v = UInt64(bitPattern: value)
-        for _ in 0..<8 {
-            bytes.append(UInt8(v & 0xFF))
-            v >>= 8
-        }
-    }
+    static func appendInteger(_ value: Int64, to bytes: inout [UInt8]) { KeyHash.appendInteger(value, to: &bytes) }
 
     /// Encodes Swift-side values (used by tests and by restore's round-trip checks).
     public static func encode(_ values: [DatabaseValue]) -> [UInt8] {

@@ -120,17 +120,14 @@ enum SQLFunctions {
         output.withCString { sqlite3_result_text(ctx, $0, length, transient) }
     }
 
-    /// Appends the ``ValueCodec`` encoding of one SQLite value. For a key (`canonical`), a REAL
+    /// Appends the ``KeyHash`` encoding of one SQLite value. For a key (`canonical`), a REAL
     /// that equals an integer is encoded as that integer, because SQLite's GROUP BY puts 1 and
     /// 1.0 in one group and the hash must group the same way.
     private static func append(_ value: OpaquePointer?, to bytes: inout [UInt8], canonical: Bool = false) {
-        if canonical, sqlite3_value_type(value) == SQLITE_FLOAT {
-            let real = sqlite3_value_double(value)
-            if real == real.rounded(), real >= -9_223_372_036_854_775_808.0, real < 9_223_372_036_854_775_808.0 {
-                bytes.append(ValueCodec.Tag.integer.rawValue)
-                ValueCodec.appendInteger(Int64(real), to: &bytes)
-                return
-            }
+        if canonical, sqlite3_value_type(value) == SQLITE_FLOAT, let whole = KeyHash.wholeInteger(sqlite3_value_double(value)) {
+            bytes.append(KeyHash.Tag.integer.rawValue)
+            KeyHash.appendInteger(whole, to: &bytes)
+            return
         }
         switch sqlite3_value_type(value) {
         case SQLITE_INTEGER:
