@@ -28,6 +28,15 @@ public struct BatchSizer {
     /// The first size of loops over row ranges (copies, hashes, emptying a table).
     public static let rowRangeStart = 1000
 
+    /// The sizer of a `hash_column`'s fill, on every engine: slices of rows in the table's
+    /// identity order, starting at ``rowRangeStart`` rows and growing up to ten times the
+    /// configured batch size (at least 10,000) while they stay under `max_transaction_ms`.
+    public static func hashFill(_ settings: BatchSettings) -> BatchSizer {
+        BatchSizer(
+            configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+            start: rowRangeStart)
+    }
+
     /// What one transaction aims at: the limit, or twice the fixed cost where that is more.
     public var target: TimeInterval { max(limit, 2 * fixedCost) }
 

@@ -267,16 +267,20 @@ struct PostgresDedupe: RuleExecution {
             return counts
         }
         // In slices of the primary key's order, each its own transaction.
-        var sizer = BatchSizer(
-            configured: max(options.settings.size, BatchSizer.rowRangeStart),
-            maxTransactionMilliseconds: options.settings.maxTransactionMilliseconds,
-            start: BatchSizer.rowRangeStart)
+        var sizer = BatchSizer.hashFill(options.settings)
         let order = primaryKey.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")
         // Journaled like every other change, so restore puts the old hashes back.
         let shape = rule.rule.archive ? try PostgresBatch.shape(session: session, table: rule.table, columns: rule.storedColumns) : nil
-        let batch = batchNumber
         var after: [String]?
+        var slices = 0
         while true {
+            // As on SQLite: slices are `pause_ms` apart, and each slice that changed something
+            // is a batch of its own (its number in the journal and the run's progress).
+            if slices > 0, options.settings.pauseMilliseconds > 0 {
+                Thread.sleep(forTimeInterval: Double(options.settings.pauseMilliseconds) / 1000)
+            }
+            slices += 1
+            let batch = batchNumber
             let started = Date()
             var changed = 0
             var last: [String]?
@@ -308,19 +312,23 @@ struct PostgresDedupe: RuleExecution {
                     UPDATE \(table) AS t SET \(column.sqlIdentifier) = \(hash)
                     WHERE \((range + [stale]).joined(separator: " AND "))
                     """)
-                var progress = totals
-                progress.hashed += counts.hashed + changed
-                try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(progress, runID: runID!))
+                if changed > 0 {
+                    var progress = totals
+                    progress.hashed += changed
+                    progress.batches += 1
+                    try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(progress, runID: runID!))
+                }
             }
-            counts.hashed += changed
             sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
+            if changed > 0 {
+                counts.hashed += changed
+                counts.batches += 1
+                totals.hashed += changed
+                totals.batches += 1
+                batchNumber += 1
+            }
             guard let last else { break }
             after = last
-        }
-        totals.hashed += counts.hashed
-        if counts.hashed > 0 {
-            counts.batches += 1
-            batchNumber += 1
         }
         return counts
     }

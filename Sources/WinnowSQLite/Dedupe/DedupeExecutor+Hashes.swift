@@ -27,9 +27,7 @@ extension DedupeExecutor {
             batchNumber += 1
             return counts
         }
-        var sizer = BatchSizer(
-            configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
-            start: BatchSizer.rowRangeStart)
+        var sizer = BatchSizer.hashFill(settings)
         var after = Int64.min
         while true {
             guard
