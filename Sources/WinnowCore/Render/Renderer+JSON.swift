@@ -1,0 +1,226 @@
+import Foundation
+
+/// JSON lines: one object per event, summary, error, history entry or `init` survey.
+extension Renderer {
+    // MARK: JSON lines
+
+    /// One JSON object on one line, keys sorted. Every event carries `"time"` (UTC, ISO 8601
+    /// with milliseconds), so cron logs can be read back in order; `stamped: false` leaves it
+    /// out (golden files).
+    package static func jsonLine(_ object: [String: Any], stamped: Bool = true) -> String {
+        var object = object
+        if stamped, object["time"] == nil { object["time"] = Bookkeeping.timestamp() }
+        let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    package static func countsObject(_ c: Counts) -> [String: Any] {
+        [
+            "groups": c.groups, "deleted": c.deleted, "updated": c.updated, "repointed": c.repointed,
+            "children_deleted": c.childrenDeleted, "hashed": c.hashed, "skipped": c.skipped, "batches": c.batches,
+        ]
+    }
+
+    package static func rounded(_ seconds: Double) -> Double { (seconds * 1000).rounded() / 1000 }
+
+    /// `{"event":"batch", ...}`: one committed batch.
+    public static func json(_ report: BatchReport, stamped: Bool = true) -> String {
+        jsonLine(batchObject(report), stamped: stamped)
+    }
+
+    package static func batchObject(_ report: BatchReport) -> [String: Any] {
+        var object = countsObject(report.counts)
+        object["event"] = "batch"
+        object["rule"] = report.rule
+        object["table"] = report.table
+        object["batch"] = report.batch
+        object["seconds"] = rounded(report.seconds)
+        return object
+    }
+
+    /// `{"event":"summary", ...}`: the final object of `run`, `plan`, `check` and `restore`.
+    public static func json(_ summary: RunSummary, includeTimes: Bool = true) -> String {
+        jsonLine(summaryObject(summary, includeTimes: includeTimes), stamped: includeTimes)
+    }
+
+    package static func summaryObject(_ summary: RunSummary, includeTimes: Bool = true) -> [String: Any] {
+        var object = countsObject(summary.counts)
+        object["event"] = "summary"
+        object["command"] = summary.command.rawValue
+        object["run_id"] = summary.runID.map { $0 as Any } ?? NSNull()
+        object["status"] = summary.status.rawValue
+        object["job"] = summary.job ?? NSNull()
+        object["database"] = summary.database
+        object["dry_run"] = summary.dryRun
+        object["migration_steps"] = summary.migrationSteps
+        object["seconds"] = includeTimes ? rounded(summary.seconds) : 0
+        if let message = summary.message { object["message"] = message }
+        if let reinserted = summary.reinserted { object["reinserted"] = reinserted }
+        if let reverted = summary.reverted { object["reverted"] = reverted }
+        if !summary.migration.isEmpty {
+            object["migration"] = summary.migration.map {
+                ["summary": $0.summary, "sql": $0.sql, "rebuild": $0.rebuildsTable] as [String: Any]
+            }
+        }
+        if !summary.kept.isEmpty {
+            object["kept"] = summary.kept.map {
+                ["kind": $0.kind.rawValue, "table": $0.table, "name": $0.name, "drop_with": $0.dropKey] as [String: Any]
+            }
+        }
+        if !summary.drift.isEmpty { object["drift"] = summary.drift }
+        if !summary.notes.isEmpty { object["notes"] = summary.notes }
+        object["rules"] = summary.rules.map { rule -> [String: Any] in
+            var r = countsObject(rule.counts)
+            r["index"] = rule.index
+            r["table"] = rule.table
+            r["key"] = rule.key
+            r["winner"] = rule.winner
+            r["references"] = rule.references
+            r["table_rows"] = rule.discovery.tableRows
+            if let incremental = rule.incremental { r["incremental"] = incremental }
+            if !rule.warnings.isEmpty { r["warnings"] = rule.warnings }
+            if !rule.samples.isEmpty {
+                r["sample_groups"] = rule.samples.map { sample -> [String: Any] in
+                    var object: [String: Any] = [
+                        "key": sample.key.map(jsonValue(sqlLiteral:)), "identity": sample.winner.parts.map(\.column),
+                        "winner": jsonValue(sample.winner), "losers": sample.losers.map(jsonValue(_:)),
+                    ]
+                    if !sample.rows.isEmpty {
+                        object["columns"] = sample.columns
+                        object["rows"] = sample.rows.map {
+                            ["row": jsonValue($0.row), "keep": $0.row == sample.winner, "values": $0.values.map(jsonValue(sqlLiteral:))]
+                                as [String: Any]
+                        }
+                        object["merge"] = sample.merged.map {
+                            ["column": $0.column, "before": jsonValue(sqlLiteral: $0.before), "after": jsonValue(sqlLiteral: $0.after)]
+                                as [String: Any]
+                        }
+                        object["repoint"] = sample.children.map {
+                            [
+                                "reference": $0.reference, "from": jsonValue($0.loser), "to": jsonValue(sample.winner), "rows": $0.rows,
+                                "duplicates_deleted": $0.mayCollide ? "where the winner has the same row" : "never",
+                            ] as [String: Any]
+                        }
+                    }
+                    return object
+                }
+            }
+            return r
+        }
+        return object
+    }
+
+    /// `{"event":"valid", ...}`: one file accepted by `validate`.
+    public static func jsonValid(file: String, _ result: Validator.Result) -> String {
+        switch result {
+        case let .job(job, schema):
+            var object: [String: Any] = ["event": "valid", "file": file, "kind": "job", "rules": job.dedupe.count]
+            if let schema { object["schema_version"] = schema.version }
+            return jsonLine(object)
+        case let .schema(model):
+            return jsonLine(["event": "valid", "file": file, "kind": "schema", "version": model.version, "tables": model.tables.count])
+        }
+    }
+
+    /// `{"event":"migration", ...}`: one applied migration step.
+    public static func json(migrationStep step: PlannedStep, index: Int, seconds: Double) -> String {
+        jsonLine(migrationObject(step, index: index, seconds: seconds))
+    }
+
+    package static func migrationObject(_ step: PlannedStep, index: Int, seconds: Double) -> [String: Any] {
+        [
+            "event": "migration", "step": index, "summary": step.summary, "sql": step.sql, "rebuild": step.rebuildsTable,
+            "seconds": rounded(seconds),
+        ]
+    }
+
+    /// `{"event":"phase", ...}` (`--verbose`): how long a phase took.
+    public static func json(phase: String, seconds: Double) -> String {
+        jsonLine(["event": "phase", "phase": phase, "seconds": rounded(seconds)])
+    }
+
+    /// `{"event":"error", ...}`: printed by the command line before a non-zero exit in JSON mode.
+    public static func jsonError(_ error: WinnowError) -> String {
+        var object: [String: Any] = ["event": "error", "status": "error", "exit_code": Int(error.exitCode), "message": error.description]
+        if case let .invalidFile(location?, message) = error {
+            object["file"] = location.file
+            object["line"] = location.line
+            object["column"] = location.column
+            object["detail"] = message
+        }
+        if case let .guardRefused(refusal) = error {
+            // Which guard refused, what it refused, and what the run had committed before it.
+            switch refusal.kind {
+            case .deleteShare: object["guard"] = "max_delete_percent"
+            case .restrictedReference: object["guard"] = "references_restrict"
+            case .uniqueIndex: object["guard"] = "unique_index"
+            }
+            object["detail"] = refusal.message
+            object["committed"] = refusal.committed
+        }
+        return jsonLine(object)
+    }
+
+    /// One object per run, for `history --format json`.
+    public static func json(_ entry: HistoryEntry) -> String { jsonLine(historyObject(entry)) }
+
+    package static func historyObject(_ entry: HistoryEntry) -> [String: Any] {
+        var object = countsObject(entry.counts)
+        object["event"] = "run"
+        object["run_id"] = entry.runID
+        object["command"] = entry.command.rawValue
+        object["job"] = entry.job ?? NSNull()
+        object["started_at"] = entry.startedAt
+        object["finished_at"] = entry.finishedAt ?? NSNull()
+        object["status"] = entry.status.rawValue
+        object["archive"] = entry.archive
+        object["migration_steps"] = entry.migrationSteps
+        object["seconds"] = rounded(entry.seconds)
+        object["restores_run"] = entry.restoresRun.map { $0 as Any } ?? NSNull()
+        object["restored_by"] = entry.restoredBy.map { $0 as Any } ?? NSNull()
+        object["message"] = entry.message ?? NSNull()
+        if let reinserted = entry.reinserted { object["reinserted"] = reinserted }
+        if let reverted = entry.reverted { object["reverted"] = reverted }
+        object["pruned_at"] = entry.prunedAt ?? NSNull()
+        return object
+    }
+
+    /// A row's identity in JSON: its one value (a rowid, a one-column primary key), or the array
+    /// of a composite key's values in key order.
+    package static func jsonValue(_ key: RowKey) -> Any {
+        key.parts.count == 1 ? jsonValue(sqlLiteral: key.parts[0].literal) : key.parts.map { jsonValue(sqlLiteral: $0.literal) }
+    }
+
+    /// A key value as SQL spells it (`'text'`, `42`, `1.5`, `NULL`, `X'00FF'`) as a JSON value:
+    /// a string, a number, null, or `{"blob": "00ff"}`.
+    package static func jsonValue(sqlLiteral literal: String) -> Any {
+        if literal == "NULL" { return NSNull() }
+        if literal.count >= 2, literal.hasPrefix("'"), literal.hasSuffix("'") {
+            return String(literal.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'")
+        }
+        if literal.count >= 3, literal.hasPrefix("X'"), literal.hasSuffix("'") {
+            return ["blob": literal.dropFirst(2).dropLast().lowercased()]
+        }
+        if let integer = Int64(literal) { return integer }
+        if let real = Double(literal) { return real }
+        return literal
+    }
+
+    public static func json(starter result: Starter.Result) -> String {
+        jsonLine([
+            "event": "init", "job": result.jobPath, "schema": result.schemaPath,
+            "tables": result.findings.map { finding -> [String: Any] in
+                var object: [String: Any] = ["table": finding.table, "rows": finding.rows]
+                object["candidates"] = finding.counts.map {
+                    [
+                        "key": $0.candidate.columns, "groups": $0.groups, "extra_rows": $0.surplus,
+                        "normalized_groups": $0.normalizedGroups, "normalized_extra_rows": $0.normalizedSurplus,
+                    ] as [String: Any]
+                }
+                object["rule"] = finding.chosen.map { $0.candidate.columns as Any } ?? NSNull()
+                if let reason = finding.notDeduplicable { object["not_deduplicable"] = reason }
+                return object
+            },
+        ])
+    }
+}
