@@ -128,8 +128,27 @@ struct TableRebuilder {
         return triggers == captureTriggers.count
     }
 
+    /// What a rebuild of one table works with, read once before its first write: the table,
+    /// the names of the new and retired tables, the new table's statement, the statement that
+    /// copies rows into it, and the table's own indexes with the temporary names they are built
+    /// under.
+    struct Copy {
+        var table: LiveTable
+        /// SQL naming the old table's rowid, and the new table's.
+        var rowID: String
+        var newRowID: String
+        var newName: String
+        var retired: String
+        var createSQL: String
+        /// `INSERT INTO new (...) SELECT ... FROM old`, without its `WHERE`.
+        var copySQL: String
+        var indexes: [(name: String, sql: String)]
+        var indexNames: [String: String]
+    }
+
     func run() throws -> Outcome {
         guard !db.isInsideTransaction else { throw WinnowError.internal("a table rebuild must start outside a transaction") }
+        // 1. Foreign keys off, for the whole rebuild (a DROP or RENAME would act on them).
         let foreignKeys = try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") ?? false
         try db.execute(sql: "PRAGMA foreign_keys = OFF")
         guard try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == false else {
@@ -137,6 +156,28 @@ struct TableRebuilder {
         }
         defer { if foreignKeys { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
         var outcome = Outcome()
+        let copy = try prepare()
+        // A rebuild of this same change killed before its cut-over left the new table, the log
+        // and the capture triggers: every write since its copy began is in the log, so the copy
+        // goes on from the highest rowid it reached instead of starting again.
+        var after = Int64.min
+        if try Self.isResumable(db, table: copy.table.name, newName: copy.newName, createSQL: copy.createSQL) {
+            after = try Int64.fetchOne(db, sql: "SELECT max(\(copy.newRowID)) FROM main.\(copy.newName.sqlIdentifier)") ?? Int64.min
+            outcome.resumed = true
+        } else {
+            try createNewTable(copy)
+        }
+        var gap = WriteGap(settings: settings)
+        let (copySeconds, chunk) = try copyRows(copy, after: after, outcome: &outcome, gap: &gap)
+        try replayChanges(copy, chunk: chunk, outcome: &outcome, gap: &gap)
+        try cutOver(copy, chunk: chunk, outcome: &outcome)
+        if foreignKeys { try checkForeignKeys(copy) }
+        try retireOldRows(copy, copySeconds: copySeconds, outcome: &outcome)
+        return outcome
+    }
+
+    /// Reads the table and builds what the steps need; refuses a table it cannot rebuild.
+    private func prepare() throws -> Copy {
         guard let table = try SchemaInspector.table(db, named: rebuild.table) else {
             throw WinnowError.refused("cannot rebuild \(rebuild.table): no such table")
         }
@@ -144,7 +185,6 @@ struct TableRebuilder {
             throw WinnowError.refused("cannot rebuild \(table.name): WITHOUT ROWID tables are not rebuilt online")
         }
         let newName = Self.temporaryName(table.name)
-        let retired = Self.retiredName(table.name)
         let createSQL = try MigrationSQL.rebuiltTable(rebuild, currentSQL: table.sql, newName: newName)
         let newColumns = try CreateTableSQL.parse(createSQL).columns.map(\.name)
         // What each new column is filled from: the old column, with a NOT NULL default filling NULLs.
@@ -160,57 +200,53 @@ struct TableRebuilder {
         let keepsRowID = table.rowIDAlias == nil
         let insertColumns = (keepsRowID ? ["rowid"] : []) + targets
         let selectColumns = (keepsRowID ? [rowID] : []) + sources
-        let copySQL =
-            "INSERT INTO \(newName.sqlIdentifier) (\(insertColumns.joined(separator: ", "))) SELECT \(selectColumns.joined(separator: ", ")) FROM main.\(table.name.sqlIdentifier)"
-        let newRowID = table.rowIDAlias.map(\.sqlIdentifier) ?? "rowid"
-
-        // The table's own indexes, triggers and the views that use it, to be kept.
+        // The table's own indexes, kept: built on the new table under temporary names.
         let indexes = try Row.fetchAll(
             db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
             arguments: [table.name]
         ).map { (name: $0[0] as String, sql: $0[1] as String) }
-        let indexNames = Dictionary(uniqueKeysWithValues: indexes.enumerated().map { ($1.name, "winnow_rebuild_ix\($0)_\(table.name)") })
+        return Copy(
+            table: table, rowID: rowID, newRowID: table.rowIDAlias.map(\.sqlIdentifier) ?? "rowid", newName: newName,
+            retired: Self.retiredName(table.name), createSQL: createSQL,
+            copySQL:
+                "INSERT INTO \(newName.sqlIdentifier) (\(insertColumns.joined(separator: ", "))) SELECT \(selectColumns.joined(separator: ", ")) FROM main.\(table.name.sqlIdentifier)",
+            indexes: indexes,
+            indexNames: Dictionary(uniqueKeysWithValues: indexes.enumerated().map { ($1.name, "winnow_rebuild_ix\($0)_\(table.name)") }))
+    }
 
-        // A rebuild of this same change killed before its cut-over left the new table, the log
-        // and the capture triggers: every write since its copy began is in the log, so the copy
-        // goes on from the highest rowid it reached instead of starting again.
-        let resumable = try Self.isResumable(db, table: table.name, newName: newName, createSQL: createSQL)
-        var after = Int64.min
-        if resumable {
-            after = try Int64.fetchOne(db, sql: "SELECT max(\(newRowID)) FROM main.\(newName.sqlIdentifier)") ?? Int64.min
-            outcome.resumed = true
-        }
-
-        // 2. New table, its indexes, the change log and the capture triggers.
-        if !resumable {
-            try db.writeTransaction {
-                for trigger in Self.captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
-                try db.execute(sql: "DROP TABLE IF EXISTS main.\(newName.sqlIdentifier)")
-                try db.execute(sql: createSQL)
-                for index in indexes {
-                    try db.execute(sql: try Self.retarget(indexSQL: index.sql, name: indexNames[index.name]!, table: newName))
-                }
-                try db.execute(sql: "CREATE TABLE IF NOT EXISTS main.\(Self.logTable) (rid INTEGER PRIMARY KEY)")
-                try db.execute(sql: "DELETE FROM main.\(Self.logTable)")
-                let oldRowID = table.rowIDAlias.map(\.sqlIdentifier) ?? "rowid"
-                let t = table.name.sqlIdentifier
-                try db.execute(
-                    sql: """
-                        CREATE TRIGGER main.winnow_capture_insert AFTER INSERT ON \(t) BEGIN
-                            INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
-                        CREATE TRIGGER main.winnow_capture_update AFTER UPDATE ON \(t) BEGIN
-                            INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID));
-                            INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
-                        CREATE TRIGGER main.winnow_capture_delete AFTER DELETE ON \(t) BEGIN
-                            INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID)); END;
-                        """)
-                return
+    /// 2. One transaction: the new table, its indexes, the change log and the capture triggers.
+    private func createNewTable(_ copy: Copy) throws {
+        let table = copy.table
+        try db.writeTransaction {
+            for trigger in Self.captureTriggers { try db.execute(sql: "DROP TRIGGER IF EXISTS main.\(trigger.sqlIdentifier)") }
+            try db.execute(sql: "DROP TABLE IF EXISTS main.\(copy.newName.sqlIdentifier)")
+            try db.execute(sql: copy.createSQL)
+            for index in copy.indexes {
+                try db.execute(sql: try Self.retarget(indexSQL: index.sql, name: copy.indexNames[index.name]!, table: copy.newName))
             }
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS main.\(Self.logTable) (rid INTEGER PRIMARY KEY)")
+            try db.execute(sql: "DELETE FROM main.\(Self.logTable)")
+            let oldRowID = table.rowIDAlias.map(\.sqlIdentifier) ?? "rowid"
+            let t = table.name.sqlIdentifier
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER main.winnow_capture_insert AFTER INSERT ON \(t) BEGIN
+                        INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
+                    CREATE TRIGGER main.winnow_capture_update AFTER UPDATE ON \(t) BEGIN
+                        INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID));
+                        INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (NEW.\(oldRowID)); END;
+                    CREATE TRIGGER main.winnow_capture_delete AFTER DELETE ON \(t) BEGIN
+                        INSERT OR IGNORE INTO \(Self.logTable) (rid) VALUES (OLD.\(oldRowID)); END;
+                    """)
+            return
         }
+    }
 
-        // 3. Copy in rowid ranges.
+    /// 3. Copies the rows after rowid `after` in rowid ranges, one short transaction each;
+    /// returns the time the copy took and the size its ranges reached (the replay's chunk).
+    private func copyRows(_ copy: Copy, after start: Int64, outcome: inout Outcome, gap: inout WriteGap) throws -> (Double, Int) {
         let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(rebuild.table.sqlIdentifier)") ?? 0
-        var gap = WriteGap(settings: settings)
+        var after = start
         var copySeconds = 0.0
         var sizer = BatchSizer(
             configured: max(1000, settings.size * 10), maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
@@ -221,9 +257,11 @@ struct TableRebuilder {
             try db.writeTransaction {
                 // One pass over the range: copy the next rows in rowid order, then the copy's
                 // highest rowid (the same rowids: kept explicitly or by the alias column).
-                try db.execute(sql: "\(copySQL) WHERE \(rowID) > ? ORDER BY \(rowID) LIMIT ?", arguments: [after, sizer.current])
+                try db.execute(
+                    sql: "\(copy.copySQL) WHERE \(copy.rowID) > ? ORDER BY \(copy.rowID) LIMIT ?", arguments: [after, sizer.current])
                 let copied = db.changesCount
-                guard copied > 0, let upTo = try Int64.fetchOne(db, sql: "SELECT max(\(newRowID)) FROM main.\(newName.sqlIdentifier)")
+                guard copied > 0,
+                    let upTo = try Int64.fetchOne(db, sql: "SELECT max(\(copy.newRowID)) FROM main.\(copy.newName.sqlIdentifier)")
                 else {
                     done = true
                     return
@@ -240,32 +278,41 @@ struct TableRebuilder {
             sizer.record(size: sizer.current, seconds: seconds)
             gap.wait(after: seconds, db: db)  // the next step (replay, cut-over) is a write too: let others in first
         }
+        return (copySeconds, max(100, sizer.current))
+    }
 
-        // Re-copy rows that changed meanwhile, in batches, until few are left.
-        func replay(limit: Int) throws -> Int {
-            let ids = try Int64.fetchAll(db, sql: "SELECT rid FROM main.\(Self.logTable) ORDER BY rid LIMIT ?", arguments: [limit])
-            guard !ids.isEmpty else { return 0 }
-            let list = ids.map(String.init).joined(separator: ",")
-            try db.execute(sql: "DELETE FROM main.\(newName.sqlIdentifier) WHERE \(newRowID) IN (\(list))")
-            try db.execute(sql: "\(copySQL) WHERE \(rowID) IN (\(list))")
-            try db.execute(sql: "DELETE FROM main.\(Self.logTable) WHERE rid IN (\(list))")
-            return ids.count
-        }
-        let chunk = max(100, sizer.current)
+    /// Copies again up to `limit` rows that changed since they were copied (the log's rowids).
+    private func replay(_ copy: Copy, limit: Int) throws -> Int {
+        let ids = try Int64.fetchAll(db, sql: "SELECT rid FROM main.\(Self.logTable) ORDER BY rid LIMIT ?", arguments: [limit])
+        guard !ids.isEmpty else { return 0 }
+        let list = ids.map(String.init).joined(separator: ",")
+        try db.execute(sql: "DELETE FROM main.\(copy.newName.sqlIdentifier) WHERE \(copy.newRowID) IN (\(list))")
+        try db.execute(sql: "\(copy.copySQL) WHERE \(copy.rowID) IN (\(list))")
+        try db.execute(sql: "DELETE FROM main.\(Self.logTable) WHERE rid IN (\(list))")
+        return ids.count
+    }
+
+    /// Re-copies rows that changed meanwhile, in batches, until at most a `chunk` is left.
+    private func replayChanges(_ copy: Copy, chunk: Int, outcome: inout Outcome, gap: inout WriteGap) throws {
         while try (Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(Self.logTable)") ?? 0) > chunk {
             let started = Date()
             try db.writeTransaction {
-                outcome.replayed += try replay(limit: chunk)
+                outcome.replayed += try replay(copy, limit: chunk)
                 return
             }
             outcome.batches += 1
             gap.wait(after: Date().timeIntervalSince(started), db: db)
         }
+    }
 
-        // 4. Cut-over.
+    /// 4. Cut-over, one short transaction: the last changes, the capture triggers off, the old
+    /// table aside and the new one in its place with its indexes, triggers, views and
+    /// AUTOINCREMENT counter.
+    private func cutOver(_ copy: Copy, chunk: Int, outcome: inout Outcome) throws {
+        let table = copy.table
         try db.writeTransaction {
             while true {
-                let n = try replay(limit: chunk)
+                let n = try replay(copy, limit: chunk)
                 outcome.replayed += n
                 if n == 0 { break }
             }
@@ -294,11 +341,11 @@ struct TableRebuilder {
             defer { try? db.execute(sql: "PRAGMA legacy_alter_table = OFF") }
             // The old table goes aside, not away: a DROP would free all of its pages here. (No
             // retired copy is left from before: the runner finished those before any step.)
-            try db.execute(sql: "ALTER TABLE main.\(table.name.sqlIdentifier) RENAME TO \(retired.sqlIdentifier)")
-            try db.execute(sql: "ALTER TABLE main.\(newName.sqlIdentifier) RENAME TO \(table.name.sqlIdentifier)")
+            try db.execute(sql: "ALTER TABLE main.\(table.name.sqlIdentifier) RENAME TO \(copy.retired.sqlIdentifier)")
+            try db.execute(sql: "ALTER TABLE main.\(copy.newName.sqlIdentifier) RENAME TO \(table.name.sqlIdentifier)")
             try renameIndexes(
-                indexes.enumerated().map { ("winnow_retired_ix\($0)_\(table.name)", $1.name) }
-                    + indexes.map { ($0.name, indexNames[$0.name]!) })
+                copy.indexes.enumerated().map { ("winnow_retired_ix\($0)_\(table.name)", $1.name) }
+                    + copy.indexes.map { ($0.name, copy.indexNames[$0.name]!) })
             if let sequence {
                 try db.execute(
                     sql: "UPDATE main.sqlite_sequence SET seq = ? WHERE name = ? AND seq < ?", arguments: [sequence, table.name, sequence])
@@ -314,28 +361,30 @@ struct TableRebuilder {
             return
         }
         outcome.batches += 1
+    }
 
-        // 5. Foreign keys back on; the rebuilt table must satisfy them.
-        if foreignKeys {
-            try db.execute(sql: "PRAGMA foreign_keys = ON")
-            let violations = try Row.fetchAll(db, sql: "SELECT * FROM pragma_foreign_key_check(?)", arguments: [table.name])
-            if !violations.isEmpty {
-                throw WinnowError.io("\(table.name) has \(violations.count) foreign key violation(s) after its rebuild")
-            }
+    /// 5. Foreign keys back on; the rebuilt table must satisfy them.
+    private func checkForeignKeys(_ copy: Copy) throws {
+        try db.execute(sql: "PRAGMA foreign_keys = ON")
+        let violations = try Row.fetchAll(db, sql: "SELECT * FROM pragma_foreign_key_check(?)", arguments: [copy.table.name])
+        if !violations.isEmpty {
+            throw WinnowError.io("\(copy.table.name) has \(violations.count) foreign key violation(s) after its rebuild")
         }
-        // 6. The old rows: dropped at once when that fits in `max_transaction_ms` (a DROP frees
-        //    a row's pages in about half the time its copy took; docs/reference.md section 3), else
-        //    emptied in short transactions first.
+    }
+
+    /// 6. The old rows: dropped at once when that fits in `max_transaction_ms` (a DROP frees a
+    /// row's pages in about half the time its copy took; docs/reference.md section 3), else
+    /// emptied in short transactions first.
+    private func retireOldRows(_ copy: Copy, copySeconds: Double, outcome: inout Outcome) throws {
         if Self.dropsAtOnce(
             copySeconds: copySeconds, copied: outcome.copied, rows: outcome.copied + outcome.replayed,
             maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
         {
-            try db.writeTransaction { try db.execute(sql: "DROP TABLE main.\(retired.sqlIdentifier)") }
+            try db.writeTransaction { try db.execute(sql: "DROP TABLE main.\(copy.retired.sqlIdentifier)") }
             outcome.batches += 1
         } else {
-            outcome.batches += try Self.drain(db, table: retired, settings: settings)
+            outcome.batches += try Self.drain(db, table: copy.retired, settings: settings)
         }
-        return outcome
     }
 
     /// Gives the indexes built under temporary names their real names. SQLite has no RENAME
