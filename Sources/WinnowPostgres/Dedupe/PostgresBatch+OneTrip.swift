@@ -1,0 +1,53 @@
+import Foundation
+import PostgresNIO
+import WinnowCore
+
+/// A batch that only deletes, in one round trip: the prepared statement, the session's timeouts around the batches, and the counts it returns.
+extension PostgresBatch {
+    /// Prepares the one-trip statement and sets the batches' timeouts for the session (each
+    /// batch is its own transaction, so `SET LOCAL` has no transaction to live in); returns
+    /// what ``finishOneTrip(_:)`` restores afterwards. Nil, and nothing done, where batches
+    /// take the transaction path.
+    func prepareOneTrip() throws -> [SQLValue]? {
+        guard let oneTripSQL, !session.inTransaction else { return nil }
+        let counts = Array(repeating: "int8", count: 3 + Counts.columns.count).joined(separator: ", ")
+        try link.command("PREPARE \(oneTripName) (\(counts)) AS \(oneTripSQL)")
+        let before = try link.query("SELECT current_setting('statement_timeout'), current_setting('lock_timeout')").first ?? []
+        let (statement, lock) = timeouts
+        try link.command("SELECT set_config('statement_timeout', '\(statement)', false), set_config('lock_timeout', '\(lock)', false)")
+        return before
+    }
+
+    /// Drops the one-trip statement and puts the session's timeouts back (best effort: a
+    /// connection that is gone takes both with it).
+    func finishOneTrip(_ before: [SQLValue]) {
+        _ = try? link.command("DEALLOCATE \(oneTripName)")
+        guard before.count == 2, let statement = before[0].string, let lock = before[1].string else { return }
+        _ = try? link.command(
+            "SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false)",
+            PostgresBindings(values: [SQLValue(statement), SQLValue(lock)]))
+    }
+
+    /// One fused batch in one round trip: the batch, its journal and the run's progress in one
+    /// statement that the server commits on its own.
+    func runOneTrip(groups range: Range<Int>, batch: Int, totals: Counts) throws -> PostgresBatchWork {
+        let arguments =
+            [Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)] + totals.columnValues.map { $0.int64 ?? 0 }
+        var row: [SQLValue] = []
+        try retrying { row = try link.query("EXECUTE \(oneTripName)(\(arguments.map(String.init).joined(separator: ", ")))").first ?? [] }
+        var work = PostgresBatchWork()
+        work.counts = Self.fusedCounts(row, groups: range.count)
+        return work
+    }
+
+    /// What a fused batch did, from its one row: losers deleted, groups that still had a loser,
+    /// members of the batch's `groups` (the planned losers not deleted are skipped).
+    static func fusedCounts(_ row: [SQLValue], groups: Int) -> Counts {
+        var counts = Counts()
+        counts.deleted = row.first?.int ?? 0
+        counts.groups = row.count > 1 ? row[1].int ?? 0 : 0
+        counts.skipped = max(0, (row.count > 2 ? row[2].int ?? 0 : 0) - groups - counts.deleted)
+        counts.batches = 1
+        return counts
+    }
+}
