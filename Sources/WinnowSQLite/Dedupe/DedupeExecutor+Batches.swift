@@ -17,7 +17,7 @@ extension DedupeExecutor {
         var counts = Counts()
         let sql = BatchStatements(rule)
         if !rule.mergeColumns.isEmpty { try db.execute(sql: sql.createMerged) }
-        var state = BatchState(foundAt: discovery.dataVersion)
+        var state = BatchState(foundAt: try Int64.fetchOne(db, sql: "SELECT version FROM temp.winnow_found"))
         if filesByPosition, discovery.losers > 0 { try settleTiesAhead(sql, state: &state) }
         // Children re-pointed ahead of the batches (see ``AheadBatches``): their paths are
         // mapped stretch by stretch there, not here.

@@ -14,7 +14,7 @@ extension DedupeExecutor {
         // with few duplicates the window then sorts a fraction of it. Where most rows are
         // duplicates, the window over every row costs less than looking up each row's key, so
         // the filter is used only where at most a third of the rows are in groups (the crossover
-        // on the bench's shapes: BENCHMARKS.md, "Where the rest goes").
+        // on the bench's shapes: docs/performance.md, "Discovery").
         // On a large table a sample of its keys tells first whether the count can pay at all.
         var duplicateKeys = false
         var counts = countsKeysFirst
@@ -32,9 +32,12 @@ extension DedupeExecutor {
         let row = try Row.fetchOne(
             db,
             sql: "SELECT count(*), \(filesByPosition ? "count(*) FILTER (WHERE rn = 2)" : "count(DISTINCT first)") FROM temp.winnow_queue")!
-        var discovery = Discovery(groups: row[1], losers: row[0], tableRows: rows)
-        discovery.dataVersion = version
-        return discovery
+        // The queue is as of this data version: while it is unchanged, no other connection has
+        // committed since, and the batches take the losers as found (kept beside the queue, so
+        // the runner may hand this discovery to another executor on the same connection).
+        try db.execute(sql: "DELETE FROM temp.winnow_found")
+        try db.execute(sql: "INSERT INTO temp.winnow_found (version) VALUES (?)", arguments: [version])
+        return Discovery(groups: row[1], losers: row[0], tableRows: rows)
     }
 
     /// `max_delete_percent` and `references: restrict`, checked before anything is written.

@@ -44,6 +44,7 @@ struct DedupeExecutor {
                     first INTEGER NOT NULL, winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
                     PRIMARY KEY (first, winner, rn)
                 ) WITHOUT ROWID;
+                CREATE TEMP TABLE IF NOT EXISTS winnow_found (version INTEGER);
                 """)
     }
 
