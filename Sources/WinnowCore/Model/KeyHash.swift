@@ -40,8 +40,9 @@ public enum KeyHash {
         return Int64(real)
     }
 
-    /// Appends one key value.
-    public static func append(_ value: SQLValue, to bytes: inout [UInt8]) {
+    /// Appends one value. In a key (`wholeRealsAsIntegers`) a whole real is encoded as its
+    /// integer; elsewhere (a journal image, restored byte for byte) every value keeps its type.
+    public static func append(_ value: SQLValue, to bytes: inout [UInt8], wholeRealsAsIntegers: Bool = true) {
         switch value {
         case .null:
             bytes.append(Tag.null.rawValue)
@@ -49,7 +50,7 @@ public enum KeyHash {
             bytes.append(Tag.integer.rawValue)
             appendInteger(v, to: &bytes)
         case let .real(v):
-            if let whole = wholeInteger(v) {
+            if wholeRealsAsIntegers, let whole = wholeInteger(v) {
                 bytes.append(Tag.integer.rawValue)
                 appendInteger(whole, to: &bytes)
             } else {

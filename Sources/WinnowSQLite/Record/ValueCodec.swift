@@ -18,27 +18,7 @@ public enum ValueCodec {
     /// Encodes Swift-side values (used by tests and by restore's round-trip checks).
     public static func encode(_ values: [DatabaseValue]) -> [UInt8] {
         var bytes: [UInt8] = []
-        for value in values {
-            switch value.storage {
-            case .null:
-                bytes.append(Tag.null.rawValue)
-            case let .int64(v):
-                bytes.append(Tag.integer.rawValue)
-                appendInteger(v, to: &bytes)
-            case let .double(v):
-                bytes.append(Tag.real.rawValue)
-                appendInteger(Int64(bitPattern: v.bitPattern), to: &bytes)
-            case let .string(s):
-                bytes.append(Tag.text.rawValue)
-                let utf8 = Array(s.utf8)
-                appendVarint(utf8.count, to: &bytes)
-                bytes.append(contentsOf: utf8)
-            case let .blob(data):
-                bytes.append(Tag.blob.rawValue)
-                appendVarint(data.count, to: &bytes)
-                bytes.append(contentsOf: data)
-            }
-        }
+        for value in values { KeyHash.append(SQLValue(value), to: &bytes, wholeRealsAsIntegers: false) }
         return bytes
     }
 
