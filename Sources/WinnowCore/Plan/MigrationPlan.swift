@@ -164,3 +164,11 @@ extension TableRebuild {
     /// The old table, renamed aside at the cut-over until its rows are dropped.
     public static func retiredName(_ table: String) -> String { "\(Bookkeeping.tablePrefix)retired_\(table)" }
 }
+
+extension TableRebuild {
+    /// `expression` with its NULLs replaced by `value` (SQL): how a rebuild fills a column made
+    /// NOT NULL, and how a preview shows the rows it will leave, on every engine.
+    public static func filling(_ expression: String, withSQL value: String) -> String {
+        "coalesce(\(expression), \(value))"
+    }
+}

@@ -73,7 +73,7 @@ public struct MigrationPreview: Sendable {
                     let column = source.columns[i]
                     let type = rebuild.changed.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.type ?? ""
                     source.columns[i].expression =
-                        "coalesce(\(column.expression), \(dialect.value(value.expressionSQL, as: type)))"
+                        TableRebuild.filling(column.expression, withSQL: dialect.value(value.expressionSQL, as: type))
                         + (column.collation.map { " COLLATE \($0.sqlIdentifier)" } ?? "")
                 }
                 source.columns.removeAll { column in rebuild.dropped.contains { $0.caseInsensitiveCompare(column.name) == .orderedSame } }

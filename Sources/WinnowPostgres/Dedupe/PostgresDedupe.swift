@@ -189,11 +189,9 @@ struct PostgresDedupe: RuleExecution {
             let count = try childCount(path, of: losers)
             if count > 0 {
                 // The first such row by primary key, named as SQLite names its first by rowid.
-                let keys = unnestKeys(first: 1, count: primaryKey.count, alias: "m", names: primaryKey.indices.map { "k\($0)" })
                 let first = try link.query(
                     """
-                    SELECT \(idTexts("p").joined(separator: ", ")) FROM \(keys) JOIN \(table) AS p ON \(keyJoin("p", "m", columns: primaryKey))
-                    JOIN \(rule.qualified(path.childTable)) AS c ON \(Self.join(path))
+                    SELECT \(idTexts("p").joined(separator: ", ")) FROM \(childJoin(path))
                     ORDER BY \(primaryKey.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")) LIMIT 1
                     """, Self.bindings(Self.columns(losers, width: primaryKey.count))
                 ).first.map { row in rowKey(row.map { $0.string ?? "" }) }
@@ -218,13 +216,19 @@ struct PostgresDedupe: RuleExecution {
 
     /// Child rows of `path` that point at the rows `ids`.
     func childCount(_ path: ReferencePath, of ids: [[String]]) throws -> Int {
-        let keys = unnestKeys(first: 1, count: primaryKey.count, alias: "m", names: primaryKey.indices.map { "k\($0)" })
         let rows = try link.query(
-            """
-            SELECT count(*) FROM \(keys) JOIN \(table) AS p ON \(keyJoin("p", "m", columns: primaryKey))
-            JOIN \(rule.qualified(path.childTable)) AS c ON \(Self.join(path))
-            """, Self.bindings(Self.columns(ids, width: primaryKey.count)))
+            "SELECT count(*) FROM \(childJoin(path))", Self.bindings(Self.columns(ids, width: primaryKey.count)))
         return rows.first?.first?.int ?? 0
+    }
+
+    /// The rule's rows named by the key arrays `$1`... (`p`) joined to their children of
+    /// `path` (`c`): what a `FROM` reads to count or name them.
+    func childJoin(_ path: ReferencePath) -> String {
+        let keys = unnestKeys(first: 1, count: primaryKey.count, alias: "m", names: primaryKey.indices.map { "k\($0)" })
+        return """
+            \(keys) JOIN \(table) AS p ON \(keyJoin("p", "m", columns: primaryKey))
+            JOIN \(rule.qualified(path.childTable)) AS c ON \(Self.join(path))
+            """
     }
 
     static func join(_ path: ReferencePath) -> String {
@@ -272,14 +276,13 @@ struct PostgresDedupe: RuleExecution {
         // Journaled like every other change, so restore puts the old hashes back.
         let shape = rule.rule.archive ? try PostgresBatch.shape(session: session, table: rule.table, columns: rule.storedColumns) : nil
         var after: [String]?
-        var slices = 0
         while true {
-            // As on SQLite: slices are `pause_ms` apart, and each slice that changed something
-            // is a batch of its own (its number in the journal and the run's progress).
-            if slices > 0, options.settings.pauseMilliseconds > 0 {
+            // As on SQLite: once a slice has written, the next ones are `pause_ms` apart, and
+            // each slice that changed something is a batch of its own (its number in the
+            // journal and the run's progress).
+            if counts.batches > 0, options.settings.pauseMilliseconds > 0 {
                 Thread.sleep(forTimeInterval: Double(options.settings.pauseMilliseconds) / 1000)
             }
-            slices += 1
             let batch = batchNumber
             let started = Date()
             var changed = 0

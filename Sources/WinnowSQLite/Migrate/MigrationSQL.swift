@@ -60,12 +60,7 @@ public enum MigrationSQL {
 
     /// `expression` with its NULLs replaced by `value`: how a rebuild fills a column made NOT NULL.
     package static func filling(_ expression: String, with value: DefaultValue) -> String {
-        filling(expression, withSQL: value.expressionSQL)
-    }
-
-    /// `expression` with its NULLs replaced by `value` (SQL).
-    package static func filling(_ expression: String, withSQL value: String) -> String {
-        "coalesce(\(expression), \(value))"
+        TableRebuild.filling(expression, withSQL: value.expressionSQL)
     }
 
     /// The CREATE TABLE of the rebuilt table: the current statement with exactly the rebuild's
