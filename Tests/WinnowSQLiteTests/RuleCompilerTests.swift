@@ -212,13 +212,29 @@ final class RuleCompilerTests: XCTestCase {
         assertInvalid(rule("WINNOW_Journal", key: ["job"]), in: bookkeeping, at: at(3, 13), path: "dedupe[0].entity")
     }
 
-    func testWithoutRowIDTableIsRefused() {
+    /// A WITHOUT ROWID table is named by its primary key, and so is a WITHOUT ROWID table that
+    /// references it; what needs a rowid (a change log by rowid) is refused at the option that
+    /// asks for it.
+    func testWithoutRowIDTableIsNamedByItsPrimaryKey() throws {
         let kv = table(
-            "kv", [column("k", pk: 1), column("v")], hasRowID: false,
-            indexes: [index("sqlite_autoindex_kv_1", ["k"], unique: true, origin: .primaryKey)])
-        assertInvalid(
-            rule("kv", key: ["v"]), in: LiveSchema(tables: [kv]), at: at(3, 13), path: "dedupe[0].entity",
-            mentions: ["WITHOUT ROWID"])
+            "kv", [column("k", pk: 1), column("n", "INTEGER", pk: 2), column("v"), column("h")], hasRowID: false,
+            indexes: [index("sqlite_autoindex_kv_1", ["k", "n"], unique: true, origin: .primaryKey)])
+        let schema = LiveSchema(tables: [kv])
+        let compiled = try SQLiteBackend.compile(rule("kv", key: ["v"]), schema: schema)
+        XCTAssertEqual(compiled.identity, .primaryKey(["k", "n"]))
+        var hashed = rule("kv", key: ["v"], hash: true)
+        hashed.hashColumn = name("h", 5, 18)
+        XCTAssertEqual(try SQLiteBackend.compile(hashed, schema: schema).hashColumn, "h")
+        var incremental = rule("kv", key: ["v"])
+        incremental.incremental = true
+        assertInvalid(incremental, in: schema, at: at(3, 5), path: "dedupe[0].incremental", mentions: ["WITHOUT ROWID"])
+        let child = table(
+            "kv_notes", [column("k", pk: 1), column("n", "INTEGER", pk: 2)], hasRowID: false,
+            foreignKeys: [LiveForeignKey(childTable: "kv_notes", childColumns: ["k", "n"], parentTable: "kv", parentColumns: nil)],
+            indexes: [index("sqlite_autoindex_kv_notes_1", ["k", "n"], unique: true, origin: .primaryKey)])
+        let withChild = try SQLiteBackend.compile(rule("kv", key: ["v"]), schema: LiveSchema(tables: [kv, child]))
+        XCTAssertEqual(withChild.references.map(\.childIdentity), [.primaryKey(["k", "n"])])
+        XCTAssertEqual(withChild.references.map(\.childKeyTypes), [["TEXT", "INTEGER"]])
     }
 
     func testVirtualTableIsRefused() {

@@ -172,42 +172,47 @@ final class InitTests: CLITestCase {
         try winnow(["check", "jobs/clean.yaml"], expect: 0)
     }
 
-    /// Every table is listed, also one no rule can deduplicate (WITHOUT ROWID): with its rows
-    /// and the reason, in the summary, the JSON and the job (where it gets no rule), and the
+    /// Every table is listed: one no rule can deduplicate (its rowid shadowed by columns of
+    /// those names) with its rows and the reason, in the summary, the JSON and the job (where it
+    /// gets no rule); a WITHOUT ROWID table like any other (named by its primary key); and the
     /// job still validates and runs on the other tables.
     func testTablesNoRuleCanDeduplicateAreListedWithTheReason() throws {
         try TestSupport.makeDatabase(
             at: path("mixed.sqlite"),
             sql: """
-                CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-                INSERT INTO settings VALUES ('a', '1'), ('b', '1');
+                CREATE TABLE odd (rowid TEXT, _rowid_ TEXT, oid TEXT);
+                INSERT INTO odd VALUES ('a', 'b', 'c'), ('a', 'b', 'c');
+                CREATE TABLE settings (name TEXT PRIMARY KEY, email TEXT, created_at TEXT) WITHOUT ROWID;
+                INSERT INTO settings VALUES ('a', 's@x', '2024-01-02'), ('b', 's@x', '2024-01-01');
                 CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT, created_at TEXT);
                 INSERT INTO users VALUES (1, 'a@x', '2024-01-01'), (2, 'a@x', '2024-01-02');
                 """)
         let text = try winnow(["init", "--database", "mixed.sqlite"], expect: 0).stdout
+        let odd = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("odd") }, text)
+        XCTAssertEqual(odd.split(separator: " ", omittingEmptySubsequences: true).prefix(4), ["odd", "2", "-", "-"], text)
+        XCTAssertTrue(odd.hasSuffix("no rule possible (see the job)"), text)
         let settings = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("settings") }, text)
-        XCTAssertEqual(settings.split(separator: " ", omittingEmptySubsequences: true).prefix(4), ["settings", "2", "-", "-"], text)
-        XCTAssertTrue(settings.hasSuffix("no rule possible (see the job)"), text)
+        XCTAssertEqual(settings.split(separator: " ", omittingEmptySubsequences: true), ["settings", "2", "email", "1", "rule"], text)
+        let reason =
+            "'odd' has columns named rowid, _rowid_ and oid and no INTEGER PRIMARY KEY, so its rowid cannot be named; winnow cannot deduplicate it"
         let job = try String(contentsOfFile: path("jobs/mixed.yaml"), encoding: .utf8)
-        XCTAssertTrue(
-            job.contains(
-                "  # settings: 2 rows.\n  # No rule can deduplicate it: 'settings' is a WITHOUT ROWID table; winnow deduplicates rowid tables only."
-            ),
-            job)
-        XCTAssertFalse(job.contains("entity: settings"), job)
+        XCTAssertTrue(job.contains("  # odd: 2 rows.\n  # No rule can deduplicate it: \(reason)."), job)
+        XCTAssertFalse(job.contains("entity: odd"), job)
+        XCTAssertTrue(job.contains("  - entity: settings\n    key: email"), job)
         XCTAssertTrue(job.contains("  - entity: users\n    key: email"), job)
         try FileManager.default.removeItem(atPath: path("jobs"))
         try FileManager.default.removeItem(atPath: path("schemas"))
         let json = try winnow(["init", "--database", "mixed.sqlite", "--format", "json"], expect: 0).stdout
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], json)
         let tables = try XCTUnwrap(object["tables"] as? [[String: Any]])
-        XCTAssertEqual(tables.map { $0["table"] as? String }, ["settings", "users"])
-        XCTAssertEqual(
-            tables[0]["not_deduplicable"] as? String, "'settings' is a WITHOUT ROWID table; winnow deduplicates rowid tables only")
+        XCTAssertEqual(tables.map { $0["table"] as? String }, ["odd", "settings", "users"])
+        XCTAssertEqual(tables[0]["not_deduplicable"] as? String, reason)
         XCTAssertNil(tables[1]["not_deduplicable"])
+        XCTAssertNil(tables[2]["not_deduplicable"])
         try winnow(["run", "jobs/mixed.yaml"], expect: 0)
         XCTAssertEqual(try ScenarioKit.int(path("mixed.sqlite"), "SELECT count(*) FROM users"), 1)
-        XCTAssertEqual(try ScenarioKit.int(path("mixed.sqlite"), "SELECT count(*) FROM settings"), 2)
+        XCTAssertEqual(try ScenarioKit.rows(path("mixed.sqlite"), "SELECT name FROM settings"), [["b".databaseValue]])
+        XCTAssertEqual(try ScenarioKit.int(path("mixed.sqlite"), "SELECT count(*) FROM odd"), 2)
     }
 
     /// Keys that repeat only after trim + lowercase get the normalisers, and the winner is the

@@ -29,8 +29,10 @@ extension TestSupport {
         return try queue.read { db in
             var dump: [String: [[DatabaseValue]]] = [:]
             for name in try SchemaInspector.tableNames(db) {
+                // (A WITHOUT ROWID table's rows come in primary-key order; it has no rowid to show.)
+                let rowIDs = try includeRowIDs && SchemaInspector.table(db, named: name)?.hasRowID != false
                 let select =
-                    includeRowIDs
+                    rowIDs
                     ? "SELECT rowid, * FROM \(name.sqlIdentifier) ORDER BY rowid"
                     : "SELECT * FROM \(name.sqlIdentifier)"
                 var rows = try Row.fetchAll(db, sql: select).map { Array($0.databaseValues) }

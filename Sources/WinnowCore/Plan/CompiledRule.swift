@@ -47,6 +47,10 @@ public struct ReferencePath: Sendable, Equatable {
     public var parentColumns: [String]
     /// SQL naming the child table's rowid.
     public var childRowID: String
+    /// How the child table's rows are identified (its rowid, or its primary key), with the
+    /// declared types of a primary key's columns.
+    public var childIdentity: RowIdentity = .rowid(expression: "rowid", alias: nil)
+    public var childKeyTypes: [String] = []
     /// Stored columns of the child table, for journal images.
     public var childStoredColumns: [String]
     /// Unique keys of the child that include a child column: re-pointing must not break them.

@@ -69,6 +69,7 @@ public enum RuleCompiler {
 
         var hashColumn: String?
         if let hc = rule.hashColumn {
+            if let reason = dialect.unsupported(.hashColumn, on: table) { throw fail(hc.location, "hash_column", reason) }
             let live = try column(hc, "hash_column", stored: true)
             guard live.primaryKeyIndex == 0 else { throw fail(hc.location, "hash_column", "'\(live.name)' is part of the primary key") }
             guard !keyColumns.contains(live.name) else {
@@ -125,6 +126,7 @@ public enum RuleCompiler {
             table: table, schema: schema, references: references,
             written: mergeColumns.map(\.name) + (hashColumn.map { [$0] } ?? []))
         if rule.incremental {
+            if let reason = dialect.unsupported(.incremental, on: table) { throw fail(rule.location, "incremental", reason) }
             compiled.lookupColumns = try lookupColumns(
                 rule, table: table, keyColumns: keyColumns, hashColumn: hashColumn,
                 normalizers: normalizers)
@@ -229,7 +231,8 @@ public enum RuleCompiler {
                     childTable: child.name, childColumns: childColumns, parentColumns: parentColumns,
                     childRowID: dialect.rowIdentity(of: child)!.sql, childStoredColumns: child.storedColumns.map(\.name),
                     uniqueKeys: uniqueKeys(of: child, containing: childColumns), declared: true,
-                    indexed: child.hasIndex(leading: childColumns)))
+                    indexed: child.hasIndex(leading: childColumns)
+                ).identified(by: child, dialect))
         }
         for ref in rule.referencedBy {
             let child = try childTable(ref.table, location: ref.location)
@@ -257,8 +260,21 @@ public enum RuleCompiler {
                     childTable: child.name, childColumns: [column.name], parentColumns: [parentKey],
                     childRowID: dialect.rowIdentity(of: child)!.sql, childStoredColumns: child.storedColumns.map(\.name),
                     uniqueKeys: uniqueKeys(of: child, containing: [column.name]), declared: false,
-                    indexed: child.hasIndex(leading: [column.name])))
+                    indexed: child.hasIndex(leading: [column.name])
+                ).identified(by: child, dialect))
         }
         return paths
+    }
+}
+
+extension ReferencePath {
+    /// The path with its child table's identity (and the types of its key's columns).
+    func identified(by child: LiveTable, _ dialect: any SQLDialect) -> ReferencePath {
+        var path = self
+        if let identity = dialect.rowIdentity(of: child) {
+            path.childIdentity = identity
+            if case let .primaryKey(columns) = identity { path.childKeyTypes = columns.map { child.column(named: $0)?.type ?? "" } }
+        }
+        return path
     }
 }

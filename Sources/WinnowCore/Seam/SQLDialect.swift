@@ -79,6 +79,8 @@ public protocol SQLDialect: Sendable {
     /// Why rows of `table` cannot be identified across statements although it has a row
     /// identity (nil when they can).
     func unsupportedIdentity(of table: LiveTable) -> String?
+    /// Why a rule on `table` cannot use `option` on this engine (nil when it can).
+    func unsupported(_ option: RuleOption, on table: LiveTable) -> String?
     /// Why `strategy` has no meaning for a column of declared type `type` on this engine (nil
     /// when it has): a rule that asks for it is refused before anything runs.
     func unsupportedMerge(_ strategy: MergeStrategy, type: String) -> String?
@@ -88,6 +90,8 @@ extension SQLDialect {
     public func stored(_ model: SchemaModel) -> SchemaModel { model }
 
     public func unsupportedIdentity(of table: LiveTable) -> String? { nil }
+
+    public func unsupported(_ option: RuleOption, on table: LiveTable) -> String? { nil }
 
     /// Every merge applies to every column where a column holds any value (SQLite).
     public func unsupportedMerge(_ strategy: MergeStrategy, type: String) -> String? { nil }
@@ -107,4 +111,12 @@ extension SQLDialect {
 
     /// ` LIMIT n`, or nothing for no limit.
     public func limit(_ count: Int?) -> String { count.map { " LIMIT \($0)" } ?? "" }
+}
+
+/// A rule option that an engine may support for some tables only.
+public enum RuleOption: String, Sendable {
+    /// `key.hash_column`: a stored key hash, kept current in batches of the table's rows.
+    case hashColumn = "hash_column"
+    /// `incremental`: a change log of the table's rows, kept by triggers.
+    case incremental
 }

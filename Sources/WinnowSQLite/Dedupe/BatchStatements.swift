@@ -24,6 +24,10 @@ import WinnowCore
 ///   batches (``AheadBatches``).
 struct BatchStatements {
     let rule: CompiledRule
+    /// How the statements name the table's rows (rowids, or numbers mapped to primary keys).
+    let numbers: RowNumbers
+    /// The same for the child table of each reference path.
+    let childNumbers: [RowNumbers]
 
     /// The last `first` of the next batch of `?2` groups after `?1`.
     let nextBatch = """
@@ -168,20 +172,32 @@ struct BatchStatements {
     /// can collide are decided row by row).
     let deleteChild: [String]
     let repointChild: [String]
+    /// Per reference path: a re-pointed child row's identity as the journal keeps it, after the
+    /// re-pointing (the primary key of a child without rowids may hold the reference; a
+    /// restore finds the row by it): for moves made as a set, and for a row re-pointed alone,
+    /// whose new values (`values`: indexes into the path's child columns) are bound first.
+    let movedKey: [String]
+    let repointedKey: [(sql: String, values: [Int])]
     /// Winners of the batch that no longer exist (re-pointed children must reach theirs).
     let missingWinners: String
     let deleteLosers: String
     let loserSelection: String
+    /// Which winner each loser of the batch went to, into `winnow_run_groups` (by rowid, or by
+    /// the packed primary key).
+    let recordGroups: String
 
     init(_ rule: CompiledRule) {
         self.rule = rule
+        let numbers = RowNumbers(rule)
+        self.numbers = numbers
+        childNumbers = rule.references.indices.map { RowNumbers(rule, path: $0) }
         let table = rule.qualifiedTable
-        let rowID = rule.rowID
+        let rowID = numbers.rowid
         fillBatchRevalidated = """
             INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
             SELECT l.rid, l.winner, l.rn, 1 FROM temp.winnow_queue AS l
-            CROSS JOIN \(table) AS a ON a.\(rowID) = l.rid
-            CROSS JOIN \(table) AS b ON b.\(rowID) = l.winner
+            \(numbers.join("a", numbered: "l.rid"))
+            \(numbers.join("b", numbered: "l.winner"))
             WHERE l.first > ? AND l.first <= ? AND \(rule.sameKey("a", "b"))
             """
         // Every row of the batch's groups: the winner (rn 0), then its losers.
@@ -193,19 +209,19 @@ struct BatchStatements {
             SELECT g.rid, g.winner, row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t")))
             FROM (SELECT winner, winner AS rid FROM (\(queueTied))
                   UNION ALL SELECT winner, rid FROM temp.winnow_queue WHERE winner IN (\(queueTied))) AS g
-            CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid
+            \(numbers.join("t", numbered: "g.rid"))
             """
         rankTied = """
             INSERT INTO temp.winnow_ranks (rid, cand, pos)
             SELECT g.rid, g.winner, row_number() OVER (PARTITION BY g.winner ORDER BY \(rule.orderBy(alias: "t")))
             FROM \(groupRows) AS g
-            CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid
+            \(numbers.join("t", numbered: "g.rid"))
             WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
             """
         let mergeSelected = rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" }.joined(separator: ", ")
         mergeRows = """
             SELECT g.winner, \(mergeSelected) FROM \(groupRows) AS g
-            CROSS JOIN \(table) AS t ON t.\(rowID) = g.rid ORDER BY g.winner, g.rn
+            \(numbers.join("t", numbered: "g.rid")) ORDER BY g.winner, g.rn
             """
         let values = rule.mergeColumns.indices.map { "v\($0)" }
         createMerged = """
@@ -213,11 +229,12 @@ struct BatchStatements {
             CREATE TEMP TABLE winnow_merged (winner INTEGER PRIMARY KEY, "set" TEXT NOT NULL\(values.map { ", \($0)" }.joined()));
             """
         insertMerged = "INSERT INTO temp.winnow_merged VALUES (?, ?\(String(repeating: ", ?", count: values.count)))"
-        mergedSelection = "\(rowID) IN (SELECT winner FROM temp.winnow_merged)"
+        mergedSelection = numbers.among("SELECT winner FROM temp.winnow_merged")
         var fillMoves: [String] = [], groupChildren: [String] = [], winnerKeys: [String] = []
         var applyMoves: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
         var deleteChild: [String] = [], repointChild: [String] = []
         var forgetBatchChildren: [String?] = [], mapBatchChildren: [String?] = []
+        var movedKey: [String] = [], repointedKey: [(sql: String, values: [Int])] = []
         let batchMembers = """
             SELECT rid FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2 UNION SELECT winner FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2
             """
@@ -225,6 +242,7 @@ struct BatchStatements {
         var moveBack: [String?] = []
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
+            let childNumbers = RowNumbers(rule, path: index)
             let join = zip(path.childColumns, path.parentColumns)
                 .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
             // A reference to the rowid alias holds the parent's rowid itself: its children are
@@ -234,12 +252,12 @@ struct BatchStatements {
             // the map. CROSS JOIN keeps SQLite's planner from driving the join from the (large)
             // child table.
             func reach(_ rid: String) -> String {
-                let parent = holdsRowID ? "" : "CROSS JOIN \(table) AS p ON p.\(rowID) = \(rid) "
+                let parent = holdsRowID ? "" : numbers.join("p", numbered: rid) + " "
                 let match = holdsRowID ? "c.\(path.childColumns[0].sqlIdentifier) = \(rid)" : join
                 return path.indexed
                     ? "\(parent)CROSS JOIN \(child) AS c ON \(match)"
                     : "\(parent)CROSS JOIN temp.winnow_refs AS m ON m.path = \(index) AND m.rid = \(rid) "
-                        + "CROSS JOIN \(child) AS c ON c.\(path.childRowID) = m.child AND \(match)"
+                        + childNumbers.join("c", numbered: "m.child") + " AND \(match)"
             }
             // The children of the batch's losers (`b`).
             let loserChildren = "FROM temp.winnow_batch AS b \(reach("b.rid"))"
@@ -261,16 +279,17 @@ struct BatchStatements {
                 return holdsRowID
                     ? """
                     \(insert)
-                    SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), c.\(path.childRowID) FROM \(child) AS c
+                    SELECT \(index), c.\(path.childColumns[0].sqlIdentifier), \(childNumbers.number(of: "c")) FROM \(child) AS c
                     WHERE c.\(path.childColumns[0].sqlIdentifier) IN (\(members))\(tail)
                     """
                     : """
                     \(insert)
-                    SELECT \(index), p.\(rowID), c.\(path.childRowID) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
-                    WHERE p.\(rowID) IN (\(members))\(tail)
+                    SELECT \(index), \(numbers.number(of: "p")), \(childNumbers.number(of: "c")) FROM \(child) AS c CROSS JOIN \(table) AS p ON \(join)
+                    WHERE \(numbers.among(members, alias: "p"))\(tail)
                     """
             }
-            let ahead = mappedMoves && path.uniqueKeys.isEmpty && rule.rule.references != .restrict
+            // (Ahead goes in stretches of the child's rowids: a child without them waits for the batches.)
+            let ahead = mappedMoves && path.uniqueKeys.isEmpty && rule.rule.references != .restrict && !childNumbers.mapped
             if ahead { aheadPaths.append(index) }
             let reference = "c.\(path.childColumns[0].sqlIdentifier)"
             let childRowID = "c.\(path.childRowID)"
@@ -297,7 +316,7 @@ struct BatchStatements {
                     CROSS JOIN \(child) AS c ON \(childRowID) = a.child AND \(reference) = a.winner
                     WHERE q.first > ? AND q.first <= ? AND a.path = \(index)
                       AND q.rid NOT IN (SELECT rid FROM temp.winnow_batch) AND q.rid NOT IN (SELECT winner FROM temp.winnow_batch)
-                      AND EXISTS (SELECT 1 FROM \(table) AS p WHERE p.\(rowID) = q.rid)
+                      AND EXISTS (SELECT 1 FROM \(table) AS p WHERE \(numbers.numbered("q.rid", alias: "p")))
                     """ : nil)
             // (OR IGNORE: a child moved back to its loser above is not also moved on.)
             fillMoves.append(
@@ -309,46 +328,81 @@ struct BatchStatements {
                     """
                     : """
                     INSERT INTO temp.winnow_moves (path, child, winner)
-                    SELECT \(index), c.\(path.childRowID), b.winner \(loserChildren)
+                    SELECT \(index), \(childNumbers.number(of: "c")), b.winner \(loserChildren)
                     """)
-            dangling.append("SELECT count(*), min(c.\(path.childRowID)) \(loserChildren)")
+            dangling.append("SELECT count(*), min(\(childNumbers.number(of: "c"))) \(loserChildren)")
             let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
             let selectedKeys = keyColumns.map { ", c.\($0.sqlIdentifier)" }.joined()
             groupChildren.append(
                 """
-                SELECT c.\(path.childRowID), g.winner, g.rn\(selectedKeys)
+                SELECT \(childNumbers.number(of: "c")), g.winner, g.rn\(selectedKeys)
                 FROM \(groupRows) AS g \(reach("g.rid"))
-                ORDER BY g.winner, g.rn, c.\(path.childRowID)
+                ORDER BY g.winner, g.rn, \(childNumbers.number(of: "c"))
                 """)
             let parentValues = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
             winnerKeys.append(
                 """
                 SELECT g.winner, \(parentValues) FROM (SELECT DISTINCT winner FROM temp.winnow_batch) AS g
-                CROSS JOIN \(table) AS p ON p.\(rowID) = g.winner
+                \(numbers.join("p", numbered: "g.winner"))
                 """)
             let targets = path.childColumns.map(\.sqlIdentifier).joined(separator: ", ")
             let sources = path.parentColumns.map { "p.\($0.sqlIdentifier)" }.joined(separator: ", ")
             let childTable = "main.\(path.childTable.sqlIdentifier)"
-            deleteChild.append("DELETE FROM \(childTable) WHERE \(path.childRowID) = ?")
+            deleteChild.append("DELETE FROM \(childTable) WHERE \(childNumbers.numbered("?"))")
             repointChild.append(
                 """
                 UPDATE \(childTable) SET \(path.childColumns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")) \
-                WHERE \(path.childRowID) = ?
+                WHERE \(childNumbers.numbered("?"))
                 """)
             let winnerValues =
                 holdsRowID
                 ? "SELECT mv.winner FROM temp.winnow_moves AS mv"
-                : "SELECT \(sources) FROM temp.winnow_moves AS mv JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID) = mv.winner"
+                : numbers.mapped
+                    ? "SELECT \(sources) FROM temp.winnow_moves AS mv \(numbers.join("p", numbered: "mv.winner"))"
+                    : "SELECT \(sources) FROM temp.winnow_moves AS mv JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID!) = mv.winner"
+            // (A child without rowids is reached from the move through its map, by primary key.)
+            let (mapJoin, movedChild) =
+                childNumbers.mapped
+                ? (
+                    " CROSS JOIN temp.\(childNumbers.map) AS c_id ON c_id.winnow_id = mv.child",
+                    zip(childNumbers.key, childNumbers.key.indices).map { "\(childTable).\($0.sqlIdentifier) = c_id.winnow_k\($1)" }
+                        .joined(separator: " AND ")
+                )
+                : ("", "mv.child = \(childTable).\(path.childRowID)")
+            // The child's key after the move: a key column that is a child column takes the
+            // winner's value (the winner's number itself where the reference holds the rowid).
+            let keyIndexes = childNumbers.key.map { key in
+                path.childColumns.firstIndex { $0.caseInsensitiveCompare(key) == .orderedSame }
+            }
+            if keyIndexes.contains(where: { $0 != nil }) {
+                let moves =
+                    holdsRowID
+                    ? "temp.winnow_moves AS mv"
+                    : numbers.mapped
+                        ? "temp.winnow_moves AS mv \(numbers.join("p", numbered: "mv.winner"))"
+                        : "temp.winnow_moves AS mv JOIN main.\(rule.table.sqlIdentifier) AS p ON p.\(rowID!) = mv.winner"
+                let moved = zip(childNumbers.key, keyIndexes).map { key, column -> String in
+                    guard let column else { return key.sqlIdentifier }
+                    let value = holdsRowID ? "mv.winner" : "p.\(path.parentColumns[column].sqlIdentifier)"
+                    return "(SELECT \(value) FROM \(moves) WHERE mv.path = \(index) AND mv.child = \(childNumbers.number(of: childTable)))"
+                }
+                movedKey.append("winnow_pack(\(moved.joined(separator: ", ")))")
+                let repointed = zip(childNumbers.key, keyIndexes).map { key, column in column == nil ? key.sqlIdentifier : "?" }
+                repointedKey.append(("winnow_pack(\(repointed.joined(separator: ", ")))", keyIndexes.compactMap { $0 }))
+            } else {
+                movedKey.append(childNumbers.journalKey)
+                repointedKey.append((childNumbers.journalKey, []))
+            }
             applyMoves.append(
                 mappedMoves
                     ? """
-                    UPDATE \(childTable) SET \(targets) = mv.winner FROM temp.winnow_moves AS mv
-                    WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID) AND \(childTable).\(targets) = mv.loser
+                    UPDATE \(childTable) SET \(targets) = mv.winner FROM temp.winnow_moves AS mv\(mapJoin)
+                    WHERE mv.path = \(index) AND \(movedChild) AND \(childTable).\(targets) = mv.loser
                     """
                     : """
                     UPDATE \(childTable) SET (\(targets)) = (
-                        \(winnerValues) WHERE mv.path = \(index) AND mv.child = \(childTable).\(path.childRowID))
-                    WHERE \(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))
+                        \(winnerValues) WHERE mv.path = \(index) AND mv.child = \(childNumbers.number(of: childTable)))
+                    WHERE \(childNumbers.among("SELECT child FROM temp.winnow_moves WHERE path = \(index)"))
                     """)
             forgetBatchChildren.append(
                 path.indexed ? nil : "DELETE FROM temp.winnow_refs WHERE path = \(index) AND rid IN (\(batchMembers))")
@@ -383,7 +437,7 @@ struct BatchStatements {
                 path.label,
                 """
                 SELECT count(*) FROM \(rule.qualified(path.childTable)) AS c WHERE \(column) IN (SELECT rid FROM temp.winnow_mapped)
-                AND NOT EXISTS (SELECT 1 FROM \(table) AS p WHERE p.\(rowID) = \(column))
+                AND NOT EXISTS (SELECT 1 FROM \(table) AS p WHERE \(numbers.numbered(column, alias: "p")))
                 """
             )
         }
@@ -402,18 +456,25 @@ struct BatchStatements {
         self.mapBatchChildren = mapBatchChildren
         self.deleteChild = deleteChild
         self.repointChild = repointChild
+        self.movedKey = movedKey
+        self.repointedKey = repointedKey
         // Every winner of the batch, once (the re-pointed rows reach some of them).
         missingWinners = """
             SELECT count(*) FROM (SELECT DISTINCT winner FROM temp.winnow_batch) AS w
-            WHERE NOT EXISTS (SELECT 1 FROM main.\(rule.table.sqlIdentifier) AS p WHERE p.\(rowID) = w.winner)
+            WHERE NOT EXISTS (SELECT 1 FROM main.\(rule.table.sqlIdentifier) AS p WHERE \(numbers.numbered("w.winner", alias: "p")))
             """
-        loserSelection = "\(rowID) IN (SELECT rid FROM temp.winnow_batch)"
+        loserSelection = numbers.among("SELECT rid FROM temp.winnow_batch")
+        recordGroups = """
+            INSERT INTO winnow_run_groups (run_id, rule, batch, tbl, winner, loser)
+            SELECT ?, ?, ?, ?, \(numbers.journalKey(numbered: "winner")), \(numbers.journalKey(numbered: "rid"))
+            FROM temp.winnow_batch ORDER BY winner, rn
+            """
         deleteLosers = "DELETE FROM \(table) WHERE \(loserSelection)"
     }
 
     /// Whether `path` references the parent's rowid (its alias column): its child column holds
-    /// the parent's rowid itself.
-    static func holdsRowID(_ path: ReferencePath, rowID: String) -> Bool {
+    /// the parent's rowid itself. (Never for a table without one: `rowID` nil.)
+    static func holdsRowID(_ path: ReferencePath, rowID: String?) -> Bool {
         path.parentColumns.count == 1 && path.parentColumns[0].sqlIdentifier == rowID
     }
 
@@ -430,8 +491,8 @@ struct BatchStatements {
         let targets = columns.map { rule.mergeColumns[$0].name.sqlIdentifier }.joined(separator: ", ")
         let sources = columns.map { "m.v\($0)" }.joined(separator: ", ")
         return """
-            UPDATE \(table) SET (\(targets)) = (SELECT \(sources) FROM temp.winnow_merged AS m WHERE m.winner = \(table).\(rule.rowID))
-            WHERE \(rule.rowID) IN (SELECT winner FROM temp.winnow_merged WHERE "set" = '\(Self.mergeSet(columns))')
+            UPDATE \(table) SET (\(targets)) = (SELECT \(sources) FROM temp.winnow_merged AS m WHERE m.winner = \(numbers.number(of: table)))
+            WHERE \(numbers.among("SELECT winner FROM temp.winnow_merged WHERE \"set\" = '\(Self.mergeSet(columns))'"))
             """
     }
 }

@@ -9,6 +9,28 @@ extension DedupeExecutor {
         try Self.prepareTemporaryTables(db)
         try db.execute(sql: "DELETE FROM temp.winnow_queue")
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
+        // Tables without rowids (the rule's, its children's) are numbered first, in the same read
+        // transaction as the discovery, so that every row the discovery finds has a number
+        // (``RowNumbers``).
+        let maps = ([RowNumbers(rule)] + rule.references.indices.map { RowNumbers(rule, path: $0) }).compactMap(\.fillMap)
+        guard !maps.isEmpty else { return try discover(version: version) }
+        var discovery: Discovery?
+        func numbered() throws {
+            for map in maps { try db.execute(sql: map) }
+            discovery = try discover(version: version)
+        }
+        if db.isInsideTransaction {
+            try numbered()
+        } else {
+            try db.inTransaction(.deferred) {
+                try numbered()
+                return .commit
+            }
+        }
+        return discovery!
+    }
+
+    private func discover(version: Int64?) throws -> Discovery {
         let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
         // The grouped count first keeps the keys that occur once out of the window: on a table
         // with few duplicates the window then sorts a fraction of it. Where most rows are
@@ -47,18 +69,23 @@ extension DedupeExecutor {
             for path in rule.references {
                 let join = zip(path.childColumns, path.parentColumns)
                     .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
+                let numbers = RowNumbers(rule)
+                let parent =
+                    numbers.mapped
+                    ? numbers.join("p", numbered: "l.rid")
+                    : "JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = l.rid"
                 let row = try Row.fetchOne(
                     db,
                     sql: """
-                        SELECT count(*), min(p.\(rule.rowID)) FROM temp.winnow_queue AS l
-                        JOIN \(rule.qualifiedTable) AS p ON p.\(rule.rowID) = l.rid
+                        SELECT count(*), min(l.rid) FROM temp.winnow_queue AS l
+                        \(parent)
                         JOIN \(rule.qualified(path.childTable)) AS c ON \(join)
                         """)!
                 let count: Int = row[0]
                 if count > 0 {
                     throw rule.restrictRefusal(
                         """
-                        \(count) row(s) of \(path.label) point at rows that would be deleted (first: \(rule.identity.key(rowid: row[1])))
+                        \(count) row(s) of \(path.label) point at rows that would be deleted (first: \(try numbers.keys(db).key(row[1])))
                         """)
                 }
             }

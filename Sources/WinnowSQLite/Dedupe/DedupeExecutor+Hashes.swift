@@ -4,7 +4,8 @@ import GRDBSQLite
 import WinnowCore
 
 extension DedupeExecutor {
-    /// Keeps `hash_column` equal to the key hash for every row, in batches of rowid ranges.
+    /// Keeps `hash_column` equal to the key hash for every row, in batches of rowid ranges (of
+    /// numbered primary keys, in a table without rowids).
     func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts {
         var counts = Counts()
         guard rule.hashColumn != nil else { return counts }
@@ -29,21 +30,20 @@ extension DedupeExecutor {
         }
         var sizer = BatchSizer.hashFill(settings)
         var after = Int64.min
+        // A table without rowids goes in ranges of its numbers; rows written since its
+        // discovery are numbered first (the numbers it has keep theirs: a plan's would-be
+        // deletions are remembered by number).
+        let numbers = RowNumbers(rule)
+        if let topUp = numbers.topUp { try db.execute(sql: topUp) }
         while true {
-            guard
-                let upTo = try Int64.fetchOne(
-                    db,
-                    sql: """
-                        SELECT max(r) FROM (SELECT \(rule.rowID) AS r FROM \(rule.qualifiedTable) WHERE \(rule.rowID) > ? ORDER BY \(rule.rowID) LIMIT ?)
-                        """, arguments: [after, sizer.current])
-            else { break }
+            guard let upTo = try Int64.fetchOne(db, sql: numbers.nextBound, arguments: [after, sizer.current]) else { break }
             if counts.batches > 0, settings.pauseMilliseconds > 0, writer.writes {
                 Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000)
             }
             let started = Date()
             let filled = try writer.transaction(db) { () -> Int in
                 let filled = try writer.fillHashes(
-                    rule: rule, selection: "\(rule.rowID) > ? AND \(rule.rowID) <= ?",
+                    rule: rule, selection: numbers.inRange,
                     arguments: [after, upTo], batch: batchNumber, db: db)
                 if filled > 0 {
                     var next = totals

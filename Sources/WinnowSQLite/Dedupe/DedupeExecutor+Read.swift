@@ -18,6 +18,11 @@ extension DedupeExecutor {
         let previous = state.version
         state.version = version
         let unchanged = state.foundAt != nil && version == state.foundAt
+        if !unchanged, version != previous {
+            // Child rows another connection wrote since are numbered before the batch looks
+            // for the children of its losers (tables without rowids only).
+            for numbers in sql.childNumbers { if let topUp = numbers.topUp { try db.execute(sql: topUp) } }
+        }
         if sql.mapsChildren, version != state.mappedAt {
             if !unchanged, previous != nil, version != previous {
                 // Another connection committed since the last batch: it may again before the
@@ -190,7 +195,8 @@ extension DedupeExecutor {
             for (offset, name) in keyColumns.enumerated() { values[name] = row[3 + offset] }
             if rank > 0 {
                 if rule.rule.references == .restrict {
-                    throw rule.restrictRefusal("\(path.label) rowid \(childRowID) points at a row that would be deleted")
+                    throw rule.restrictRefusal(
+                        "\(path.label) \(try sql.childNumbers[index].keys(db).key(childRowID)) points at a row that would be deleted")
                 }
                 for (column, value) in zip(path.childColumns, target) { values[column] = value }
             }
@@ -213,12 +219,14 @@ extension DedupeExecutor {
         let columns = rule.sampleColumns()
         // One read per row: the shown columns as SQL spells them, then the merge columns' values.
         let selected = columns.map { "quote(\($0.sqlIdentifier))" } + rule.mergeColumns.map { $0.name.sqlIdentifier }
-        let rowSQL = "SELECT \(selected.joined(separator: ", ")) FROM \(rule.qualifiedTable) WHERE \(rule.rowID) = ?"
+        let numbers = RowNumbers(rule)
+        let keys = numbers.keys(db)
+        let rowSQL = "SELECT \(selected.joined(separator: ", ")) FROM \(rule.qualifiedTable) WHERE \(numbers.numbered("?"))"
         let childSQL = rule.references.map { path -> String in
             let join = zip(path.childColumns, path.parentColumns).map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }
                 .joined(separator: " AND ")
             return
-                "SELECT count(*) FROM \(rule.qualifiedTable) AS p JOIN \(rule.qualified(path.childTable)) AS c ON \(join) WHERE p.\(rule.rowID) = ?"
+                "SELECT count(*) FROM \(rule.qualifiedTable) AS p JOIN \(rule.qualified(path.childTable)) AS c ON \(join) WHERE \(numbers.numbered("?", alias: "p"))"
         }
         let keyIndexes = rule.keyColumns.map { key in columns.firstIndex { $0.caseInsensitiveCompare(key) == .orderedSame } ?? 0 }
         var samples: [GroupSample] = []
@@ -228,12 +236,12 @@ extension DedupeExecutor {
             var mergeValues: [[SQLValue]] = []
             for id in members {
                 guard let row = try Row.fetchOne(db.cachedStatement(sql: rowSQL), arguments: [id]) else { continue }
-                rows.append(.init(row: rule.identity.key(rowid: id), values: (0..<columns.count).map { row[$0] as String? ?? "NULL" }))
+                rows.append(.init(row: try keys.key(id), values: (0..<columns.count).map { row[$0] as String? ?? "NULL" }))
                 mergeValues.append((columns.count..<selected.count).map { SQLValue(row[$0] as DatabaseValue) })
             }
             var sample = GroupSample(
-                key: rows.first.map { row in keyIndexes.map { row.values[$0] } } ?? [], winner: rule.identity.key(rowid: group.winner),
-                losers: group.losers.map(rule.identity.key(rowid:)))
+                key: rows.first.map { row in keyIndexes.map { row.values[$0] } } ?? [], winner: try keys.key(group.winner),
+                losers: try group.losers.map(keys.key))
             sample.columns = columns
             sample.rows = rows
             // The same resolution as the batch: the winner's values, then the losers' in winner order.
@@ -244,7 +252,7 @@ extension DedupeExecutor {
                     if count > 0 {
                         sample.children.append(
                             .init(
-                                reference: path.label, loser: rule.identity.key(rowid: loser), rows: count,
+                                reference: path.label, loser: try keys.key(loser), rows: count,
                                 mayCollide: !path.uniqueKeys.isEmpty))
                     }
                 }

@@ -134,13 +134,14 @@ struct DedupeExecutor {
         // stretch of the table, and over the run every page is rewritten about once, whatever
         // the size of the groups and wherever their rows lie.
         let first = filesByPosition ? "winnow_r" : "winnow_w"
+        let numbers = RowNumbers(rule)
         let partition = rule.groupExpressions().joined(separator: ", ")
         return """
             INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
             SELECT \(first), winnow_w, winnow_n, winnow_r, winnow_p FROM (
-                SELECT \(rule.rowID) AS winnow_r,
+                SELECT \(numbers.number(of: nil)) AS winnow_r,
                        row_number() OVER winnow_window AS winnow_n,
-                       first_value(\(rule.rowID)) OVER winnow_window AS winnow_w,
+                       first_value(\(numbers.number(of: nil))) OVER winnow_window AS winnow_w,
                        (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_p
                 FROM \(rule.qualifiedTable)
                 WHERE \(rule.candidateFilter())\(duplicatesOnly)
@@ -157,11 +158,19 @@ extension DedupeExecutor: RuleExecution {
 
     func deletionDigest() throws -> String? {
         guard !writer.writes else { return nil }
-        // Streamed: the rowids of the rows the dry run would have deleted, 8 bytes each, in order.
+        // Streamed: the rowids of the rows the dry run would have deleted, 8 bytes each, in order;
+        // for a table without rowids, their primary keys, packed, in key order.
         var hasher = SHA256()
-        let rows = try Int64.fetchCursor(db, sql: "SELECT rid FROM temp.winnow_dry_deleted ORDER BY rid")
-        while let rid = try rows.next() {
-            withUnsafeBytes(of: rid.bigEndian) { hasher.update(bufferPointer: $0) }
+        let numbers = RowNumbers(rule)
+        if numbers.mapped {
+            let keys = try Data.fetchCursor(
+                db, sql: "SELECT \(numbers.journalKey(numbered: "rid")) FROM temp.winnow_dry_deleted ORDER BY rid")
+            while let key = try keys.next() { hasher.update(data: key) }
+        } else {
+            let rows = try Int64.fetchCursor(db, sql: "SELECT rid FROM temp.winnow_dry_deleted ORDER BY rid")
+            while let rid = try rows.next() {
+                withUnsafeBytes(of: rid.bigEndian) { hasher.update(bufferPointer: $0) }
+            }
         }
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }

@@ -21,7 +21,7 @@ struct DryRunWriter: BatchWriter {
             sql: """
                 SELECT count(*) FROM \(rule.qualifiedTable) WHERE \(selection)
                 AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())
-                AND \(rule.rowID) NOT IN (SELECT rid FROM temp.winnow_dry_deleted)
+                AND NOT \(RowNumbers(rule).among("SELECT rid FROM temp.winnow_dry_deleted"))
                 """, arguments: arguments) ?? 0
     }
     func recordProgress(_ totals: Counts, db: Database) throws {}

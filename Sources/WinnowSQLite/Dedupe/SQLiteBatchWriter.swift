@@ -14,11 +14,6 @@ final class SQLiteBatchWriter: BatchWriter {
     /// Journal statements by shape and selection, spelled once.
     private var journalSQL: [String: String] = [:]
 
-    static let recordGroups = """
-        INSERT INTO winnow_run_groups (run_id, rule, batch, tbl, winner, loser)
-        SELECT ?, ?, ?, ?, winner, rid FROM temp.winnow_batch ORDER BY winner, rn
-        """
-
     init(runID: Int64) {
         self.runID = runID
     }
@@ -63,7 +58,7 @@ final class SQLiteBatchWriter: BatchWriter {
         guard let shape = shapes[key] else {
             throw WinnowError.internal("journal shape of \(table) was not prepared")
         }
-        let sqlKey = key + "\u{1E}" + whereSQL
+        let sqlKey = key + "\u{1E}" + rowID + "\u{1E}" + whereSQL
         let sql: String
         if let known = journalSQL[sqlKey] {
             sql = known
@@ -86,8 +81,9 @@ final class SQLiteBatchWriter: BatchWriter {
             let path = rule.references[delete.path]
             if archive {
                 try journal(
-                    db, op: "delete", rule: rule.rule.index, batch: work.number, table: path.childTable, rowID: path.childRowID,
-                    columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [delete.childRowID])
+                    db, op: "delete", rule: rule.rule.index, batch: work.number, table: path.childTable,
+                    rowID: sql.childNumbers[delete.path].journalKey, columns: path.childStoredColumns,
+                    whereSQL: sql.childNumbers[delete.path].numbered("?"), arguments: [delete.childRowID])
             }
             try db.cachedStatement(sql: sql.deleteChild[delete.path]).execute(arguments: [delete.childRowID])
         }
@@ -96,9 +92,11 @@ final class SQLiteBatchWriter: BatchWriter {
         for repoint in work.repoints {
             let path = rule.references[repoint.path]
             if archive {
+                let key = sql.repointedKey[repoint.path]
                 try journal(
-                    db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable, rowID: path.childRowID,
-                    columns: path.childStoredColumns, whereSQL: "\(path.childRowID) = ?", arguments: [repoint.childRowID])
+                    db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable,
+                    rowID: key.sql, columns: path.childStoredColumns, whereSQL: sql.childNumbers[repoint.path].numbered("?"),
+                    arguments: StatementArguments(key.values.map { repoint.values[$0] } + [repoint.childRowID.databaseValue]))
             }
             try db.cachedStatement(sql: sql.repointChild[repoint.path])
                 .execute(arguments: StatementArguments(repoint.values + [repoint.childRowID.databaseValue]))
@@ -107,9 +105,9 @@ final class SQLiteBatchWriter: BatchWriter {
             let path = rule.references[index]
             if archive {
                 try journal(
-                    db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable, rowID: path.childRowID,
-                    columns: path.childStoredColumns,
-                    whereSQL: "\(path.childRowID) IN (SELECT child FROM temp.winnow_moves WHERE path = \(index))", arguments: [])
+                    db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable,
+                    rowID: sql.movedKey[index], columns: path.childStoredColumns,
+                    whereSQL: sql.childNumbers[index].among("SELECT child FROM temp.winnow_moves WHERE path = \(index)"), arguments: [])
             }
             try db.cachedStatement(sql: sql.applyMoves[index]).execute()
             guard db.changesCount == count else {
@@ -121,7 +119,7 @@ final class SQLiteBatchWriter: BatchWriter {
         if work.merges > 0 {
             if archive {
                 try journal(
-                    db, op: "update", rule: rule.rule.index, batch: work.number, table: rule.table, rowID: rule.rowID,
+                    db, op: "update", rule: rule.rule.index, batch: work.number, table: rule.table, rowID: sql.numbers.journalKey,
                     columns: rule.storedColumns, whereSQL: sql.mergedSelection, arguments: [])
             }
             var updated = 0
@@ -148,7 +146,7 @@ final class SQLiteBatchWriter: BatchWriter {
                     throw WinnowError.internal(
                         """
                         \(rule.rule.keyPath) (\(rule.table)): \(count) row(s) of \(path.label) would be left pointing at deleted rows \
-                        (first: rowid \(row[1] as Int64? ?? 0)); the batch was rolled back
+                        (first: \(try sql.childNumbers[index].keys(db).key(row[1] as Int64? ?? 0))); the batch was rolled back
                         """)
                 }
             }
@@ -163,10 +161,10 @@ final class SQLiteBatchWriter: BatchWriter {
         if work.deleted > 0 {
             if archive {
                 try journal(
-                    db, op: "delete", rule: rule.rule.index, batch: work.number, table: rule.table, rowID: rule.rowID,
+                    db, op: "delete", rule: rule.rule.index, batch: work.number, table: rule.table, rowID: sql.numbers.journalKey,
                     columns: rule.storedColumns, whereSQL: sql.loserSelection, arguments: [])
                 // Which winner each loser went to (`winnow show` lists the groups).
-                try db.cachedStatement(sql: Self.recordGroups).execute(arguments: [runID, rule.rule.index, work.number, rule.table])
+                try db.cachedStatement(sql: sql.recordGroups).execute(arguments: [runID, rule.rule.index, work.number, rule.table])
             }
             try db.cachedStatement(sql: sql.deleteLosers).execute()
         }
@@ -177,7 +175,8 @@ final class SQLiteBatchWriter: BatchWriter {
         let stale = "\(selection) AND \(column.sqlIdentifier) IS NOT \(rule.hashExpression())"
         if rule.rule.archive {
             try journal(
-                db, op: "update", rule: rule.rule.index, batch: batch, table: rule.table, rowID: rule.rowID, columns: [column],
+                db, op: "update", rule: rule.rule.index, batch: batch, table: rule.table, rowID: RowNumbers(rule).journalKey,
+                columns: [column],
                 whereSQL: stale, arguments: arguments)
         }
         try db.execute(

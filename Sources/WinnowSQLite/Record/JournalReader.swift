@@ -3,16 +3,38 @@ import GRDB
 import WinnowCore
 
 /// Reads the journal and the group records for `winnow show`: images decoded from their
-/// binary form (``ValueCodec``), rows named by rowid (or the rowid's alias column), and each
-/// changed row read again as it is now.
+/// binary form (``ValueCodec``), rows named by rowid (or the rowid's alias column) or, in a
+/// `WITHOUT ROWID` table, by primary key (kept packed), and each changed row read again as it
+/// is now.
 enum JournalReader {
-    /// A table's rowid as people name it: its `INTEGER PRIMARY KEY` column, else `rowid`.
+    /// A table's rows as people name them: its `INTEGER PRIMARY KEY` column, else `rowid`; or
+    /// its primary key's columns.
     struct Naming {
         var table: String
         var live: LiveTable?
 
-        func key(_ rid: Int64) -> RowKey {
-            RowKey(stored: String(rid), parts: [RowKey.Part(column: live?.rowIDAlias ?? "rowid", literal: String(rid))])
+        /// The values that name the row whose journaled identity is `rid`: its rowid, or its
+        /// primary key's values unpacked.
+        func values(_ rid: DatabaseValue) throws -> [DatabaseValue] {
+            guard case let .blob(packed) = rid.storage else { return [rid] }
+            return try ValueCodec.decode([UInt8](packed))
+        }
+
+        func key(_ rid: DatabaseValue) throws -> RowKey {
+            let literals = try values(rid).map { SQLValue($0).quotedLiteral }
+            if case .blob = rid.storage, let live, !live.hasRowID {
+                return RowIdentity.primaryKey(live.primaryKey).key(literals: literals)
+            }
+            let literal = literals.first ?? "NULL"
+            return RowKey(stored: literal, parts: [RowKey.Part(column: live?.rowIDAlias ?? "rowid", literal: literal)])
+        }
+
+        /// A condition selecting the row named by ``values(_:)`` (one `?` per value).
+        var selection: String? {
+            guard let live else { return nil }
+            if let rowID = live.rowIDExpression { return "\(rowID) = ?" }
+            guard !live.primaryKey.isEmpty else { return nil }
+            return live.primaryKey.map { "\($0.sqlIdentifier) = ?" }.joined(separator: " AND ")
         }
     }
 
@@ -37,7 +59,8 @@ enum JournalReader {
         ).map { row in
             let naming = try tables.naming(row[2])
             return GroupRecord(
-                rule: row[0], batch: row[1], table: naming.live?.name ?? row[2], winner: naming.key(row[3]), loser: naming.key(row[4]))
+                rule: row[0], batch: row[1], table: naming.live?.name ?? row[2], winner: try naming.key(row[3]),
+                loser: try naming.key(row[4]))
         }
     }
 
@@ -46,6 +69,7 @@ enum JournalReader {
         var shapes: [Int64: (table: String, columns: [String])] = [:]
         let filter = batches.map { " AND j.batch IN (\($0.sorted().map(String.init).joined(separator: ", ")))" } ?? ""
         var records: [JournalRecord] = []
+        var identities: [[DatabaseValue]] = []
         let rule = Bookkeeping.column("rule", in: try Bookkeeping.columns(of: "winnow_journal", SQLiteSession(db)))
         let cursor = try Row.fetchCursor(
             db,
@@ -64,21 +88,23 @@ enum JournalReader {
             let shape = shapes[shapeID]!
             let values = try ValueCodec.decode([UInt8](row[4] as Data))
             let naming = try tables.naming(shape.table)
+            identities.append(try naming.values(row[3]))
             records.append(
                 JournalRecord(
                     batch: row[0], rule: row[5], operation: (row[1] as String) == "delete" ? .delete : .update,
                     table: naming.live?.name ?? shape.table,
-                    key: naming.key(row[3]), columns: shape.columns, before: values.map { SQLValue($0).quotedLiteral }))
+                    key: try naming.key(row[3]), columns: shape.columns, before: values.map { SQLValue($0).quotedLiteral }))
         }
-        // Each changed row as it is now, by rowid.
+        // Each changed row as it is now, by rowid or primary key.
         for index in records.indices where records[index].operation == .update {
             let record = records[index]
-            guard let live = try tables.naming(record.table).live, let rowID = live.rowIDExpression,
+            let naming = try tables.naming(record.table)
+            guard let live = naming.live, let selection = naming.selection,
                 record.columns.allSatisfy({ live.column(named: $0) != nil })
             else { continue }
             let sql =
-                "SELECT \(record.columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM main.\(live.name.sqlIdentifier) WHERE \(rowID) = ?"
-            if let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [Int64(record.key.stored) ?? 0]) {
+                "SELECT \(record.columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM main.\(live.name.sqlIdentifier) WHERE \(selection)"
+            if let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: StatementArguments(identities[index])) {
                 records[index].now = row.databaseValues.map { SQLValue($0).quotedLiteral }
             }
         }

@@ -13,9 +13,14 @@ public enum Restorer {
     struct Shape {
         var table: String
         var columns: [String]
-        var rowID: String
+        /// The table's rowid; nil for a `WITHOUT ROWID` table, whose rows the journal names by
+        /// primary key (packed).
+        var rowID: String?
         /// Whether the rowid is one of `columns` (an INTEGER PRIMARY KEY alias).
         var rowIDInColumns: Bool
+        /// The condition that selects a journaled row (one `?` per value of its identity).
+        var selection: String
+        var naming: JournalReader.Naming
     }
 
     static func undo(_ db: Database, runID: Int64, restoreID: Int64) throws -> (Int, Int) {
@@ -39,12 +44,15 @@ public enum Restorer {
             for column in columns where live.column(named: column) == nil {
                 throw WinnowError.refused("cannot restore run \(runID): table '\(table)' no longer has column '\(column)'")
             }
-            guard let rowID = live.rowIDExpression else {
-                throw WinnowError.refused("cannot restore run \(runID): '\(table)' has no rowid")
+            let naming = JournalReader.Naming(table: live.name, live: live)
+            guard let selection = naming.selection else {
+                throw WinnowError.refused("cannot restore run \(runID): '\(table)' has neither a rowid nor a primary key")
             }
+            let rowID = live.rowIDExpression
             let result = Shape(
                 table: live.name, columns: columns, rowID: rowID,
-                rowIDInColumns: live.rowIDAlias.map { alias in columns.contains(alias) } ?? false)
+                rowIDInColumns: rowID == nil || (live.rowIDAlias.map { alias in columns.contains(alias) } ?? false),
+                selection: selection, naming: naming)
             shapes[id] = result
             return result
         }
@@ -63,7 +71,8 @@ public enum Restorer {
                 for entry in page {
                     let op: String = entry[1]
                     let shape = try shape(entry[2])
-                    let rid: Int64 = entry[3]
+                    let rid: DatabaseValue = entry[3]
+                    let identity = try shape.naming.values(rid)
                     let image: Data = entry[4]
                     let values = try ValueCodec.decode([UInt8](image))
                     guard values.count == shape.columns.count else { throw WinnowError.io("journal entry \(entry[0] as Int64) is corrupt") }
@@ -71,13 +80,16 @@ public enum Restorer {
                     if op == "delete" {
                         var names = shape.columns.map(\.sqlIdentifier)
                         var arguments = values
-                        if !shape.rowIDInColumns {
-                            names.insert(shape.rowID, at: 0)
-                            arguments.insert(rid.databaseValue, at: 0)
+                        if !shape.rowIDInColumns, let rowID = shape.rowID {
+                            names.insert(rowID, at: 0)
+                            arguments.insert(rid, at: 0)
                         }
-                        if try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE \(shape.rowID) = ?", arguments: [rid]) == true {
+                        if try Bool.fetchOne(
+                            db, sql: "SELECT 1 FROM \(table) WHERE \(shape.selection)", arguments: StatementArguments(identity)) == true
+                        {
                             throw WinnowError.refused(
-                                "cannot restore run \(runID): \(shape.table) rowid \(rid) was deleted by that run but exists again")
+                                "cannot restore run \(runID): \(shape.table) \(try shape.naming.key(rid)) was deleted by that run but exists again"
+                            )
                         }
                         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
                         try db.cachedStatement(sql: "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))")
@@ -85,11 +97,12 @@ public enum Restorer {
                         reinserted += 1
                     } else {
                         let sets = shape.columns.map { "\($0.sqlIdentifier) = ?" }.joined(separator: ", ")
-                        try db.cachedStatement(sql: "UPDATE \(table) SET \(sets) WHERE \(shape.rowID) = ?")
-                            .execute(arguments: StatementArguments(values + [rid.databaseValue]))
+                        try db.cachedStatement(sql: "UPDATE \(table) SET \(sets) WHERE \(shape.selection)")
+                            .execute(arguments: StatementArguments(values + identity))
                         guard db.changesCount == 1 else {
                             throw WinnowError.refused(
-                                "cannot restore run \(runID): \(shape.table) rowid \(rid), changed by that run, no longer exists")
+                                "cannot restore run \(runID): \(shape.table) \(try shape.naming.key(rid)), changed by that run, no longer exists"
+                            )
                         }
                         reverted += 1
                     }

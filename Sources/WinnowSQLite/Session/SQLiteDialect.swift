@@ -22,8 +22,18 @@ public struct SQLiteDialect: SQLDialect {
 
     public func nullSafeEqual(_ a: String, _ b: String) -> String { "\(a) IS \(b)" }
 
+    /// A rowid table's rows by rowid; a `WITHOUT ROWID` table's by its primary key (the batch
+    /// engine numbers them for the run, as the rule's table or as a child: `RowNumbers`).
     public func rowIdentity(of table: LiveTable) -> RowIdentity? {
-        table.rowIDExpression.map { .rowid(expression: $0, alias: table.rowIDAlias) }
+        if let rowid = table.rowIDExpression { return .rowid(expression: rowid, alias: table.rowIDAlias) }
+        if !table.hasRowID, !table.isVirtual, !table.primaryKey.isEmpty { return .primaryKey(table.primaryKey) }
+        return nil
+    }
+
+    /// The change log names rows by rowid.
+    public func unsupported(_ option: RuleOption, on table: LiveTable) -> String? {
+        guard !table.hasRowID, option == .incremental else { return nil }
+        return "'\(table.name)' is a WITHOUT ROWID table; incremental runs log changed rows by rowid"
     }
 
     public func normalized(_ expression: String, by normalizer: Normalizer) -> String { "\(normalizer.sqlFunction)(\(expression))" }
