@@ -45,6 +45,22 @@ final class ThrowawayServer {
         guard result.status == 0 else { throw WinnowError.io("pg_ctl stop failed: \(result.stderr)") }
     }
 
+    /// Puts `lines` at the top of the server's `pg_hba.conf` (the first matching line decides)
+    /// and has the server read its configuration again.
+    func authenticate(_ lines: [String]) throws {
+        let path = "\(dir)/data/pg_hba.conf"
+        let current = try String(contentsOfFile: path, encoding: .utf8)
+        try (lines.joined(separator: "\n") + "\n" + current).write(toFile: path, atomically: false, encoding: .utf8)
+        try reload()
+    }
+
+    /// Has the server read its configuration files again (`pg_ctl reload`).
+    func reload() throws {
+        let result = try Self.run(runAs + ["\(bin)/pg_ctl", "-D", "\(dir)/data", "reload"])
+        guard result.status == 0 else { throw WinnowError.io("pg_ctl reload failed: \(result.stderr)") }
+        Thread.sleep(forTimeInterval: 0.3)
+    }
+
     /// Starts the server again on the same port.
     func start() throws {
         let result = try Self.run(

@@ -1,8 +1,8 @@
 import Foundation
 import WinnowCore
 
-/// The PostgreSQL backend: `postgresql://` URLs (libpq's conventions, see
-/// ``PostgresLocation``), one connection per command.
+/// The PostgreSQL backend: connection strings as libpq reads them (see ``PostgresLocation``),
+/// one connection per command.
 public struct PostgresBackend: DatabaseBackend {
     /// Reads seed databases (SQLite files) for `seed:`.
     let seedBackend: (any DatabaseBackend)?
@@ -15,6 +15,9 @@ public struct PostgresBackend: DatabaseBackend {
 
     public func withSession<T>(_ location: String, mode: AccessMode, _ body: (any DatabaseSession) throws -> T) throws -> T {
         let parsed = try PostgresLocation.parse(location, environment: environment)
+        // What libpq would warn about (a password file others may read), as libpq does: on
+        // standard error, and the connection goes on without it.
+        for warning in parsed.warnings { FileHandle.standardError.write(Data("winnow: warning: \(warning)\n".utf8)) }
         let link = try PostgresLink(parsed)
         let session: PostgresSession
         do {

@@ -29,19 +29,43 @@ final class PostgresLink {
     /// the liveness check's connection.
     static let checkTimeout = 10
 
+    /// Connects to the first of the location's hosts that answers and fits its
+    /// `target_session_attrs` (for `prefer-standby`, a standby first, then any), as libpq does.
     init(_ location: PostgresLocation) throws {
-        self.location = location
         var logger = Logger(label: "winnow.postgres")
         logger.logLevel = .critical
         self.logger = logger
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        do {
-            configuration = try Self.configuration(location)
-            connection = try Self.connect(configuration, on: group, timeout: location.connectTimeout, logger: logger)
-        } catch {
-            try? group.syncShutdownGracefully()
-            throw Self.connectError(error, location)
+        let passes: [PostgresLocation.TargetSessionAttrs] =
+            location.targetSessionAttrs == .preferStandby ? [.standby, .any] : [location.targetSessionAttrs]
+        var failures: [(PostgresLocation, Error)] = []
+        var chosen: (PostgresLocation, PostgresConnection.Configuration, PostgresConnection)?
+        attempts: for wanted in passes {
+            for endpoint in location.endpoints {
+                let here = location.at(endpoint)
+                do {
+                    let configuration = try Self.configuration(here)
+                    let connection = try Self.connect(configuration, on: group, timeout: here.connectTimeout, logger: logger)
+                    if let unfit = try Self.unfit(connection, for: wanted, timeout: here.connectTimeout, logger: logger) {
+                        _ = try? Self.wait(Self.close(connection), seconds: 2)
+                        failures.append((here, WinnowError.notFound(unfit)))
+                        continue
+                    }
+                    chosen = (here, configuration, connection)
+                    break attempts
+                } catch let error as WinnowError where error.exitCode == 64 {
+                    try? group.syncShutdownGracefully()
+                    throw error
+                } catch {
+                    failures.append((here, error))
+                }
+            }
         }
+        guard let chosen else {
+            try? group.syncShutdownGracefully()
+            throw Self.connectError(failures, location)
+        }
+        (self.location, configuration, connection) = chosen
         let watch = self.watch
         connection.closeFuture.whenComplete { _ in watch.markClosed() }
         backendPID = try query("SELECT pg_backend_pid()::int8").first?.first?.int64 ?? 0
@@ -53,6 +77,52 @@ final class PostgresLink {
         try? group.syncShutdownGracefully()
     }
 
+    /// Why the server of `connection` does not fit `wanted` (nil when it does): libpq's checks,
+    /// `transaction_read_only` for read-write and read-only, recovery for primary and standby.
+    static func unfit(
+        _ connection: PostgresConnection, for wanted: PostgresLocation.TargetSessionAttrs, timeout: Int?, logger: Logger
+    ) throws -> String? {
+        let sql: String
+        switch wanted {
+        case .any, .preferStandby: return nil
+        case .readWrite, .readOnly: sql = "SELECT current_setting('transaction_read_only') = 'on'"
+        case .primary, .standby: sql = "SELECT pg_catalog.pg_is_in_recovery()"
+        }
+        let box = RowBox()
+        let query = connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) { row in box.rows.append(row.sqlValues) }
+        guard try wait(query, seconds: TimeInterval(timeout ?? checkTimeout)) != nil, let flag = box.rows.first?.first?.bool else {
+            return "the server did not say whether it \(wanted == .readWrite || wanted == .readOnly ? "is read-only" : "is a standby")"
+        }
+        switch wanted {
+        case .readWrite where flag: return "the server is read-only (target_session_attrs=read-write)"
+        case .readOnly where !flag: return "the server is not read-only (target_session_attrs=read-only)"
+        case .primary where flag: return "the server is a standby (target_session_attrs=primary)"
+        case .standby where !flag: return "the server is not a standby (target_session_attrs=\(wanted.rawValue))"
+        default: return nil
+        }
+    }
+
+    /// The TLS settings of `location`: its root certificates (else the system's) and its client
+    /// certificate, with `verification`.
+    static func tlsSettings(_ location: PostgresLocation, verification: CertificateVerification) throws -> TLSConfiguration {
+        var settings = TLSConfiguration.makeClientConfiguration()
+        settings.certificateVerification = verification
+        do {
+            if let root = location.sslRootCert, root != "system", verification != .none {
+                settings.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(root))
+            }
+            if let certificate = location.sslCert, let key = location.sslKey {
+                settings.certificateChain = try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) }
+                settings.privateKey = .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
+            }
+        } catch {
+            throw WinnowError.usage(
+                "\(location.redacted): cannot read the TLS files (sslrootcert \(location.sslRootCert ?? "-"), sslcert \(location.sslCert ?? "-"), sslkey \(location.sslKey ?? "-")): \(error)"
+            )
+        }
+        return settings
+    }
+
     /// The connection settings of `location`.
     static func configuration(_ location: PostgresLocation) throws -> PostgresConnection.Configuration {
         var configuration: PostgresConnection.Configuration
@@ -61,13 +131,11 @@ final class PostgresLink {
         case .disable:
             tls = .disable
         case .allow, .prefer, .require:
-            var settings = TLSConfiguration.makeClientConfiguration()
-            settings.certificateVerification = .none
-            let context = try NIOSSLContext(configuration: settings)
+            let context = try NIOSSLContext(configuration: try tlsSettings(location, verification: .none))
             tls = location.sslMode == .require ? .require(context) : .prefer(context)
         case .verifyCA, .verifyFull:
-            var settings = TLSConfiguration.makeClientConfiguration()
-            settings.certificateVerification = location.sslMode == .verifyFull ? .fullVerification : .noHostnameVerification
+            let settings = try tlsSettings(
+                location, verification: location.sslMode == .verifyFull ? .fullVerification : .noHostnameVerification)
             tls = .require(try NIOSSLContext(configuration: settings))
         }
         if location.isUnixSocket {
@@ -80,7 +148,7 @@ final class PostgresLink {
         }
         // Without a limit of its own, postgres-nio's connect gives up after an hour.
         configuration.options.connectTimeout = .seconds(Int64(location.connectTimeout ?? 3600))
-        configuration.options.additionalStartupParameters = [("application_name", "winnow")]
+        configuration.options.additionalStartupParameters = [("application_name", location.applicationName)]
         return configuration
     }
 
@@ -244,9 +312,26 @@ final class PostgresLink {
 
     // MARK: connect errors
 
+    /// The failure of every host a location names: the one host's failure, or each host's in
+    /// the order tried.
+    static func connectError(_ failures: [(PostgresLocation, Error)], _ location: PostgresLocation) -> WinnowError {
+        guard failures.count > 1 else {
+            return connectError(failures.first?.1 ?? ChannelError.alreadyClosed, failures.first?.0 ?? location)
+        }
+        let each = failures.map { location, error -> String in
+            let message = connectError(error, location).description
+            return message.hasPrefix("PostgreSQL at ") || message.hasPrefix("cannot reach ")
+                ? message : "\(location.serverDescription): \(message)"
+        }
+        return .notFound("no host of \(location.redacted) could be used: \(each.joined(separator: "; "))")
+    }
+
     /// The failure of a connection attempt: exit 66 naming the server and the reason in words,
     /// never the password.
     static func connectError(_ error: Error, _ location: PostgresLocation) -> WinnowError {
+        if let error = error as? WinnowError, case let .notFound(why) = error {
+            return .notFound("PostgreSQL at \(location.serverDescription) (database \(location.database), user \(location.user)): \(why)")
+        }
         let target = "PostgreSQL at \(location.serverDescription) (database \(location.database), user \(location.user))"
         if let error = error as? PSQLError {
             if let state = error.serverInfo?[.sqlState] {
