@@ -54,6 +54,19 @@ final class ThrowawayServer {
         try reload()
     }
 
+    /// Copies `path` into the server's data folder as `name`, owned by the server's user and
+    /// readable by it only (as a private key must be).
+    func install(_ path: String, as name: String) throws {
+        let target = "\(dir)/data/\(name)"
+        try? FileManager.default.removeItem(atPath: target)
+        try FileManager.default.copyItem(atPath: path, toPath: target)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: target)
+        if !runAs.isEmpty {
+            let result = try Self.run(["chown", "postgres", target])
+            guard result.status == 0 else { throw WinnowError.io("chown failed: \(result.stderr)") }
+        }
+    }
+
     /// Has the server read its configuration files again (`pg_ctl reload`).
     func reload() throws {
         let result = try Self.run(runAs + ["\(bin)/pg_ctl", "-D", "\(dir)/data", "reload"])

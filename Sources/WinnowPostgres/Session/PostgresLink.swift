@@ -329,6 +329,10 @@ final class PostgresLink {
     /// The failure of a connection attempt: exit 66 naming the server and the reason in words,
     /// never the password.
     static func connectError(_ error: Error, _ location: PostgresLocation) -> WinnowError {
+        if let refused = PostgresTLSDiagnosis.reason(error, location) {
+            return .notFound(
+                "PostgreSQL at \(location.serverDescription) (database \(location.database), user \(location.user)): \(refused)")
+        }
         if let error = error as? WinnowError, case let .notFound(why) = error {
             return .notFound("PostgreSQL at \(location.serverDescription) (database \(location.database), user \(location.user)): \(why)")
         }
