@@ -38,6 +38,42 @@ final class ThrowawayServer {
         runAs = getuid() == 0 ? ["runuser", "-u", "postgres", "--"] : []
     }
 
+    private init(url: String, dir: String, port: Int, bin: String, runAs: [String]) {
+        self.url = url
+        self.dir = dir
+        self.port = port
+        self.bin = bin
+        self.runAs = runAs
+    }
+
+    /// A hot standby of this server (`pg_basebackup -R`, streaming from it), started on a free
+    /// port in a folder of its own; ``remove()`` stops it.
+    func standby() throws -> ThrowawayServer {
+        let folder = try TestSupport.scratchDirectory("standby").path
+        if !runAs.isEmpty { _ = try Self.run(["chown", "postgres", folder]) }
+        let backup = try Self.run(
+            runAs + ["\(bin)/pg_basebackup", "-D", "\(folder)/data", "-R", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres"])
+        guard backup.status == 0 else { throw WinnowError.io("pg_basebackup failed: \(backup.stderr)") }
+        for candidate in (port + 100)..<(port + 140) {
+            let start = try Self.run(
+                runAs + [
+                    "\(bin)/pg_ctl", "-D", "\(folder)/data", "-o", "-h 127.0.0.1 -p \(candidate) -k \(folder) -c fsync=off", "-l",
+                    "\(folder)/log.\(candidate)", "-w", "start",
+                ])
+            if start.status == 0 {
+                return ThrowawayServer(
+                    url: "postgresql://postgres@127.0.0.1:\(candidate)/postgres", dir: folder, port: candidate, bin: bin, runAs: runAs)
+            }
+        }
+        throw WinnowError.io("the standby did not start")
+    }
+
+    /// Makes a standby the primary (`pg_ctl promote`).
+    func promote() throws {
+        let result = try Self.run(runAs + ["\(bin)/pg_ctl", "-D", "\(dir)/data", "-w", "promote"])
+        guard result.status == 0 else { throw WinnowError.io("pg_ctl promote failed: \(result.stderr)") }
+    }
+
     /// Stops the server the hard way (`pg_ctl stop -m immediate`: every server process quits at
     /// once, as in a crash; the next start recovers).
     func killImmediately() throws {

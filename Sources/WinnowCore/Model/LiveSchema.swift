@@ -108,6 +108,9 @@ public struct LiveTable: Sendable {
     }
     /// Whether every column's collation could be read from the DDL.
     public var collationsKnown = true
+    /// Whether the connection sees only the rows a row-level security policy lets it see
+    /// (PostgreSQL: the table has RLS enabled and the role does not bypass it).
+    public var rowSecurity = false
 
     /// Columns that hold stored data (generated columns left out), in table order.
     public var storedColumns: [LiveColumn] { columns.filter(\.isStored) }

@@ -113,6 +113,10 @@ public struct CompiledRule: Sendable {
     /// `SELECT` giving the rows as a pending migration will leave them (guards checked before it runs).
     public var sources: [String: String] = [:]
 
+    /// The tables the rule reads (its own, the tables that reference it) that the connection
+    /// sees only part of, under row-level security (``LiveTable/rowSecurity``).
+    public var rowSecurityTables: [String] = []
+
     /// How the rule's SQL is spelled.
     public var dialect: any SQLDialect
     /// Declared types of the table's columns (how a dialect orders and compares them).

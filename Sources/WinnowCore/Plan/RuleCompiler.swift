@@ -121,6 +121,9 @@ public enum RuleCompiler {
             hashColumn: hashColumn, winnerTerms: winnerTerms, tieBreakColumns: nonKeyStored,
             normalizers: normalizers, dialect: dialect)
         compiled.winnerCollations = collations
+        compiled.rowSecurityTables = ([table.name] + references.map(\.childTable)).filter { name in
+            schema.table(named: name)?.rowSecurity == true
+        }.reduce(into: [String]()) { names, name in if !names.contains(name) { names.append(name) } }
         compiled.columnTypes = Dictionary(table.columns.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         compiled.foreignKeysSuspendable = foreignKeysSuspendable(
             table: table, schema: schema, references: references,

@@ -26,6 +26,7 @@ extension JobRunner {
             let rules: [CompiledRule]
             do {
                 rules = try compile(job, session)
+                try refuseRowSecurity(rules, options: options)
             } catch let error as WinnowError where !drift.isEmpty {
                 notes.append("dedupe rules not checked: \(error.description)")
                 return []

@@ -22,7 +22,8 @@ extension JobRunner {
     /// when there are migration steps and `readingRows`, the data guards on the rows as the
     /// migration will leave them.
     package static func preflight(
-        _ job: Job, target: SchemaModel?, session: any DatabaseSession, settings: BatchSettings, readingRows: Bool = true
+        _ job: Job, target: SchemaModel?, session: any DatabaseSession, settings: BatchSettings, readingRows: Bool = true,
+        options: RunOptions = RunOptions()
     ) throws -> Preflight {
         let live = try session.inspect()
         var checked = Preflight()
@@ -36,6 +37,7 @@ extension JobRunner {
             resulting = rehearsed.result
         }
         checked.rules = try job.dedupe.map { try RuleCompiler.compile($0, schema: resulting, dialect: session.dialect) }
+        if readingRows { try refuseRowSecurity(checked.rules, options: options) }
         if let seed = job.seed { _ = try session.seed(seed, runID: nil, checkingAgainst: resulting) }
         if readingRows, let plan = checked.plan, !plan.steps.isEmpty {
             let preview = MigrationPreview(live: live, steps: plan.steps, dialect: session.dialect)

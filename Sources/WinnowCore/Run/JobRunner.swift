@@ -44,7 +44,7 @@ public enum JobRunner {
             var notes: [String] = []
             // What `run` refuses before its first write, `plan` refuses too; with a migration,
             // the rules are evaluated on the rows as it will leave them.
-            let checked = try preflight(job, target: target, session: session, settings: settings(job, options))
+            let checked = try preflight(job, target: target, session: session, settings: settings(job, options), options: options)
             let migration = checked.steps
             if let target, migration.isEmpty { notes.append("schema: the database already matches version \(target.version)") }
             if !checked.sources.isEmpty { notes.append("dedupe counts are of the rows as the migration will leave them") }
@@ -91,7 +91,7 @@ public enum JobRunner {
     static func confirm(
         _ approved: SavedPlan.Fingerprints, job: Job, target: SchemaModel?, options: RunOptions, session: any DatabaseSession
     ) throws {
-        let checked = try preflight(job, target: target, session: session, settings: settings(job, options))
+        let checked = try preflight(job, target: target, session: session, settings: settings(job, options), options: options)
         var dry = options
         dry.fingerprints = true
         dry.sampleLimit = 0

@@ -61,7 +61,7 @@ final class RunExecution {
             onEvent(.migrationStep(index: applied.count, step: planned, seconds: Date().timeIntervalSince(started)))
         }
         // Everything the job can be refused for is checked before the first write.
-        let plan = try JobRunner.preflight(job, target: target, session: session, settings: settings).plan
+        let plan = try JobRunner.preflight(job, target: target, session: session, settings: settings, options: options).plan
         kept = plan?.kept ?? []
         // The old rows a finished cut-over set aside, left by a killed run.
         try session.finishInterrupted(.retired, settings: settings)
@@ -88,6 +88,7 @@ final class RunExecution {
         }
         // 3. Deduplicate, against the schema as the migration left it.
         let rules = try JobRunner.compile(job, session)
+        try JobRunner.refuseRowSecurity(rules, options: options)
         let summaries: [RuleSummary]
         do {
             summaries = try JobRunner.dedupe(

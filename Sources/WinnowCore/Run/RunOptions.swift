@@ -22,6 +22,8 @@ public struct RunOptions: Sendable {
     public var approvedPlan: SavedPlan.Fingerprints?
     /// A fleet's signal to stop after the batch in flight (status `stopped`, like --max-duration).
     public var stop: StopSignal?
+    /// `--allow-row-security`: run rules on tables the connection sees only part of.
+    public var allowRowSecurity = false
 
     public init(
         database: String? = nil, batchSize: Int? = nil, dryRun: Bool = false, wait: TimeInterval? = nil,

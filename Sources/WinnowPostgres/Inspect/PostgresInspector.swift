@@ -12,7 +12,12 @@ struct PostgresInspector {
     func inspect() throws -> LiveSchema {
         let tables = try session.rows(
             """
-            SELECT c.oid::int8, c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            SELECT c.oid::int8, c.relname::text,
+                   -- Row-level security applies to this role: enabled, and the role is no superuser, has no
+                   -- BYPASSRLS, and is not the owner (unless the owner is forced too).
+                   c.relrowsecurity AND NOT r.rolsuper AND NOT r.rolbypassrls AND (c.relforcerowsecurity OR c.relowner <> r.oid)
+            FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            CROSS JOIN (SELECT oid, rolsuper, rolbypassrls FROM pg_catalog.pg_roles WHERE rolname = current_user) AS r
             WHERE n.nspname = ? AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND left(lower(c.relname), 7) <> 'winnow_'
             ORDER BY c.relname
             """, [schema])
@@ -104,10 +109,10 @@ struct PostgresInspector {
                     childTable: name, childColumns: Self.textArray(fk[2]), parentTable: fk[1].string ?? "",
                     parentColumns: Self.textArray(fk[3]))
             }
-            result.append(
-                LiveTable(
-                    name: name, columns: liveColumns, hasRowID: false, isVirtual: false, foreignKeys: liveForeignKeys,
-                    indexes: liveIndexes))
+            var table = LiveTable(
+                name: name, columns: liveColumns, hasRowID: false, isVirtual: false, foreignKeys: liveForeignKeys, indexes: liveIndexes)
+            table.rowSecurity = row[2].bool == true
+            result.append(table)
         }
         return LiveSchema(tables: result)
     }

@@ -28,6 +28,12 @@ struct Check: ParsableCommand {
     @Flag(name: .long, help: "Print only what was found (one line per failing job; json: the failing jobs' objects) and errors.")
     var quiet = false
     @Flag(name: .long, help: "No more detail than without it; winnow plan JOB --verbose lists every duplicate group.") var verbose = false
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Count duplicates in PostgreSQL tables under row-level security that the connection's role does not bypass "
+                + "(it sees only some rows).")
+    ) var allowRowSecurity = false
     @Argument(help: "Job files or folders of job files.") var jobs: [String]
 
     /// The job files named, folders expanded to their YAML files in name order.
@@ -63,16 +69,14 @@ struct Check: ParsableCommand {
                 if stores.count > 1 || fleet.given {
                     let printed: OutputFormat? = format == .text || format == .json ? format : nil
                     let result = FleetReport.run(stores, flags: fleet, format: printed, quiet: quiet, command: "check") { store in
-                        let summary = try JobRunner.check(
-                            job, options: RunOptions(database: store, sampleLimit: 0), backend: BackendRouter())
+                        let summary = try JobRunner.check(job, options: options(store), backend: BackendRouter())
                         return (summary, Renderer.checkFailed(summary) ? ExitStatus.findings : ExitStatus.ok)
                     }
                     fleetOutcomes.append((job.file, result.outcomes))
                     fleetCode = FleetRunner.worst([fleetCode ?? 0, result.code])
                     continue
                 }
-                let summary = try JobRunner.check(
-                    job, options: RunOptions(database: stores.first, sampleLimit: 0), backend: BackendRouter())
+                let summary = try JobRunner.check(job, options: options(stores.first), backend: BackendRouter())
                 summaries.append(summary)
                 switch format {
                 case .text where quiet:
@@ -98,5 +102,12 @@ struct Check: ParsableCommand {
             let single = summaries.contains(where: Renderer.checkFailed) ? ExitStatus.findings : ExitStatus.ok
             return FleetRunner.worst([single, fleetCode ?? 0])
         }
+    }
+
+    /// The run options of one store.
+    func options(_ store: String?) -> RunOptions {
+        var options = RunOptions(database: store, sampleLimit: 0)
+        options.allowRowSecurity = allowRowSecurity
+        return options
     }
 }

@@ -10,15 +10,24 @@ struct JobOptions: ParsableArguments {
         help: ArgumentHelp("Duplicate groups per transaction; overrides the job's batch.size.", valueName: "n"))
     var batchSize: Int?
 
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Run rules on PostgreSQL tables under row-level security that the connection's role does not bypass (it sees only some rows)."
+        ))
+    var allowRowSecurity = false
+
     func validate() throws {
         if let size = batchSize, size < 1 { throw ValidationError("--batch-size must be at least 1") }
     }
 }
 
 func runOptions<Help>(_ common: CommandOptions<Help>, _ job: JobOptions, dryRun: Bool = false, wait: Double? = nil) -> RunOptions {
-    RunOptions(
+    var options = RunOptions(
         database: common.database, batchSize: job.batchSize, dryRun: dryRun, wait: wait,
         sampleLimit: common.verbose ? nil : 20)
+    options.allowRowSecurity = job.allowRowSecurity
+    return options
 }
 
 func eventPrinter<Help>(_ options: CommandOptions<Help>) -> (RunEvent) -> Void {
