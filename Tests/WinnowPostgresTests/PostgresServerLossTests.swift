@@ -30,7 +30,7 @@ final class PostgresServerLossTests: XCTestCase {
 
     /// The folder, the SQLite file the data comes from, the job, and the rows an uninterrupted
     /// run leaves (on the shared server).
-    func prepare() throws -> (dir: URL, template: String, job: String, expected: [String: [String]]) {
+    static func prepare() throws -> (dir: URL, template: String, job: String, expected: [String: [String]]) {
         let shared = try PostgresServer.require()
         let dir = try TestSupport.scratchDirectory()
         let template = try TestSupport.makeDatabase(at: dir.appendingPathComponent("template.sqlite").path, sql: Self.data)
@@ -44,7 +44,7 @@ final class PostgresServerLossTests: XCTestCase {
 
     /// `pg_ctl stop -m immediate` while the run is in its batches.
     func testServerKilledMidRunEndsTheRunAtOnceAndTheRerunConverges() throws {
-        let (_, template, job, expected) = try prepare()
+        let (_, template, job, expected) = try Self.prepare()
         let server = try ThrowawayServer()
         defer { server.remove() }
         try PostgresServer.load(template, into: server.url)
@@ -72,7 +72,7 @@ final class PostgresServerLossTests: XCTestCase {
     /// stays open and nothing answers. The liveness check (here after 2 s, with a 2 s connect
     /// timeout for its own connection) gives the server up.
     func testFrozenServerEndsTheRunAndTheRerunConverges() throws {
-        let (_, template, job, expected) = try prepare()
+        let (_, template, job, expected) = try Self.prepare()
         let server = try ThrowawayServer()
         defer { server.remove() }
         try PostgresServer.load(template, into: server.url)

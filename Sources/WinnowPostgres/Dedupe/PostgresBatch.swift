@@ -302,20 +302,40 @@ struct PostgresBatch {
         return work
     }
 
-    /// Retries a batch that lost a deadlock or a serialization conflict (it was rolled back whole).
+    /// Retries a batch that lost a deadlock or a serialization conflict (it was rolled back
+    /// whole), and one that waited longer than its `lock_timeout` for a lock another session
+    /// holds: after a back-off (0.25 s, doubling), a few times, then the run ends (exit 75) naming
+    /// the table. A batch never waits without end, so no other writer queues behind it for long.
     func retrying(_ body: () throws -> Void) throws {
-        var attempt = 0
+        var conflicts = 0
+        var lockWaits = 0
         while true {
             do {
                 return try body()
             } catch let error as PSQLError {
-                let state = error.serverInfo?[.sqlState]
-                guard state == "40001" || state == "40P01", attempt < 5 else { throw error }
-                attempt += 1
-                Thread.sleep(forTimeInterval: 0.05 * Double(attempt))
+                switch error.serverInfo?[.sqlState] {
+                case "40001" where conflicts < 5, "40P01" where conflicts < 5:
+                    conflicts += 1
+                    Thread.sleep(forTimeInterval: 0.05 * Double(conflicts))
+                case "55P03" where lockWaits < Self.lockRetries:
+                    Thread.sleep(forTimeInterval: 0.25 * Double(1 << lockWaits))
+                    lockWaits += 1
+                case "55P03":
+                    throw WinnowError.locked(
+                        """
+                        \(rule.rule.keyPath) (\(rule.table)): another session held a lock on \(rule.table) (or a table that \
+                        references it) for longer than lock_timeout (\(timeouts.lock) ms), \(lockWaits + 1) times; the batch was \
+                        rolled back and earlier batches stay committed; retry later
+                        """)
+                default:
+                    throw error
+                }
             }
         }
     }
+
+    /// How many times a batch that timed out waiting for a lock is tried again.
+    static let lockRetries = 4
 
     /// The batch's groups as they are now: rows that still share a key, in winner order; and
     /// how many members discovery put in the batch (nil when no row came back).
