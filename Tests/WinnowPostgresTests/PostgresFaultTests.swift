@@ -60,6 +60,144 @@ final class PostgresFaultTests: XCTestCase {
         XCTAssertEqual(rerun.status, 0, rerun.stderr)
         XCTAssertEqual(try PostgresServer.rows(server.url, tables: ["customers"]), expected)
     }
+
+    /// A TCP proxy between winnow and the server (Python, started by the test): `SIGUSR1` drops
+    /// every connection (as a restarting load balancer does), `SIGUSR2` stops it answering
+    /// (connections stay open, nothing goes through, new ones are accepted and left silent).
+    final class Proxy {
+        let port: Int
+        private let process = Process()
+
+        static let script = """
+            import signal, socket, sys, threading, time
+            target = int(sys.argv[1])
+            listener = socket.socket()
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(64)
+            print(listener.getsockname()[1], flush=True)
+            sockets, lock, frozen = [], threading.Lock(), threading.Event()
+            def pump(source, target):
+                try:
+                    while True:
+                        data = source.recv(65536)
+                        if not data:
+                            break
+                        while frozen.is_set():
+                            time.sleep(3600)
+                        target.sendall(data)
+                except OSError:
+                    pass
+                for s in (source, target):
+                    try:
+                        s.close()
+                    except OSError:
+                        pass
+            def drop(*_):
+                with lock:
+                    for s in sockets:
+                        try:
+                            s.shutdown(socket.SHUT_RDWR)
+                            s.close()
+                        except OSError:
+                            pass
+                    sockets.clear()
+            signal.signal(signal.SIGUSR1, drop)
+            signal.signal(signal.SIGUSR2, lambda *_: frozen.set())
+            while True:
+                client, _ = listener.accept()
+                with lock:
+                    sockets.append(client)
+                if frozen.is_set():
+                    continue
+                upstream = socket.create_connection(("127.0.0.1", target))
+                with lock:
+                    sockets.append(upstream)
+                threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
+                threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+            """
+
+        init(to target: Int, in dir: URL) throws {
+            let path = dir.appendingPathComponent("proxy.py").path
+            try Self.script.write(toFile: path, atomically: true, encoding: .utf8)
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", path, String(target)]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let data = out.fileHandleForReading.availableData
+                guard !data.isEmpty else { break }
+                line.append(data)
+            }
+            guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw WinnowError.io("the proxy did not start")
+            }
+            self.port = port
+        }
+
+        func drop() { kill(process.processIdentifier, SIGUSR1) }
+        func freeze() { kill(process.processIdentifier, SIGUSR2) }
+
+        func stop() {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    /// The proxy drops the connection while the run is in its batches: exit 74 at once; the
+    /// rerun converges.
+    func testConnectionDroppedByAProxyEndsTheRunAndTheRerunConverges() throws {
+        let (dir, template, job, expected) = try PostgresServerLossTests.prepare()
+        let server = try ThrowawayServer()
+        defer { server.remove() }
+        try PostgresServer.load(template, into: server.url)
+        let proxy = try Proxy(to: server.port, in: dir)
+        defer { proxy.stop() }
+
+        let through = "postgresql://postgres@127.0.0.1:\(proxy.port)/postgres"
+        let run = try RunningWinnow(["run", job, "--database", through, "--format", "json"])
+        XCTAssertTrue(run.waitForBatches(3, within: 60), "no batch was committed: \(run.stderrText)")
+        proxy.drop()
+        let dropped = Date()
+        XCTAssertTrue(run.waitForExit(within: 20), "winnow was still running 20 s after its connection was dropped")
+        XCTAssertLessThan(Date().timeIntervalSince(dropped), 5)
+        XCTAssertEqual(run.status, 74, run.stderrText)
+        XCTAssertTrue(run.stderrText.contains("lost the connection"), run.stderrText)
+
+        let rerun = try TestSupport.winnow(["run", job, "--database", server.url, "--wait", "30"])
+        XCTAssertEqual(rerun.status, 0, rerun.stderr)
+        XCTAssertEqual(try PostgresServer.rows(server.url, tables: ["customers"]), expected, "not the rows of an uninterrupted run")
+    }
+
+    /// The proxy stops answering (connections open, nothing goes through): the liveness check's
+    /// own connection gets no answer either, and the run ends with exit 74 instead of hanging;
+    /// once the proxy is gone (the server then ends the session) the rerun converges.
+    func testProxyThatStopsAnsweringEndsTheRunInsteadOfHanging() throws {
+        let (dir, template, job, expected) = try PostgresServerLossTests.prepare()
+        let server = try ThrowawayServer()
+        defer { server.remove() }
+        try PostgresServer.load(template, into: server.url)
+        let proxy = try Proxy(to: server.port, in: dir)
+
+        let through = "postgresql://postgres@127.0.0.1:\(proxy.port)/postgres?winnow_liveness_check=2&connect_timeout=2"
+        let run = try RunningWinnow(["run", job, "--database", through, "--format", "json"])
+        XCTAssertTrue(run.waitForBatches(3, within: 60), "no batch was committed: \(run.stderrText)")
+        proxy.freeze()
+        let frozen = Date()
+        let ended = run.waitForExit(within: 30)
+        let seconds = Date().timeIntervalSince(frozen)
+        proxy.stop()
+        XCTAssertTrue(ended, "winnow was still waiting 30 s after its proxy stopped answering")
+        XCTAssertLessThan(seconds, 15)
+        XCTAssertEqual(run.status, 74, run.stderrText)
+        XCTAssertTrue(run.stderrText.contains("no answer for 2 s"), run.stderrText)
+
+        let rerun = try TestSupport.winnow(["run", job, "--database", server.url, "--wait", "60"])
+        XCTAssertEqual(rerun.status, 0, rerun.stderr)
+        XCTAssertEqual(try PostgresServer.rows(server.url, tables: ["customers"]), expected, "not the rows of an uninterrupted run")
+    }
 }
 
 /// A session of its own that takes a lock in an open transaction and keeps it until released.
