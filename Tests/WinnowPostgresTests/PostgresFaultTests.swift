@@ -198,6 +198,54 @@ final class PostgresFaultTests: XCTestCase {
         XCTAssertEqual(rerun.status, 0, rerun.stderr)
         XCTAssertEqual(try PostgresServer.rows(server.url, tables: ["customers"]), expected, "not the rows of an uninterrupted run")
     }
+
+    /// Failover: the primary (with a streaming standby) is killed in the middle of the batches,
+    /// the standby promoted; the rerun, pointed at both hosts with target_session_attrs=read-write,
+    /// finds the new primary and ends with the rows of an uninterrupted run; the journal there
+    /// matches its rows (batches the old primary committed but never shipped are simply done
+    /// again): restoring every run brings back the rows as they were before the first run.
+    func testFailoverToAPromotedStandbyConverges() throws {
+        let (_, template, job, expected) = try PostgresServerLossTests.prepare()
+        let primary = try ThrowawayServer()
+        defer { primary.remove() }
+        try PostgresServer.load(template, into: primary.url)
+        let original = try PostgresServer.rows(primary.url, tables: ["customers"])
+        let standby = try primary.standby()
+        defer { standby.remove() }
+        var replayed = false
+        for _ in 0..<100 where !replayed {
+            replayed = (try? PostgresServer.rows(standby.url, tables: ["customers"])) == original
+            if !replayed { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        XCTAssertTrue(replayed, "the standby did not replay the table")
+        let both = "postgresql://postgres@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres?target_session_attrs=read-write"
+
+        let run = try RunningWinnow(["run", job, "--database", both, "--format", "json"])
+        XCTAssertTrue(run.waitForBatches(3, within: 60), "no batch was committed: \(run.stderrText)")
+        try primary.killImmediately()
+        XCTAssertTrue(run.waitForExit(within: 20), "winnow was still running 20 s after its primary was killed")
+        XCTAssertEqual(run.status, 74, run.stderrText)
+        try standby.promote()
+
+        let rerun = try TestSupport.winnow(["run", job, "--database", both, "--wait", "30"])
+        XCTAssertEqual(rerun.status, 0, rerun.stderr)
+        XCTAssertEqual(try PostgresServer.rows(standby.url, tables: ["customers"]), expected, "not the rows of an uninterrupted run")
+
+        let history = try TestSupport.winnow(["history", "--database", standby.url, "--format", "json"])
+        XCTAssertEqual(history.status, 0, history.stderr)
+        let runs = history.stdout.split(separator: "\n").compactMap { line -> Int? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                object["command"] as? String == "run"
+            else { return nil }
+            return object["run_id"] as? Int
+        }.sorted(by: >)
+        XCTAssertFalse(runs.isEmpty, history.stdout)
+        for id in runs {
+            let restored = try TestSupport.winnow(["restore", "--run", String(id), "--database", standby.url])
+            XCTAssertEqual(restored.status, 0, "restore \(id): \(restored.stderr)")
+        }
+        XCTAssertEqual(try PostgresServer.rows(standby.url, tables: ["customers"]), original, "the journal does not match the rows")
+    }
 }
 
 /// A session of its own that takes a lock in an open transaction and keeps it until released.
