@@ -246,6 +246,71 @@ final class PostgresFaultTests: XCTestCase {
         }
         XCTAssertEqual(try PostgresServer.rows(standby.url, tables: ["customers"]), original, "the journal does not match the rows")
     }
+
+    /// winnow's backend terminated while `CREATE UNIQUE INDEX CONCURRENTLY` of a migration waits
+    /// for another session's transaction: the build is left INVALID; the next run finds it,
+    /// drops it, builds it again and says so.
+    func testIndexBuildTerminatedMidMigrationIsBuiltAgainByTheNextRun() throws {
+        let server = try ThrowawayServer()
+        defer { server.remove() }
+        let dir = try TestSupport.scratchDirectory("Migration")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try execute(server.url, "CREATE TABLE t (id integer PRIMARY KEY, email text)")
+        try execute(server.url, "INSERT INTO t SELECT i, 'u' || i || '@x' FROM generate_series(1, 1000) AS i")
+        _ = try TestSupport.writeFile(
+            """
+            version: 2
+            tables:
+              t:
+                columns:
+                - {name: id, type: integer, primary_key: true}
+                - {name: email, type: text}
+                indexes:
+                - {name: t_email, columns: [email], unique: true}
+            """, to: dir.appendingPathComponent("schema.yaml").path)
+        let job = try TestSupport.writeFile("version: 1\nschema: schema.yaml\n", to: dir.appendingPathComponent("job.yaml").path)
+        // A writer's open transaction: the concurrent build waits for it once its index exists.
+        let holder = LockHolder(url: server.url, statement: "LOCK TABLE t IN ROW EXCLUSIVE MODE")
+        XCTAssertTrue(holder.waitUntilHeld(), holder.failure ?? "the lock was not taken")
+        let through = server.url + "?application_name=winnow-migration"
+        let run = try RunningWinnow(["run", job, "--database", through, "--format", "json"])
+        var waiting = false
+        for _ in 0..<100 where !waiting {
+            waiting =
+                (try? PostgresBackend().withSession(server.url, mode: .readOnly) { session in
+                    try session.value(
+                        """
+                        SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE application_name = 'winnow-migration'
+                        AND query ILIKE 'CREATE UNIQUE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'
+                        """
+                    ).int == 1
+                }) == true
+            if !waiting { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        XCTAssertTrue(waiting, "the index build never waited: \(run.stderrText)")
+        try execute(
+            server.url, "SELECT pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE application_name = 'winnow-migration'")
+        XCTAssertTrue(run.waitForExit(within: 20))
+        XCTAssertEqual(run.status, 74, run.stderrText)
+        holder.release()
+        let invalid = try PostgresBackend().withSession(server.url, mode: .readOnly) { session in
+            try session.value(
+                "SELECT count(*) FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid WHERE c.relname = 't_email' AND NOT i.indisvalid"
+            ).int
+        }
+        XCTAssertEqual(invalid, 1, "the interrupted build left no INVALID index")
+
+        let rerun = try TestSupport.winnow(["run", job, "--database", server.url, "--wait", "30", "--verbose"])
+        XCTAssertEqual(rerun.status, 0, rerun.stderr)
+        XCTAssertTrue((rerun.stdout + rerun.stderr).contains("index t_email was left INVALID by an interrupted build"), rerun.stdout)
+        let valid = try PostgresBackend().withSession(server.url, mode: .readOnly) { session in
+            try session.value(
+                "SELECT count(*) FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid WHERE c.relname = 't_email' AND i.indisvalid"
+            ).int
+        }
+        XCTAssertEqual(valid, 1)
+        XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", server.url]).status, 0)
+    }
 }
 
 /// A session of its own that takes a lock in an open transaction and keeps it until released.
