@@ -75,6 +75,26 @@ final class PostgresConnectionSettingsTests: XCTestCase {
         XCTAssertEqual(wrong.status, 66, wrong.stderr)
         XCTAssertTrue(wrong.stderr.contains("authentication failed"), wrong.stderr)
         XCTAssertFalse(wrong.stderr.contains("not it"), wrong.stderr)
+
+        // A password in the connection string never shows: not in the run's JSON events and
+        // summary, not in history or show, not in an error.
+        let secret = "postgresql://shopper:pw%3Ase%5Ccret@127.0.0.1:\(server.port)/shop"
+        let outputs = [
+            try TestSupport.winnow(
+                ["run", job, "--database", secret, "--format", "json", "--batch-size", "1"], environment: ["HOME": home]),
+            try TestSupport.winnow(["history", "--database", secret, "--format", "json"], environment: ["HOME": home]),
+            try TestSupport.winnow(["show", "--run", "1", "--database", secret, "--format", "json"], environment: ["HOME": home]),
+            try TestSupport.winnow(
+                ["plan", job, "--database", "host=127.0.0.1 port=\(server.port) dbname=shop user=shopper password=wr0ngpass"],
+                environment: ["HOME": home]),
+        ]
+        XCTAssertEqual(outputs.map(\.status), [0, 0, 0, 66], outputs.map(\.stderr).joined(separator: "\n"))
+        for output in outputs {
+            for shown in [output.stdout, output.stderr] {
+                XCTAssertFalse(shown.contains("se\\cret") || shown.contains("se%5Ccret") || shown.contains("wr0ngpass"), shown)
+            }
+        }
+        XCTAssertTrue(outputs[0].stdout.contains("postgresql://shopper:***@127.0.0.1"), outputs[0].stdout)
     }
 
     /// A service names the server; a key-word string does too; the job file may name either.
