@@ -311,6 +311,57 @@ final class PostgresFaultTests: XCTestCase {
         XCTAssertEqual(valid, 1)
         XCTAssertEqual(try TestSupport.winnow(["check", job, "--database", server.url]).status, 0)
     }
+
+    /// The run lock held by a session whose run is gone (a connection cut between a killed run
+    /// and the server, which keeps the session until it notices): the next run ends that
+    /// session and takes the lock at once. A lock whose run is alive is left alone (exit 75).
+    func testLockOfAnOrphanedSessionIsTakenOverAndALiveOneIsNot() throws {
+        let server = try ThrowawayServer()
+        defer { server.remove() }
+        let dir = try TestSupport.scratchDirectory("Orphan")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try execute(server.url, "CREATE TABLE people (id integer PRIMARY KEY, email text)")
+        try execute(server.url, "INSERT INTO people VALUES (1, 'a@x'), (2, 'a@x')")
+        let job = try TestSupport.writeFile(
+            "version: 1\ndedupe:\n  - {entity: people, key: email, winner: [{id: asc}]}\n", to: dir.appendingPathComponent("job.yaml").path)
+        XCTAssertEqual(try TestSupport.winnow(["run", job, "--database", server.url]).status, 0)
+        try execute(server.url, "INSERT INTO people VALUES (3, 'a@x')")
+
+        func hold(as identity: ProcessIdentity) throws -> LockHolder {
+            let holder = LockHolder(url: server.url, statement: "SELECT pg_try_advisory_lock(1466527311, hashtext('winnow:winnow'))")
+            XCTAssertTrue(holder.waitUntilHeld(), holder.failure ?? "the lock was not taken")
+            try execute(server.url, "DELETE FROM winnow.winnow_lock")
+            try execute(
+                server.url,
+                """
+                INSERT INTO winnow.winnow_lock (id, run_id, pid, process_start, host, acquired_at)
+                VALUES (1, 7, \(identity.pid), \(identity.start.map { "'\($0)'" } ?? "NULL"), '\(identity.host)', '2026-01-01T00:00:00Z')
+                """)
+            return holder
+        }
+        let alive = try hold(as: .current)
+        let refused = try TestSupport.winnow(["run", job, "--database", server.url])
+        alive.release()
+        XCTAssertEqual(refused.status, 75, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("another winnow run holds the lock (run 7"), refused.stderr)
+        XCTAssertNil(alive.failure, "the live holder's session was ended")
+
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        var dead = ProcessIdentity.current
+        dead.pid = gone.processIdentifier
+        dead.start = nil
+        let orphan = try hold(as: dead)
+        let started = Date()
+        let ran = try TestSupport.winnow(["run", job, "--database", server.url])
+        orphan.release()
+        XCTAssertEqual(ran.status, 0, ran.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10)
+        XCTAssertEqual(try PostgresServer.integers(server.url, "id", of: "people"), [1])
+        XCTAssertNotNil(orphan.failure, "the orphaned session still runs")
+    }
 }
 
 /// A session of its own that takes a lock in an open transaction and keeps it until released.

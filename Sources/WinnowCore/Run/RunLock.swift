@@ -22,8 +22,13 @@ public enum RunLock {
 
     /// Takes the lock inside the caller's write transaction, or throws ``WinnowError/locked(_:)``.
     public static func take(_ session: any DatabaseSession, runID: Int64?, me: ProcessIdentity = .current) throws {
-        let claimed = try session.claimRunLock()
+        var claimed = try session.claimRunLock()
         let holder = try holder(session)
+        // The engine's lock held by a session whose run is gone (killed, or cut off from the
+        // server while the server kept its session): that session is ended and the lock taken.
+        if claimed == false, let holder, holder.identity != me, !holder.identity.isAlive {
+            claimed = try session.takeOverRunLock()
+        }
         if claimed == false || (claimed == nil && holder.map { $0.identity != me && $0.identity.isAlive } == true) {
             guard let holder else {
                 throw WinnowError.locked("another winnow run holds the lock of this database; retry later or pass --wait SECONDS")

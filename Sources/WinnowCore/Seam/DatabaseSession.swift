@@ -24,6 +24,11 @@ public protocol DatabaseSession: AnyObject {
     /// session holds it (a lock row left by a run on any host is then stale), false when
     /// another session holds it.
     func claimRunLock() throws -> Bool?
+    /// Ends the other sessions that hold the engine's run lock, whose client (the run named in
+    /// `winnow_lock`) is known to be gone, and claims the lock: true once claimed. A server keeps
+    /// such an orphaned session (a connection cut between client and server) until it notices,
+    /// which may take hours.
+    func takeOverRunLock() throws -> Bool
     /// The engine's failure as a ``WinnowError`` naming the database.
     func mapError(_ error: Error) -> WinnowError
 

@@ -131,8 +131,26 @@ public final class PostgresSession: DatabaseSession {
     }
 
     public func claimRunLock() throws -> Bool? {
-        let key = "winnow:\(postgresDialect.bookkeepingSchemaName)"
-        return try value("SELECT pg_try_advisory_lock(1466527311, hashtext(?))", [SQLValue(key)]).bool
+        try value("SELECT pg_try_advisory_lock(1466527311, hashtext(?))", [SQLValue(runLockKey)]).bool
+    }
+
+    private var runLockKey: String { "winnow:\(postgresDialect.bookkeepingSchemaName)" }
+
+    /// Terminates the sessions holding the advisory lock (their client is gone; terminating
+    /// one's own role's sessions needs no superuser) and waits, up to 5 s, to claim it.
+    public func takeOverRunLock() throws -> Bool {
+        try execute(
+            """
+            SELECT pg_catalog.pg_terminate_backend(l.pid) FROM pg_catalog.pg_locks AS l
+            WHERE l.locktype = 'advisory' AND l.classid = 1466527311 AND l.objid = hashtext(?)::oid AND l.objsubid = 2
+              AND l.granted AND l.pid <> pg_catalog.pg_backend_pid()
+            """, [SQLValue(runLockKey)])
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            if try claimRunLock() == true { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return false
     }
 
     public func mapError(_ error: Error) -> WinnowError {

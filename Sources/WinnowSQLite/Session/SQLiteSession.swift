@@ -44,6 +44,9 @@ public final class SQLiteSession: DatabaseSession {
 
     public func claimRunLock() throws -> Bool? { nil }
 
+    /// (SQLite has no lock of its own beside the row: nothing to take over.)
+    public func takeOverRunLock() throws -> Bool { true }
+
     public func mapError(_ error: Error) -> WinnowError { DatabaseOpener.map(error, path: location, busy: busy) }
 
     public func inspect() throws -> LiveSchema { try SchemaInspector.inspect(db) }
