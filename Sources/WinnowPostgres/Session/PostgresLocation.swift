@@ -113,14 +113,6 @@ public struct PostgresLocation: Sendable, Equatable {
     /// The system's service file folder when `PGSYSCONFDIR` is not set (Debian's packages).
     static let systemConfigurationFolder = "/etc/postgresql-common"
 
-    public static func == (a: PostgresLocation, b: PostgresLocation) -> Bool {
-        a.endpoints == b.endpoints && a.host == b.host && a.port == b.port && a.user == b.user && a.password == b.password
-            && a.givenPassword == b.givenPassword && a.passwordFile == b.passwordFile && a.database == b.database
-            && a.sslMode == b.sslMode && a.sslRootCert == b.sslRootCert && a.sslCert == b.sslCert && a.sslKey == b.sslKey
-            && a.applicationName == b.applicationName && a.targetSessionAttrs == b.targetSessionAttrs && a.warnings == b.warnings
-            && a.bookkeepingSchema == b.bookkeepingSchema && a.connectTimeout == b.connectTimeout && a.livenessCheck == b.livenessCheck
-    }
-
     /// Parses `url` against `environment` and `files`; a malformed connection string is a usage
     /// error that names the part (never the password).
     public static func parse(

@@ -21,34 +21,34 @@ struct RowNumbers {
     /// The map's name (`temp.` is implied).
     let map: String
     let identity: RowIdentity
-    /// The rowid expression of a rowid table; nil for a `WITHOUT ROWID` table.
-    let rowid: String?
-    /// The primary key's columns of a `WITHOUT ROWID` table, in key order.
-    let key: [String]
-    /// Their declared types: the map's columns take the same affinity, so that comparisons
-    /// between the two convert nothing and can use both tables' indexes.
+    /// The declared types of a `WITHOUT ROWID` table's key columns: the map's columns take the
+    /// same affinity, so that comparisons between the two convert nothing and can use both
+    /// tables' indexes.
     let types: [String]
 
     init(table: String, identity: RowIdentity, types: [String], map: String) {
         self.table = table
         self.map = map
         self.identity = identity
-        switch identity {
-        case let .rowid(expression, _):
-            rowid = expression
-            key = []
-            self.types = []
-        case let .primaryKey(columns):
-            rowid = nil
-            key = columns
-            self.types = types
-        }
+        self.types = types
+    }
+
+    /// The rowid expression of a rowid table; nil for a `WITHOUT ROWID` table.
+    var rowid: String? {
+        if case let .rowid(expression, _) = identity { return expression }
+        return nil
+    }
+
+    /// The primary key's columns of a `WITHOUT ROWID` table, in key order (none for a rowid table).
+    var key: [String] {
+        if case let .primaryKey(columns) = identity { return columns }
+        return []
     }
 
     /// The rows of the rule's table.
     init(_ rule: CompiledRule) {
-        let types: [String]
-        if case let .primaryKey(columns) = rule.identity { types = columns.map { rule.columnTypes[$0] ?? "" } } else { types = [] }
+        var types: [String] = []
+        if case let .primaryKey(columns) = rule.identity { types = columns.map { rule.columnTypes[$0] ?? "" } }
         self.init(table: rule.qualifiedTable, identity: rule.identity, types: types, map: "winnow_ids")
     }
 
@@ -59,7 +59,7 @@ struct RowNumbers {
             table: rule.qualified(path.childTable), identity: path.childIdentity, types: path.childKeyTypes, map: "winnow_cids_\(index)")
     }
 
-    /// Whether rows are numbered through `temp.winnow_ids`.
+    /// Whether rows are numbered through a map.
     var mapped: Bool { rowid == nil }
 
     private var mapColumns: [String] { key.indices.map { "winnow_k\($0)" } }
