@@ -148,10 +148,16 @@ final class UnindexedReferenceTests: XCTestCase {
             if case .batch(let report) = event { batches.append(report.counts) }
         }
         let ahead = batches.prefix { $0.deleted == 0 }
-        XCTAssertFalse(ahead.isEmpty, "the run starts by re-pointing children")
-        XCTAssertTrue(ahead.allSatisfy { $0.repointed > 0 && $0.groups == 0 })
-        XCTAssertEqual(ahead.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "every child went ahead (no group ties)")
-        XCTAssertTrue(batches.dropFirst(ahead.count).allSatisfy { $0.deleted > 0 && $0.repointed == 0 })
+        let repointing = ahead.prefix { $0.repointed > 0 }
+        XCTAssertFalse(repointing.isEmpty, "the run starts by re-pointing children")
+        XCTAssertTrue(repointing.allSatisfy { $0.updated == 0 && $0.groups == 0 })
+        XCTAssertEqual(repointing.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "every child went ahead (no group ties)")
+        // Then the merges, in stretches of the winners, and the batches only delete.
+        let merging = ahead.dropFirst(repointing.count)
+        XCTAssertFalse(merging.isEmpty, "then the winners are merged")
+        XCTAssertTrue(merging.allSatisfy { $0.updated > 0 && $0.repointed == 0 && $0.groups == 0 })
+        XCTAssertEqual(merging.reduce(0) { $0 + $1.updated }, summary.counts.updated, "every merge went ahead")
+        XCTAssertTrue(batches.dropFirst(ahead.count).allSatisfy { $0.deleted > 0 && $0.repointed == 0 && $0.updated == 0 })
         XCTAssertEqual(summary.counts.batches, batches.count)
         let indexed = try makeStore(customers: 600, indexed: true)
         try ScenarioKit.run(Self.job, db: indexed)

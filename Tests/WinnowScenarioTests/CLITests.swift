@@ -492,9 +492,11 @@ final class CLITests: XCTestCase {
         let result = try winnow(["run", "--format", "json", "--batch-size", "1", "job.yaml"], expect: 0)
         let objects = result.lines.compactMap { json($0) }
         XCTAssertEqual(objects.count, result.lines.count, "every stdout line is a JSON object")
+        // One stretch merges the three winners ahead of the deletions, then one batch per loser.
         let batches = objects.filter { $0["event"] as? String == "batch" }
-        XCTAssertEqual(batches.count, 3)
-        XCTAssertEqual(objects.count, 4)
+        XCTAssertEqual(batches.count, 5)
+        XCTAssertEqual(objects.count, 6)
+        XCTAssertEqual(batches.first?["updated"] as? Int, 3)
         let summary = try XCTUnwrap(objects.last)
         XCTAssertEqual(summary["event"] as? String, "summary")
         for key in ["run_id", "status", "groups", "deleted", "updated", "repointed", "batches", "migration_steps", "seconds"] {
@@ -505,7 +507,7 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(summary["deleted"] as? Int, 4)
         XCTAssertEqual(summary["updated"] as? Int, 3)
         XCTAssertEqual(summary["repointed"] as? Int, 0)
-        XCTAssertEqual(summary["batches"] as? Int, 3)
+        XCTAssertEqual(summary["batches"] as? Int, 5)
         XCTAssertEqual(summary["migration_steps"] as? Int, 0)
         XCTAssertNotNil(summary["run_id"] as? Int)
         XCTAssertNotNil(summary["seconds"] as? Double ?? (summary["seconds"] as? Int).map(Double.init))

@@ -11,6 +11,8 @@ import Foundation
 /// - `winnow_run_rules`: what each rule of a run did, and its key columns (`winnow show`).
 /// - `winnow_run_groups`: per loser deleted by an archiving run, the winner it was merged into
 ///   (`winnow show` lists the groups from it and the journal).
+/// - `winnow_merged_losers` (SQLite): losers whose values a merge took into their winner ahead
+///   of their deletion; no merge takes them again (emptied when their rule is done).
 /// - `winnow_lock`: the run lock (at most one row).
 public enum Bookkeeping {
     public static let formatVersion = 1

@@ -40,8 +40,9 @@ struct AheadBatches: BatchSource {
         map = sql.mapAhead[path]
     }
 
-    /// Whether the path has the statements of this stage.
-    var ready: Bool { next != nil && moves != nil && map != nil }
+    /// Whether the path has the statements of this stage (a path with an index on its
+    /// reference has no map to keep).
+    var ready: Bool { next != nil && moves != nil && (map != nil || sql.rule.references[path].indexed) }
     private var db: Database { executor.db }
     var writes: Bool { executor.writer.writes }
     var start: Int64 { .min }
@@ -53,7 +54,8 @@ struct AheadBatches: BatchSource {
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
-        guard let moves, let map else { return nil }
+        guard let moves else { return nil }
+        let map = self.map
         let (executor, sql, path, foundAt) = (executor, sql, path, foundAt)
         let work = try executor.writer.transaction(db) { () -> BatchWork? in
             let db = executor.db
@@ -67,7 +69,7 @@ struct AheadBatches: BatchSource {
                 try executor.writer.apply(work, rule: executor.rule, sql: sql, db: db)
                 try executor.writer.recordProgress(totals + work.counts, db: db)
             }
-            try db.cachedStatement(sql: map).execute(arguments: [bounds.after, bounds.upTo])
+            if let map { try db.cachedStatement(sql: map).execute(arguments: [bounds.after, bounds.upTo]) }
             return work
         }
         guard let work else { return nil }

@@ -25,6 +25,9 @@ struct BatchWork {
     var merges = 0
     /// The distinct sets of merge columns (indexes into the rule's) those winners change.
     var mergeColumnSets: [[Int]] = []
+    /// Whether the merges go ahead of their losers' deletion (``MergeAheadBatches``): the
+    /// losers they take are recorded, so that no merge takes them again.
+    var recordsTakenLosers = false
     /// Re-pointing decided row by row (paths whose child has a unique key on the reference).
     var repoints: [Repoint] = []
     var childDeletes: [ChildDelete] = []

@@ -15,16 +15,25 @@ extension DedupeExecutor {
     /// by the core's ``BatchLoop``).
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
         var counts = Counts()
-        let sql = BatchStatements(rule)
+        let sql = BatchStatements(rule, pinsTaken: try mayHaveTakenLosers())
         if !rule.mergeColumns.isEmpty { try db.execute(sql: sql.createMerged) }
         var state = BatchState(foundAt: try Int64.fetchOne(db, sql: "SELECT version FROM temp.winnow_found"))
         if filesByPosition, discovery.losers > 0 { try settleTiesAhead(sql, state: &state) }
+        if !rule.mergeColumns.isEmpty, !sql.numbers.mapped, try db.tableExists("winnow_merged_losers") {
+            state.skipsTaken = try Bool.fetchOne(db, sql: sql.anyTaken) ?? false
+        }
         // Children re-pointed ahead of the batches (see ``AheadBatches``): their paths are
         // mapped stretch by stretch there, not here.
         // (Only where the groups take more than one batch: one batch writes each child page once anyway.)
         let ahead =
             writer.writes && !sql.aheadPaths.isEmpty && discovery.groups > settings.size && deadline.at == nil && deadline.stop == nil
-        if sql.mapsChildren, discovery.losers > 0 { try mapChildren(sql, state: &state, ahead: ahead) }
+        if sql.mapsChildren, discovery.losers > 0 {
+            try mapChildren(sql, state: &state, ahead: ahead)
+        } else if ahead, let foundAt = state.foundAt, try Int64.fetchOne(db, sql: "PRAGMA main.data_version") == foundAt {
+            // Only paths with an index on the reference: no map, but each loser's settled winner.
+            try db.execute(sql: sql.fillMappedSettled)
+            state.mappedAt = foundAt
+        }
         // Deleting a parent row with enforcement on scans each child table without an index on
         // its referencing columns once per row; the batches check the references they touch instead.
         let suspended = try suspendForeignKeys()
@@ -63,14 +72,25 @@ extension DedupeExecutor {
                 if asFound { state.mappedAt = mappedAt }
             }
         }
-        var batches = QueueBatches(executor: self, sql: sql, state: state, checksReferences: suspended)
+        // Then the merges, ahead of the deletions (only where the groups take more than one
+        // batch, as for the children).
+        if mergesAhead, discovery.losers > 0, discovery.groups > settings.size, !state.refiled {
+            let merged = try mergeAhead(
+                sql, state: &state, losers: discovery.losers, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+            counts = counts + merged
+        }
         // A batch filed by position holds the losers of about `batch.size` groups.
         let perGroup = filesByPosition && discovery.groups > 0 ? max(1, Double(discovery.losers) / Double(discovery.groups)) : 1
+        var batches = QueueBatches(executor: self, sql: sql, state: state, checksReferences: suspended, perGroup: perGroup)
         let sizer = BatchSizer(
             configured: Int((Double(settings.size) * perGroup).rounded()), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
         let result = try loop(total: discovery.losers).run(
             &batches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
         counts = counts + result.counts
+        // Every loser a merge took is gone now (or no longer a loser): the record has served.
+        if result.finished, writer.writes, batches.state.skipsTaken {
+            try writer.transaction(db) { try db.execute(sql: sql.forgetTaken) }
+        }
         for (check, before) in zip(sql.danglingInTable, danglingBefore) {
             let after = try Int.fetchOne(db, sql: check.sql) ?? 0
             if after > before {
@@ -87,6 +107,46 @@ extension DedupeExecutor {
         return counts
     }
 
+    /// Whether losers of the rule's table may be recorded as taken by a merge (the rule merges,
+    /// the table has rowids and the record exists): groups then keep their recorded winner
+    /// (``BatchStatements/init(_:pinsTaken:)``).
+    func mayHaveTakenLosers() throws -> Bool {
+        guard !rule.mergeColumns.isEmpty, !RowNumbers(rule).mapped else { return false }
+        return try db.tableExists("winnow_merged_losers")
+    }
+
+    /// Decides every group's merge once, over its rows as found, and applies the decisions
+    /// in stretches of the winners' rowids (``MergeAheadBatches``). Sets `state.mergedAhead`
+    /// when every stretch was applied as found; else the batches settle the rest by group.
+    func mergeAhead(
+        _ sql: BatchStatements, state: inout BatchState, losers: Int, batchNumber: inout Int, totals: inout Counts,
+        samples: inout [GroupSample]
+    ) throws -> Counts {
+        guard let foundAt = state.foundAt, try Int64.fetchOne(db, sql: "PRAGMA main.data_version") == foundAt else { return Counts() }
+        // One transaction (it writes temporary tables only): one read of the rows, and no
+        // commit of the temporary database after each of the decisions.
+        var decided = BatchWork(number: 0)
+        try db.inTransaction(.deferred) {
+            try db.cachedStatement(sql: sql.clearBatch).execute()
+            try db.execute(sql: sql.fillBatchFromQueue)
+            try readMerges(sql, into: &decided, skipsTaken: state.skipsTaken)
+            try db.cachedStatement(sql: sql.clearBatch).execute()
+            try db.execute(sql: sql.createDecided)
+            try db.execute(sql: sql.keepDecided)
+            try db.execute(sql: sql.indexQueueWinner)
+            return .commit
+        }
+        var stretches = MergeAheadBatches(executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets)
+        let sizer = BatchSizer(
+            configured: max(settings.size, BatchSizer.rowRangeStart) * 64, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+            start: BatchSizer.rowRangeStart)
+        let result = try loop(total: losers).run(&stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+        if result.counts.batches > 0 { state.skipsTaken = true }
+        state.mergedAhead = result.finished
+        try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
+        return result.counts
+    }
+
     /// Settles, before the batches, the winner of every group whose candidate ties its second
     /// row on the winner terms (by the full winner order, as a batch of a rule filed by group
     /// does), so that batches filed by position can delete any loser apart from its group.
@@ -100,7 +160,9 @@ extension DedupeExecutor {
             return
         }
         try db.cachedStatement(sql: sql.clearRanks).execute()
-        try db.cachedStatement(sql: sql.rankTiedQueue).execute()
+        // A merge follows the order of the losers too: every group with a tie is ranked.
+        let merges = !rule.mergeColumns.isEmpty
+        try db.cachedStatement(sql: merges ? sql.rankEveryTiedQueue : sql.rankTiedQueue).execute()
         if db.changesCount > 0 {
             try db.cachedStatement(sql: sql.clearSwaps).execute()
             try db.cachedStatement(sql: sql.findSwaps).execute()
@@ -108,6 +170,7 @@ extension DedupeExecutor {
                 try db.cachedStatement(sql: sql.swapQueueLosers).execute()
                 try db.cachedStatement(sql: sql.swapQueueWinners).execute()
             }
+            if merges { try db.cachedStatement(sql: sql.renumberQueue).execute() }
         }
         // Every winner is settled: no batch ranks its rows again (a tie between two losers
         // orders nothing a rule that only deletes does).
@@ -141,6 +204,12 @@ extension DedupeExecutor {
         /// Whether a queue filed by position has been filed by group again (after another
         /// connection's commit, ``BatchStatements/refileByGroup(after:)``).
         var refiled = false
+        /// Whether every merge was applied ahead of the deletions, as found (``MergeAheadBatches``):
+        /// the batches then only delete.
+        var mergedAhead = false
+        /// Whether merges leave out the losers a merge already took (`winnow_merged_losers`
+        /// holds some for the table).
+        var skipsTaken = false
     }
 
     /// Turns foreign-key enforcement off for the rule's batches when the rule allows it

@@ -49,7 +49,9 @@ extension DedupeExecutor {
             let inGroups = try Int.fetchOne(db, sql: "SELECT coalesce(sum(n), 0) FROM temp.winnow_dupkeys") ?? 0
             duplicateKeys = inGroups * 3 <= rows
         }
-        try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys))
+        // Groups whose losers a merge of an unfinished run took keep that merge's winner.
+        let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements(rule).anyTaken) ?? false)
+        try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins))
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         let row = try Row.fetchOne(
             db,

@@ -33,7 +33,8 @@ extension DedupeExecutor {
                 try mapChildren(sql, state: &state)
             }
         }
-        if !unchanged, filesByPosition, !state.refiled {
+        // (A rule whose merges did not all go ahead settles whole groups from the start.)
+        if !unchanged || (mergesAhead && !state.mergedAhead), filesByPosition, !state.refiled {
             // Another connection has committed: from now on batches settle whole groups.
             try db.execute(sql: sql.refileByGroup(after: after))
             state.refiled = true
@@ -74,7 +75,9 @@ extension DedupeExecutor {
             return work
         }
 
-        if !rule.mergeColumns.isEmpty { try readMerges(sql, into: &work) }
+        if !rule.mergeColumns.isEmpty, !(state.mergedAhead && unchanged) {
+            try readMerges(sql, into: &work, skipsTaken: state.skipsTaken)
+        }
         for (index, path) in rule.references.enumerated() {
             if path.uniqueKeys.isEmpty {
                 // Nothing can collide: every child row of a loser moves to the winner, as a set.
@@ -127,7 +130,8 @@ extension DedupeExecutor {
     }
 
     /// Resolves every group's merge (``MergeResolver``) into `temp.winnow_merged`.
-    func readMerges(_ sql: BatchStatements, into work: inout BatchWork) throws {
+    /// `skipsTaken`: leaving out the losers a merge already took (``BatchStatements/mergeRowsUntaken``).
+    func readMerges(_ sql: BatchStatements, into work: inout BatchWork, skipsTaken: Bool = false) throws {
         // Closures, not key paths: a key path into a tuple is built at run time on every call.
         let strategies = rule.mergeColumns.map { $0.strategy }
         try db.cachedStatement(sql: sql.clearMerged).execute()
@@ -158,7 +162,7 @@ extension DedupeExecutor {
             work.merges += 1
         }
         let count = CInt(strategies.count)
-        try RawStatement(db.cachedStatement(sql: sql.mergeRows)).forEachRow { row in
+        try RawStatement(db.cachedStatement(sql: skipsTaken ? sql.mergeRowsUntaken : sql.mergeRows)).forEachRow { row in
             let winner = sqlite3_column_int64(row, 0)
             if winner != current {
                 try flush()

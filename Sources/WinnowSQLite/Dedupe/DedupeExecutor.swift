@@ -51,8 +51,28 @@ struct DedupeExecutor {
     /// Whether the rule's batches are stretches of the table rather than whole groups: a rule
     /// that only deletes (no merge, no re-pointing) can delete any loser of a group apart from
     /// the others, once its group's winner is settled (``DedupeExecutor/settleTiesAhead(_:)``).
+    /// A rule that merges files by position too when its merges go ahead of the deletions
+    /// (``mergesAhead``), and one that re-points when no child can collide on a unique key (a
+    /// collision is decided among the children of a whole group).
     var filesByPosition: Bool {
-        rule.mergeColumns.isEmpty && (rule.references.isEmpty || rule.rule.references == .restrict)
+        (rule.mergeColumns.isEmpty || mergesAhead) && referencesByPosition
+    }
+
+    /// Whether no reference needs the children of a whole group at once (a re-pointed child
+    /// that may collide on a unique key is decided among them).
+    var referencesByPosition: Bool {
+        rule.references.isEmpty || rule.rule.references == .restrict || rule.references.allSatisfy { $0.uniqueKeys.isEmpty }
+    }
+
+    /// Whether the rule's merges are applied ahead of its deletions, in the order of the
+    /// winners' rowids (``MergeAheadBatches``): when it writes, its table has rowids (the
+    /// record of the losers a merge took holds them), the run has no deadline (a run that
+    /// stopped early would leave winners merged before their losers are gone until the next
+    /// run), and its losers are filed by position (so every group's winner is settled before
+    /// the merges are decided: ``DedupeExecutor/settleTiesAhead(_:state:)``).
+    var mergesAhead: Bool {
+        !rule.mergeColumns.isEmpty && writer.writes && !RowNumbers(rule).mapped && deadline.at == nil && deadline.stop == nil
+            && referencesByPosition
     }
 
     /// The window query that groups the candidate rows by key and ranks them by the rule's own
@@ -114,8 +134,12 @@ struct DedupeExecutor {
 
     /// The discovery: `duplicateKeys`, the window takes only the rows whose key
     /// `temp.winnow_dupkeys` holds (filled by ``duplicateKeysSQL``).
-    func discoverySQL(duplicateKeys: Bool) -> String {
-        let order = rule.winnerOrderBy().map { " ORDER BY \($0)" } ?? ""
+    /// `pinsTaken`: the winner of losers a merge already took stays first in its group
+    /// (``BatchStatements/takenPin(_:alias:)``).
+    func discoverySQL(duplicateKeys: Bool, pinsTaken: Bool = false) -> String {
+        var terms: [String] = pinsTaken ? [BatchStatements.takenPin(rule, alias: nil)] : []
+        if let winner = rule.winnerOrderBy() { terms.append(winner) }
+        let order = terms.isEmpty ? "" : " ORDER BY \(terms.joined(separator: ", "))"
         var duplicatesOnly = ""
         if let scope {
             duplicatesOnly = " AND \(scope)"

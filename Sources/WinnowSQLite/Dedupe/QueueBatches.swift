@@ -13,21 +13,30 @@ struct QueueBatches: BatchSource {
     /// Whether the batches check the references they touch (foreign-key enforcement is off).
     let checksReferences: Bool
     var gap: WriteGap
+    /// Losers per group: the sizer of a queue filed by position counts losers, so once the
+    /// queue is filed by group again, a batch takes `size / perGroup` groups (the configured
+    /// number of groups, as a rule filed by group has from the start).
+    let perGroup: Double
 
-    init(executor: DedupeExecutor, sql: BatchStatements, state: DedupeExecutor.BatchState, checksReferences: Bool) {
+    init(executor: DedupeExecutor, sql: BatchStatements, state: DedupeExecutor.BatchState, checksReferences: Bool, perGroup: Double = 1) {
         self.executor = executor
         self.sql = sql
         self.state = state
         self.checksReferences = checksReferences
+        self.perGroup = perGroup
         self.gap = WriteGap(settings: executor.settings)
     }
+
+    /// Whether the bounds count groups of a queue that was filed by position (and the sizer losers).
+    private var countsGroupsOfLosers: Bool { executor.filesByPosition && state.refiled }
 
     private var db: Database { executor.db }
     var writes: Bool { executor.writer.writes }
     var start: Int64 { .min }
 
     func nextBound(after: Int64, size: Int) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [after, size])
+        let groups = countsGroupsOfLosers ? max(1, Int((Double(size) / perGroup).rounded())) : size
+        return try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [after, groups])
     }
 
     /// Another connection's commit widens the checkpoint (``WriteGap``).
@@ -48,7 +57,10 @@ struct QueueBatches: BatchSource {
             return work
         }
         // The sizer counts what the bounds count: losers where they are filed by position.
-        let units = executor.filesByPosition && !state.refiled ? work.deleted + work.skipped : work.groups
+        let units =
+            !executor.filesByPosition
+            ? work.groups
+            : state.refiled ? Int((Double(work.groups) * perGroup).rounded()) : work.deleted + work.skipped
         return BatchOutcome(counts: work.counts, units: units, done: work.deleted + work.skipped, samples: work.samples)
     }
 }

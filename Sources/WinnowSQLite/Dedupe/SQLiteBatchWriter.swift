@@ -131,6 +131,7 @@ final class SQLiteBatchWriter: BatchWriter {
                 throw WinnowError.internal(
                     "\(rule.table): \(work.merges) winner(s) to merge, \(updated) updated; the batch was rolled back")
             }
+            if work.recordsTakenLosers { try db.cachedStatement(sql: sql.recordTaken).execute(arguments: [runID]) }
         }
         // 4. With foreign-key enforcement off, what SQLite would have checked row by row is
         //    checked here for the batch as a whole: no child row may point at a loser, and every

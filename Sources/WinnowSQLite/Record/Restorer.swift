@@ -108,6 +108,10 @@ public enum Restorer {
                     }
                 }
             }
+            // The merges of the run are undone: the losers they took are no longer taken.
+            if try db.tableExists("winnow_merged_losers") {
+                try db.execute(sql: "DELETE FROM winnow_merged_losers WHERE run_id = ?", arguments: [runID])
+            }
             try db.execute(sql: "UPDATE winnow_runs SET restored_by = ? WHERE id = ?", arguments: [restoreID, runID])
             return
         }

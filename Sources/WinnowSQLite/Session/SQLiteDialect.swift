@@ -131,6 +131,18 @@ public struct SQLiteDialect: SQLDialect {
             )
             """,
             "CREATE INDEX IF NOT EXISTS winnow_run_groups_by_run ON winnow_run_groups (run_id, id)",
+            // Losers whose values a merge has taken into their winner while they still exist
+            // (merges applied ahead of the deletions, in the table's order): a merge never takes
+            // them again. Emptied for a table once its rule is done; a restore forgets its run's.
+            """
+            CREATE TABLE IF NOT EXISTS winnow_merged_losers (
+                tbl TEXT NOT NULL,
+                loser INTEGER NOT NULL,
+                winner INTEGER NOT NULL,
+                run_id INTEGER NOT NULL,
+                PRIMARY KEY (tbl, loser)
+            ) WITHOUT ROWID
+            """,
             """
             CREATE TABLE IF NOT EXISTS winnow_lock (
                 id INTEGER PRIMARY KEY CHECK (id = 1),

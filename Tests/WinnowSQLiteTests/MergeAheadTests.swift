@@ -1,0 +1,251 @@
+import Foundation
+import GRDB
+import XCTest
+@testable import WinnowCore
+@testable import WinnowSQLite
+import WinnowTestSupport
+
+/// A rule that merges applies its merges ahead of its deletions, in stretches of the winners'
+/// rowids, and then deletes the losers in stretches of theirs. These tests hold it to what the
+/// batches by group give: the same survivors and merged values, every loser counted once (also
+/// when another connection commits between two stretches, or deletes a merged winner), and an
+/// exact `restore`.
+final class MergeAheadTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws { dir = try TestSupport.scratchDirectory() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    /// `customers` with keys drawn at random (groups of varying size, scattered over the
+    /// table), NULLs in `phone`, ties on `created_at`; `orders` (indexed) pointing at them; and
+    /// a `notes` table the tests write to as another connection.
+    func makeStore(_ name: String, customers: Int = 3000, seed: UInt64 = 7, orders: Bool = true) throws -> String {
+        let path = dir.appendingPathComponent(name).path
+        var rng = SplitMix64(seed: seed)
+        var rows: [String] = []
+        for id in 1...customers {
+            let key = Int.random(in: 0..<(customers / 3), using: &rng)
+            let email = (Bool.random(using: &rng) ? "U" : "u") + "\(key)@x.org"
+            let phone = Int.random(in: 0..<3, using: &rng) == 0 ? "NULL" : "'p\(Int.random(in: 0..<50, using: &rng))'"
+            rows.append("(\(id), '\(email)', \(Int.random(in: 0..<40, using: &rng)), \(Int.random(in: 0..<9, using: &rng)), \(phone))")
+        }
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL, phone TEXT);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), amount INTEGER);
+                CREATE INDEX orders_customer ON orders (customer_id);
+                CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
+                INSERT INTO customers VALUES \(rows.joined(separator: ", "));
+                WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
+                INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(customers), i FROM s WHERE \(orders ? 1 : 0);
+                """)
+        return path
+    }
+
+    static func job(size: Int) -> String {
+        """
+        version: 1
+        dedupe:
+          - entity: customers
+            key: email
+            normalize: [lowercase]
+            winner:
+              - created_at: asc
+            merge: {visits: sum, phone: fill_null}
+            archive: true
+        batch:
+          size: \(size)
+        """
+    }
+
+    /// The same job in one batch: every group settled whole, the merges with their deletions.
+    func byGroup(_ path: String) throws -> String {
+        let reference = dir.appendingPathComponent("reference-\(UUID().uuidString).sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: reference)
+        var events: [Counts] = []
+        try ScenarioKit.run(Self.job(size: 100_000), db: reference) { event in
+            if case .batch(let report) = event { events.append(report.counts) }
+        }
+        XCTAssertEqual(events.count, 1, "the reference settles every group in one batch")
+        return reference
+    }
+
+    func takenRows(_ path: String) throws -> Int {
+        try ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers")
+    }
+
+    func testMergesGoAheadByWinnerThenBatchesOnlyDeleteAndTheEndIsTheSameAsByGroup() throws {
+        let path = try makeStore("store.sqlite")
+        let original = try ScenarioKit.userState(path)
+        let reference = try byGroup(path)
+        var batches: [Counts] = []
+        let summary = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            if case .batch(let report) = event { batches.append(report.counts) }
+        }
+        // First the children, in stretches of the child table; then the merges, in stretches of
+        // the winners; then the losers, in stretches of theirs.
+        let repointing = batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
+        XCTAssertFalse(repointing.isEmpty, "the run starts with the children")
+        XCTAssertEqual(repointing.reduce(0) { $0 + $1.repointed }, summary.counts.repointed)
+        let merging = batches.dropFirst(repointing.count).prefix { $0.updated > 0 }
+        XCTAssertFalse(merging.isEmpty, "then the merges")
+        XCTAssertTrue(merging.allSatisfy { $0.deleted == 0 && $0.repointed == 0 })
+        XCTAssertEqual(merging.reduce(0) { $0 + $1.updated }, summary.counts.updated)
+        let rest = batches.dropFirst(repointing.count + merging.count)
+        XCTAssertTrue(rest.allSatisfy { $0.updated == 0 && $0.repointed == 0 && $0.deleted > 0 }, "then the batches only delete")
+        XCTAssertGreaterThan(rest.count, 20)
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try takenRows(path), 0, "the record of taken losers is emptied once the rule is done")
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
+    /// Property: the batch size never changes the end. Each variant runs in batches of 3 (merges
+    /// and children ahead, losers by position, or by group where a link table decides
+    /// collisions) and in one batch (every group whole), on the same scattered data; both end
+    /// with the same rows, and `restore` brings back the same original.
+    func testTheEndIsTheSameWhateverTheBatchSize() throws {
+        let winners = ["winner: [{created_at: asc}]", "winner: most_complete", "winner: [{visits: desc}]", ""]
+        for (index, winner) in winners.enumerated() {
+            for link in [false, true] {
+                let label = "\(winner.isEmpty ? "no winner" : winner), link table \(link)"
+                let path = try makeStore("v\(index)-\(link).sqlite", customers: 900, seed: UInt64(index + 11))
+                if link {
+                    try ScenarioKit.execute(
+                        path,
+                        """
+                        CREATE TABLE tags (customer_id INTEGER NOT NULL REFERENCES customers(id), tag TEXT NOT NULL, UNIQUE (customer_id, tag));
+                        INSERT INTO tags SELECT id, 't' || (id % 4) FROM customers;
+                        INSERT INTO tags SELECT id, 't' || (id % 3) FROM customers WHERE id % 3 <> id % 4;
+                        """)
+                }
+                let original = try ScenarioKit.userState(path)
+                let whole = dir.appendingPathComponent("whole-\(index)-\(link).sqlite").path
+                try FileManager.default.copyItem(atPath: path, toPath: whole)
+                let job = """
+                    version: 1
+                    dedupe:
+                      - entity: customers
+                        key: email
+                        normalize: [lowercase]
+                        \(winner)
+                        merge: {visits: sum, phone: fill_null}
+                        archive: true
+                    batch:
+                      size: SIZE
+                    """
+                let small = try ScenarioKit.run(job.replacingOccurrences(of: "SIZE", with: "3"), db: path)
+                let one = try ScenarioKit.run(job.replacingOccurrences(of: "SIZE", with: "100000"), db: whole)
+                XCTAssertEqual(one.counts.batches, 1, label)
+                XCTAssertGreaterThan(small.counts.batches, 10, label)
+                XCTAssertEqual(small.counts.deleted, one.counts.deleted, label)
+                XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(whole), label)
+                _ = try Restorer.restore(database: path, runID: try XCTUnwrap(small.runID))
+                XCTAssertEqual(try ScenarioKit.userState(path), original, label)
+            }
+        }
+    }
+
+    /// Another connection commits after the first stretch of merges: the rest of the groups are
+    /// settled whole, as they are then. A group merged ahead keeps its merge, and its losers
+    /// (recorded as taken) are never counted again.
+    func testACommitAfterTheFirstMergeStretchNeverCountsALoserTwice() throws {
+        let path = try makeStore("store.sqlite", customers: 6000)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        let reference = try byGroup(path)
+        try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
+        var wrote = false
+        var first: Counts?
+        let summary = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            guard case .batch(let report) = event, !wrote, report.counts.updated > 0 else { return }
+            first = report.counts
+            try? other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") }
+            wrote = true
+        }
+        let firstStretch = try XCTUnwrap(first)
+        XCTAssertGreaterThan(firstStretch.updated, 0)
+        XCTAssertLessThan(firstStretch.updated, summary.counts.updated, "some merges were left to the batches by group")
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try takenRows(path), 0)
+    }
+
+    /// Another connection deletes a winner merged ahead: the values it took went with it. Its
+    /// group is left to the next run (its losers are skipped, as for any group whose winner
+    /// another connection deletes), which merges them into the group's new winner as if the
+    /// deleted one had never been there: a loser recorded as taken by a winner that is gone is
+    /// merged again.
+    func testLosersOfAMergedWinnerThatIsDeletedAreMergedIntoTheNewWinnerByTheNextRun() throws {
+        // (No orders: a winner's children may be re-pointed ahead of its merge, and this
+        // connection deletes the winner alone.)
+        let path = try makeStore("store.sqlite", customers: 6000, orders: false)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        // The winner of the largest group among the first winners (merged by the first stretch).
+        let winner = try ScenarioKit.int(
+            path,
+            """
+            SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at, email, visits, phone, id) AS rn,
+                                   count(*) OVER (PARTITION BY lower(email)) AS n FROM customers)
+            WHERE rn = 1 AND n >= 3 AND id < 300 ORDER BY n DESC, id LIMIT 1
+            """)
+        let size = try ScenarioKit.int(
+            path, "SELECT count(*) FROM customers WHERE lower(email) = (SELECT lower(email) FROM customers WHERE id = \(winner))")
+        // The reference: the winner deleted before the run.
+        let reference = dir.appendingPathComponent("reference.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: reference)
+        let gone = "DELETE FROM customers WHERE id = \(winner)"
+        try ScenarioKit.execute(reference, gone)
+        try ScenarioKit.run(Self.job(size: 100_000), db: reference)
+        var deleted = false
+        let first = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            guard case .batch(let report) = event, !deleted, report.counts.updated > 0 else { return }
+            try? other.write { db in try db.execute(sql: gone) }
+            deleted = true
+        }
+        XCTAssertTrue(deleted)
+        XCTAssertEqual(first.counts.skipped, size - 1, "the group of the deleted winner is left as it is")
+        XCTAssertEqual(try takenRows(path), 0)
+        let second = try ScenarioKit.run(Self.job(size: 20), db: path)
+        XCTAssertEqual(second.counts.groups, 1)
+        XCTAssertEqual(second.counts.deleted, size - 2)
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+    }
+
+    /// A run killed after its merges and before its deletions (simulated: the merges applied
+    /// and recorded, the losers still there) is finished by the next run exactly as an
+    /// uninterrupted run would have: each group keeps the winner that took its losers, although
+    /// the merged values now sort it elsewhere, and no loser is counted twice.
+    func testARunAfterMergesWithoutTheirDeletionsFinishesLikeAnUninterruptedRun() throws {
+        let path = try makeStore("store.sqlite")
+        let reference = try byGroup(path)
+        // The merges of an interrupted run, as its stretches left them (`sum` moves winners to
+        // the end of a content order; `created_at: desc` would too).
+        let job = Self.job(size: 20).replacingOccurrences(of: "- created_at: asc", with: "- visits: asc")
+        let referenceByVisits = dir.appendingPathComponent("by-visits.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: referenceByVisits)
+        try ScenarioKit.run(job.replacingOccurrences(of: "size: 20", with: "size: 100000"), db: referenceByVisits)
+        var seen = 0
+        var stopped: String?
+        // Copy the file as it is right after the last merge stretch committed.
+        try ScenarioKit.run(job, db: path) { event in
+            guard case .batch(let report) = event else { return }
+            seen += 1
+            if report.counts.updated > 0 {
+                stopped = self.dir.appendingPathComponent("after-merges-\(seen).sqlite").path
+                try? FileManager.default.removeItem(atPath: stopped!)
+                try? FileManager.default.copyItem(atPath: path, toPath: stopped!)
+                // (The lock in the copy is this live process's: as a killed run's would be, it is gone.)
+                try? ScenarioKit.execute(stopped!, "DELETE FROM winnow_lock")
+            }
+        }
+        let interrupted = try XCTUnwrap(stopped)
+        XCTAssertGreaterThan(try takenRows(interrupted), 0, "the copy holds merged winners and their losers")
+        try ScenarioKit.run(job, db: interrupted)
+        XCTAssertEqual(try TestSupport.contentDump(interrupted), try TestSupport.contentDump(referenceByVisits))
+        XCTAssertEqual(try takenRows(interrupted), 0)
+        _ = reference
+    }
+}
