@@ -248,4 +248,32 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try takenRows(interrupted), 0)
         _ = reference
     }
+
+    /// docs/reference.md section 5: `restore` of a run killed between its merges and its
+    /// deletions undoes exactly what it changed (the merged winners) and forgets the losers
+    /// that run's merges took, so a later run merges them again, like an uninterrupted run.
+    func testRestoreOfARunStoppedAfterItsMergesForgetsTheLosersTheyTook() throws {
+        let path = try makeStore("store.sqlite")
+        let original = try ScenarioKit.userState(path)
+        let reference = try byGroup(path)
+        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
+        var runID: Int64?
+        var copied = false
+        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
+            // (Right after the first merge stretch committed; the lock in the copy is this live
+            // process's: as a killed run's would be, it is gone.)
+            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
+            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+            copied = true
+        }
+        XCTAssertTrue(copied)
+        runID = try XCTUnwrap(try ScenarioKit.column(stopped, "SELECT max(id) FROM winnow_runs", as: Int64.self).first ?? nil)
+        XCTAssertGreaterThan(try takenRows(stopped), 0)
+        _ = try Restorer.restore(database: stopped, runID: try XCTUnwrap(runID))
+        XCTAssertEqual(try ScenarioKit.userState(stopped), original, "restore undoes the merges")
+        XCTAssertEqual(try takenRows(stopped), 0, "and forgets the losers they took")
+        try ScenarioKit.run(Self.job(size: 20), db: stopped)
+        XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
+    }
 }

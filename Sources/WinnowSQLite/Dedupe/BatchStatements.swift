@@ -103,8 +103,6 @@ struct BatchStatements {
     /// (Unless that winner is gone: another connection deleted it, and its values with it.)
     /// (Tables with rowids only: the only ones whose merges go ahead of their losers.)
     let mergeRowsUntaken: String
-    /// Whether any loser of the rule's table is recorded as taken by a merge.
-    let anyTaken: String
     /// Forgets the taken losers of the rule's table (every one is deleted: the rule is done).
     let forgetTaken: String
     /// Records every loser of the groups in `temp.winnow_merged` as taken by its winner's merge
@@ -233,14 +231,18 @@ struct BatchStatements {
         // Every row of the batch's groups: the winner (rn 0), then its losers.
         let groupRows =
             "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"
-        let queueTied = "SELECT winner FROM temp.winnow_queue WHERE rn = 2 AND tied"
-        rankTiedQueue = """
+        // Every row of the queue's groups that `winners` selects, ranked by the full winner order.
+        func rankQueue(_ winners: String) -> String {
+            """
             INSERT INTO temp.winnow_ranks (rid, cand, pos)
             SELECT g.rid, g.winner, row_number() OVER (PARTITION BY g.winner ORDER BY \(winnerOrder))
-            FROM (SELECT winner, winner AS rid FROM (\(queueTied))
-                  UNION ALL SELECT winner, rid FROM temp.winnow_queue WHERE winner IN (\(queueTied))) AS g
+            FROM (SELECT winner, winner AS rid FROM (\(winners))
+                  UNION ALL SELECT winner, rid FROM temp.winnow_queue WHERE winner IN (\(winners))) AS g
             \(numbers.join("t", numbered: "g.rid"))
             """
+        }
+        rankTiedQueue = rankQueue("SELECT winner FROM temp.winnow_queue WHERE rn = 2 AND tied")
+        rankEveryTiedQueue = rankQueue("SELECT DISTINCT winner FROM temp.winnow_queue WHERE tied")
         rankTied = """
             INSERT INTO temp.winnow_ranks (rid, cand, pos)
             SELECT g.rid, g.winner, row_number() OVER (PARTITION BY g.winner ORDER BY \(winnerOrder))
@@ -249,33 +251,26 @@ struct BatchStatements {
             WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
             """
         let mergeSelected = rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" }.joined(separator: ", ")
-        mergeRows = """
-            SELECT g.winner, \(mergeSelected) FROM \(groupRows) AS g
-            \(numbers.join("t", numbered: "g.rid")) ORDER BY g.winner, g.rn
+        func mergeRows(_ filter: String) -> String {
             """
-        let tableLiteral = ChangeTracking.literal(rule.table)
-        mergeRowsUntaken = """
             SELECT g.winner, \(mergeSelected) FROM \(groupRows) AS g
-            \(numbers.join("t", numbered: "g.rid"))
+            \(numbers.join("t", numbered: "g.rid"))\(filter) ORDER BY g.winner, g.rn
+            """
+        }
+        let tableLiteral = ChangeTracking.literal(rule.table)
+        self.mergeRows = mergeRows("")
+        mergeRowsUntaken = mergeRows(
+            """
+
             WHERE g.rn = 0 OR NOT EXISTS (
                 SELECT 1 FROM main.winnow_merged_losers AS k WHERE k.tbl = \(tableLiteral) AND k.loser = g.rid
                 AND EXISTS (SELECT 1 FROM \(table) AS w WHERE w.\(rowID ?? "rowid") = k.winner))
-            ORDER BY g.winner, g.rn
-            """
-        anyTaken = "SELECT EXISTS (SELECT 1 FROM main.winnow_merged_losers WHERE tbl = \(tableLiteral))"
+            """)
         forgetTaken = "DELETE FROM main.winnow_merged_losers WHERE tbl = \(tableLiteral)"
         recordTaken = """
             INSERT OR REPLACE INTO main.winnow_merged_losers (tbl, loser, winner, run_id)
             SELECT \(tableLiteral), q.rid, q.winner, ? FROM temp.winnow_queue AS q WHERE q.winner IN (SELECT winner FROM temp.winnow_merged)
             ORDER BY q.rid
-            """
-        let everyTied = "SELECT DISTINCT winner FROM temp.winnow_queue WHERE tied"
-        rankEveryTiedQueue = """
-            INSERT INTO temp.winnow_ranks (rid, cand, pos)
-            SELECT g.rid, g.winner, row_number() OVER (PARTITION BY g.winner ORDER BY \(winnerOrder))
-            FROM (SELECT winner, winner AS rid FROM (\(everyTied))
-                  UNION ALL SELECT winner, rid FROM temp.winnow_queue WHERE winner IN (\(everyTied))) AS g
-            \(numbers.join("t", numbered: "g.rid"))
             """
         let values = rule.mergeColumns.indices.map { "v\($0)" }
         func mergedTable(_ name: String) -> String {
@@ -551,6 +546,11 @@ struct BatchStatements {
 
     /// The leading winner term that keeps the winner of losers a merge took first (see
     /// ``init(_:pinsTaken:)``); `alias` names the rule's table.
+    /// Whether any loser of the rule's table is recorded as taken by a merge.
+    static func anyTaken(_ rule: CompiledRule) -> String {
+        "SELECT EXISTS (SELECT 1 FROM main.winnow_merged_losers WHERE tbl = \(ChangeTracking.literal(rule.table)))"
+    }
+
     static func takenPin(_ rule: CompiledRule, alias: String?) -> String {
         "(\(RowNumbers(rule).number(of: alias)) IN (SELECT winner FROM main.winnow_merged_losers WHERE tbl = \(ChangeTracking.literal(rule.table)))) DESC"
     }

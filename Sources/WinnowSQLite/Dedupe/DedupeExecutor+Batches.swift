@@ -15,13 +15,12 @@ extension DedupeExecutor {
     /// by the core's ``BatchLoop``).
     func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
         var counts = Counts()
-        let sql = BatchStatements(rule, pinsTaken: try mayHaveTakenLosers())
+        let mayHaveTaken = try mayHaveTakenLosers()
+        let sql = BatchStatements(rule, pinsTaken: mayHaveTaken)
         if !rule.mergeColumns.isEmpty { try db.execute(sql: sql.createMerged) }
         var state = BatchState(foundAt: try Int64.fetchOne(db, sql: "SELECT version FROM temp.winnow_found"))
         if filesByPosition, discovery.losers > 0 { try settleTiesAhead(sql, state: &state) }
-        if !rule.mergeColumns.isEmpty, !sql.numbers.mapped, try db.tableExists("winnow_merged_losers") {
-            state.skipsTaken = try Bool.fetchOne(db, sql: sql.anyTaken) ?? false
-        }
+        if mayHaveTaken { state.skipsTaken = try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false }
         // Children re-pointed ahead of the batches (see ``AheadBatches``): their paths are
         // mapped stretch by stretch there, not here.
         // (Only where the groups take more than one batch: one batch writes each child page once anyway.)

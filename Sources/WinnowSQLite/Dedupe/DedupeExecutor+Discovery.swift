@@ -50,7 +50,7 @@ extension DedupeExecutor {
             duplicateKeys = inGroups * 3 <= rows
         }
         // Groups whose losers a merge of an unfinished run took keep that merge's winner.
-        let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements(rule).anyTaken) ?? false)
+        let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false)
         try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins))
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         let row = try Row.fetchOne(

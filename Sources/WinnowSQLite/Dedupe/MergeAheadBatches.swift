@@ -10,7 +10,7 @@ import WinnowCore
 /// winners and once for the losers.
 ///
 /// Every group's merge is decided once, over all its rows as found, into `temp.winnow_decided`
-/// (``DedupeExecutor/decideMerges(_:)``); each stretch moves its part into `temp.winnow_merged`
+/// (``DedupeExecutor/mergeAhead(_:state:losers:batchNumber:totals:samples:)``); each stretch moves its part into `temp.winnow_merged`
 /// and the writer applies it like a batch's merges (journaled when the rule archives), and
 /// records the losers the merge took (`winnow_merged_losers`) in the same transaction. A merge
 /// never takes a recorded loser again: neither a batch of this run that settles a group again
