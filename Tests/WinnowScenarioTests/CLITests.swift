@@ -352,6 +352,39 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM winnow_lock"), 0, "the lock is released after the run")
     }
 
+    /// A run killed before it changed a row leaves its lock and a run marked running; the
+    /// restore of it is refused (nothing to restore) and still clears that lock, as a run would.
+    func testRefusedRestoreClearsTheLockOfADeadRun() throws {
+        let db = try makeData()
+        try write("job.yaml", Self.job)
+        try winnow(["run", "job.yaml"], expect: 0)
+        let deadPid: Int32 = 999_999
+        try XCTSkipIf(kill(deadPid, 0) == 0, "pid \(deadPid) exists on this machine")
+        try ScenarioKit.execute(
+            db,
+            "INSERT INTO winnow_runs (id, command, job, started_at, status, archive) VALUES (2, 'run', 'job.yaml', '2024-01-01T00:00:00Z', 'running', 1)"
+        )
+        try ScenarioKit.execute(
+            db,
+            """
+            INSERT INTO winnow_lock (id, run_id, pid, process_start, host, acquired_at) VALUES (1, 2, ?, NULL, ?, '2024-01-01T00:00:00Z')
+            """, arguments: [deadPid, Self.hostName])
+        let refused = try winnow(["restore", "--database", "data.sqlite", "--run", "2"], expect: 65)
+        XCTAssertTrue(refused.stderr.contains("changed no rows"), refused.stderr)
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM winnow_lock"), 0, "the dead run's lock is cleared")
+        XCTAssertEqual(try ScenarioKit.column(db, "SELECT status FROM winnow_runs WHERE id = 2", as: String.self), ["interrupted"])
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM winnow_runs"), 2, "a refused restore records no run")
+
+        // A live holder's lock is left alone: the refusal comes at once, the lock stays.
+        try ScenarioKit.execute(
+            db,
+            """
+            INSERT INTO winnow_lock (id, run_id, pid, process_start, host, acquired_at) VALUES (1, NULL, ?, NULL, ?, '2024-01-01T00:00:00Z')
+            """, arguments: [ProcessInfo.processInfo.processIdentifier, Self.hostName])
+        try winnow(["restore", "--database", "data.sqlite", "--run", "2"], expect: 65)
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM winnow_lock"), 1, "a live run's lock stays")
+    }
+
     func testLockRowWithStaleProcessStartIsTakenOver() throws {
         let db = try makeData()
         try write("job.yaml", Self.job)

@@ -15,8 +15,17 @@ public enum RestoreRunner {
             }
             // A restore refused before it starts (no such run, not a run, already restored,
             // pruned, nothing journaled) records nothing: checked before the lock for a prompt
-            // answer, and again under it, where the restore's row would be inserted.
-            try checkRestorable(session, runID: runID)
+            // answer, and again under it, where the restore's row would be inserted. A refusal
+            // still clears the lock of a run whose process is gone (often the very run asked
+            // for, killed before it changed a row), as a started restore would have.
+            do {
+                try checkRestorable(session, runID: runID)
+            } catch {
+                // The refusal is the answer; a lock that cannot be cleared now is taken over
+                // by the next run anyway.
+                try? RunLock.clearAbandoned(session)
+                throw error
+            }
             let record = try RunRecord.begin(session, command: .restore, job: nil, restores: runID, wait: wait) {
                 try checkRestorable(session, runID: runID)
             }
