@@ -27,7 +27,6 @@ struct DedupeExecutor {
                 CREATE TEMP TABLE IF NOT EXISTS winnow_batch (
                     rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL, tied INTEGER NOT NULL
                 );
-                CREATE INDEX IF NOT EXISTS temp.winnow_batch_winner ON winnow_batch (winner);
                 CREATE TEMP TABLE IF NOT EXISTS winnow_ranks (rid INTEGER PRIMARY KEY, cand INTEGER NOT NULL, pos INTEGER NOT NULL);
                 CREATE TEMP TABLE IF NOT EXISTS winnow_swaps (cand INTEGER PRIMARY KEY, actual INTEGER NOT NULL UNIQUE);
                 CREATE TEMP TABLE IF NOT EXISTS winnow_moves (
