@@ -68,6 +68,44 @@ final class PostgresContractTests: XCTestCase {
         XCTAssertEqual(run.status, 0, run.stderr)
     }
 
+    /// A run killed on this host before it changed a row leaves its lock row and a run marked
+    /// running; the restore of it is refused (nothing to restore) and clears that lock, as a run
+    /// would, on PostgreSQL as on SQLite.
+    func testRefusedRestoreClearsTheLockOfADeadRun() throws {
+        let url = try PostgresServer.require()
+        try loadContacts(url)
+        let deadPid: Int32 = 999_999
+        try XCTSkipIf(kill(deadPid, 0) == 0, "pid \(deadPid) exists on this machine")
+        let runID = try BackendRouter().withSession(url, mode: .readWrite(create: false)) { session -> Int64 in
+            var id: Int64 = 0
+            try session.writeTransaction {
+                try Bookkeeping.install(session)
+                id =
+                    try session.value(
+                        """
+                        INSERT INTO winnow.winnow_runs (command, job, started_at, status, archive)
+                        VALUES ('run', 'example.yaml', '2024-01-01T00:00:00Z', 'running', 1) RETURNING id
+                        """
+                    ).int64 ?? 0
+                try session.execute(
+                    """
+                    INSERT INTO winnow.winnow_lock (id, run_id, pid, process_start, host, acquired_at)
+                    VALUES (1, ?, ?, NULL, ?, '2024-01-01T00:00:00Z')
+                    """, [SQLValue(id), SQLValue(Int(deadPid)), SQLValue(ProcessIdentity.current.host)])
+            }
+            return id
+        }
+        let refused = try TestSupport.winnow(["restore", "--database", url, "--run", String(runID)])
+        XCTAssertEqual(refused.status, 65, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("changed no rows"), refused.stderr)
+        try BackendRouter().withSession(url, mode: .readOnly) { session in
+            XCTAssertEqual(try session.value("SELECT count(*) FROM winnow.winnow_lock").int, 0, "the dead run's lock is cleared")
+            XCTAssertEqual(
+                try session.value("SELECT status FROM winnow.winnow_runs WHERE id = ?", [SQLValue(runID)]).string, "interrupted")
+            XCTAssertEqual(try session.value("SELECT count(*) FROM winnow.winnow_runs").int, 1, "a refused restore records no run")
+        }
+    }
+
     /// `plan`, even with a pending migration rehearsed in an open transaction, leaves no trace:
     /// same rows, same schema, no winnow schema.
     func testPlanChangesNothing() throws {

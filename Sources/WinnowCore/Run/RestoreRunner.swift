@@ -26,9 +26,11 @@ public enum RestoreRunner {
                 try? RunLock.clearAbandoned(session)
                 throw error
             }
-            let record = try RunRecord.begin(session, command: .restore, job: nil, restores: runID, wait: wait) {
-                try checkRestorable(session, runID: runID)
-            }
+            let record = try RunRecord.begin(
+                session, command: .restore, job: nil, restores: runID, wait: wait,
+                check: {
+                    try checkRestorable(session, runID: runID)
+                })
             session.prepareForBatchWrites()
             let (reinserted, reverted) = try record.guarding(totals: { nil }, started: started) {
                 try session.undo(runID: runID, restoreID: record.id)
