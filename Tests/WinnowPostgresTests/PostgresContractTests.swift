@@ -95,9 +95,12 @@ final class PostgresContractTests: XCTestCase {
             }
             return id
         }
+        let tables = ["contacts", "orders", "contact_tags"]
+        let before = try PostgresServer.rows(url, tables: tables)
         let refused = try TestSupport.winnow(["restore", "--database", url, "--run", String(runID)])
         XCTAssertEqual(refused.status, 65, refused.stderr)
         XCTAssertTrue(refused.stderr.contains("changed no rows"), refused.stderr)
+        XCTAssertEqual(try PostgresServer.rows(url, tables: tables), before, "a refused restore changes no user row")
         try BackendRouter().withSession(url, mode: .readOnly) { session in
             XCTAssertEqual(try session.value("SELECT count(*) FROM winnow.winnow_lock").int, 0, "the dead run's lock is cleared")
             XCTAssertEqual(

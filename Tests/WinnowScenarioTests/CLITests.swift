@@ -369,8 +369,11 @@ final class CLITests: XCTestCase {
             """
             INSERT INTO winnow_lock (id, run_id, pid, process_start, host, acquired_at) VALUES (1, 2, ?, NULL, ?, '2024-01-01T00:00:00Z')
             """, arguments: [deadPid, Self.hostName])
+        let before = try ScenarioKit.userState(db)
         let refused = try winnow(["restore", "--database", "data.sqlite", "--run", "2"], expect: 65)
         XCTAssertTrue(refused.stderr.contains("changed no rows"), refused.stderr)
+        // A job refused before it starts changes no user table (contract, section 5).
+        XCTAssertEqual(try ScenarioKit.userState(db), before, "a refused restore changes no user row or schema")
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM winnow_lock"), 0, "the dead run's lock is cleared")
         XCTAssertEqual(try ScenarioKit.column(db, "SELECT status FROM winnow_runs WHERE id = 2", as: String.self), ["interrupted"])
         XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM winnow_runs"), 2, "a refused restore records no run")

@@ -23,7 +23,7 @@ public enum RestoreRunner {
             } catch {
                 // The refusal is the answer; a lock that cannot be cleared now is taken over
                 // by the next run anyway.
-                try? RunLock.clearAbandoned(session)
+                try? RunRecord.endAbandoned(session)
                 throw error
             }
             let record = try RunRecord.begin(

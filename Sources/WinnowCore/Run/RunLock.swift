@@ -49,24 +49,6 @@ public enum RunLock {
             ])
     }
 
-    /// Clears the lock of a run whose process is gone, in one short write transaction: the
-    /// lock is taken over as ``take(_:runID:me:)`` would, every run still marked running is
-    /// marked interrupted (as the next run's start would), and the lock is released. Nothing
-    /// changes when the lock is free or its holder alive. For a command that ends without a
-    /// run of its own (a refused `restore`), so that it leaves no dead run's lock behind.
-    public static func clearAbandoned(_ session: any DatabaseSession, me: ProcessIdentity = .current) throws {
-        guard let found = try holder(session), found.identity != me, !found.identity.isAlive else { return }
-        try session.writeTransaction {
-            guard let held = try holder(session), held.identity == found.identity else { return }
-            try take(session, runID: nil, me: me)
-            let runs = session.dialect.bookkeeping("winnow_runs")
-            try session.execute(
-                "UPDATE \(runs) SET status = ? WHERE status = ?",
-                [SQLValue(RunStatus.interrupted.rawValue), SQLValue(RunStatus.running.rawValue)])
-            try release(session, me: me)
-        }
-    }
-
     /// Names the run holding the lock.
     public static func assign(_ session: any DatabaseSession, runID: Int64) throws {
         try session.execute("UPDATE \(session.dialect.bookkeeping("winnow_lock")) SET run_id = ? WHERE id = 1", [SQLValue(runID)])

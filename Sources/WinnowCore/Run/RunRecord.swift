@@ -25,9 +25,7 @@ public struct RunRecord {
                 try Bookkeeping.install(session)
                 try RunLock.take(session, runID: nil, me: me)
                 try check()
-                try session.execute(
-                    "UPDATE \(runs) SET status = ? WHERE status = ?",
-                    [SQLValue(RunStatus.interrupted.rawValue), SQLValue(RunStatus.running.rawValue)])
+                try markInterrupted(session)
                 let row = try session.row(
                     """
                     INSERT INTO \(runs) (command, job, started_at, status, archive, restores_run) VALUES (?, ?, ?, ?, ?, ?) RETURNING id
@@ -43,6 +41,30 @@ public struct RunRecord {
             return id
         }
         return RunRecord(session: session, id: id, me: me)
+    }
+
+    /// Marks every run still `running` as `interrupted`: called with the lock held, when no
+    /// run of this database can be alive any more.
+    private static func markInterrupted(_ session: any DatabaseSession) throws {
+        try session.execute(
+            "UPDATE \(session.dialect.bookkeeping("winnow_runs")) SET status = ? WHERE status = ?",
+            [SQLValue(RunStatus.interrupted.rawValue), SQLValue(RunStatus.running.rawValue)])
+    }
+
+    /// Ends what a run whose process is gone left behind, in one short write transaction: its
+    /// lock is taken over as ``RunLock/take(_:runID:me:)`` would, runs still marked running are
+    /// marked interrupted (as ``begin(_:command:job:archive:restores:wait:me:onEvent:check:)``
+    /// would), and the lock is released. Nothing changes when the lock is free or its holder
+    /// alive. For a command that ends without a run of its own (a refused `restore`), so that
+    /// it leaves no dead run's lock behind.
+    public static func endAbandoned(_ session: any DatabaseSession, me: ProcessIdentity = .current) throws {
+        guard let found = try RunLock.holder(session), found.identity != me, !found.identity.isAlive else { return }
+        try session.writeTransaction {
+            guard let held = try RunLock.holder(session), held.identity == found.identity else { return }
+            try RunLock.take(session, runID: nil, me: me)
+            try markInterrupted(session)
+            try RunLock.release(session, me: me)
+        }
     }
 
     /// The run's counts, as committed so far. Called inside the batch's transaction.

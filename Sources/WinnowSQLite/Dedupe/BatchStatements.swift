@@ -544,13 +544,13 @@ struct BatchStatements {
         path.parentColumns.count == 1 && path.parentColumns[0].sqlIdentifier == rowID
     }
 
-    /// The leading winner term that keeps the winner of losers a merge took first (see
-    /// ``init(_:pinsTaken:)``); `alias` names the rule's table.
     /// Whether any loser of the rule's table is recorded as taken by a merge.
     static func anyTaken(_ rule: CompiledRule) -> String {
         "SELECT EXISTS (SELECT 1 FROM main.winnow_merged_losers WHERE tbl = \(ChangeTracking.literal(rule.table)))"
     }
 
+    /// The leading winner term that keeps the winner of losers a merge took first (see
+    /// ``init(_:pinsTaken:)``); `alias` names the rule's table.
     static func takenPin(_ rule: CompiledRule, alias: String?) -> String {
         "(\(RowNumbers(rule).number(of: alias)) IN (SELECT winner FROM main.winnow_merged_losers WHERE tbl = \(ChangeTracking.literal(rule.table)))) DESC"
     }
