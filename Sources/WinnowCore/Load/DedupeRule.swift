@@ -24,6 +24,11 @@ public struct DedupeRule: Sendable {
     public var maxDeletePercent: Double?
     /// Look up only the keys of rows inserted or changed since the last run (needs an index).
     public var incremental = false
+    /// `key: {any: [...]}`: the alternatives, any one of which links two rows; empty for a rule
+    /// with one key. `key` then lists every column the alternatives read, in order of first use.
+    public var anyOf: [KeyAlternative] = []
+    /// `max_group_size`: the largest group a run may form (nil: no limit).
+    public var maxGroupSize: Int?
 
     public init(
         index: Int = 0, location: SourceLocation? = nil, entity: Located<String>,
@@ -54,6 +59,76 @@ public struct DedupeRule: Sendable {
 
     /// The normalisers applied to one key column.
     public func normalizers(for column: String) -> [Normalizer] { normalize[column] ?? [] }
+
+    /// Whether rows sharing any of several keys are one record (`key: {any: ...}`).
+    public var linksByAny: Bool { !anyOf.isEmpty }
+
+    /// The group size limit that applies: the rule's, else 50 for an `any:` rule.
+    public var effectiveMaxGroupSize: Int? { maxGroupSize ?? (linksByAny ? Self.defaultMaxGroupSize : nil) }
+
+    /// `max_group_size` of an `any:` rule that sets none.
+    public static let defaultMaxGroupSize = 50
+}
+
+/// One alternative of `key: {any: [...]}`: rows equal on all of its columns (after its
+/// normalisers) are linked; with `similar:`, rows equal on its columns are a block whose pairs
+/// are linked when the similar columns are close enough.
+public struct KeyAlternative: Sendable {
+    public var location: SourceLocation?
+    public var columns: [Located<String>]
+    /// Normalisers per column (its own, else the rule's `normalize:`).
+    public var normalize: [String: [Normalizer]]
+    /// Whether `normalize:` was written on the alternative itself.
+    public var ownNormalize: Bool
+    public var similar: Similarity?
+
+    public init(
+        location: SourceLocation? = nil, columns: [Located<String>], normalize: [String: [Normalizer]] = [:],
+        ownNormalize: Bool = false, similar: Similarity? = nil
+    ) {
+        self.location = location
+        self.columns = columns
+        self.normalize = normalize
+        self.ownNormalize = ownNormalize
+        self.similar = similar
+    }
+
+    /// Every column the alternative reads: its block, then its similar columns.
+    public var allColumns: [Located<String>] { columns + (similar?.columns ?? []) }
+
+    /// How messages and plans name it: `soc_sec_id`, `given_name + surname`, or
+    /// `date_of_birth ~ given_name surname (jaro_winkler >= 0.9)`.
+    public var label: String {
+        let block = columns.map(\.value).joined(separator: " + ")
+        guard let similar else { return block }
+        return "\(block) ~ \(similar.columns.map(\.value).joined(separator: " ")) (\(similar.measure.label))"
+    }
+}
+
+/// `similar:` of a key alternative: the columns compared inside a block, and how close they must be.
+public struct Similarity: Sendable {
+    public var columns: [Located<String>]
+    public var measure: SimilarityMeasure
+
+    public init(columns: [Located<String>], measure: SimilarityMeasure) {
+        self.columns = columns
+        self.measure = measure
+    }
+}
+
+/// How close two strings must be (docs/reference.md, "Several keys in one rule").
+public enum SimilarityMeasure: Sendable, Equatable {
+    /// Jaro-Winkler similarity at least this (0...1).
+    case jaroWinkler(Double)
+    /// At most this many single-character insertions, deletions or substitutions.
+    case levenshtein(Int)
+
+    public var label: String {
+        switch self {
+        case let .jaroWinkler(threshold): return "jaro_winkler >= \(threshold)"
+        case let .levenshtein(edits): return "levenshtein <= \(edits)"
+        }
+    }
 }
 
 /// How a NULL key part is treated.

@@ -8,7 +8,7 @@ public enum JobLoader {
     package static let rootKeys = ["version", "database", "schema", "allow_data_loss", "seed", "dedupe", "journal", "batch", "sqlite"]
     package static let ruleKeys = [
         "entity", "key", "hash", "hash_column", "normalize", "nulls", "winner", "merge",
-        "references", "referenced_by", "archive", "max_delete_percent", "incremental",
+        "references", "referenced_by", "archive", "max_delete_percent", "incremental", "max_group_size",
     ]
     package static let supportedVersions = 1...1
 
@@ -151,8 +151,16 @@ public enum JobLoader {
             entity = try reader.string(
                 try map.required("entity", what: "the table to deduplicate"), map.child("entity"), what: "a table name")
         }
+        var alternatives: [KeyAlternative] = []
         log.attempt {
             let keyNode = try map.required("key", what: "a column or a list of columns")
+            if case .mapping = keyNode {
+                alternatives = try decodeAny(keyNode, reader: reader, path: map.child("key"))
+                // Every column the alternatives read, once, in order of first use.
+                var seen = Set<String>()
+                key = alternatives.flatMap(\.allColumns).filter { seen.insert($0.value).inserted }
+                return
+            }
             let columns = try reader.list(keyNode, map.child("key"), allowScalar: true, allowEmpty: false)
                 .map { try reader.string($0.0, $0.1, what: "a column name") }
             try rejectDuplicates(columns, reader: reader, path: map.child("key"), what: "column")
@@ -160,10 +168,95 @@ public enum JobLoader {
         }
         let built = DedupeRule(index: index, location: reader.location(node), entity: entity ?? Located("", at: nil), key: key ?? [])
         var rule = built
+        rule.anyOf = alternatives
         let keyColumns = key ?? []
         readOptions(map, into: &rule, key: keyColumns, reader: reader, log: log)
+        if rule.linksByAny {
+            // The rule's normalisers reach every alternative that has none of its own.
+            for index in rule.anyOf.indices where !rule.anyOf[index].ownNormalize {
+                let columns = rule.anyOf[index].allColumns.map(\.value)
+                rule.anyOf[index].normalize = rule.normalize.filter { columns.contains($0.key) }
+            }
+            log.attempt {
+                if rule.hash || rule.hashColumn != nil {
+                    throw reader.error(
+                        map.optional("hash") ?? map.optional("hash_column") ?? node, map.child("hash"),
+                        "hash and hash_column are for a rule with one key, not for key: {any: ...}")
+                }
+                if rule.incremental, let flag = map.optional("incremental") {
+                    throw reader.error(
+                        flag, map.child("incremental"),
+                        "incremental is for a rule with one key: a new row may join groups by any of the keys, so key: {any: ...} reads the whole table"
+                    )
+                }
+            }
+        }
         guard entity != nil, key != nil else { return nil }
         return rule
+    }
+
+    /// `key: {any: [ALTERNATIVE, ...]}`: two or more alternatives, each a column, a list of
+    /// columns, or `{columns: [...], normalize: ..., similar: {columns: [...], jaro_winkler: X | levenshtein: N}}`.
+    package static func decodeAny(_ node: Node, reader: YAMLReader, path: String) throws -> [KeyAlternative] {
+        let map = try reader.mapping(node, path, allowed: ["any"], what: "a key (a column, a list of columns, or {any: [...]})")
+        let listNode = try map.required("any", what: "the alternative keys, two or more")
+        let items = try reader.list(listNode, map.child("any"), allowEmpty: false)
+        guard items.count >= 2 else {
+            throw reader.error(
+                listNode, map.child("any"), "any: needs two or more alternatives; a single key is written key: COLUMN or key: [COLUMNS]")
+        }
+        var seen: [String: String] = [:]
+        return try items.map { item, itemPath in
+            var alternative: KeyAlternative
+            if case .mapping = item {
+                let entry = try reader.mapping(item, itemPath, allowed: ["columns", "normalize", "similar"], what: "a key alternative")
+                let columnsNode = try entry.required("columns", what: "the columns of this alternative")
+                let columns = try reader.list(columnsNode, entry.child("columns"), allowScalar: true, allowEmpty: false)
+                    .map { try reader.string($0.0, $0.1, what: "a column name") }
+                alternative = KeyAlternative(location: reader.location(item), columns: columns)
+                if let similarNode = entry.optional("similar") {
+                    alternative.similar = try decodeSimilar(similarNode, reader: reader, path: entry.child("similar"))
+                }
+                try rejectDuplicates(alternative.allColumns, reader: reader, path: itemPath, what: "column")
+                if let normalizeNode = entry.optional("normalize") {
+                    alternative.normalize = try decodeNormalize(
+                        normalizeNode, key: alternative.allColumns, reader: reader, path: entry.child("normalize"))
+                    alternative.ownNormalize = true
+                }
+            } else {
+                let columns = try reader.list(item, itemPath, allowScalar: true, allowEmpty: false)
+                    .map { try reader.string($0.0, $0.1, what: "a column name") }
+                try rejectDuplicates(columns, reader: reader, path: itemPath, what: "column")
+                alternative = KeyAlternative(location: reader.location(item), columns: columns)
+            }
+            // The same alternative twice links nothing more; it is most likely a slip.
+            let signature = alternative.label
+            if let earlier = seen[signature] {
+                throw reader.error(item, itemPath, "this alternative repeats \(earlier)")
+            }
+            seen[signature] = itemPath
+            return alternative
+        }
+    }
+
+    /// `similar: {columns: [...], jaro_winkler: X}` or `{columns: [...], levenshtein: N}`.
+    package static func decodeSimilar(_ node: Node, reader: YAMLReader, path: String) throws -> Similarity {
+        let map = try reader.mapping(node, path, allowed: ["columns", "jaro_winkler", "levenshtein"], what: "a similarity condition")
+        let columnsNode = try map.required("columns", what: "the columns to compare")
+        let columns = try reader.list(columnsNode, map.child("columns"), allowScalar: true, allowEmpty: false)
+            .map { try reader.string($0.0, $0.1, what: "a column name") }
+        let jaro = map.optional("jaro_winkler")
+        let edits = map.optional("levenshtein")
+        switch (jaro, edits) {
+        case let (jaro?, nil):
+            let threshold = try reader.number(jaro, map.child("jaro_winkler"), range: 0...1)
+            return Similarity(columns: columns, measure: .jaroWinkler(threshold))
+        case let (nil, edits?):
+            let limit = try reader.int(edits, map.child("levenshtein"), range: 0...100)
+            return Similarity(columns: columns, measure: .levenshtein(limit))
+        default:
+            throw reader.error(node, path, "write exactly one of jaro_winkler: X (0 to 1) or levenshtein: N (edits)")
+        }
     }
 
     /// The optional sections of a rule, each read even when another has an error.
@@ -234,6 +327,11 @@ public enum JobLoader {
         }
         log.attempt {
             if let node = map.optional("incremental") { rule.incremental = try reader.bool(node, map.child("incremental")) }
+        }
+        log.attempt {
+            if let node = map.optional("max_group_size") {
+                rule.maxGroupSize = try reader.int(node, map.child("max_group_size"), range: 2...1_000_000)
+            }
         }
         log.attempt {
             if let node = map.optional("max_delete_percent") {

@@ -109,6 +109,10 @@ public struct CompiledRule: Sendable {
     /// (the key columns, or the hash column).
     public var lookupColumns: [String] = []
 
+    /// For `key: {any: ...}`: the alternatives, and the scratch table that holds each linked
+    /// row's group (``ComponentFinder``). Nil for a rule with one key.
+    public var components: ComponentKey?
+
     /// Where a table's rows are read from instead of the table itself, by lowercased name: a
     /// `SELECT` giving the rows as a pending migration will leave them (guards checked before it runs).
     public var sources: [String: String] = [:]
@@ -148,15 +152,39 @@ public struct CompiledRule: Sendable {
             nullsEqual: rule.nulls == .equal, Array(zip(keyExpressions(alias: alias), types)).map { (sql: $0, type: $1) })
     }
 
-    /// What rows are grouped by: the normalised key columns, or their hash.
+    /// What rows are grouped by: the normalised key columns, or their hash; for an `any:` rule,
+    /// the row's group as ``ComponentFinder`` found it.
     public func groupExpressions(alias: String? = nil) -> [String] {
-        rule.hash ? [hashExpression(alias: alias)] : keyExpressions(alias: alias)
+        if components != nil { return [componentExpression(alias: alias)] }
+        return rule.hash ? [hashExpression(alias: alias)] : keyExpressions(alias: alias)
     }
 
     /// The SQL type of each of ``groupExpressions(alias:)``: text for the hash and for a
     /// normalised column, else the column's declared type (nil when unknown).
     public var groupTypes: [String?] {
-        rule.hash ? ["text"] : keyColumns.map { normalizers[$0, default: []].isEmpty ? columnTypes[$0] : "text" }
+        if components != nil { return ["bigint"] }
+        return rule.hash ? ["text"] : keyColumns.map { normalizers[$0, default: []].isEmpty ? columnTypes[$0] : "text" }
+    }
+
+    /// SQL naming each part of a row's identity over the table aliased as `alias` (nil:
+    /// unqualified): the rowid, or the primary key's columns.
+    public func identityExpressions(alias: String? = nil) -> [String] {
+        switch identity {
+        case let .rowid(expression, _): return [alias.map { "\($0).\(expression)" } ?? expression]
+        case let .primaryKey(columns): return columns.map { Self.column($0, alias) }
+        }
+    }
+
+    /// The group of the row aliased as `alias` in an `any:` rule: its component in the scratch
+    /// table, found by the row's identity, while every key column still holds the value the
+    /// components were found from (NULL for a row that is in no group, or that changed since).
+    /// The scratch table's columns are all named `winnow_*`, so unqualified names in it still
+    /// name the outer row's columns.
+    public func componentExpression(alias: String? = nil) -> String {
+        guard let components else { return dialect.alwaysFalse }
+        var conditions = identityExpressions(alias: alias).enumerated().map { "c.winnow_i\($0) = \($1)" }
+        conditions += keyColumns.enumerated().map { dialect.nullSafeEqual("c.winnow_a\($0)", Self.column($1, alias)) }
+        return "(SELECT c.winnow_c FROM \(dialect.scratchTable(components.table)) AS c WHERE \(conditions.joined(separator: " AND ")))"
     }
 
     /// `expressions` (the group expressions, or names standing for them, in their order) as
@@ -172,6 +200,7 @@ public struct CompiledRule: Sendable {
     /// Every normaliser maps NULL to NULL and anything else to a non-NULL value, so the raw
     /// columns are tested (no normaliser is called twice per row).
     public func candidateFilter(alias: String? = nil) -> String {
+        if components != nil { return "\(componentExpression(alias: alias)) IS NOT NULL" }
         guard rule.nulls == .distinct else { return dialect.alwaysTrue }
         return keyColumns.map { "\(Self.column($0, alias)) IS NOT NULL" }.joined(separator: " AND ")
     }
@@ -179,7 +208,7 @@ public struct CompiledRule: Sendable {
     /// SQL that is true when rows `a` and `b` still share a key.
     public func sameKey(_ a: String, _ b: String) -> String {
         zip(groupExpressions(alias: a), groupExpressions(alias: b)).map {
-            rule.nulls == .equal ? dialect.nullSafeEqual($0, $1) : "\($0) = \($1)"
+            rule.nulls == .equal && components == nil ? dialect.nullSafeEqual($0, $1) : "\($0) = \($1)"
         }.joined(separator: " AND ")
     }
 
@@ -253,4 +282,21 @@ public struct CompiledRule: Sendable {
         parts.append(primaryKey.isEmpty ? "rowid" : primaryKey.joined(separator: ", "))
         return parts.joined(separator: ", ")
     }
+}
+
+/// The alternatives of an `any:` rule as bound to the live schema, and where their groups are
+/// kept while the rule runs.
+public struct ComponentKey: Sendable {
+    /// One alternative, its columns in their canonical spelling.
+    public struct Alternative: Sendable {
+        public var label: String
+        public var columns: [String]
+        public var similar: (columns: [String], measure: SimilarityMeasure)?
+        public var normalizers: [String: [Normalizer]]
+    }
+
+    /// The scratch table (``SQLDialect/scratchTable(_:)``) of the rule's groups.
+    public var table: String
+    public var alternatives: [Alternative]
+    public var maxGroupSize: Int?
 }

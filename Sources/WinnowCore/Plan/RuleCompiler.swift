@@ -128,6 +128,24 @@ public enum RuleCompiler {
         compiled.foreignKeysSuspendable = foreignKeysSuspendable(
             table: table, schema: schema, references: references,
             written: mergeColumns.map(\.name) + (hashColumn.map { [$0] } ?? []))
+        if rule.linksByAny {
+            // Each alternative's columns in their canonical spelling (the rule's `key` lists
+            // them all, so every one was looked up above).
+            let canonical = Dictionary(zip(rule.key.map(\.value), keyColumns), uniquingKeysWith: { a, _ in a })
+            compiled.components = ComponentKey(
+                table: "winnow_components_\(rule.index)",
+                alternatives: rule.anyOf.map { alternative in
+                    ComponentKey.Alternative(
+                        label: alternative.label,
+                        columns: alternative.columns.map { canonical[$0.value] ?? $0.value },
+                        similar: alternative.similar.map { similar in
+                            (similar.columns.map { canonical[$0.value] ?? $0.value }, similar.measure)
+                        },
+                        normalizers: Dictionary(
+                            alternative.normalize.map { (canonical[$0.key] ?? $0.key, $0.value) }, uniquingKeysWith: { a, _ in a }))
+                },
+                maxGroupSize: rule.effectiveMaxGroupSize)
+        }
         if rule.incremental {
             if let reason = dialect.unsupported(.incremental, on: table) { throw fail(rule.location, "incremental", reason) }
             compiled.lookupColumns = try lookupColumns(

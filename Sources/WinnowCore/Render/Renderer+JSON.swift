@@ -154,6 +154,7 @@ extension Renderer {
             case .deleteShare: object["guard"] = "max_delete_percent"
             case .restrictedReference: object["guard"] = "references_restrict"
             case .uniqueIndex: object["guard"] = "unique_index"
+            case .groupSize: object["guard"] = "max_group_size"
             }
             object["detail"] = refusal.message
             object["committed"] = refusal.committed

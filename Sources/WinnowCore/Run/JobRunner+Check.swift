@@ -32,10 +32,18 @@ extension JobRunner {
                 return []
             }
             return try rules.map { rule in
-                let row = try session.row(duplicateCountSQL(rule))
                 var counts = Counts()
-                counts.groups = try row?.int(0) ?? 0
-                counts.deleted = try row?.int(1) ?? 0
+                if rule.components != nil {
+                    // The groups of an `any:` rule are the components of its links; a group over
+                    // max_group_size is reported by the plan below.
+                    let outcome = try ComponentFinder.build(rule, session: session, enforcingLimit: false)
+                    counts.groups = outcome.groups
+                    counts.deleted = outcome.members - outcome.groups
+                } else {
+                    let row = try session.row(duplicateCountSQL(rule))
+                    counts.groups = try row?.int(0) ?? 0
+                    counts.deleted = try row?.int(1) ?? 0
+                }
                 let rows = try session.value("SELECT count(*) FROM \(rule.qualifiedTable)").int ?? 0
                 return ruleSummary(rule, Discovery(groups: counts.groups, losers: counts.deleted, tableRows: rows), counts, [])
             }

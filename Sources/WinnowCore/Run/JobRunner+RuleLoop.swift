@@ -42,11 +42,19 @@ extension JobRunner {
                 changesUpTo: state?.tracking == true ? state?.upTo : nil, deadline: deadline, onEvent: onEvent)
             return session.ruleExecution(rule, runID: record?.id, options: options)
         }
+        /// A rule's discovery; an `any:` rule finds its groups first (``ComponentFinder``), from
+        /// the rows as they are now.
+        func discover(_ rule: CompiledRule, _ execution: any RuleExecution) throws -> Discovery {
+            try phase("discovery of dedupe[\(rule.rule.index)] \(rule.table)") {
+                try ComponentFinder.build(rule, session: session)
+                return try execution.discover()
+            }
+        }
         var discoveries: [Discovery?] = Array(repeating: nil, count: rules.count)
         if record != nil {
             for (index, rule) in rules.enumerated() {
                 let execution = execution(rule)
-                let discovery = try phase("discovery of dedupe[\(rule.rule.index)] \(rule.table)") { try execution.discover() }
+                let discovery = try discover(rule, execution)
                 try execution.checkGuards(discovery)
                 discoveries[index] = discovery
             }
@@ -63,7 +71,7 @@ extension JobRunner {
             if let found = discoveries[index], rules.count == 1 {
                 discovery = found
             } else {
-                discovery = try phase("discovery of dedupe[\(rule.rule.index)] \(rule.table)") { try execution.discover() }
+                discovery = try discover(rule, execution)
                 try execution.checkGuards(discovery)
             }
             onEvent(.ruleStarted(rule: rule.rule.index, table: rule.table, discovery: discovery))

@@ -16,6 +16,10 @@ public protocol DatabaseSession: AnyObject {
     /// Runs `body` in one write transaction (retried whole if it could not start because
     /// another connection held the write lock) and commits it.
     func writeTransaction(_ body: () throws -> Void) throws
+    /// Runs `body`, which writes only this connection's scratch tables
+    /// (``SQLDialect/scratchTable(_:)``), where the engine lets it do so without taking a write
+    /// lock on the database, also on a read-only connection.
+    func scratch(_ body: () throws -> Void) throws
     /// Rolls back a transaction a failure left open.
     func rollbackIfNeeded()
     func tableExists(_ name: String) throws -> Bool

@@ -33,6 +33,12 @@ public protocol SQLDialect: Sendable {
     func bookkeeping(_ name: String) -> String
     /// `a` equals `b`, NULL equal to NULL.
     func nullSafeEqual(_ a: String, _ b: String) -> String
+    /// A scratch table of this connection (dropped when it closes), as statements name it.
+    func scratchTable(_ name: String) -> String
+    /// The statements that make scratch table `name` hold the rows of `select` (whose columns
+    /// are `columns`, each with the declared type of the user column it copies, if any), found
+    /// by `key` (unique) without a scan: any earlier table of that name is dropped first.
+    func createScratchTable(_ name: String, columns: [(name: String, type: String?)], key: [String], from select: String) -> [String]
     /// The statements that create winnow's bookkeeping tables if they are missing.
     var bookkeepingSchema: [String] { get }
     /// The statements that create the schema-version and seed tables if they are missing.

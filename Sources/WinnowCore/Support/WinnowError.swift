@@ -82,6 +82,8 @@ public struct GuardRefusal: Sendable, Equatable, CustomStringConvertible {
         case restrictedReference
         /// A unique index the migration creates over a key that rows still share.
         case uniqueIndex
+        /// `max_group_size`: the keys of an `any:` rule would form a larger group.
+        case groupSize
     }
 
     public var kind: Guard

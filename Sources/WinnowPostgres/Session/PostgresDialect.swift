@@ -32,6 +32,20 @@ public struct PostgresDialect: SQLDialect {
 
     public func nullSafeEqual(_ a: String, _ b: String) -> String { "\(a) IS NOT DISTINCT FROM \(b)" }
 
+    public func scratchTable(_ name: String) -> String { "pg_temp.\(name.sqlIdentifier)" }
+
+    /// A temporary table of the selected rows (their columns' own types), its key indexed and
+    /// its statistics taken (autovacuum never analyses a temporary table).
+    public func createScratchTable(_ name: String, columns: [(name: String, type: String?)], key: [String], from select: String) -> [String]
+    {
+        [
+            "DROP TABLE IF EXISTS \(scratchTable(name))",
+            "CREATE TEMP TABLE \(name.sqlIdentifier) (\(columns.map(\.name.sqlIdentifier).joined(separator: ", "))) AS \(select)",
+            "CREATE UNIQUE INDEX ON \(scratchTable(name)) (\(key.map(\.sqlIdentifier).joined(separator: ", ")))",
+            "ANALYZE \(scratchTable(name))",
+        ]
+    }
+
     /// `CREATE INDEX` as the migrator runs it (`CONCURRENTLY`: writers are not blocked while it
     /// builds; outside a transaction).
     public func createIndex(_ index: IndexModel, on table: String, concurrently: Bool) -> String {

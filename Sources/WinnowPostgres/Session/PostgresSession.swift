@@ -96,6 +96,10 @@ public final class PostgresSession: DatabaseSession {
         try link.query(Self.numbered(sql), PostgresBindings(values: arguments)).map(SQLRow.init)
     }
 
+    /// A transaction of its own (READ WRITE on a read-only session: temporary tables may be
+    /// written there).
+    public func scratch(_ body: () throws -> Void) throws { try writeTransaction(body) }
+
     public func writeTransaction(_ body: () throws -> Void) throws {
         if inTransaction { return try body() }
         try link.command(readOnly ? "BEGIN READ WRITE" : "BEGIN")

@@ -87,7 +87,7 @@ struct DedupeExecutor {
     /// for every row, which costs more than the window saves), and a NULL key part, which cannot
     /// pass IN, is never a duplicate (`nulls: distinct`).
     var countsKeysFirst: Bool {
-        scope == nil && rule.rule.nulls == .distinct && !rule.rule.hash
+        scope == nil && rule.rule.nulls == .distinct && !rule.rule.hash && rule.components == nil
             && rule.keyColumns.allSatisfy { rule.normalizers[$0, default: []].isEmpty }
     }
 

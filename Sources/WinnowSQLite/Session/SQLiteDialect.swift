@@ -22,6 +22,22 @@ public struct SQLiteDialect: SQLDialect {
 
     public func nullSafeEqual(_ a: String, _ b: String) -> String { "\(a) IS \(b)" }
 
+    public func scratchTable(_ name: String) -> String { "temp.\(name.sqlIdentifier)" }
+
+    /// A WITHOUT ROWID table keyed by `key`: each column has the declared type of the column it
+    /// copies (the same affinity keeps every value as it was, and lets a comparison with the
+    /// user's column use the key), and it has no `rowid` of its own, so an unqualified `rowid`
+    /// in a subquery over it still names the outer row.
+    public func createScratchTable(_ name: String, columns: [(name: String, type: String?)], key: [String], from select: String) -> [String]
+    {
+        let declared = columns.map { column in column.name.sqlIdentifier + (column.type.map { " \($0)" } ?? "") }
+        return [
+            "DROP TABLE IF EXISTS \(scratchTable(name))",
+            "CREATE TEMP TABLE \(name.sqlIdentifier) (\(declared.joined(separator: ", ")), PRIMARY KEY (\(key.map(\.sqlIdentifier).joined(separator: ", ")))) WITHOUT ROWID",
+            "INSERT INTO \(scratchTable(name)) \(select)",
+        ]
+    }
+
     /// A rowid table's rows by rowid; a `WITHOUT ROWID` table's by its primary key (the batch
     /// engine numbers them for the run, as the rule's table or as a child: `RowNumbers`).
     public func rowIdentity(of table: LiveTable) -> RowIdentity? {

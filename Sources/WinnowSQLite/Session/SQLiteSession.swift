@@ -36,6 +36,9 @@ public final class SQLiteSession: DatabaseSession {
 
     public func writeTransaction(_ body: () throws -> Void) throws { try db.writeTransaction(body) }
 
+    /// Temporary tables are written in autocommit: they take no lock on the database file.
+    public func scratch(_ body: () throws -> Void) throws { try body() }
+
     public func rollbackIfNeeded() {
         if db.isInsideTransaction { try? db.rollback() }
     }
