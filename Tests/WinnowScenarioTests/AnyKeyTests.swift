@@ -57,6 +57,25 @@ final class AnyKeyTests: CLITestCase {
         try write("job.yaml", Self.job())
         let plan = try winnow(["plan", "job.yaml"], expect: 0)
         XCTAssertTrue(plan.stdout.contains("2 duplicate groups, 3 rows to delete"), plan.stdout)
+        // Per key, the rows it adds to groups beyond the keys before it; which key linked
+        // each loser, and to which row.
+        XCTAssertTrue(plan.stdout.contains("keys: email (trim, lowercase) links 1 row; phone 1 more; name + born 1 more"), plan.stdout)
+        XCTAssertTrue(plan.stdout.contains("largest groups: 3, 2 rows (max_group_size 50)"), plan.stdout)
+        XCTAssertTrue(plan.stdout.contains("linked: id 2 to id 1 by email (trim, lowercase)"), plan.stdout)
+        XCTAssertTrue(plan.stdout.contains("linked: id 3 to id 2 by phone"), plan.stdout)
+        XCTAssertTrue(plan.stdout.contains("linked: id 5 to id 4 by name + born"), plan.stdout)
+        let json = try winnow(["plan", "job.yaml", "--format", "json"], expect: 0)
+        let rule = try XCTUnwrap(
+            (json.stdout.split(separator: "\n").compactMap(self.json).first { $0["event"] as? String == "summary" }?["rules"]
+                as? [[String: Any]])?.first)
+        XCTAssertEqual((rule["links"] as? [[String: Any]])?.compactMap { $0["rows"] as? Int }, [1, 1, 1])
+        let samples = try XCTUnwrap(rule["sample_groups"] as? [[String: Any]])
+        let links = samples.flatMap { ($0["linked_by"] as? [[String: Any]]) ?? [] }
+        XCTAssertEqual(
+            links.map { "\($0["row"] ?? "") \($0["key"] ?? "") \($0["to"] ?? "")" },
+            [
+                "2 email (trim, lowercase) 1", "3 phone 2", "5 name + born 4",
+            ])
         try winnow(["run", "job.yaml"], expect: 0)
         // 1~2 by e-mail and 2~3 by phone: one group; 4~5 by name and birth date; 6, 7, 8 alone
         // (7 and 8 share only a NULL phone).

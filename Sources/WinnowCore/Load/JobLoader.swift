@@ -198,6 +198,13 @@ public enum JobLoader {
     /// `key: {any: [ALTERNATIVE, ...]}`: two or more alternatives, each a column, a list of
     /// columns, or `{columns: [...], normalize: ..., similar: {columns: [...], jaro_winkler: X | levenshtein: N}}`.
     package static func decodeAny(_ node: Node, reader: YAMLReader, path: String) throws -> [KeyAlternative] {
+        guard case let .mapping(mapping) = node, mapping.keys.contains(where: { $0.string == "any" }) else {
+            let keys: [String]
+            if case let .mapping(mapping) = node { keys = mapping.keys.compactMap(\.string) } else { keys = [] }
+            throw reader.error(
+                node, path,
+                "expected a column, a list of columns or {any: [ALTERNATIVES]}, found a mapping of \(keys.joined(separator: ", "))")
+        }
         let map = try reader.mapping(node, path, allowed: ["any"], what: "a key (a column, a list of columns, or {any: [...]})")
         let listNode = try map.required("any", what: "the alternative keys, two or more")
         let items = try reader.list(listNode, map.child("any"), allowEmpty: false)

@@ -78,6 +78,11 @@ extension Renderer {
             r["references"] = rule.references
             r["table_rows"] = rule.discovery.tableRows
             if let incremental = rule.incremental { r["incremental"] = incremental }
+            if !rule.links.isEmpty {
+                r["links"] = rule.links.map { ["key": $0.key, "rows": $0.rows] as [String: Any] }
+                r["largest_groups"] = rule.largestGroups
+                if let limit = rule.maxGroupSize { r["max_group_size"] = limit }
+            }
             if !rule.warnings.isEmpty { r["warnings"] = rule.warnings }
             if !rule.samples.isEmpty {
                 r["sample_groups"] = rule.samples.map { sample -> [String: Any] in
@@ -85,6 +90,11 @@ extension Renderer {
                         "key": sample.key.map(jsonValue(sqlLiteral:)), "identity": sample.winner.parts.map(\.column),
                         "winner": jsonValue(sample.winner), "losers": sample.losers.map(jsonValue(_:)),
                     ]
+                    if !sample.linkedBy.isEmpty {
+                        object["linked_by"] = sample.linkedBy.map {
+                            ["row": jsonValue($0.row), "key": $0.key, "to": jsonValue($0.to)] as [String: Any]
+                        }
+                    }
                     if !sample.rows.isEmpty {
                         object["columns"] = sample.columns
                         object["rows"] = sample.rows.map {

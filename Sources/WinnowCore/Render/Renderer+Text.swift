@@ -58,10 +58,14 @@ extension Renderer {
             if !rule.references.isEmpty { lines.append("  references: \(rule.references.joined(separator: ", "))") }
             for warning in rule.warnings { lines.append("  warning: \(warning)") }
             lines.append("  " + countsLine(rule.counts, wouldBe: wouldBe))
+            lines += linkLines(rule)
             for sample in rule.samples {
                 let losers = sample.losers.map(\.description).joined(separator: ", ")
-                lines.append("  group \(sample.key.joined(separator: ", ")): keep \(sample.winner); delete \(losers)")
+                // An `any:` rule's rows need not share one key: its group is named by its size.
+                let name = rule.links.isEmpty ? sample.key.joined(separator: ", ") : "of \(sample.losers.count + 1) rows"
+                lines.append("  group \(name): keep \(sample.winner); delete \(losers)")
                 lines += sampleDetail(sample, wouldBe: wouldBe)
+                for link in sample.linkedBy { lines.append("      linked: \(link.row) to \(link.to) by \(link.key)") }
             }
             if rule.samples.count < rule.counts.groups, !rule.samples.isEmpty {
                 lines.append("  ... \(rule.counts.groups - rule.samples.count) more groups (--verbose lists all)")
@@ -138,6 +142,21 @@ extension Renderer {
         if !rows.isEmpty { lines += table(["table", "rows", "key", "groups", "in the job"], rows, numeric: [1, 3]) }
         lines.append("next: read \(result.jobPath), then `winnow plan \(result.jobPath)`")
         return lines.joined(separator: "\n")
+    }
+
+    /// What each alternative of an `any:` rule added, and its largest groups (none for a rule
+    /// with one key).
+    static func linkLines(_ rule: RuleSummary) -> [String] {
+        guard !rule.links.isEmpty else { return [] }
+        let added = rule.links.enumerated().map { index, link in
+            index == 0 ? "\(link.key) links \(plural(link.rows, "row"))" : "\(link.key) \(link.rows) more"
+        }
+        var lines = ["  keys: " + added.joined(separator: "; ")]
+        if !rule.largestGroups.isEmpty {
+            let limit = rule.maxGroupSize.map { " (max_group_size \($0))" } ?? ""
+            lines.append("  largest groups: \(rule.largestGroups.map(String.init).joined(separator: ", ")) rows\(limit)")
+        }
+        return lines
     }
 
     /// A group's rows side by side (the kept row marked `keep`), what a merge changes in the

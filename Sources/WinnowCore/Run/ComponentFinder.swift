@@ -22,6 +22,8 @@ package enum ComponentFinder {
         package var members = 0
         /// The largest group's size.
         package var largest = 0
+        /// The sizes of the largest groups, largest first (at most five).
+        package var largestSizes: [Int] = []
         /// Per alternative, in the rule's order: the rows it joined to a group that the
         /// alternatives before it had not (the losers it adds).
         package var added: [Int] = []
@@ -81,6 +83,7 @@ package enum ComponentFinder {
             let grouped = sizes.filter { $0.value > 1 }
             outcome.groups = grouped.count
             outcome.members = grouped.values.reduce(0, +)
+            outcome.largestSizes = Array(grouped.values.sorted(by: >).prefix(5))
             if let biggest = grouped.max(by: { ($0.value, $1.key) < ($1.value, $0.key) }) {
                 outcome.largest = biggest.value
                 if enforcingLimit, let limit = key.maxGroupSize, biggest.value > limit {
@@ -202,7 +205,7 @@ package enum ComponentFinder {
             "SELECT \(values) FROM \(rule.dialect.scratchTable(rowsTable)) WHERE winnow_n IN (\(sample.map(String.init).joined(separator: ", "))) ORDER BY winnow_n",
             [])
         let described = rows.map { row in
-            "(" + zip(rule.keyColumns, row.values).map { "\($0) = \($1.sqlLiteral)" }.joined(separator: ", ") + ")"
+            "(" + zip(rule.keyColumns, row.values).map { "\($0) = \($1.quotedLiteral)" }.joined(separator: ", ") + ")"
         }
         return .guardRefused(
             GuardRefusal(

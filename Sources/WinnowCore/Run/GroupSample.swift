@@ -55,6 +55,21 @@ public struct GroupSample: Sendable, Codable, Equatable {
     public var rows: [SampleRow] = []
     public var merged: [MergedValue] = []
     public var children: [Children] = []
+    /// For a `key: {any: ...}` rule: which alternative linked each loser, and to which row.
+    public var linkedBy: [Link] = []
+
+    /// A loser, the alternative that links it, and the row of the group it shares it with.
+    public struct Link: Sendable, Codable, Equatable {
+        public var row: RowKey
+        public var key: String
+        public var to: RowKey
+
+        public init(row: RowKey, key: String, to: RowKey) {
+            self.row = row
+            self.key = key
+            self.to = to
+        }
+    }
 
     public init(key: [String], winner: RowKey, losers: [RowKey]) {
         self.key = key

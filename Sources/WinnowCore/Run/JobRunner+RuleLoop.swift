@@ -44,9 +44,10 @@ extension JobRunner {
         }
         /// A rule's discovery; an `any:` rule finds its groups first (``ComponentFinder``), from
         /// the rows as they are now.
+        var links: [Int: ComponentFinder.Outcome] = [:]
         func discover(_ rule: CompiledRule, _ execution: any RuleExecution) throws -> Discovery {
             try phase("discovery of dedupe[\(rule.rule.index)] \(rule.table)") {
-                try ComponentFinder.build(rule, session: session)
+                if rule.components != nil { links[rule.rule.index] = try ComponentFinder.build(rule, session: session) }
                 return try execution.discover()
             }
         }
@@ -96,6 +97,7 @@ extension JobRunner {
             }
             onEvent(.ruleFinished(rule: rule.rule.index, table: rule.table, counts: counts))
             var summary = ruleSummary(rule, discovery, counts, samples)
+            if let outcome = links[rule.rule.index] { summary.record(outcome, rule) }
             summary.incremental = incremental[rule.rule.index]?.tracking
             if record == nil {
                 summary.warnings = PlanAdvice.warnings(rule, discovery: discovery, settings: settings)
@@ -111,14 +113,18 @@ extension JobRunner {
 
     package static func ruleSummary(_ rule: CompiledRule, _ discovery: Discovery, _ counts: Counts, _ samples: [GroupSample]) -> RuleSummary
     {
-        var summary = RuleSummary(
-            index: rule.rule.index, table: rule.table,
-            key: rule.keyColumns.map { name in
+        // An `any:` rule is shown by its alternatives, one key part; its samples say which
+        // alternative linked each loser.
+        let key =
+            rule.components.map { ["any of (" + $0.alternatives.map(\.described).joined(separator: "; ") + ")"] }
+            ?? rule.keyColumns.map { name in
                 let chain = rule.normalizers[name, default: []]
                 return chain.isEmpty ? name : "\(name) (\(chain.map(\.rawValue).joined(separator: ", ")))"
-            },
+            }
+        var summary = RuleSummary(
+            index: rule.rule.index, table: rule.table, key: key,
             winner: rule.winnerDescription, references: rule.references.map(\.label),
-            discovery: discovery, counts: counts, samples: samples)
+            discovery: discovery, counts: counts, samples: rule.components == nil ? samples : samples.map { $0.linked(rule) })
         summary.keyColumns = rule.keyColumns
         summary.location = rule.rule.entity.location ?? rule.rule.location
         return summary

@@ -22,4 +22,21 @@ public struct RuleSummary: Sendable, Equatable {
     public var deletionDigest: String? = nil
     /// Where the job file states the rule (its `entity:`), for `--format github`.
     public var location: SourceLocation? = nil
+    /// For a `key: {any: ...}` rule: per alternative, in the rule's order, the rows it joined to
+    /// a group that the alternatives before it had not (the losers it adds).
+    public var links: [KeyLinks] = []
+    /// For a `key: {any: ...}` rule: the sizes of its largest groups, largest first, and its limit.
+    public var largestGroups: [Int] = []
+    public var maxGroupSize: Int? = nil
+}
+
+/// What one alternative of a `key: {any: ...}` rule added.
+public struct KeyLinks: Sendable, Equatable {
+    public var key: String
+    public var rows: Int
+
+    public init(key: String, rows: Int) {
+        self.key = key
+        self.rows = rows
+    }
 }

@@ -42,17 +42,6 @@ public enum SQLValue: Sendable, Hashable {
     }
 
     public var bool: Bool? { int64.map { $0 != 0 } }
-
-    /// The value as an SQL literal, for messages (`NULL`, `42`, `'text'`, `X'0A'`).
-    public var sqlLiteral: String {
-        switch self {
-        case .null: return "NULL"
-        case let .integer(value): return String(value)
-        case let .real(value): return String(value)
-        case let .text(value): return "'" + value.replacingOccurrences(of: "'", with: "''") + "'"
-        case let .blob(bytes): return "X'" + bytes.map { String(format: "%02X", $0) }.joined() + "'"
-        }
-    }
 }
 
 extension SQLValue {
