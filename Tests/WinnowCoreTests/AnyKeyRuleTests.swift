@@ -135,3 +135,86 @@ final class AnyKeyRuleTests: XCTestCase {
         }
     }
 }
+
+/// The survivorship strategies that pick a value by rank or by count: `latest`, `prefer`,
+/// `most_frequent`. Values are one column of a group, winner first, then the losers in winner
+/// order.
+final class SurvivorshipPickTests: XCTestCase {
+    let values: [SQLValue] = [.text("w"), .null, .text("b"), .text("c"), .text("b")]
+
+    func testLatestTakesTheRowWithTheGreatestColumnSkippingNulls() {
+        // Row 1 has the greatest date but no value; row 3's date is NULL; row 2 wins over row 4
+        // (the same date) by the winner order.
+        let by: [SQLValue] = [.text("2024-01-01"), .text("2026-01-01"), .text("2025-06-01"), .null, .text("2025-06-01")]
+        XCTAssertEqual(MergeResolver.merge(.latest, values, by: by), .text("b"))
+        // Numbers compare as numbers (SQLite's order), not as text.
+        XCTAssertEqual(MergeResolver.merge(.latest, [.text("a"), .text("b")], by: [.integer(9), .integer(10)]), .text("b"))
+        // No candidate: the winner keeps its value.
+        XCTAssertEqual(MergeResolver.merge(.latest, [.text("w"), .text("x")], by: [.null, .null]), .text("w"))
+        XCTAssertEqual(MergeResolver.merge(.latest, [.null, .null], by: [.integer(1), .integer(2)]), .null)
+    }
+
+    func testPreferTakesTheFirstSourceInTheListThenTheWinnerOrder() {
+        let by: [SQLValue] = [.text("import"), .text("crm"), .text("web"), .text("crm"), .null]
+        // crm first: row 1 has no value, so row 3.
+        XCTAssertEqual(MergeResolver.merge(.prefer, values, by: by, order: ["crm", "web", "import"]), .text("c"))
+        // A source not in the list ranks last, by the winner order.
+        XCTAssertEqual(
+            MergeResolver.merge(.prefer, [.text("w"), .text("x")], by: [.text("other"), .text("web")], order: ["web"]), .text("x"))
+        XCTAssertEqual(
+            MergeResolver.merge(.prefer, [.text("w"), .text("x")], by: [.text("other"), .text("else")], order: ["web"]), .text("w"))
+        // Numbers are compared as the text they are written as in the job.
+        XCTAssertEqual(
+            MergeResolver.merge(.prefer, [.text("w"), .text("x")], by: [.integer(2), .integer(1)], order: ["1", "2"]), .text("x"))
+    }
+
+    func testMostFrequentCountsIdenticalValuesAndBreaksTiesByWinnerOrder() {
+        XCTAssertEqual(MergeResolver.merge(.mostFrequent, values), .text("b"))
+        // A tie: the value met first in winner order.
+        XCTAssertEqual(MergeResolver.merge(.mostFrequent, [.text("x"), .text("y"), .text("y"), .text("x")]), .text("x"))
+        // An INTEGER 1 is not a REAL 1.0, nor the text '1'.
+        XCTAssertEqual(MergeResolver.merge(.mostFrequent, [.integer(1), .real(1), .text("1"), .real(1)]), .real(1))
+        XCTAssertEqual(MergeResolver.merge(.mostFrequent, [.null, .null, .integer(3)]), .integer(3))
+    }
+
+    func testRankedChangesReadEachRowsRankingColumnsAfterItsValues() {
+        // Two merge columns: phone by latest updated, city most_frequent; rows hold
+        // phone, city, updated, NULL.
+        let flat: [SQLValue] = [
+            .text("111"), .text("Oslo"), .integer(1), .null,
+            .null, .text("Rome"), .integer(9), .null,
+            .text("222"), .text("Rome"), .integer(5), .null,
+        ]
+        let changes = MergeResolver.changes(strategies: [.latest, .mostFrequent], orders: [[], []], flat: flat, ranked: true)
+        XCTAssertEqual(changes.map(\.index), [0, 1])
+        XCTAssertEqual(changes.map(\.value), [.text("222"), .text("Rome")])
+    }
+
+    func testMergeStrategiesWithAColumnDecode() throws {
+        let yaml = """
+            version: 1
+            dedupe:
+              - entity: c
+                key: email
+                merge:
+                  phone: {latest: updated_at}
+                  city: {prefer: {column: source, order: [crm, web, 3]}}
+                  tier: most_frequent
+            """
+        let merges = try XCTUnwrap(JobLoader.decode(yaml: yaml).dedupe.first?.merge)
+        XCTAssertEqual(merges.map(\.strategy), [.latest, .prefer, .mostFrequent])
+        XCTAssertEqual(merges.map { $0.by?.value }, ["updated_at", "source", nil])
+        XCTAssertEqual(merges[1].order, ["crm", "web", "3"])
+        for (strategy, message) in [
+            ("latest", "latest needs the column"), ("prefer", "prefer needs a column and an order"),
+            ("{latest: a, prefer: {column: b, order: [x]}}", "write one of"), ("{prefer: {column: b}}", "order"),
+            ("{prefer: {column: b, order: [x, x]}}", "listed twice"),
+        ] {
+            XCTAssertThrowsError(
+                try JobLoader.decode(yaml: "version: 1\ndedupe:\n  - entity: c\n    key: email\n    merge:\n      phone: \(strategy)\n")
+            ) { error in
+                XCTAssertTrue("\(error)".contains(message), "\(strategy): \(error)")
+            }
+        }
+    }
+}

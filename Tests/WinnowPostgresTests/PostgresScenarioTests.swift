@@ -165,6 +165,56 @@ final class PostgresScenarioTests: XCTestCase {
         }
     }
 
+    /// Survivorship per attribute: `latest`, `prefer` and `most_frequent` give the winner the
+    /// same values on both engines, plan names the row each value comes from, and restore puts
+    /// the rows back exactly.
+    func testPickedMergesAreTheSameOnBothEnginesAndRestore() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let copy = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("db.sqlite").path,
+            sql: """
+                CREATE TABLE c (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, city TEXT, source TEXT, updated_at TEXT, tier TEXT, n INTEGER);
+                INSERT INTO c VALUES (1, 'a@x', '111', 'Oslo', 'web', '2024-01-01', 'gold', 1),
+                    (2, 'a@x', NULL, 'Bergen', 'crm', '2024-03-01', 'silver', 2), (3, 'a@x', '222', NULL, 'import', '2024-05-01', 'silver', 2),
+                    (4, 'a@x', '333', 'Rome', NULL, NULL, NULL, 3), (5, 'b@x', '9', 'Paris', 'import', '2023-01-01', 'x', NULL),
+                    (6, 'b@x', NULL, NULL, 'web', '2025-01-01', NULL, 7);
+                """)
+        try PostgresServer.reset(url)
+        try PostgresServer.load(copy, into: url)
+        let loaded = try PostgresServer.rows(url, tables: ["c"])
+        let job = try TestSupport.writeFile(
+            """
+            version: 1
+            dedupe:
+              - entity: c
+                key: email
+                winner: [{id: asc}]
+                merge:
+                  phone: {latest: updated_at}
+                  city: {prefer: {column: source, order: [crm, web, import]}}
+                  tier: most_frequent
+                  n: most_frequent
+            """, to: dir.appendingPathComponent("job.yaml").path)
+        for database in [url, copy] {
+            let plan = try TestSupport.winnow(["plan", job, "--database", database])
+            XCTAssertTrue(plan.stdout.contains("merge: phone '111' -> '222' (from id 3)"), plan.stdout)
+            XCTAssertTrue(plan.stdout.contains("merge: city 'Oslo' -> 'Bergen' (from id 2)"), plan.stdout)
+            let run = try TestSupport.winnow(["run", job, "--database", database])
+            XCTAssertEqual(run.status, 0, run.stderr)
+        }
+        let onPostgres = try PostgresServer.rows(url, tables: ["c"])
+        XCTAssertEqual(onPostgres, try PostgresServer.rows(copy, tables: ["c"]))
+        let kept = try BackendRouter().withSession(url, mode: .readOnly) { session in
+            try session.rows("SELECT phone, city, tier, n FROM c ORDER BY id").map { $0.values.map { $0.string ?? "NULL" } }
+        }
+        XCTAssertEqual(kept, [["222", "Bergen", "silver", "2"], ["9", "Paris", "x", "7"]])
+        XCTAssertEqual(try TestSupport.winnow(["restore", "--run", "1", "--database", url]).status, 0)
+        XCTAssertEqual(try PostgresServer.rows(url, tables: ["c"]), loaded)
+        XCTAssertEqual(try TestSupport.winnow(["restore", "--run", "1", "--database", copy]).status, 0)
+        XCTAssertEqual(try PostgresServer.rows(copy, tables: ["c"]), loaded)
+    }
+
     /// A job's `sqlite:` section (WAL for a SQLite file) is ignored by PostgreSQL: the same job
     /// file runs on both engines, with the same survivors, and the SQLite copy ends in WAL.
     func testSQLiteSectionRunsUnchangedOnPostgreSQL() throws {

@@ -195,10 +195,17 @@ public struct WinnerTerm: Sendable {
 public struct MergeRule: Sendable {
     public var column: Located<String>
     public var strategy: MergeStrategy
+    /// `latest` and `prefer`: the column that ranks the rows (`{latest: COLUMN}`,
+    /// `{prefer: {column: COLUMN, ...}}`).
+    public var by: Located<String>?
+    /// `prefer`: the values of ``by`` in order of preference.
+    public var order: [String] = []
 
-    public init(column: Located<String>, strategy: MergeStrategy) {
+    public init(column: Located<String>, strategy: MergeStrategy, by: Located<String>? = nil, order: [String] = []) {
         self.column = column
         self.strategy = strategy
+        self.by = by
+        self.order = order
     }
 }
 
@@ -216,6 +223,18 @@ public enum MergeStrategy: String, Sendable, CaseIterable {
     case longest
     /// Distinct non-NULL, non-empty values in winner order, joined by ", ".
     case concat
+    /// `{latest: COLUMN}`: the value of the row with the greatest COLUMN (rows whose value or
+    /// COLUMN is NULL are skipped; ties by the winner order).
+    case latest
+    /// The commonest non-NULL value (values equal when identical in type and value); ties go
+    /// to the value met first in winner order.
+    case mostFrequent = "most_frequent"
+    /// `{prefer: {column: COLUMN, order: [A, B, ...]}}`: the non-NULL value of the row whose
+    /// COLUMN comes first in the list; rows not in it last, by the winner order.
+    case prefer
+
+    /// Whether the strategy ranks rows by another column (written as a mapping).
+    public var ranksByColumn: Bool { self == .latest || self == .prefer }
 }
 
 /// Key normalisers, applied in the order written.

@@ -308,8 +308,7 @@ public enum JobLoader {
                             entry.keyNode, mergeMap.child(entry.key),
                             "a key column cannot be merged: every row of a group already shares its value")
                     }
-                    let strategy = try reader.word(entry.value, mergeMap.child(entry.key), as: MergeStrategy.self, what: "merge strategy")
-                    return MergeRule(column: column, strategy: strategy)
+                    return try decodeMerge(entry.value, column: column, reader: reader, path: mergeMap.child(entry.key))
                 }
             }
         }
@@ -345,6 +344,46 @@ public enum JobLoader {
                 rule.maxDeletePercent = try reader.number(node, map.child("max_delete_percent"), range: 0...100)
             }
         }
+    }
+
+    /// One `merge:` entry's strategy: a word, `{latest: COLUMN}`, or
+    /// `{prefer: {column: COLUMN, order: [A, B, ...]}}`.
+    package static func decodeMerge(_ node: Node, column: Located<String>, reader: YAMLReader, path: String) throws -> MergeRule {
+        guard case .mapping = node else {
+            let strategy = try reader.word(node, path, as: MergeStrategy.self, what: "merge strategy")
+            guard !strategy.ranksByColumn else {
+                throw reader.error(
+                    node, path,
+                    strategy == .latest
+                        ? "latest needs the column that says which row is latest: {latest: COLUMN}"
+                        : "prefer needs a column and an order: {prefer: {column: COLUMN, order: [A, B, ...]}}")
+            }
+            return MergeRule(column: column, strategy: strategy)
+        }
+        let map = try reader.mapping(node, path, allowed: ["latest", "prefer"], what: "a merge strategy with a column")
+        guard map.entries.count == 1, let entry = map.entries.first else {
+            throw reader.error(node, path, "write one of {latest: COLUMN} or {prefer: {column: COLUMN, order: [A, B, ...]}}")
+        }
+        if entry.key == "latest" {
+            let by = try reader.string(entry.value, map.child("latest"), what: "a column name")
+            return MergeRule(column: column, strategy: .latest, by: by)
+        }
+        let prefer = try reader.mapping(entry.value, map.child("prefer"), allowed: ["column", "order"], what: "prefer's column and order")
+        let by = try reader.string(
+            try prefer.required("column", what: "the column whose value ranks the rows"), prefer.child("column"), what: "a column name")
+        let order = try reader.list(
+            try prefer.required("order", what: "the values in order of preference"), prefer.child("order"), allowScalar: true,
+            allowEmpty: false
+        )
+        .map { item, itemPath -> Located<String> in
+            // Any scalar: a source named 1 or true is compared as the text it is written as.
+            guard case let .scalar(scalar) = item else {
+                throw reader.error(item, itemPath, "expected a value, found \(YAMLReader.describe(item))")
+            }
+            return Located(scalar.string, at: reader.location(item))
+        }
+        try rejectDuplicates(order, reader: reader, path: prefer.child("order"), what: "value")
+        return MergeRule(column: column, strategy: .prefer, by: by, order: order.map(\.value))
     }
 
     package static func decodeNormalize(

@@ -89,6 +89,9 @@ public struct CompiledRule: Sendable {
     /// Canonical key column names.
     public var keyColumns: [String]
     public var mergeColumns: [(name: String, strategy: MergeStrategy)]
+    /// Per merge column (parallel to ``mergeColumns``): for `latest` and `prefer`, the column
+    /// that ranks the rows (canonical) and `prefer`'s order; nil for the other strategies.
+    public var mergeRankings: [MergeRanking?] = []
     public var references: [ReferencePath]
     /// Canonical hash column name.
     public var hashColumn: String?
@@ -299,4 +302,32 @@ public struct ComponentKey: Sendable {
     public var table: String
     public var alternatives: [Alternative]
     public var maxGroupSize: Int?
+}
+
+/// What ranks the rows of a `latest` or `prefer` merge.
+public struct MergeRanking: Sendable, Equatable {
+    /// The ranking column (canonical name).
+    public var by: String
+    /// `prefer`: the values of ``by`` in order of preference (empty for `latest`).
+    public var order: [String]
+
+    public init(by: String, order: [String] = []) {
+        self.by = by
+        self.order = order
+    }
+}
+
+extension CompiledRule {
+    /// Whether a merge ranks rows by another column: batches then read that column beside
+    /// each merge column (``MergeResolver/changes(strategies:orders:flat:ranked:)``).
+    public var mergesRanked: Bool { mergeRankings.contains { $0 != nil } }
+
+    /// `prefer`'s order per merge column (empty for the others).
+    public var mergeOrders: [[String]] { mergeRankings.map { $0?.order ?? [] } }
+
+    /// The `by` column of each merge column over rows `alias` (NULL where it ranks by nothing),
+    /// as a batch selects them after the merge columns.
+    public func mergeRankColumns(alias: String?) -> [String] {
+        mergeRankings.map { ranking in ranking.map { Self.column($0.by, alias) } ?? "NULL" }
+    }
 }

@@ -91,6 +91,7 @@ public enum RuleCompiler {
         }
 
         var mergeColumns: [(name: String, strategy: MergeStrategy)] = []
+        var mergeRankings: [MergeRanking?] = []
         for merge in rule.merge {
             let live = try column(merge.column, "merge", stored: true)
             guard live.primaryKeyIndex == 0 else {
@@ -106,6 +107,7 @@ public enum RuleCompiler {
                 throw fail(merge.column.location, "merge", "'\(live.name)' is \(live.type): \(reason)")
             }
             mergeColumns.append((live.name, merge.strategy))
+            mergeRankings.append(try merge.by.map { MergeRanking(by: try column($0, "merge").name, order: merge.order) })
         }
 
         let references = try referencePaths(rule, table: table, schema: schema, dialect: dialect)
@@ -121,6 +123,7 @@ public enum RuleCompiler {
             hashColumn: hashColumn, winnerTerms: winnerTerms, tieBreakColumns: nonKeyStored,
             normalizers: normalizers, dialect: dialect)
         compiled.winnerCollations = collations
+        compiled.mergeRankings = mergeRankings
         compiled.rowSecurityTables = ([table.name] + references.map(\.childTable)).filter { name in
             schema.table(named: name)?.rowSecurity == true
         }.reduce(into: [String]()) { names, name in if !names.contains(name) { names.append(name) } }

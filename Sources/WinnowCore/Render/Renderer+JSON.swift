@@ -101,9 +101,13 @@ extension Renderer {
                             ["row": jsonValue($0.row), "keep": $0.row == sample.winner, "values": $0.values.map(jsonValue(sqlLiteral:))]
                                 as [String: Any]
                         }
-                        object["merge"] = sample.merged.map {
-                            ["column": $0.column, "before": jsonValue(sqlLiteral: $0.before), "after": jsonValue(sqlLiteral: $0.after)]
-                                as [String: Any]
+                        object["merge"] = sample.merged.map { merge -> [String: Any] in
+                            var object: [String: Any] = [
+                                "column": merge.column, "before": jsonValue(sqlLiteral: merge.before),
+                                "after": jsonValue(sqlLiteral: merge.after),
+                            ]
+                            if let from = merge.from { object["from"] = jsonValue(from) }
+                            return object
                         }
                         object["repoint"] = sample.children.map {
                             [

@@ -167,7 +167,8 @@ extension Renderer {
         let rows = sample.rows.map { row in [row.row == sample.winner ? "keep" : "delete", row.row.literals] + row.values.map(cell) }
         var lines = table(header, rows, numeric: [1]).map { "      " + $0 }
         for merge in sample.merged {
-            lines.append("      merge: \(merge.column) \(cell(merge.before)) -> \(cell(merge.after))")
+            lines.append(
+                "      merge: \(merge.column) \(cell(merge.before)) -> \(cell(merge.after))\(merge.from.map { " (from \($0))" } ?? "")")
         }
         for child in sample.children {
             lines.append(

@@ -25,13 +25,20 @@ extension CompiledRule {
 
 extension GroupSample {
     /// The merges of the group as a batch resolves them (``MergeResolver``): `values` holds the
-    /// merge columns of the winner, then of the losers in winner order.
+    /// merge columns of the winner, then of the losers in winner order (each row followed by
+    /// its ranking columns, ``CompiledRule/mergeRankColumns(alias:)``, where the rule ranks).
     public mutating func recordMerges(_ rule: CompiledRule, values: [[SQLValue]]) {
-        for change in MergeResolver.changes(strategies: rule.mergeColumns.map(\.strategy), rows: values) {
+        let changes = MergeResolver.changes(
+            strategies: rule.mergeColumns.map(\.strategy), orders: rule.mergeOrders, flat: values.flatMap { $0 },
+            ranked: rule.mergesRanked)
+        // The rows shown (``rows``) are the rows of `values`, in the same order.
+        let keys = rows.count == values.count ? rows.map(\.row) : []
+        for change in changes {
             merged.append(
                 MergedValue(
                     column: rule.mergeColumns[change.index].name, before: values[0][change.index].quotedLiteral,
-                    after: change.value.quotedLiteral))
+                    after: change.value.quotedLiteral,
+                    from: MergedValue.source(of: change.value, values: values.map { $0[change.index] }, rows: keys)))
         }
     }
 }

@@ -21,11 +21,21 @@ public struct GroupSample: Sendable, Codable, Equatable {
         public var column: String
         public var before: String
         public var after: String
+        /// The row the new value comes from (the first in winner order that holds it); nil for
+        /// a value no row holds (`sum`, `concat`).
+        public var from: RowKey?
 
-        public init(column: String, before: String, after: String) {
+        public init(column: String, before: String, after: String, from: RowKey? = nil) {
             self.column = column
             self.before = before
             self.after = after
+            self.from = from
+        }
+
+        /// The first of `rows` whose value (`values`, parallel) is `value`.
+        public static func source(of value: SQLValue, values: [SQLValue], rows: [RowKey]) -> RowKey? {
+            guard !value.isNull else { return nil }
+            return zip(values, rows).first { ValueOrder.identical($0.0, value) }?.1
         }
     }
 

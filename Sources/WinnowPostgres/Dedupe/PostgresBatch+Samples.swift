@@ -44,7 +44,9 @@ extension PostgresBatch {
                 sample.merged.append(
                     GroupSample.MergedValue(
                         column: merges.columns[change.index].name, before: merges.display(before, column: change.index),
-                        after: merges.display(change.value, column: change.index)))
+                        after: merges.display(change.value, column: change.index),
+                        from: GroupSample.MergedValue.source(
+                            of: change.value, values: group.values.map { merges.ownValue($0, change.index) }, rows: ids)))
             }
             for path in rule.references {
                 for (loser, number) in zip(group.losers, ids.dropFirst()) {

@@ -22,7 +22,10 @@ struct PostgresMerge {
         var strategy: MergeStrategy
         /// The column's declared type (display, and the fit of a merged value).
         var type: String
-        var onServer: Bool { [.sum, .min, .max].contains(strategy) }
+        /// `latest` and `prefer`: the ranking column, `prefer`'s order, and the column's type.
+        var ranking: MergeRanking? = nil
+        var rankingType: String? = nil
+        var onServer: Bool { [.sum, .min, .max, .latest, .prefer].contains(strategy) }
         /// Whether the merge makes a value the group did not hold (which may not fit).
         var makesValues: Bool { strategy == .sum || strategy == .concat }
 
@@ -41,7 +44,12 @@ struct PostgresMerge {
     static let stride = 3
 
     init(rule: CompiledRule, type: (String) -> String) {
-        columns = rule.mergeColumns.map { Column(name: $0.name, strategy: $0.strategy, type: type($0.name)) }
+        columns = rule.mergeColumns.enumerated().map { index, merge in
+            let ranking = index < rule.mergeRankings.count ? rule.mergeRankings[index] : nil
+            return Column(
+                name: merge.name, strategy: merge.strategy, type: type(merge.name), ranking: ranking,
+                rankingType: ranking.map { type($0.by) })
+        }
     }
 
     var isEmpty: Bool { columns.isEmpty }
@@ -60,7 +68,11 @@ struct PostgresMerge {
             switch column.strategy {
             case .sum: parts.append("sum(\(value)) OVER winnow_all AS winnow_m\(index)")
             case .min, .max: parts.append("first_value(\(value)) OVER winnow_x\(index) AS winnow_m\(index)")
-            case .fillNull, .longest, .concat: break
+            case .latest, .prefer:
+                // The window puts a candidate first when the group has one; NULL otherwise.
+                parts.append(
+                    "first_value(CASE WHEN \(candidate(column, alias: alias)) THEN \(value) END) OVER winnow_x\(index) AS winnow_m\(index)")
+            case .fillNull, .longest, .concat, .mostFrequent: break
             }
             return ", " + parts.joined(separator: ", ")
         }.joined()
@@ -79,7 +91,28 @@ struct PostgresMerge {
                 tieBreak: false)
             windows.append("winnow_x\(index) AS (PARTITION BY \(partition) ORDER BY \(term), \(order))")
         }
+        for (index, column) in columns.enumerated() where column.strategy == .latest || column.strategy == .prefer {
+            guard let ranking = column.ranking else { continue }
+            let by = "\(alias).\(ranking.by.sqlIdentifier)"
+            let rank =
+                column.strategy == .latest
+                ? dialect.orderTerm(by, type: column.rankingType, descending: true, nullsLast: true, tieBreak: false)
+                : "CASE CAST(\(by) AS text) "
+                    + ranking.order.enumerated().map { "WHEN \(dialect.literal($1)) THEN \($0) " }.joined()
+                    + "ELSE \(ranking.order.count) END"
+            windows.append(
+                "winnow_x\(index) AS (PARTITION BY \(partition) ORDER BY CASE WHEN \(candidate(column, alias: alias)) THEN 0 ELSE 1 END, \(rank), \(order))"
+            )
+        }
         return windows.map { ", " + $0 }.joined()
+    }
+
+    /// Whether a row of `alias` may give a `latest` or `prefer` merge its value: the value is not
+    /// NULL (and for `latest` neither is the ranking column).
+    func candidate(_ column: Column, alias: String) -> String {
+        let value = "\(alias).\(column.name.sqlIdentifier) IS NOT NULL"
+        guard column.strategy == .latest, let ranking = column.ranking else { return value }
+        return "\(value) AND \(alias).\(ranking.by.sqlIdentifier) IS NOT NULL"
     }
 
     /// The outer SELECT's columns over the inner ranking `alias`: per merge column the row's
@@ -90,8 +123,10 @@ struct PostgresMerge {
             guard column.onServer else { return ", \(Self.readable(own, type: column.type)), NULL::text, false" }
             let merged = "\(alias).winnow_m\(index)"
             let collate = PostgresDialect.isText(column.type) ? " COLLATE \"C\"" : ""
+            // A pick with no candidate (NULL) leaves the winner's value.
+            let picked = column.strategy == .latest || column.strategy == .prefer ? "\(merged) IS NOT NULL AND " : ""
             return ", \(Self.readable(own, type: column.type)), \(Self.readable(merged, type: column.type)), "
-                + "(\(merged)\(collate) IS DISTINCT FROM \(own)\(collate))"
+                + "(\(picked)\(merged)\(collate) IS DISTINCT FROM \(own)\(collate))"
         }.joined()
     }
 
@@ -120,6 +155,9 @@ struct PostgresMerge {
         }
         return changes
     }
+
+    /// One row's own value of merge column `index` (a row of the ranking statement).
+    func ownValue(_ row: [SQLValue], _ index: Int) -> SQLValue { index * Self.stride < row.count ? row[index * Self.stride] : .null }
 
     /// A group's winner value of merge column `index` (before the merge).
     func winnerValue(_ rows: [[SQLValue]], _ index: Int) -> SQLValue { rows.first?[index * Self.stride] ?? .null }

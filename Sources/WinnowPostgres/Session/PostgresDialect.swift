@@ -77,7 +77,9 @@ public struct PostgresDialect: SQLDialect {
         let base = declared.split(separator: "(").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? declared
         let isText = !isArray && Self.isText(declared)
         switch strategy {
-        case .fillNull:
+        case .fillNull, .latest, .mostFrequent, .prefer:
+            // These choose one of the group's values, of any type (`latest` orders its ranking
+            // column, which the rule's compiler found).
             return nil
         case .sum:
             let numbers: Set<String> = [

@@ -250,7 +250,11 @@ struct BatchStatements {
             \(numbers.join("t", numbered: "g.rid"))
             WHERE g.winner IN (SELECT winner FROM temp.winnow_batch WHERE tied)
             """
-        let mergeSelected = rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" }.joined(separator: ", ")
+        // A rule whose merges rank rows by another column reads that column after the merge
+        // columns (``MergeResolver/changes(strategies:orders:flat:ranked:)``).
+        let mergeSelected =
+            (rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" } + (rule.mergesRanked ? rule.mergeRankColumns(alias: "t") : []))
+            .joined(separator: ", ")
         func mergeRows(_ filter: String) -> String {
             """
             SELECT g.winner, \(mergeSelected) FROM \(groupRows) AS g

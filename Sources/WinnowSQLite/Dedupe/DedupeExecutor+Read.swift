@@ -134,6 +134,8 @@ extension DedupeExecutor {
     func readMerges(_ sql: BatchStatements, into work: inout BatchWork, skipsTaken: Bool = false) throws {
         // Closures, not key paths: a key path into a tuple is built at run time on every call.
         let strategies = rule.mergeColumns.map { $0.strategy }
+        let orders = rule.mergeOrders
+        let ranked = rule.mergesRanked
         try db.cachedStatement(sql: sql.clearMerged).execute()
         let insert = RawStatement(try db.cachedStatement(sql: sql.insertMerged))
         var sets: [[Int]: SQLValue] = [:]
@@ -143,7 +145,7 @@ extension DedupeExecutor {
         var values = [SQLValue](repeating: .null, count: strategies.count + 2)
         func flush() throws {
             guard let winner = current else { return }
-            let changes = MergeResolver.changes(strategies: strategies, flat: rows)
+            let changes = MergeResolver.changes(strategies: strategies, orders: orders, flat: rows, ranked: ranked)
             guard !changes.isEmpty else { return }
             let columns = changes.map { $0.index }
             let set: SQLValue
@@ -161,7 +163,7 @@ extension DedupeExecutor {
             try insert.execute(values)
             work.merges += 1
         }
-        let count = CInt(strategies.count)
+        let count = CInt(ranked ? 2 * strategies.count : strategies.count)
         try RawStatement(db.cachedStatement(sql: skipsTaken ? sql.mergeRowsUntaken : sql.mergeRows)).forEachRow { row in
             let winner = sqlite3_column_int64(row, 0)
             if winner != current {
@@ -222,7 +224,9 @@ extension DedupeExecutor {
         let chosen = groups.prefix(limit)
         let columns = rule.sampleColumns()
         // One read per row: the shown columns as SQL spells them, then the merge columns' values.
-        let selected = columns.map { "quote(\($0.sqlIdentifier))" } + rule.mergeColumns.map { $0.name.sqlIdentifier }
+        let selected =
+            columns.map { "quote(\($0.sqlIdentifier))" } + rule.mergeColumns.map { $0.name.sqlIdentifier }
+            + (rule.mergesRanked ? rule.mergeRankColumns(alias: nil) : [])
         let numbers = RowNumbers(rule)
         let keys = numbers.keys(db)
         let rowSQL = "SELECT \(selected.joined(separator: ", ")) FROM \(rule.qualifiedTable) WHERE \(numbers.numbered("?"))"
