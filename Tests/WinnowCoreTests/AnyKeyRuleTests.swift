@@ -62,6 +62,7 @@ final class AnyKeyRuleTests: XCTestCase {
         XCTAssertTrue(
             refusal("      any: [a, {columns: [b], similar: {columns: c, jaro_winkler: 1.5}}]").contains("jaro_winkler"))
         XCTAssertTrue(refusal("      any: [a, b]", "    max_group_size: 1\n").contains("max_group_size"))
+        XCTAssertTrue(refusal("      a", "    max_group_size: 5\n").contains("a rule with one key forms no chains"))
         XCTAssertTrue(refusal("      any: [a, b]", "    merge: {b: fill_null}\n").contains("a key column cannot be merged"))
     }
 

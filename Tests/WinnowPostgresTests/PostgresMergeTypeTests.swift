@@ -17,7 +17,14 @@ final class PostgresMergeTypeTests: XCTestCase {
                 LiveColumn(name: "k", type: "text", notNull: false, primaryKeyIndex: 0),
                 LiveColumn(name: "v", type: type, notNull: false, primaryKeyIndex: 0),
             ], hasRowID: true, isVirtual: false, foreignKeys: [], indexes: [])
-        let yaml = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    merge: {v: \(strategy.rawValue)}\n"
+        // `latest` and `prefer` rank the rows by another column (here the key, text).
+        let written: String
+        switch strategy {
+        case .latest: written = "{latest: k}"
+        case .prefer: written = "{prefer: {column: k, order: [a, b]}}"
+        default: written = strategy.rawValue
+        }
+        let yaml = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    merge: {v: \(written)}\n"
         let job = try JobLoader.decode(yaml: yaml, file: "job.yaml", baseDirectory: nil)
         do {
             _ = try RuleCompiler.compile(job.dedupe[0], schema: LiveSchema(tables: [table]), dialect: dialect)
@@ -40,6 +47,9 @@ final class PostgresMergeTypeTests: XCTestCase {
             .fillNull: ["jsonb", "json", "xml", "point", "integer[]", "text"],
             .longest: ["text", "character varying(20)", "character(3)", "citext", "bytea"],
             .concat: ["text", "character varying(200)", "citext"],
+            .latest: ["jsonb", "json", "xml", "point", "integer[]", "text"],
+            .prefer: ["jsonb", "json", "xml", "point", "integer[]", "text"],
+            .mostFrequent: ["jsonb", "xml", "point", "integer[]", "text", "bigint"],
         ]
         for (strategy, types) in allowed {
             for type in types { XCTAssertNil(try refusal(strategy, type), "\(strategy.rawValue) of \(type)") }

@@ -406,7 +406,7 @@ final class OperatorTests: CLITestCase {
         XCTAssertTrue(lines.contains { $0.split(separator: " ") == ["keep", "1", "'a@x'", "2", "NULL"] }, text)
         XCTAssertTrue(lines.contains { $0.split(separator: " ") == ["delete", "2", "'a@x'", "5", "'vip'"] }, text)
         XCTAssertTrue(lines.contains("merge: visits 2 -> 7"), text)
-        XCTAssertTrue(lines.contains("merge: note NULL -> 'vip'"), text)
+        XCTAssertTrue(lines.contains("merge: note NULL -> 'vip' (from id 2)"), text)
         XCTAssertTrue(lines.contains("re-point: 2 rows of orders.person_id from id 2 to id 1"), text)
 
         let json = try winnow(["plan", "job.yaml", "--format", "json"], expect: 0).stdout

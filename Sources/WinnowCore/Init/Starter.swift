@@ -30,6 +30,23 @@ public enum Starter {
         /// Why no rule is proposed whatever the data (``RuleCompiler/notDeduplicable(_:dialect:)``);
         /// nil for a table a rule can deduplicate.
         public var notDeduplicable: String? = nil
+        /// Per weaker key that finds duplicates beside a strong chosen key: how its groups agree
+        /// with the strong key (``Agreement``), by the weaker key's columns.
+        public var agreements: [[String]: Agreement] = [:]
+        /// For a proposed `any:` key: the duplicates each of ``linked`` adds beyond the keys
+        /// before it, and the largest group, as ``ComponentFinder`` found them.
+        public var added: [Int] = []
+        public var largestGroup = 0
+        /// The groups the `any:` proposal forms.
+        public var linkedGroups = 0
+
+        /// The keys of an `any:` proposal: the chosen strong key, then every weaker key that finds
+        /// duplicates and mostly agrees with it (``Agreement/agrees``). Empty: one key.
+        public var linked: [Count] {
+            guard let chosen, chosen.candidate.strong else { return [] }
+            let joined = counts.filter { !$0.candidate.strong && $0.bestGroups > 0 && agreements[$0.candidate.columns]?.agrees == true }
+            return joined.isEmpty ? [] : [chosen] + joined
+        }
 
         /// The key to propose: a strong key (an e-mail, a UUID, ...) finding duplicates, the one
         /// finding most; without a strong key, the weaker key finding most. A strong key that
@@ -44,13 +61,30 @@ public enum Starter {
         /// Weaker keys that find duplicates a strong key does not confirm.
         public var vetoed: [Count] {
             guard counts.contains(where: \.candidate.strong) else { return [] }
-            return counts.filter { !$0.candidate.strong && $0.bestGroups > 0 }
+            let linked = self.linked.map(\.candidate.columns)
+            return counts.filter { !$0.candidate.strong && $0.bestGroups > 0 && !linked.contains($0.candidate.columns) }
         }
 
         public static func == (a: TableFinding, b: TableFinding) -> Bool {
             a.table == b.table && a.rows == b.rows && a.counts == b.counts && a.winner == b.winner && a.references == b.references
-                && a.implied == b.implied && a.notDeduplicable == b.notDeduplicable
+                && a.implied == b.implied && a.notDeduplicable == b.notDeduplicable && a.agreements == b.agreements
+                && a.added == b.added && a.largestGroup == b.largestGroup && a.linkedGroups == b.linkedGroups
         }
+    }
+
+    /// How a weaker key's groups agree with the strong key chosen beside it.
+    public struct Agreement: Sendable, Equatable {
+        /// The weaker key's duplicate groups.
+        public var groups: Int
+        /// Groups whose rows all hold one value of the strong key.
+        public var confirmed: Int
+        /// Groups whose rows hold two or more values of the strong key.
+        public var conflicting: Int
+
+        /// At least two of three groups that the strong key can judge confirmed: the weaker key
+        /// names the same records, and what it adds beyond the strong key is most likely the
+        /// strong key's own typos. (Two employees sharing an office phone have two e-mails.)
+        public var agrees: Bool { confirmed > 0 && confirmed * 3 >= (confirmed + conflicting) * 2 }
     }
 
     /// What `init` wrote.
@@ -98,15 +132,68 @@ public enum Starter {
                         candidate: candidate, groups: raw.0, surplus: raw.1, normalizedGroups: normalized.0, normalizedSurplus: normalized.1
                     ))
             }
-            findings.append(
-                TableFinding(
-                    table: table.name, rows: rows, counts: counts, winner: StarterGuess.winner(table),
-                    references: schema.foreignKeys(referencing: table.name).map {
-                        "\($0.childTable).\($0.childColumns.joined(separator: ", "))"
-                    },
-                    implied: StarterGuess.impliedReferences(to: table, in: schema)))
+            var finding = TableFinding(
+                table: table.name, rows: rows, counts: counts, winner: StarterGuess.winner(table),
+                references: schema.foreignKeys(referencing: table.name).map {
+                    "\($0.childTable).\($0.childColumns.joined(separator: ", "))"
+                },
+                implied: StarterGuess.impliedReferences(to: table, in: schema))
+            try measureLinks(&finding, table: table, schema: schema, session: session)
+            findings.append(finding)
         }
         return findings
+    }
+
+    /// The normalised expressions of a counted key, as its best count was made.
+    static func expressions(_ count: Count, table: LiveTable, dialect: any SQLDialect) -> [String] {
+        count.candidate.columns.enumerated().map { index, column in
+            count.normalizes && (index == 0 || table.column(named: column).map(StarterGuess.isText) == true)
+                ? dialect.normalized(column.sqlIdentifier, by: [.trim, .lowercase]) : column.sqlIdentifier
+        }
+    }
+
+    /// Beside a strong chosen key, how each weaker key that finds duplicates agrees with it;
+    /// where some do, the duplicates each key of the `any:` proposal adds beyond the others
+    /// linked as a run would link them.
+    static func measureLinks(_ finding: inout TableFinding, table: LiveTable, schema: LiveSchema, session: any DatabaseSession) throws {
+        guard let chosen = finding.chosen, chosen.candidate.strong else { return }
+        let dialect = session.dialect
+        let strong = expressions(chosen, table: table, dialect: dialect)
+        let strongValue = strong.count == 1 ? strong[0] : dialect.keyHash(nullsEqual: false, strong.map { ($0, nil) })
+        for count in finding.counts where !count.candidate.strong && count.bestGroups > 0 {
+            let weak = expressions(count, table: table, dialect: dialect)
+            let notNull = count.candidate.columns.map { "\($0.sqlIdentifier) IS NOT NULL" }.joined(separator: " AND ")
+            let row = try session.row(
+                """
+                SELECT count(*), coalesce(sum(CASE WHEN s = 1 AND k = n THEN 1 ELSE 0 END), 0), coalesce(sum(CASE WHEN s > 1 THEN 1 ELSE 0 END), 0)
+                FROM (SELECT count(*) AS n, count(DISTINCT \(strongValue)) AS s, count(\(strongValue)) AS k
+                      FROM \(dialect.table(table.name)) WHERE \(notNull) GROUP BY \(weak.joined(separator: ", ")) HAVING count(*) > 1) AS winnow_groups
+                """)
+            finding.agreements[count.candidate.columns] = Agreement(
+                groups: try row?.int(0) ?? 0, confirmed: try row?.int(1) ?? 0, conflicting: try row?.int(2) ?? 0)
+        }
+        let linked = finding.linked
+        guard !linked.isEmpty else { return }
+        // The proposal as a rule, linked by the engine and the core as `run` would.
+        var rule = DedupeRule(
+            entity: Located(table.name, at: nil),
+            key: linked.flatMap(\.candidate.columns).reduce(into: [Located<String>]()) { columns, name in
+                if !columns.contains(where: { $0.value == name }) { columns.append(Located(name, at: nil)) }
+            })
+        rule.anyOf = linked.map { count in
+            let normalized = count.candidate.columns.enumerated().filter { index, column in
+                count.normalizes && (index == 0 || table.column(named: column).map(StarterGuess.isText) == true)
+            }
+            return KeyAlternative(
+                columns: count.candidate.columns.map { Located($0, at: nil) },
+                normalize: Dictionary(normalized.map { ($0.element, [Normalizer.trim, .lowercase]) }, uniquingKeysWith: { a, _ in a }),
+                ownNormalize: true)
+        }
+        let compiled = try RuleCompiler.compile(rule, schema: schema, dialect: dialect)
+        let outcome = try ComponentFinder.build(compiled, session: session, enforcingLimit: false)
+        finding.added = outcome.added
+        finding.largestGroup = outcome.largest
+        finding.linkedGroups = outcome.groups
     }
 
     static func duplicates(
@@ -197,12 +284,20 @@ public enum Starter {
             lines.append("  # key \(key) (\(count.candidate.reason)): \(found).")
         }
         let chosen = finding.chosen ?? finding.counts[0]
+        let linked = finding.linked
         for count in finding.vetoed {
             let weak = count.candidate.columns.joined(separator: " + ")
             if let strong = finding.chosen, strong.candidate.strong {
-                lines.append(
-                    "  # \(weak) is not proposed: \(strong.candidate.columns.joined(separator: " + ")) is a stronger key, and rows sharing only \(weak) may be different records."
-                )
+                let strongName = strong.candidate.columns.joined(separator: " + ")
+                if let agreement = finding.agreements[count.candidate.columns] {
+                    lines.append(
+                        "  # \(weak) is not proposed: of its \(agreement.groups) duplicate groups, \(agreement.confirmed) hold one \(strongName) and \(agreement.conflicting) hold two or more, so rows sharing only \(weak) may be different records."
+                    )
+                } else {
+                    lines.append(
+                        "  # \(weak) is not proposed: \(strongName) is a stronger key, and rows sharing only \(weak) may be different records."
+                    )
+                }
             } else {
                 lines.append(
                     "  # \(weak) is not proposed: a stronger key finds no duplicates, so rows sharing it are likely different records.")
@@ -219,10 +314,36 @@ public enum Starter {
                 "  # referenced_by: \(finding.implied.map(\.label).joined(separator: ", ")) hold this entity's Z_PK (Core Data declares no foreign keys)."
             )
         }
+        if !linked.isEmpty {
+            let strongName = chosen.candidate.columns.joined(separator: " + ")
+            for count in linked.dropFirst() {
+                guard let agreement = finding.agreements[count.candidate.columns] else { continue }
+                lines.append(
+                    "  # \(count.candidate.columns.joined(separator: " + ")) agrees with \(strongName): \(agreement.confirmed) of its \(agreement.groups) groups hold one \(strongName), \(agreement.conflicting) hold several (most likely a typo in \(strongName))."
+                )
+            }
+            let added = zip(linked, finding.added).enumerated().map { index, pair in
+                "\(pair.0.candidate.columns.joined(separator: " + ")) \(index == 0 ? "finds" : "adds") \(pair.1)\(index == 0 ? "" : " more")"
+            }
+            lines.append(
+                "  # key any of these: rows sharing one are one record. Linked as a run links them: \(added.joined(separator: ", ")) duplicate rows (\(finding.added.reduce(0, +)) in all); the largest group has \(finding.largestGroup) rows."
+            )
+        }
         lines.append("  - entity: \(name)")
         let columns = chosen.candidate.columns.map(StarterGuess.yamlName)
-        lines.append("    key: \(columns.count == 1 ? columns[0] : "[\(columns.joined(separator: ", "))]")")
-        if chosen.normalizes {
+        if !linked.isEmpty {
+            lines.append("    key:")
+            lines.append("      any:")
+            for count in linked {
+                let names = count.candidate.columns.map(StarterGuess.yamlName)
+                let list = names.count == 1 ? names[0] : "[\(names.joined(separator: ", "))]"
+                lines.append(count.normalizes ? "        - {columns: \(list), normalize: [trim, lowercase]}" : "        - \(list)")
+            }
+            lines.append("    max_group_size: 50  # refuse a run whose keys would chain more rows than this into one group")
+        } else {
+            lines.append("    key: \(columns.count == 1 ? columns[0] : "[\(columns.joined(separator: ", "))]")")
+        }
+        if chosen.normalizes && linked.isEmpty {
             let text = chosen.candidate.columns.first.map(StarterGuess.yamlName) ?? ""
             lines.append(
                 columns.count == 1

@@ -171,6 +171,14 @@ public enum JobLoader {
         rule.anyOf = alternatives
         let keyColumns = key ?? []
         readOptions(map, into: &rule, key: keyColumns, reader: reader, log: log)
+        if !rule.linksByAny, key != nil, let size = map.optional("max_group_size") {
+            log.attempt {
+                throw reader.error(
+                    size, map.child("max_group_size"),
+                    "max_group_size guards the groups of key: {any: ...}, where keys chain rows together; a rule with one key forms no chains"
+                )
+            }
+        }
         if rule.linksByAny {
             // The rule's normalisers reach every alternative that has none of its own.
             for index in rule.anyOf.indices where !rule.anyOf[index].ownNormalize {

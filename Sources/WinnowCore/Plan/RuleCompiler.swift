@@ -107,7 +107,15 @@ public enum RuleCompiler {
                 throw fail(merge.column.location, "merge", "'\(live.name)' is \(live.type): \(reason)")
             }
             mergeColumns.append((live.name, merge.strategy))
-            mergeRankings.append(try merge.by.map { MergeRanking(by: try column($0, "merge").name, order: merge.order) })
+            mergeRankings.append(
+                try merge.by.map { by in
+                    let ranking = try column(by, "merge")
+                    // `latest` orders the rows by its column, as `max` orders its values.
+                    if merge.strategy == .latest, let reason = dialect.unsupportedMerge(.max, type: ranking.type) {
+                        throw fail(by.location, "merge", "latest ranks rows by '\(ranking.name)', which is \(ranking.type): \(reason)")
+                    }
+                    return MergeRanking(by: ranking.name, order: merge.order)
+                })
         }
 
         let references = try referencePaths(rule, table: table, schema: schema, dialect: dialect)

@@ -136,8 +136,17 @@ extension Renderer {
                 }
                 return [finding.table, String(finding.rows), finding.counts.isEmpty ? "-" : "none found", "0", "commented out"]
             }
-            let key = chosen.candidate.columns.joined(separator: " + ") + (chosen.normalizes ? " (trim, lowercase)" : "")
-            return [finding.table, String(finding.rows), key, String(chosen.bestGroups), "rule"]
+            func name(_ count: Starter.Count) -> String {
+                count.candidate.columns.joined(separator: " + ") + (count.normalizes ? " (trim, lowercase)" : "")
+            }
+            let linked = finding.linked
+            if !linked.isEmpty {
+                return [
+                    finding.table, String(finding.rows), "any of (" + linked.map(name).joined(separator: "; ") + ")",
+                    String(finding.linkedGroups), "rule",
+                ]
+            }
+            return [finding.table, String(finding.rows), name(chosen), String(chosen.bestGroups), "rule"]
         }
         if !rows.isEmpty { lines += table(["table", "rows", "key", "groups", "in the job"], rows, numeric: [1, 3]) }
         lines.append("next: read \(result.jobPath), then `winnow plan \(result.jobPath)`")
