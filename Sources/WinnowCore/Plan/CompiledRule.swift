@@ -178,6 +178,20 @@ public struct CompiledRule: Sendable {
         }
     }
 
+    /// For an `any:` rule: a JOIN of the scratch table of its groups to the rule's table
+    /// (aliased as `alias`, nil: unqualified), as `join`, and the joined row's group, as `group`.
+    /// Discovery reads each row's group once this way (a correlated ``componentExpression(alias:)``
+    /// in a window's partition is evaluated again for every window function); the join keeps the
+    /// rows in no group, or changed since, out as the expression does.
+    public func componentJoin(alias: String? = nil) -> (join: String, group: String)? {
+        guard let components else { return nil }
+        var conditions = identityExpressions(alias: alias).enumerated().map { "winnow_k.winnow_i\($0) = \($1)" }
+        conditions += keyColumns.enumerated().map { dialect.nullSafeEqual("winnow_k.winnow_a\($0)", Self.column($1, alias)) }
+        return (
+            "JOIN \(dialect.scratchTable(components.table)) AS winnow_k ON \(conditions.joined(separator: " AND "))", "winnow_k.winnow_c"
+        )
+    }
+
     /// The group of the row aliased as `alias` in an `any:` rule: its component in the scratch
     /// table, found by the row's identity, while every key column still holds the value the
     /// components were found from (NULL for a row that is in no group, or that changed since).

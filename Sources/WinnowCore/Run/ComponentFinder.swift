@@ -75,21 +75,27 @@ package enum ComponentFinder {
                 try link(alternative, in: rowsTable, rule: rule, position: position, session: session, links: &links)
                 outcome.added.append(links.joins - joined)
             }
-            // The groups: every row of two or more, under its smallest row number.
-            var sizes: [Int32: Int] = [:]
-            for row in 1...max(1, outcome.rows) where outcome.rows > 0 {
-                sizes[links.root(Int32(row)), default: 0] += 1
-            }
-            let grouped = sizes.filter { $0.value > 1 }
-            outcome.groups = grouped.count
-            outcome.members = grouped.values.reduce(0, +)
-            outcome.largestSizes = Array(grouped.values.sorted(by: >).prefix(5))
-            if let biggest = grouped.max(by: { ($0.value, $1.key) < ($1.value, $0.key) }) {
-                outcome.largest = biggest.value
-                if enforcingLimit, let limit = key.maxGroupSize, biggest.value > limit {
-                    throw try refusal(
-                        rule, root: biggest.key, size: biggest.value, limit: limit, links: &links, rowsTable: rowsTable, session: session)
+            // The groups: every row of two or more, under its smallest row number (sizes by root,
+            // one integer per row: bounded memory whatever the number of groups).
+            var sizes = [Int32](repeating: 0, count: outcome.rows + 1)
+            for row in stride(from: 1, through: outcome.rows, by: 1) { sizes[Int(links.root(Int32(row)))] += 1 }
+            var largest: [Int] = []
+            var biggest: (root: Int32, size: Int32) = (0, 0)
+            for (root, size) in sizes.enumerated() where size > 1 {
+                outcome.groups += 1
+                outcome.members += Int(size)
+                if size > biggest.size { biggest = (Int32(root), size) }
+                if largest.count < 5 || Int(size) > largest[largest.count - 1] {
+                    largest.append(Int(size))
+                    largest.sort(by: >)
+                    if largest.count > 5 { largest.removeLast() }
                 }
+            }
+            outcome.largestSizes = largest
+            outcome.largest = Int(biggest.size)
+            if enforcingLimit, let limit = key.maxGroupSize, outcome.largest > limit {
+                throw try refusal(
+                    rule, root: biggest.root, size: outcome.largest, limit: limit, links: &links, rowsTable: rowsTable, session: session)
             }
             for sql in dialect.createScratchTable(
                 linksTable, columns: number + [("winnow_c", "INTEGER")], key: ["winnow_n"],
@@ -104,9 +110,9 @@ package enum ComponentFinder {
                 try session.execute("INSERT INTO \(dialect.scratchTable(linksTable)) (winnow_n, winnow_c) VALUES \(tuples)", pairs)
                 pairs.removeAll(keepingCapacity: true)
             }
-            for row in 1...max(1, outcome.rows) where outcome.rows > 0 {
+            for row in stride(from: 1, through: outcome.rows, by: 1) {
                 let root = links.root(Int32(row))
-                guard grouped[root] != nil else { continue }
+                guard sizes[Int(root)] > 1 else { continue }
                 pairs += [.integer(Int64(row)), .integer(Int64(root))]
                 if pairs.count >= 2 * insertChunk { try flush() }
             }
@@ -148,25 +154,49 @@ package enum ComponentFinder {
         let present = (alternative.columns + compared).map { "\(value($0)) IS NOT NULL" }.joined(separator: " AND ")
         let partition = alternative.columns.map(term).joined(separator: ", ")
         let table = dialect.scratchTable(rowsTable)
+        let pairs = rowsTable + "_pairs"
+        defer { _ = try? session.execute("DROP TABLE IF EXISTS \(dialect.scratchTable(pairs))", []) }
         guard let similar = alternative.similar else {
-            let sql = """
-                SELECT s.a, s.b FROM (
-                    SELECT min(c.winnow_n) OVER (PARTITION BY \(partition)) AS a, c.winnow_n AS b FROM \(table) AS c WHERE \(present)
-                ) AS s WHERE s.a <> s.b
-                """
-            for row in try session.rows(sql, []) {
-                guard let a = row[0].int64, let b = row[1].int64 else { continue }
-                links.union(Int32(a), Int32(b))
+            // Each row that shares the alternative with a smaller row, beside the smallest, into a
+            // scratch table read a page at a time: memory stays bounded whatever the rows.
+            for sql in dialect.createScratchTable(
+                pairs, columns: [("winnow_a", "INTEGER"), ("winnow_b", "INTEGER")], key: ["winnow_b"],
+                from: """
+                    SELECT s.a, s.b FROM (
+                        SELECT min(c.winnow_n) OVER (PARTITION BY \(partition)) AS a, c.winnow_n AS b FROM \(table) AS c WHERE \(present)
+                    ) AS s WHERE s.a <> s.b
+                    """)
+            {
+                try session.execute(sql, [])
             }
-            return
+            var after: Int64 = 0
+            while true {
+                let page = try session.rows(
+                    "SELECT winnow_a, winnow_b FROM \(dialect.scratchTable(pairs)) WHERE winnow_b > ? ORDER BY winnow_b LIMIT \(pageRows)",
+                    [.integer(after)])
+                for row in page {
+                    guard let a = row[0].int64, let b = row[1].int64 else { continue }
+                    links.union(Int32(a), Int32(b))
+                    after = b
+                }
+                if page.count < pageRows { return }
+            }
         }
-        let texts = similar.columns.enumerated().map { "\(normalized($1)) AS t\($0)" }.joined(separator: ", ")
-        let sql = """
-            SELECT s.a, s.b, \(similar.columns.indices.map { "s.t\($0)" }.joined(separator: ", ")) FROM (
-                SELECT min(c.winnow_n) OVER w AS a, count(*) OVER w AS k, c.winnow_n AS b, \(texts)
-                FROM \(table) AS c WHERE \(present) WINDOW w AS (PARTITION BY \(partition))
-            ) AS s WHERE s.k > 1 ORDER BY s.a, s.b
-            """
+        let texts = similar.columns.enumerated().map { "\(normalized($1)) AS t\($0)" }
+        let textColumns = similar.columns.indices.map { (name: "winnow_t\($0)", type: String?.none) }
+        // The rows of every block of two or more, by block, into a scratch table read a page at
+        // a time; a block may span pages.
+        for sql in dialect.createScratchTable(
+            pairs, columns: [("winnow_a", "INTEGER"), ("winnow_b", "INTEGER")] + textColumns, key: ["winnow_a", "winnow_b"],
+            from: """
+                SELECT s.a, s.b, \(similar.columns.indices.map { "s.t\($0)" }.joined(separator: ", ")) FROM (
+                    SELECT min(c.winnow_n) OVER w AS a, count(*) OVER w AS k, c.winnow_n AS b, \(texts.joined(separator: ", "))
+                    FROM \(table) AS c WHERE \(present) WINDOW w AS (PARTITION BY \(partition))
+                ) AS s WHERE s.k > 1
+                """)
+        {
+            try session.execute(sql, [])
+        }
         var block: Int64?
         var members: [(row: Int32, text: [Unicode.Scalar])] = []
         func compareBlock() {
@@ -177,18 +207,31 @@ package enum ComponentFinder {
             }
             members.removeAll(keepingCapacity: true)
         }
-        for row in try session.rows(sql, []) {
-            guard let a = row[0].int64, let b = row[1].int64 else { continue }
-            if a != block {
-                compareBlock()
-                block = a
+        var after: (Int64, Int64) = (0, 0)
+        while true {
+            let page = try session.rows(
+                """
+                SELECT * FROM \(dialect.scratchTable(pairs)) WHERE winnow_a > ? OR (winnow_a = ? AND winnow_b > ?)
+                ORDER BY winnow_a, winnow_b LIMIT \(pageRows)
+                """, [.integer(after.0), .integer(after.0), .integer(after.1)])
+            for row in page {
+                guard let a = row[0].int64, let b = row[1].int64 else { continue }
+                if a != block {
+                    compareBlock()
+                    block = a
+                }
+                // The compared columns' values, joined by one space (docs/reference.md).
+                let text = row.values.dropFirst(2).compactMap(\.string).joined(separator: " ")
+                members.append((Int32(b), Array(text.unicodeScalars)))
+                after = (a, b)
             }
-            // The compared columns' values, joined by one space (docs/reference.md).
-            let text = row.values.dropFirst(2).compactMap(\.string).joined(separator: " ")
-            members.append((Int32(b), Array(text.unicodeScalars)))
+            if page.count < pageRows { break }
         }
         compareBlock()
     }
+
+    /// Rows of a scratch table read per statement.
+    nonisolated(unsafe) package static var pageRows = 50_000
 
     /// The refusal of a group larger than `max_group_size`, naming a few of its rows' key values.
     static func refusal(

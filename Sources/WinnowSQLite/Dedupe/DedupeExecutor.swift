@@ -158,7 +158,15 @@ struct DedupeExecutor {
         // the size of the groups and wherever their rows lie.
         let first = filesByPosition ? "winnow_r" : "winnow_w"
         let numbers = RowNumbers(rule)
-        let partition = rule.groupExpressions().joined(separator: ", ")
+        var partition = rule.groupExpressions().joined(separator: ", ")
+        var from = rule.qualifiedTable
+        var candidates = rule.candidateFilter()
+        // An `any:` rule's groups are read by a join to their scratch table, once per row.
+        if let components = rule.componentJoin() {
+            from += " " + components.join
+            partition = components.group
+            candidates = "1"
+        }
         return """
             INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
             SELECT \(first), winnow_w, winnow_n, winnow_r, winnow_p FROM (
@@ -166,8 +174,8 @@ struct DedupeExecutor {
                        row_number() OVER winnow_window AS winnow_n,
                        first_value(\(numbers.number(of: nil))) OVER winnow_window AS winnow_w,
                        (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_p
-                FROM \(rule.qualifiedTable)
-                WHERE \(rule.candidateFilter())\(duplicatesOnly)
+                FROM \(from)
+                WHERE \(candidates)\(duplicatesOnly)
                 WINDOW winnow_window AS (PARTITION BY \(partition)\(order)
                                          ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
             ) WHERE winnow_n > 1
