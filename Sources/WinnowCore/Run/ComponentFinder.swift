@@ -61,9 +61,8 @@ package enum ComponentFinder {
                 (ids.enumerated().map { "\($1) AS winnow_i\($0)" }
                 + rule.keyColumns.enumerated().map { "t.\($1.sqlIdentifier) AS winnow_a\($0)" })
                 .joined(separator: ", ")
-            for sql in dialect.createScratchTable(
-                rowsTable, columns: number + idColumns + valueColumns, key: ["winnow_n"],
-                from: "SELECT row_number() OVER () AS winnow_n, \(copied) FROM \(rule.qualifiedTable) AS t")
+            for sql in dialect.createNumberedScratchTable(
+                rowsTable, columns: idColumns + valueColumns, from: "SELECT \(copied) FROM \(rule.qualifiedTable) AS t")
             {
                 try session.execute(sql, [])
             }
@@ -164,7 +163,7 @@ package enum ComponentFinder {
                 from: """
                     SELECT s.a, s.b FROM (
                         SELECT min(c.winnow_n) OVER (PARTITION BY \(partition)) AS a, c.winnow_n AS b FROM \(table) AS c WHERE \(present)
-                    ) AS s WHERE s.a <> s.b
+                    ) AS s WHERE s.a <> s.b ORDER BY s.b
                     """)
             {
                 try session.execute(sql, [])
@@ -192,7 +191,7 @@ package enum ComponentFinder {
                 SELECT s.a, s.b, \(similar.columns.indices.map { "s.t\($0)" }.joined(separator: ", ")) FROM (
                     SELECT min(c.winnow_n) OVER w AS a, count(*) OVER w AS k, c.winnow_n AS b, \(texts.joined(separator: ", "))
                     FROM \(table) AS c WHERE \(present) WINDOW w AS (PARTITION BY \(partition))
-                ) AS s WHERE s.k > 1
+                ) AS s WHERE s.k > 1 ORDER BY s.a, s.b
                 """)
         {
             try session.execute(sql, [])

@@ -39,6 +39,9 @@ public protocol SQLDialect: Sendable {
     /// are `columns`, each with the declared type of the user column it copies, if any), found
     /// by `key` (unique) without a scan: any earlier table of that name is dropped first.
     func createScratchTable(_ name: String, columns: [(name: String, type: String?)], key: [String], from select: String) -> [String]
+    /// The same for a table whose rows are numbered 1, 2, ... in `winnow_n` (its key), in the
+    /// order `select` gives them; `columns` are the selected ones, without `winnow_n`.
+    func createNumberedScratchTable(_ name: String, columns: [(name: String, type: String?)], from select: String) -> [String]
     /// The statements that create winnow's bookkeeping tables if they are missing.
     var bookkeepingSchema: [String] { get }
     /// The statements that create the schema-version and seed tables if they are missing.

@@ -102,8 +102,16 @@ struct PostgresDedupe: RuleExecution {
         if let upTo = options.changesUpTo {
             exclusion += " AND " + PostgresChangeTracker.scope(rule, upTo: upTo, dialect: dialect)
         }
-        // One window pass over the table.
-        let groups = rule.groupExpressions(alias: "t")
+        // One window pass over the table. An `any:` rule's groups are read by a join to their
+        // scratch table (one index probe per row, no correlated subquery per expression).
+        var groups = rule.groupExpressions(alias: "t")
+        var from = "\(table) AS t"
+        var candidates = rule.candidateFilter(alias: "t")
+        if let components = rule.componentJoin(alias: "t") {
+            groups = [components.group]
+            from += " " + components.join
+            candidates = "true"
+        }
         let groupNames = groups.indices.map { "winnow_g\($0)" }
         let terms = rule.groupTerms(groupNames.map { "t.\($0)" })
         let partition = terms.joined(separator: ", ")
@@ -113,7 +121,7 @@ struct PostgresDedupe: RuleExecution {
         // rows by it (no index descent), and by primary key only those that moved since.
         let rows = """
             SELECT t.*, \(serverSide ? "t.ctid AS winnow_tid, " : "")\(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
-            FROM \(table) AS t WHERE \(rule.candidateFilter(alias: "t"))\(exclusion)
+            FROM \(from) WHERE \(candidates)\(exclusion)
             """
         var found = FoundGroups()
         if serverSide {

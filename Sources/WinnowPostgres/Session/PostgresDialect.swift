@@ -34,6 +34,12 @@ public struct PostgresDialect: SQLDialect {
 
     public func scratchTable(_ name: String) -> String { "pg_temp.\(name.sqlIdentifier)" }
 
+    public func createNumberedScratchTable(_ name: String, columns: [(name: String, type: String?)], from select: String) -> [String] {
+        createScratchTable(
+            name, columns: [("winnow_n", nil)] + columns, key: ["winnow_n"],
+            from: "SELECT row_number() OVER () AS winnow_n, s.* FROM (\(select)) AS s")
+    }
+
     /// A temporary table of the selected rows (their columns' own types), its key indexed and
     /// its statistics taken (autovacuum never analyses a temporary table).
     public func createScratchTable(_ name: String, columns: [(name: String, type: String?)], key: [String], from select: String) -> [String]
