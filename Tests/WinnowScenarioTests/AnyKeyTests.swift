@@ -94,6 +94,29 @@ final class AnyKeyTests: CLITestCase {
         XCTAssertEqual(try TestSupport.contentDump(path("db.sqlite"))["orders"], before["orders"])
     }
 
+    /// A later run links again from the rows as they are: a new row that shares a key with each
+    /// of two groups' survivors joins them into one, and its winner takes the other's orders.
+    func testANewRowThatLinksTwoGroupsJoinsThemOnTheNextRun() throws {
+        try TestSupport.makeDatabase(at: path("db.sqlite"), sql: Self.people)
+        try write("job.yaml", Self.job())
+        try winnow(["run", "job.yaml"], expect: 0)
+        XCTAssertEqual(try ids(), [1, 4, 6, 7, 8])
+        // Row 9 shares 1's e-mail and 4's name and birth date.
+        try DatabaseQueue(path: path("db.sqlite")).write { db in
+            try db.execute(sql: "INSERT INTO people VALUES (9, 'ANN@x.org', NULL, 'Dan', '1970-05-05', 256)")
+        }
+        try winnow(["run", "job.yaml"], expect: 0)
+        XCTAssertEqual(try ids(), [1, 6, 7, 8])
+        let (visits, orders) = try DatabaseQueue(path: path("db.sqlite")).read { db in
+            (
+                try Int64.fetchOne(db, sql: "SELECT visits FROM people WHERE id = 1"),
+                try Int64.fetchAll(db, sql: "SELECT person_id FROM orders ORDER BY id")
+            )
+        }
+        XCTAssertEqual(visits, 7 + 24 + 256)
+        XCTAssertEqual(orders, [1, 1, 1, 7, 8])
+    }
+
     /// The order of the alternatives changes nothing about the groups.
     func testTheGroupsDoNotDependOnTheOrderOfTheAlternatives() throws {
         try TestSupport.makeDatabase(at: path("db.sqlite"), sql: Self.people)

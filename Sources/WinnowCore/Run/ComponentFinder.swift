@@ -30,7 +30,7 @@ package enum ComponentFinder {
     }
 
     /// Rows written to the scratch tables per statement.
-    static let insertChunk = 400
+    static let insertChunk = 4_000
 
     /// Finds the groups of `rule` and writes them to its scratch table. Refuses (exit 65,
     /// nothing written to the user's tables) a group larger than the rule's `max_group_size`.
