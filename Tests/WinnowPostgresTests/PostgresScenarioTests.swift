@@ -165,6 +165,44 @@ final class PostgresScenarioTests: XCTestCase {
         }
     }
 
+    /// `key: {any: ...}` on PostgreSQL as on SQLite: plan's JSON names which key linked each
+    /// loser to which row, and a group over max_group_size refuses the run (exit 65, guard
+    /// `max_group_size`, nothing changed).
+    func testAnyKeysPlanLinksAndGroupSizeRefusal() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        try PostgresServer.reset(url, loading: dir.appendingPathComponent("db.sqlite").path, sql: AnyKeyFixture.people)
+        let loaded = try PostgresServer.rows(url, tables: ["people", "orders"])
+        let job = """
+            version: 1
+            dedupe:
+              - entity: people
+                key:
+                  any:
+                    - {columns: [email], normalize: [trim, lowercase]}
+                    - phone
+                    - [name, born]
+                winner: [{id: asc}]
+
+            """
+        let plain = try TestSupport.writeFile(job, to: dir.appendingPathComponent("job.yaml").path)
+        let plan = try TestSupport.winnow(["plan", plain, "--database", url, "--format", "json"])
+        XCTAssertEqual(plan.status, 0, plan.stderr)
+        let summary = plan.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.first { $0["event"] as? String == "summary" }
+        let rule = (summary?["rules"] as? [[String: Any]])?.first
+        let links = ((rule?["sample_groups"] as? [[String: Any]]) ?? []).flatMap { ($0["linked_by"] as? [[String: Any]]) ?? [] }
+        XCTAssertEqual(
+            links.map { "\($0["row"] ?? "") \($0["key"] ?? "") \($0["to"] ?? "")" },
+            ["2 email (trim, lowercase) 1", "3 phone 2", "5 name + born 4"])
+        let limited = try TestSupport.writeFile(job + "    max_group_size: 2\n", to: dir.appendingPathComponent("limited.yaml").path)
+        let run = try TestSupport.winnow(["run", limited, "--database", url, "--format", "json"])
+        XCTAssertEqual(run.status, 65, run.stderr)
+        XCTAssertTrue((run.stdout + run.stderr).contains("\"guard\":\"max_group_size\""), run.stdout + run.stderr)
+        XCTAssertEqual(try PostgresServer.rows(url, tables: ["people", "orders"]), loaded)
+    }
+
     /// Survivorship per attribute: `latest`, `prefer` and `most_frequent` give the winner the
     /// same values on both engines, plan names the row each value comes from, and restore puts
     /// the rows back exactly.

@@ -7,23 +7,8 @@ import XCTest
 /// are one group (connected components), NULLs never link, similarity links only inside a
 /// block, `max_group_size` refuses before anything is written, and `restore` is exact.
 final class AnyKeyTests: CLITestCase {
-    /// A chain A~B by e-mail (case and space differ), B~C by phone, D~E by name and birth date,
-    /// F alone; G and H share only a NULL phone. Orders point at the rows.
-    static let people = """
-        CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, name TEXT, born TEXT, visits INTEGER);
-        CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER NOT NULL REFERENCES people(id), total INTEGER);
-        CREATE INDEX orders_person ON orders (person_id);
-        INSERT INTO people VALUES
-            (1, 'ann@x.org', NULL, 'Ann', '1980-01-01', 1),
-            (2, ' ANN@x.org', '555-0100', 'Ann B', '1980-01-02', 2),
-            (3, 'ann.b@y.org', '555-0100', 'Annie', NULL, 4),
-            (4, 'dan@x.org', NULL, 'Dan', '1970-05-05', 8),
-            (5, 'daniel@z.org', NULL, 'Dan', '1970-05-05', 16),
-            (6, 'fay@x.org', '555-0199', 'Fay', '1990-09-09', 32),
-            (7, 'g@x.org', NULL, 'Gus', NULL, 64),
-            (8, 'h@x.org', NULL, 'Hal', NULL, 128);
-        INSERT INTO orders VALUES (10, 2, 100), (11, 3, 50), (12, 5, 7), (13, 7, 9), (14, 8, 3);
-        """
+    /// The linked people of ``AnyKeyFixture/people``.
+    static let people = AnyKeyFixture.people
 
     static func job(_ extra: String = "", keys: String? = nil) -> String {
         """

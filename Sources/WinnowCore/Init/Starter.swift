@@ -120,12 +120,9 @@ public enum Starter {
                 let raw = try duplicates(session, qualified, candidate.columns.map(\.sqlIdentifier), candidate.columns)
                 var normalized = raw
                 if candidate.text {
-                    let expressions = candidate.columns.enumerated().map { index, column -> String in
-                        index == 0 || StarterGuess.isText(table.column(named: column)!)
-                            ? session.dialect.normalized(column.sqlIdentifier, by: [.trim, .lowercase])
-                            : column.sqlIdentifier
-                    }
-                    normalized = try duplicates(session, qualified, expressions, candidate.columns)
+                    normalized = try duplicates(
+                        session, qualified, expressions(candidate, normalized: true, table: table, dialect: session.dialect),
+                        candidate.columns)
                 }
                 counts.append(
                     Count(
@@ -144,12 +141,27 @@ public enum Starter {
         return findings
     }
 
-    /// The normalised expressions of a counted key, as its best count was made.
-    static func expressions(_ count: Count, table: LiveTable, dialect: any SQLDialect) -> [String] {
-        count.candidate.columns.enumerated().map { index, column in
-            count.normalizes && (index == 0 || table.column(named: column).map(StarterGuess.isText) == true)
-                ? dialect.normalized(column.sqlIdentifier, by: [.trim, .lowercase]) : column.sqlIdentifier
+    /// The columns of `candidate` that `trim` + `lowercase` apply to when it is counted
+    /// normalised: its first column, and every other text column.
+    static func normalizedColumns(_ candidate: StarterGuess.Candidate, table: LiveTable) -> [String] {
+        candidate.columns.enumerated().filter { index, column in
+            index == 0 || table.column(named: column).map(StarterGuess.isText) == true
+        }.map(\.element)
+    }
+
+    /// The expressions `candidate` is counted by: its columns, `normalized` or as stored.
+    static func expressions(
+        _ candidate: StarterGuess.Candidate, normalized: Bool, table: LiveTable, dialect: any SQLDialect
+    ) -> [String] {
+        let changed = normalized ? normalizedColumns(candidate, table: table) : []
+        return candidate.columns.map { column in
+            changed.contains(column) ? dialect.normalized(column.sqlIdentifier, by: [.trim, .lowercase]) : column.sqlIdentifier
         }
+    }
+
+    /// The expressions of a counted key, as its best count was made.
+    static func expressions(_ count: Count, table: LiveTable, dialect: any SQLDialect) -> [String] {
+        expressions(count.candidate, normalized: count.normalizes, table: table, dialect: dialect)
     }
 
     /// Beside a strong chosen key, how each weaker key that finds duplicates agrees with it;
@@ -181,12 +193,10 @@ public enum Starter {
                 if !columns.contains(where: { $0.value == name }) { columns.append(Located(name, at: nil)) }
             })
         rule.anyOf = linked.map { count in
-            let normalized = count.candidate.columns.enumerated().filter { index, column in
-                count.normalizes && (index == 0 || table.column(named: column).map(StarterGuess.isText) == true)
-            }
+            let normalized = count.normalizes ? normalizedColumns(count.candidate, table: table) : []
             return KeyAlternative(
                 columns: count.candidate.columns.map { Located($0, at: nil) },
-                normalize: Dictionary(normalized.map { ($0.element, [Normalizer.trim, .lowercase]) }, uniquingKeysWith: { a, _ in a }),
+                normalize: Dictionary(normalized.map { ($0, [Normalizer.trim, .lowercase]) }, uniquingKeysWith: { a, _ in a }),
                 ownNormalize: true)
         }
         let compiled = try RuleCompiler.compile(rule, schema: schema, dialect: dialect)

@@ -185,11 +185,17 @@ public struct CompiledRule: Sendable {
     /// rows in no group, or changed since, out as the expression does.
     public func componentJoin(alias: String? = nil) -> (join: String, group: String)? {
         guard let components else { return nil }
-        var conditions = identityExpressions(alias: alias).enumerated().map { "winnow_k.winnow_i\($0) = \($1)" }
-        conditions += keyColumns.enumerated().map { dialect.nullSafeEqual("winnow_k.winnow_a\($0)", Self.column($1, alias)) }
         return (
-            "JOIN \(dialect.scratchTable(components.table)) AS winnow_k ON \(conditions.joined(separator: " AND "))", "winnow_k.winnow_c"
+            "JOIN \(dialect.scratchTable(components.table)) AS winnow_k ON \(componentMatch("winnow_k", alias: alias))", "winnow_k.winnow_c"
         )
+    }
+
+    /// The scratch row `scratch` is the row `alias`'s, as the groups were found: same identity,
+    /// every key column still holding the value it was linked by.
+    func componentMatch(_ scratch: String, alias: String?) -> String {
+        var conditions = identityExpressions(alias: alias).enumerated().map { "\(scratch).winnow_i\($0) = \($1)" }
+        conditions += keyColumns.enumerated().map { dialect.nullSafeEqual("\(scratch).winnow_a\($0)", Self.column($1, alias)) }
+        return conditions.joined(separator: " AND ")
     }
 
     /// The group of the row aliased as `alias` in an `any:` rule: its component in the scratch
@@ -199,9 +205,7 @@ public struct CompiledRule: Sendable {
     /// name the outer row's columns.
     public func componentExpression(alias: String? = nil) -> String {
         guard let components else { return dialect.alwaysFalse }
-        var conditions = identityExpressions(alias: alias).enumerated().map { "c.winnow_i\($0) = \($1)" }
-        conditions += keyColumns.enumerated().map { dialect.nullSafeEqual("c.winnow_a\($0)", Self.column($1, alias)) }
-        return "(SELECT c.winnow_c FROM \(dialect.scratchTable(components.table)) AS c WHERE \(conditions.joined(separator: " AND ")))"
+        return "(SELECT c.winnow_c FROM \(dialect.scratchTable(components.table)) AS c WHERE \(componentMatch("c", alias: alias)))"
     }
 
     /// `expressions` (the group expressions, or names standing for them, in their order) as

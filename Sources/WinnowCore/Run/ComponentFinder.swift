@@ -159,27 +159,17 @@ package enum ComponentFinder {
             // Each row that shares the alternative with a smaller row, beside the smallest, into a
             // scratch table read a page at a time: memory stays bounded whatever the rows.
             for sql in dialect.createScratchTable(
-                pairs, columns: [("winnow_a", "INTEGER"), ("winnow_b", "INTEGER")], key: ["winnow_b"],
+                pairs, columns: [("winnow_a", "INTEGER"), ("winnow_b", "INTEGER")], key: ["winnow_a", "winnow_b"],
                 from: """
                     SELECT s.a, s.b FROM (
                         SELECT min(c.winnow_n) OVER (PARTITION BY \(partition)) AS a, c.winnow_n AS b FROM \(table) AS c WHERE \(present)
-                    ) AS s WHERE s.a <> s.b ORDER BY s.b
+                    ) AS s WHERE s.a <> s.b ORDER BY s.a, s.b
                     """)
             {
                 try session.execute(sql, [])
             }
-            var after: Int64 = 0
-            while true {
-                let page = try session.rows(
-                    "SELECT winnow_a, winnow_b FROM \(dialect.scratchTable(pairs)) WHERE winnow_b > ? ORDER BY winnow_b LIMIT \(pageRows)",
-                    [.integer(after)])
-                for row in page {
-                    guard let a = row[0].int64, let b = row[1].int64 else { continue }
-                    links.union(Int32(a), Int32(b))
-                    after = b
-                }
-                if page.count < pageRows { return }
-            }
+            try forEachPair(pairs, session: session) { a, b, _ in links.union(Int32(a), Int32(b)) }
+            return
         }
         let texts = similar.columns.enumerated().map { "\(normalized($1)) AS t\($0)" }
         let textColumns = similar.columns.indices.map { (name: "winnow_t\($0)", type: String?.none) }
@@ -206,27 +196,39 @@ package enum ComponentFinder {
             }
             members.removeAll(keepingCapacity: true)
         }
+        try forEachPair(pairs, session: session) { a, b, row in
+            if a != block {
+                compareBlock()
+                block = a
+            }
+            // The compared columns' values, joined by one space (docs/reference.md).
+            let text = row.values.dropFirst(2).compactMap(\.string).joined(separator: " ")
+            members.append((Int32(b), Array(text.unicodeScalars)))
+        }
+        compareBlock()
+    }
+
+    /// Every row of the scratch table `pairs` (keyed by `winnow_a`, `winnow_b`) in key order,
+    /// read ``pageRows`` at a time (memory stays bounded whatever the rows): `body` gets each
+    /// row's two numbers and the whole row.
+    static func forEachPair(
+        _ pairs: String, session: any DatabaseSession, _ body: (Int64, Int64, SQLRow) throws -> Void
+    ) throws {
+        let table = session.dialect.scratchTable(pairs)
         var after: (Int64, Int64) = (0, 0)
         while true {
             let page = try session.rows(
                 """
-                SELECT * FROM \(dialect.scratchTable(pairs)) WHERE winnow_a > ? OR (winnow_a = ? AND winnow_b > ?)
+                SELECT * FROM \(table) WHERE winnow_a > ? OR (winnow_a = ? AND winnow_b > ?)
                 ORDER BY winnow_a, winnow_b LIMIT \(pageRows)
                 """, [.integer(after.0), .integer(after.0), .integer(after.1)])
             for row in page {
                 guard let a = row[0].int64, let b = row[1].int64 else { continue }
-                if a != block {
-                    compareBlock()
-                    block = a
-                }
-                // The compared columns' values, joined by one space (docs/reference.md).
-                let text = row.values.dropFirst(2).compactMap(\.string).joined(separator: " ")
-                members.append((Int32(b), Array(text.unicodeScalars)))
+                try body(a, b, row)
                 after = (a, b)
             }
-            if page.count < pageRows { break }
+            if page.count < pageRows { return }
         }
-        compareBlock()
     }
 
     /// Rows of a scratch table read per statement.
