@@ -40,4 +40,39 @@ final class BatchSizerTests: XCTestCase {
         XCTAssertLessThanOrEqual(seconds, 0.250)
         XCTAssertEqual(sizer.target, 0.250)
     }
+
+    /// A loop that starts small (copies, stretches ahead) grows by up to four times per
+    /// transaction while the next is predicted under half the limit: three steps from 1,000 to
+    /// 64,000 rows where doubling took six, none of them over half the limit.
+    func testASmallStartReachesItsSizeInFewSteps() {
+        var sizer = BatchSizer(configured: 64_000, maxTransactionMilliseconds: 1000, start: 1000)
+        var sizes: [Int] = []
+        while sizer.current < sizer.configured, sizes.count < 10 {
+            sizes.append(sizer.current)
+            let seconds = 0.000_001 * Double(sizer.current)
+            XCTAssertLessThanOrEqual(seconds, 0.5)
+            sizer.record(size: sizer.current, seconds: seconds)
+        }
+        XCTAssertEqual(sizes, [1000, 4000, 16_000])
+        XCTAssertEqual(sizer.current, 64_000)
+    }
+
+    /// Where most of a transaction's time is paid whatever its size (an index rewritten at
+    /// every commit), a larger one costs little more: it grows past a quarter of the limit,
+    /// as long as the line through the sizes seen predicts it under half of it.
+    func testAMostlyFixedCostGrowsTowardHalfTheLimit() {
+        let sizer = settle(configured: 1_000_000, limitMilliseconds: 1000, start: 1000, fixed: 0.2, perUnit: 0.000_001)
+        let seconds = 0.2 + 0.000_001 * Double(sizer.current)
+        XCTAssertGreaterThan(seconds, 0.3, "doubling stopped at a quarter of the limit (0.264 s): \(sizer.current)")
+        XCTAssertLessThanOrEqual(seconds, 0.5)
+        XCTAssertEqual(sizer.fixedCost, 0.2, accuracy: 0.001)
+    }
+
+    /// A short last batch predicts little about the size: it never grows the next past what it
+    /// would predict for itself.
+    func testAShortBatchGrowsFromItsOwnSize() {
+        var sizer = BatchSizer(configured: 64_000, maxTransactionMilliseconds: 1000, start: 16_000)
+        sizer.record(size: 10, seconds: 0.000_01)
+        XCTAssertEqual(sizer.current, 16_000)
+    }
 }
