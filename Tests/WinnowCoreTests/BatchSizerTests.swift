@@ -75,4 +75,16 @@ final class BatchSizerTests: XCTestCase {
         sizer.record(size: 10, seconds: 0.000_01)
         XCTAssertEqual(sizer.current, 16_000)
     }
+
+    /// A transaction at 0.3 s under a 1 s limit is predicted to take half the limit at 1.67
+    /// times its size: the next grows by that (not only by doubling); at 0.4 s (1.25 times) it
+    /// stays.
+    func testAGrowthBetweenOneAndAHalfAndTwoIsTaken() {
+        var sizer = BatchSizer(configured: 1_000_000, maxTransactionMilliseconds: 1000, start: 100_000)
+        sizer.record(size: 100_000, seconds: 0.3)
+        XCTAssertEqual(sizer.current, 166_666, accuracy: 1)
+        var steady = BatchSizer(configured: 1_000_000, maxTransactionMilliseconds: 1000, start: 100_000)
+        steady.record(size: 100_000, seconds: 0.4)
+        XCTAssertEqual(steady.current, 100_000)
+    }
 }

@@ -59,7 +59,7 @@ public struct BatchSizer {
             let fitted = Int(Double(size) * (target - fixedCost) / max(seconds - fixedCost, 1e-6) * 0.8)
             current = max(1, min(current - 1, fitted))
         } else if current < configured {
-            // Grows by the largest factor (at least 2, at most ``maxGrowth``) whose transaction,
+            // Grows by the largest factor (at least ``minGrowth``, at most ``maxGrowth``) whose transaction,
             // by the same line, stays under half the target: without a fixed cost that is
             // doubling below a quarter of it, and a loop that starts small reaches its size in
             // a few steps instead of one doubling per transaction; where most of a
@@ -68,11 +68,13 @@ public struct BatchSizer {
             // Predicted from the size measured (a last, short batch predicts little).
             let growth = (target / 2 - fixedCost) / max(seconds - fixedCost, 1e-6)
             let grown = Int(Double(size) * min(growth, Self.maxGrowth))
-            if growth >= 2, grown > current { current = min(configured, grown) }
+            if growth >= Self.minGrowth, grown > current { current = min(configured, grown) }
         }
     }
 
     /// The most a transaction's size grows from one to the next (the line it is predicted by
     /// is measured near the sizes seen).
     public static let maxGrowth = 4.0
+    /// Below this predicted growth the size stays (no creeping by a few percent).
+    public static let minGrowth = 1.5
 }

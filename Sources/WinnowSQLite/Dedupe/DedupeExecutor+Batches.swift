@@ -66,7 +66,7 @@ extension DedupeExecutor {
                     var stretches = AheadBatches(executor: self, sql: sql, path: path, foundAt: foundAt)
                     guard stretches.ready else { continue }
                     let sizer = BatchSizer(
-                        configured: max(settings.size, BatchSizer.rowRangeStart) * 64,
+                        configured: max(settings.size, BatchSizer.rowRangeStart) * 256,
                         maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: BatchSizer.rowRangeStart)
                     let result = try loop(total: discovery.losers).run(
                         &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
@@ -147,7 +147,7 @@ extension DedupeExecutor {
         }
         var stretches = MergeAheadBatches(executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets)
         let sizer = BatchSizer(
-            configured: max(settings.size, BatchSizer.rowRangeStart) * 64, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+            configured: max(settings.size, BatchSizer.rowRangeStart) * 256, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
             start: BatchSizer.rowRangeStart)
         let result = try loop(total: losers).run(&stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
         if result.counts.batches > 0 { state.skipsTaken = true }
