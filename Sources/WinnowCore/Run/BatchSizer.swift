@@ -59,13 +59,12 @@ public struct BatchSizer {
             let fitted = Int(Double(size) * (target - fixedCost) / max(seconds - fixedCost, 1e-6) * 0.8)
             current = max(1, min(current - 1, fitted))
         } else if current < configured {
-            // Grows by the largest factor (at least ``minGrowth``, at most ``maxGrowth``) whose transaction,
-            // by the same line, stays under half the target: without a fixed cost that is
-            // doubling below a quarter of it, and a loop that starts small reaches its size in
-            // a few steps instead of one doubling per transaction; where most of a
-            // transaction's time is paid whatever its size (an index rewritten at each commit),
-            // a larger one costs little more, and fewer of them write less.
-            // Predicted from the size measured (a last, short batch predicts little).
+            // Grows to the size whose transaction the same line puts at half the target, by
+            // ``minGrowth`` to ``maxGrowth`` times the size measured (a short last batch predicts
+            // little). Without a fixed cost that bound is the same as doubling below a quarter
+            // of the target, reached in fewer steps; where most of a transaction's time is paid
+            // whatever its size (an index rewritten at each commit), a larger one costs little
+            // more, and fewer of them write less.
             let growth = (target / 2 - fixedCost) / max(seconds - fixedCost, 1e-6)
             let grown = Int(Double(size) * min(growth, Self.maxGrowth))
             if growth >= Self.minGrowth, grown > current { current = min(configured, grown) }

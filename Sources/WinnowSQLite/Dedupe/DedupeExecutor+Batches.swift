@@ -65,11 +65,8 @@ extension DedupeExecutor {
                 for path in sql.aheadPaths {
                     var stretches = AheadBatches(executor: self, sql: sql, path: path, foundAt: foundAt)
                     guard stretches.ready else { continue }
-                    let sizer = BatchSizer(
-                        configured: max(settings.size, BatchSizer.rowRangeStart) * 256,
-                        maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: BatchSizer.rowRangeStart)
                     let result = try loop(total: discovery.losers).run(
-                        &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+                        &stretches, sizer: aheadSizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
                     counts = counts + result.counts
                     if result.counts.batches > 0 { state.repointedAhead = true }
                     // Another connection has committed: the batches take the rest as it is now.
@@ -124,6 +121,16 @@ extension DedupeExecutor {
         return try db.tableExists("winnow_merged_losers")
     }
 
+    /// The sizer of the stretches ahead of the deletions (children re-pointed, merges applied):
+    /// from ``BatchSizer/rowRangeStart`` rows up to 256 times `batch.size` (at least 1,000 as
+    /// the base), each under `max_transaction_ms`. A stretch of children rewrites most of the
+    /// child's index whatever its size: on a large table fewer, larger stretches write less.
+    var aheadSizer: BatchSizer {
+        BatchSizer(
+            configured: max(settings.size, BatchSizer.rowRangeStart) * 256,
+            maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: BatchSizer.rowRangeStart)
+    }
+
     /// Decides every group's merge once, over its rows as found, and applies the decisions
     /// in stretches of the winners' rowids (``MergeAheadBatches``). Sets `state.mergedAhead`
     /// when every stretch was applied as found; else the batches settle the rest by group.
@@ -146,10 +153,8 @@ extension DedupeExecutor {
             return .commit
         }
         var stretches = MergeAheadBatches(executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets)
-        let sizer = BatchSizer(
-            configured: max(settings.size, BatchSizer.rowRangeStart) * 256, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
-            start: BatchSizer.rowRangeStart)
-        let result = try loop(total: losers).run(&stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+        let result = try loop(total: losers).run(
+            &stretches, sizer: aheadSizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
         if result.counts.batches > 0 { state.skipsTaken = true }
         state.mergedAhead = result.finished
         try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
