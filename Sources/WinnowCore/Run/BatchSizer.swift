@@ -28,14 +28,18 @@ public struct BatchSizer {
     /// The first size of loops over row ranges (copies, hashes, emptying a table).
     public static let rowRangeStart = 1000
 
-    /// The sizer of a `hash_column`'s fill, on every engine: slices of rows in the table's
-    /// identity order, starting at ``rowRangeStart`` rows and growing up to ten times the
-    /// configured batch size (at least 10,000) while they stay under `max_transaction_ms`.
-    public static func hashFill(_ settings: BatchSettings) -> BatchSizer {
+    /// The sizer of a loop over row ranges: starting at ``rowRangeStart`` rows and growing up to
+    /// `multiple` times the configured batch size (at least ``rowRangeStart`` times it) while
+    /// they stay under `max_transaction_ms`.
+    public static func rowRanges(_ settings: BatchSettings, upTo multiple: Int) -> BatchSizer {
         BatchSizer(
-            configured: max(settings.size, 1000) * 10, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
+            configured: max(settings.size, rowRangeStart) * multiple, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
             start: rowRangeStart)
     }
+
+    /// The sizer of a `hash_column`'s fill, on every engine: slices of rows in the table's
+    /// identity order, up to ten times the configured batch size (at least 10,000).
+    public static func hashFill(_ settings: BatchSettings) -> BatchSizer { rowRanges(settings, upTo: 10) }
 
     /// What one transaction aims at: the limit, or twice the fixed cost where that is more.
     public var target: TimeInterval { max(limit, 2 * fixedCost) }

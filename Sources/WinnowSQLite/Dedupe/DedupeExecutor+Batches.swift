@@ -122,14 +122,10 @@ extension DedupeExecutor {
     }
 
     /// The sizer of the stretches ahead of the deletions (children re-pointed, merges applied):
-    /// from ``BatchSizer/rowRangeStart`` rows up to 256 times `batch.size` (at least 1,000 as
-    /// the base), each under `max_transaction_ms`. A stretch of children rewrites most of the
-    /// child's index whatever its size: on a large table fewer, larger stretches write less.
-    var aheadSizer: BatchSizer {
-        BatchSizer(
-            configured: max(settings.size, BatchSizer.rowRangeStart) * 256,
-            maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: BatchSizer.rowRangeStart)
-    }
+    /// row ranges up to 256 times `batch.size` (``BatchSizer/rowRanges(_:upTo:)``), each under
+    /// `max_transaction_ms`. A stretch of children rewrites most of the child's index whatever
+    /// its size: on a large table fewer, larger stretches write less.
+    var aheadSizer: BatchSizer { BatchSizer.rowRanges(settings, upTo: 256) }
 
     /// Decides every group's merge once, over its rows as found, and applies the decisions
     /// in stretches of the winners' rowids (``MergeAheadBatches``). Sets `state.mergedAhead`
