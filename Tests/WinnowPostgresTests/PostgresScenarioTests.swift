@@ -128,28 +128,13 @@ final class PostgresScenarioTests: XCTestCase {
                 let statements = order.enumerated().map { "INSERT INTO people VALUES (\($0 * 5 + 1), \(rows[$1]));" }
                 return try TestSupport.makeDatabase(
                     at: dir.appendingPathComponent(name).path,
-                    sql: "CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, name TEXT, born TEXT, created INTEGER);"
-                        + statements.joined())
+                    sql: AnyKeyFixture.generatedTable + statements.joined())
             }
             let inOrder = try database("in-order.sqlite", order: Array(rows.indices))
             let shuffled = try database("shuffled.sqlite", order: rows.indices.shuffled(using: &random))
             try PostgresServer.reset(url)
             try PostgresServer.load(inOrder, into: url)
-            let job = try TestSupport.writeFile(
-                """
-                version: 1
-                batch: {size: 2}
-                dedupe:
-                  - entity: people
-                    key:
-                      any:
-                        - {columns: [email], normalize: [trim, lowercase]}
-                        - phone
-                        - columns: [born]
-                          similar: {columns: name, jaro_winkler: 0.85}
-                    max_group_size: 1000
-                    winner: [{created: asc}]
-                """, to: dir.appendingPathComponent("job.yaml").path)
+            let job = try TestSupport.writeFile(AnyKeyFixture.generatedJob(batch: 2), to: dir.appendingPathComponent("job.yaml").path)
             for database in [url, inOrder, shuffled] {
                 let result = try TestSupport.winnow(["run", job, "--database", database])
                 XCTAssertEqual(result.status, 0, result.stderr)
@@ -179,9 +164,7 @@ final class PostgresScenarioTests: XCTestCase {
               - entity: people
                 key:
                   any:
-                    - {columns: [email], normalize: [trim, lowercase]}
-                    - phone
-                    - [name, born]
+            \(AnyKeyFixture.keys)
                 winner: [{id: asc}]
 
             """

@@ -18,11 +18,7 @@ final class AnyKeyTests: CLITestCase {
           - entity: people
             key:
               any:
-        \(keys ?? """
-                        - {columns: [email], normalize: [trim, lowercase]}
-                        - phone
-                        - [name, born]
-                """)
+        \(keys ?? AnyKeyFixture.keys)
             winner:
               - id: asc
             merge:
@@ -213,26 +209,11 @@ final class AnyKeyTests: CLITestCase {
                 let name = "peer\(seed)-\(peer).sqlite"
                 try TestSupport.makeDatabase(
                     at: path(name),
-                    sql: "CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, name TEXT, born TEXT, created INTEGER);"
+                    sql: AnyKeyFixture.generatedTable
                         + order.enumerated().map { position, index in
                             "INSERT INTO people VALUES (\(peer * 1000 + position * 3 + 1), \(rows[index]));"
                         }.joined())
-                try write(
-                    "peer.yaml",
-                    """
-                    version: 1
-                    batch: {size: \(batch)}
-                    dedupe:
-                      - entity: people
-                        key:
-                          any:
-                            - {columns: [email], normalize: [trim, lowercase]}
-                            - phone
-                            - columns: [born]
-                              similar: {columns: name, jaro_winkler: 0.85}
-                        max_group_size: 1000
-                        winner: [{created: asc}]
-                    """)
+                try write("peer.yaml", AnyKeyFixture.generatedJob(batch: batch))
                 try winnow(["run", "peer.yaml", "--database", path(name)], expect: 0)
                 dumps.append(
                     try DatabaseQueue(path: path(name)).read { db in

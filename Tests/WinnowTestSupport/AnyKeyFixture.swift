@@ -20,4 +20,34 @@ package enum AnyKeyFixture {
         INSERT INTO orders VALUES (10, 2, 100), (11, 3, 50), (12, 5, 7), (13, 7, 9), (14, 8, 3);
         """
 
+    /// The three keys of a rule over ``people``: e-mail (trimmed, case-folded), phone, name and
+    /// birth date (list items at 8 spaces, as under `key:` `any:` of a rule at 2).
+    package static let keys = """
+                - {columns: [email], normalize: [trim, lowercase]}
+                - phone
+                - [name, born]
+        """
+
+    /// The table of generated rows (each property test draws its own values).
+    package static let generatedTable =
+        "CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, name TEXT, born TEXT, created INTEGER);"
+
+    /// A rule over generated rows: case-folded e-mail, phone, or similar names inside one birth
+    /// date; earliest `created` wins; batches of `batch` groups.
+    package static func generatedJob(batch: Int) -> String {
+        """
+        version: 1
+        batch: {size: \(batch)}
+        dedupe:
+          - entity: people
+            key:
+              any:
+                - {columns: [email], normalize: [trim, lowercase]}
+                - phone
+                - columns: [born]
+                  similar: {columns: name, jaro_winkler: 0.85}
+            max_group_size: 1000
+            winner: [{created: asc}]
+        """
+    }
 }
