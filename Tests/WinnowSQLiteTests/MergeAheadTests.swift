@@ -276,4 +276,120 @@ final class MergeAheadTests: XCTestCase {
         try ScenarioKit.run(Self.job(size: 20), db: stopped)
         XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
     }
+
+    /// The record of taken losers is appended, not keyed: a database an earlier release wrote
+    /// keyed it by loser (`WITHOUT ROWID`). With a killed run's records in such a table, the
+    /// next run reads them and finishes like an uninterrupted run; the record, emptied, is then
+    /// recreated as today's table (docs/reference.md section 4: the next run adds what it lacks).
+    func testARecordKeyedByLoserFromAnEarlierReleaseIsReadThenRecreated() throws {
+        let path = try makeStore("store.sqlite")
+        let reference = try byGroup(path)
+        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
+        var copied = false
+        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
+            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
+            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+            copied = true
+        }
+        XCTAssertTrue(copied)
+        try ScenarioKit.execute(
+            stopped,
+            """
+            ALTER TABLE winnow_merged_losers RENAME TO appended;
+            CREATE TABLE winnow_merged_losers (
+                tbl TEXT NOT NULL, loser INTEGER NOT NULL, winner INTEGER NOT NULL, run_id INTEGER NOT NULL, PRIMARY KEY (tbl, loser)
+            ) WITHOUT ROWID;
+            INSERT INTO winnow_merged_losers SELECT * FROM appended;
+            DROP TABLE appended;
+            """)
+        let definition = "SELECT sql FROM sqlite_master WHERE name = 'winnow_merged_losers'"
+        XCTAssertGreaterThan(try takenRows(stopped), 0)
+        try ScenarioKit.run(Self.job(size: 20), db: stopped)
+        XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try takenRows(stopped), 0)
+        let recreated = try XCTUnwrap(try ScenarioKit.column(stopped, definition, as: String.self).first ?? nil)
+        XCTAssertFalse(recreated.uppercased().contains("WITHOUT ROWID"), recreated)
+        XCTAssertEqual(try ScenarioKit.rows(stopped, "PRAGMA integrity_check").count, 1)
+    }
+
+    /// A loser recorded twice (taken again by a new winner once its first was deleted) is
+    /// still taken once: the record of the winner that is gone is ignored. A killed run's
+    /// records name winners that another connection then deletes; the next run merges their
+    /// losers into the groups' new winners and counts each loser once.
+    func testALoserRecordedForAWinnerThatIsGoneAndForItsNewWinnerCountsOnce() throws {
+        let path = try makeStore("store.sqlite", orders: false)
+        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
+        var copied = false
+        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
+            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
+            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+            copied = true
+        }
+        XCTAssertTrue(copied)
+        // Every merged winner of the killed run with 3 or more rows in its group is deleted
+        // (by another connection); the reference is the same deletion from the original rows.
+        let winners = try ScenarioKit.column(
+            stopped,
+            """
+            SELECT m.winner FROM winnow_merged_losers AS m GROUP BY m.winner HAVING count(*) >= 2 ORDER BY m.winner LIMIT 5
+            """, as: Int64.self
+        ).compactMap { $0 }
+        XCTAssertEqual(winners.count, 5)
+        let gone = "DELETE FROM customers WHERE id IN (\(winners.map(String.init).joined(separator: ", ")))"
+        try ScenarioKit.execute(stopped, gone)
+        let reference = try makeStore("reference.sqlite", orders: false)
+        try ScenarioKit.execute(reference, gone)
+        try ScenarioKit.run(Self.job(size: 100_000), db: reference)
+        // The next run takes the losers of those groups again, into their new winners: each is
+        // then recorded twice, once for a winner that is gone.
+        var doubled = 0
+        try ScenarioKit.run(Self.job(size: 20), db: stopped) { event in
+            guard case .batch(let report) = event, report.counts.updated > 0, report.counts.deleted == 0 else { return }
+            doubled = max(
+                doubled,
+                (try? ScenarioKit.int(
+                    stopped, "SELECT count(*) FROM (SELECT loser FROM winnow_merged_losers GROUP BY tbl, loser HAVING count(*) > 1)"))
+                    ?? 0)
+        }
+        XCTAssertGreaterThan(doubled, 0, "some losers were recorded for two winners")
+        XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try takenRows(stopped), 0)
+    }
+
+    /// A run that finishes a killed one looks losers up from its first decision on; its own
+    /// stretches then record more. When another connection commits after one of them, the
+    /// batches that settle the rest by group skip the losers of both runs' stretches.
+    func testAResumedRunInterruptedByACommitSkipsTheLosersOfBothRunsStretches() throws {
+        let path = try makeStore("store.sqlite", customers: 9000)
+        let reference = try byGroup(path)
+        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
+        var copied = false
+        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
+            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
+            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+            copied = true
+        }
+        XCTAssertTrue(copied)
+        let takenBefore = try takenRows(stopped)
+        XCTAssertGreaterThan(takenBefore, 0)
+        try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
+        let other = try DatabaseQueue(path: stopped)
+        defer { try? other.close() }
+        var wrote = false
+        var takenByBoth = 0
+        let summary = try ScenarioKit.run(Self.job(size: 20), db: stopped) { event in
+            guard case .batch(let report) = event, !wrote, report.counts.updated > 0 else { return }
+            takenByBoth = (try? ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_merged_losers")) ?? 0
+            try? other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") }
+            wrote = true
+        }
+        XCTAssertTrue(wrote)
+        XCTAssertGreaterThan(takenByBoth, takenBefore, "the resumed run's first stretch recorded losers of its own")
+        XCTAssertGreaterThan(summary.counts.updated, 0)
+        XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try takenRows(stopped), 0)
+    }
 }

@@ -20,7 +20,9 @@ extension DedupeExecutor {
         if !rule.mergeColumns.isEmpty { try db.execute(sql: sql.createMerged) }
         var state = BatchState(foundAt: try Int64.fetchOne(db, sql: "SELECT version FROM temp.winnow_found"))
         if filesByPosition, discovery.losers > 0 { try settleTiesAhead(sql, state: &state) }
+        try db.execute(sql: sql.dropTaken)
         if mayHaveTaken { state.skipsTaken = try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false }
+        if mayHaveTaken, writer.writes, !state.skipsTaken { try upgradeTakenRecord() }
         // Children re-pointed ahead of the batches (see ``AheadBatches``): their paths are
         // mapped stretch by stretch there, not here.
         // (Only where the groups take more than one batch: one batch writes each child page once anyway.)
@@ -96,6 +98,7 @@ extension DedupeExecutor {
         // Every loser a merge took is gone now (or no longer a loser): the record has served.
         if result.finished, writer.writes, batches.state.skipsTaken {
             try writer.transaction(db) { try db.execute(sql: sql.forgetTaken) }
+            try upgradeTakenRecord()
         }
         for (check, before) in zip(sql.danglingInTable, danglingBefore) {
             let after = try Int.fetchOne(db, sql: check.sql) ?? 0
@@ -119,6 +122,20 @@ extension DedupeExecutor {
     func mayHaveTakenLosers() throws -> Bool {
         guard !rule.mergeColumns.isEmpty, !RowNumbers(rule).mapped else { return false }
         return try db.tableExists("winnow_merged_losers")
+    }
+
+    /// Recreates a record of taken losers that an earlier release keyed by loser
+    /// (`WITHOUT ROWID`) as the appended table of today (``SQLiteDialect/mergedLosersTable``),
+    /// once no table has a loser recorded in it. Until then its `INSERT OR REPLACE` serves both.
+    func upgradeTakenRecord() throws {
+        let definition = try String.fetchOne(
+            db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'table' AND name = 'winnow_merged_losers'")
+        guard let definition, definition.uppercased().contains("WITHOUT ROWID") else { return }
+        try writer.transaction(db) {
+            guard try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM main.winnow_merged_losers)") == true else { return }
+            try db.execute(sql: "DROP TABLE main.winnow_merged_losers")
+            try db.execute(sql: SQLiteDialect.mergedLosersTable)
+        }
     }
 
     /// The sizer of the stretches ahead of the deletions (children re-pointed, merges applied):

@@ -137,6 +137,9 @@ extension DedupeExecutor {
         let orders = rule.mergeOrders
         let ranked = rule.mergesRanked
         try db.cachedStatement(sql: sql.clearMerged).execute()
+        if skipsTaken, try Bool.fetchOne(db.cachedStatement(sql: sql.hasTaken)) != true {
+            for statement in sql.fillTaken { try db.execute(sql: statement) }
+        }
         let insert = RawStatement(try db.cachedStatement(sql: sql.insertMerged))
         var sets: [[Int]: SQLValue] = [:]
         var current: Int64?

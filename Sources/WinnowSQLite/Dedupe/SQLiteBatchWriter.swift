@@ -131,7 +131,10 @@ final class SQLiteBatchWriter: BatchWriter {
                 throw WinnowError.internal(
                     "\(rule.table): \(work.merges) winner(s) to merge, \(updated) updated; the batch was rolled back")
             }
-            if work.recordsTakenLosers { try db.cachedStatement(sql: sql.recordTaken).execute(arguments: [runID]) }
+            if work.recordsTakenLosers {
+                try db.cachedStatement(sql: sql.recordTaken).execute(arguments: [runID])
+                try db.execute(sql: sql.dropTaken)
+            }
         }
         // 4. With foreign-key enforcement off, what SQLite would have checked row by row is
         //    checked here for the batch as a whole: no child row may point at a loser, and every

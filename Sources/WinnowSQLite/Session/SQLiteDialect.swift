@@ -83,6 +83,26 @@ public struct SQLiteDialect: SQLDialect {
 
     public func value(_ expression: String, as type: String) -> String { expression }
 
+    /// Losers whose values a merge has taken into their winner while they still exist (merges
+    /// applied ahead of the deletions, in the table's order): a merge never takes them again.
+    /// Emptied for a table once its rule is done; a restore forgets its run's.
+    ///
+    /// A table of rows appended in the order the stretches of winners record them, with no key:
+    /// keyed by loser, each stretch's losers lay all over its B-tree and the recording wrote most
+    /// of its pages at every stretch. A loser recorded twice (taken again once its first winner
+    /// was gone) only adds a record whose winner is gone, which every reader ignores. The
+    /// lookups by loser go through a copy the batches index when they need it
+    /// (``BatchStatements/fillTaken``). (Earlier releases keyed it by `(tbl, loser)`; such a
+    /// table is recreated once it is empty, ``DedupeExecutor/upgradeTakenRecord()``.)
+    static let mergedLosersTable = """
+        CREATE TABLE IF NOT EXISTS winnow_merged_losers (
+            tbl TEXT NOT NULL,
+            loser INTEGER NOT NULL,
+            winner INTEGER NOT NULL,
+            run_id INTEGER NOT NULL
+        )
+        """
+
     public var bookkeepingSchema: [String] {
         [
             """
@@ -158,18 +178,7 @@ public struct SQLiteDialect: SQLDialect {
             )
             """,
             "CREATE INDEX IF NOT EXISTS winnow_run_groups_by_run ON winnow_run_groups (run_id, id)",
-            // Losers whose values a merge has taken into their winner while they still exist
-            // (merges applied ahead of the deletions, in the table's order): a merge never takes
-            // them again. Emptied for a table once its rule is done; a restore forgets its run's.
-            """
-            CREATE TABLE IF NOT EXISTS winnow_merged_losers (
-                tbl TEXT NOT NULL,
-                loser INTEGER NOT NULL,
-                winner INTEGER NOT NULL,
-                run_id INTEGER NOT NULL,
-                PRIMARY KEY (tbl, loser)
-            ) WITHOUT ROWID
-            """,
+            Self.mergedLosersTable,
             """
             CREATE TABLE IF NOT EXISTS winnow_lock (
                 id INTEGER PRIMARY KEY CHECK (id = 1),
