@@ -39,6 +39,19 @@ final class PostgresConnectionSettingsTests: XCTestCase {
         return path
     }
 
+    /// What every session of winnow's sets for itself, whatever the server's configuration
+    /// says (the server here may compile statements: `jit` is on by default): a lock wait gives
+    /// up after 5 s, floating point prints exactly, and no statement is JIT-compiled.
+    func testEverySessionSetsItsLockWaitFloatPrintingAndNoJIT() throws {
+        let url = try PostgresServer.require()
+        let settings = try PostgresBackend().withSession(url, mode: .readOnly) { session in
+            try session.rows(
+                "SELECT current_setting('lock_timeout'), current_setting('extra_float_digits'), current_setting('jit')"
+            ).first?.values.map { $0.string ?? "" }
+        }
+        XCTAssertEqual(settings, ["5s", "1", "off"])
+    }
+
     /// A server that asks `shopper` for a password (scram-sha-256): the password comes from
     /// `~/.pgpass` (a test HOME) as it does for psql, escapes included; a file others may read
     /// is ignored with libpq's warning, and the server's demand is then named.
