@@ -392,4 +392,29 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
         XCTAssertEqual(try takenRows(stopped), 0)
     }
+
+    /// `plan` of a killed run's file (losers recorded as taken) reads the record through its
+    /// copy on a read-only connection: it changes nothing and plans what the run that finishes
+    /// the job then does.
+    func testPlanOfARunStoppedAfterItsMergesCountsWhatTheNextRunDoes() throws {
+        let path = try makeStore("store.sqlite")
+        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
+        var copied = false
+        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
+            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
+            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+            copied = true
+        }
+        XCTAssertTrue(copied)
+        XCTAssertGreaterThan(try takenRows(stopped), 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: stopped))
+        let planned = try ScenarioKit.plan(Self.job(size: 20), db: stopped)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stopped)), bytes, "plan writes nothing")
+        let done = try ScenarioKit.run(Self.job(size: 20), db: stopped)
+        XCTAssertGreaterThan(done.counts.deleted, 0)
+        XCTAssertEqual(planned.counts.groups, done.counts.groups)
+        XCTAssertEqual(planned.counts.deleted, done.counts.deleted)
+        XCTAssertEqual(planned.counts.updated, done.counts.updated)
+    }
 }
