@@ -99,7 +99,8 @@ struct BatchStatements {
     let mergeRows: String
     /// ``mergeRows`` without the losers whose values a merge already took into their winner
     /// (`winnow_merged_losers`: an earlier batch of this run, or a run that did not finish;
-    /// read through its copy, ``fillTaken``): the winner's value holds theirs, so a merge that took them again would count them twice.
+    /// read through its copy, ``fillTaken``): the winner's value holds theirs, so a merge that
+    /// took them again would count them twice.
     /// (Unless that winner is gone: another connection deleted it, and its values with it.)
     /// (Tables with rowids only: the only ones whose merges go ahead of their losers.)
     let mergeRowsUntaken: String
