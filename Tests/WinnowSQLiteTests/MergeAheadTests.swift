@@ -75,6 +75,23 @@ final class MergeAheadTests: XCTestCase {
         try ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers")
     }
 
+    /// A copy of the store as a run killed right after its first stretch of merges leaves it
+    /// (merged winners, their losers recorded as taken and still there): the job runs on
+    /// `path` in batches of 20, and the file is copied once that stretch has committed. The lock
+    /// in the copy is this live process's; as a killed run's would be, it is gone.
+    func stoppedAfterFirstMergeStretch(_ path: String) throws -> String {
+        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
+        var copied = false
+        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
+            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
+            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+            copied = true
+        }
+        XCTAssertTrue(copied)
+        return stopped
+    }
+
     func testMergesGoAheadByWinnerThenBatchesOnlyDeleteAndTheEndIsTheSameAsByGroup() throws {
         let path = try makeStore("store.sqlite")
         let original = try ScenarioKit.userState(path)
@@ -256,21 +273,10 @@ final class MergeAheadTests: XCTestCase {
         let path = try makeStore("store.sqlite")
         let original = try ScenarioKit.userState(path)
         let reference = try byGroup(path)
-        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
-        var runID: Int64?
-        var copied = false
-        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
-            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
-            // (Right after the first merge stretch committed; the lock in the copy is this live
-            // process's: as a killed run's would be, it is gone.)
-            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
-            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
-            copied = true
-        }
-        XCTAssertTrue(copied)
-        runID = try XCTUnwrap(try ScenarioKit.column(stopped, "SELECT max(id) FROM winnow_runs", as: Int64.self).first ?? nil)
+        let stopped = try stoppedAfterFirstMergeStretch(path)
+        let runID = try XCTUnwrap(try ScenarioKit.column(stopped, "SELECT max(id) FROM winnow_runs", as: Int64.self).first ?? nil)
         XCTAssertGreaterThan(try takenRows(stopped), 0)
-        _ = try Restorer.restore(database: stopped, runID: try XCTUnwrap(runID))
+        _ = try Restorer.restore(database: stopped, runID: runID)
         XCTAssertEqual(try ScenarioKit.userState(stopped), original, "restore undoes the merges")
         XCTAssertEqual(try takenRows(stopped), 0, "and forgets the losers they took")
         try ScenarioKit.run(Self.job(size: 20), db: stopped)
@@ -284,15 +290,7 @@ final class MergeAheadTests: XCTestCase {
     func testARecordKeyedByLoserFromAnEarlierReleaseIsReadThenRecreated() throws {
         let path = try makeStore("store.sqlite")
         let reference = try byGroup(path)
-        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
-        var copied = false
-        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
-            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
-            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
-            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
-            copied = true
-        }
-        XCTAssertTrue(copied)
+        let stopped = try stoppedAfterFirstMergeStretch(path)
         try ScenarioKit.execute(
             stopped,
             """
@@ -319,15 +317,7 @@ final class MergeAheadTests: XCTestCase {
     /// losers into the groups' new winners and counts each loser once.
     func testALoserRecordedForAWinnerThatIsGoneAndForItsNewWinnerCountsOnce() throws {
         let path = try makeStore("store.sqlite", orders: false)
-        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
-        var copied = false
-        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
-            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
-            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
-            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
-            copied = true
-        }
-        XCTAssertTrue(copied)
+        let stopped = try stoppedAfterFirstMergeStretch(path)
         // Every merged winner of the killed run with 3 or more rows in its group is deleted
         // (by another connection); the reference is the same deletion from the original rows.
         let winners = try ScenarioKit.column(
@@ -364,15 +354,7 @@ final class MergeAheadTests: XCTestCase {
     func testAResumedRunInterruptedByACommitSkipsTheLosersOfBothRunsStretches() throws {
         let path = try makeStore("store.sqlite", customers: 9000)
         let reference = try byGroup(path)
-        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
-        var copied = false
-        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
-            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
-            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
-            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
-            copied = true
-        }
-        XCTAssertTrue(copied)
+        let stopped = try stoppedAfterFirstMergeStretch(path)
         let takenBefore = try takenRows(stopped)
         XCTAssertGreaterThan(takenBefore, 0)
         try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
@@ -398,15 +380,7 @@ final class MergeAheadTests: XCTestCase {
     /// the job then does.
     func testPlanOfARunStoppedAfterItsMergesCountsWhatTheNextRunDoes() throws {
         let path = try makeStore("store.sqlite")
-        let stopped = dir.appendingPathComponent("after-merges.sqlite").path
-        var copied = false
-        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
-            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
-            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
-            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
-            copied = true
-        }
-        XCTAssertTrue(copied)
+        let stopped = try stoppedAfterFirstMergeStretch(path)
         XCTAssertGreaterThan(try takenRows(stopped), 0)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: stopped))
         let planned = try ScenarioKit.plan(Self.job(size: 20), db: stopped)
