@@ -311,6 +311,22 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.rows(stopped, "PRAGMA integrity_check").count, 1)
     }
 
+    /// The record is emptied whole at the end of a rule only where it holds no other table's
+    /// losers: a killed run's losers of another table stay recorded for that table's next run.
+    func testTheEndOfARuleKeepsAnotherTablesRecordedLosers() throws {
+        let path = try makeStore("store.sqlite")
+        let reference = try byGroup(path)
+        try ScenarioKit.execute(
+            path,
+            SQLiteDialect.mergedLosersTable + ";\nINSERT INTO winnow_merged_losers (tbl, loser, winner, run_id) VALUES ('other', 5, 4, 99)")
+        try ScenarioKit.run(Self.job(size: 20), db: path)
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(
+            try ScenarioKit.column(path, "SELECT tbl || ' ' || loser || ' ' || winner || ' ' || run_id FROM winnow_merged_losers", as: String.self),
+            ["other 5 4 99"])
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA integrity_check").count, 1)
+    }
+
     /// A loser recorded twice (taken again by a new winner once its first was deleted) is
     /// still taken once: the record of the winner that is gone is ignored. A killed run's
     /// records name winners that another connection then deletes; the next run merges their

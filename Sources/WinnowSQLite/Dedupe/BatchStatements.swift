@@ -106,6 +106,8 @@ struct BatchStatements {
     let mergeRowsUntaken: String
     /// Forgets the taken losers of the rule's table (every one is deleted: the rule is done).
     let forgetTaken: String
+    /// Whether the record holds losers of another table (a killed run's other rule).
+    let takenForOtherTables: String
     /// Records every loser of the groups in `temp.winnow_merged` as taken by its winner's merge
     /// (bound: the table, the run), in the transaction that writes the merged values.
     let recordTaken: String
@@ -283,6 +285,7 @@ struct BatchStatements {
                 AND EXISTS (SELECT 1 FROM \(table) AS w WHERE w.\(rowID ?? "rowid") = k.winner))
             """)
         forgetTaken = "DELETE FROM main.winnow_merged_losers WHERE tbl = \(tableLiteral)"
+        takenForOtherTables = "SELECT EXISTS (SELECT 1 FROM main.winnow_merged_losers WHERE tbl <> \(tableLiteral))"
         // Appended (the record has no key, ``SQLiteDialect/mergedLosersTable``); `OR REPLACE`
         // keeps a record an earlier release keyed by loser one row per loser until it is recreated.
         recordTaken = """

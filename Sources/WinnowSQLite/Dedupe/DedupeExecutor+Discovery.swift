@@ -32,6 +32,7 @@ extension DedupeExecutor {
 
     private func discover(version: Int64?) throws -> Discovery {
         let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
+        try sizeWorkingMemory(rows: rows, sorting: true)
         // The grouped count first keeps the keys that occur once out of the window: on a table
         // with few duplicates the window then sorts a fraction of it. Where most rows are
         // duplicates, the window over every row costs less than looking up each row's key, so
@@ -53,6 +54,7 @@ extension DedupeExecutor {
         let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false)
         try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins))
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
+        try sizeWorkingMemory(rows: rows, sorting: false)
         let row = try Row.fetchOne(
             db,
             sql: "SELECT count(*), \(filesByPosition ? "count(*) FILTER (WHERE rn = 2)" : "count(DISTINCT first)") FROM temp.winnow_queue")!

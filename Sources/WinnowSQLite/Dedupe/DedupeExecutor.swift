@@ -45,6 +45,10 @@ struct DedupeExecutor {
                 ) WITHOUT ROWID;
                 CREATE TEMP TABLE IF NOT EXISTS winnow_found (version INTEGER);
                 """)
+        // The temporary database lives in a file that only this connection opens and that is
+        // deleted when it closes: zeroing its freed pages (`secure_delete`, on by default in
+        // some builds of SQLite) protects nothing and writes every page the queue frees again.
+        try db.execute(sql: "PRAGMA temp.secure_delete = OFF")
     }
 
     /// Whether the rule's batches are stretches of the table rather than whole groups: a rule

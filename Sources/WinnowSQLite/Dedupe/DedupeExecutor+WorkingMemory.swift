@@ -1,0 +1,49 @@
+import GRDB
+import WinnowCore
+
+/// How much memory a rule's statements keep their work in, on SQLite.
+///
+/// SQLite gives each database of a connection a page cache of 2,000 KiB, and its sorter keeps
+/// that much of a sort in memory before it writes a sorted run to a temporary file. On a small
+/// table the queue of losers, the merge decisions and the sorts after discovery fit in a few
+/// megabytes more, and with the default they are written to temporary files instead
+/// (merge-500: 337,000 blocks written, 226,000 with every cache raised; docs/performance.md,
+/// "Working memory"). So on a small table both caches are raised to fit, except for discovery's
+/// own sort: it spills in runs that a helper thread sorts while the table is still being read,
+/// and the same sort held in memory is one thread's work at the end (lower-500 took 13-19%
+/// longer with the same CPU time). On a larger table the caches stay at SQLite's default, where
+/// a larger one would only write the same runs in larger pieces and hold more memory.
+extension DedupeExecutor {
+    /// SQLite's page cache for each database of a connection (`PRAGMA cache_size = -2000`).
+    static let defaultCacheKiB = 2000
+    /// What one row of the table is estimated to need in the caches: its share of the queue,
+    /// the decisions and the sorts over them (the bench's 200,000-row shapes needed between 12
+    /// and 16 MiB, about 70 bytes a row; the estimate leaves room above that).
+    static let sortBytesPerRow = 96
+    /// The largest cache a rule's table is given: tables whose sort would need more get the
+    /// default (about 350,000 rows at the estimate above).
+    static var workingMemoryLimitKiB = 32 * 1024
+
+    /// The cache (KiB, for the main and the temporary database each) of a rule whose table has
+    /// `rows` rows; nil where SQLite's default serves (a small table, or one too large to sort
+    /// in memory).
+    static func workingMemoryKiB(rows: Int) -> Int? {
+        let wanted = rows.multipliedReportingOverflow(by: sortBytesPerRow).partialValue / 1024
+        guard rows > 0, wanted > defaultCacheKiB, wanted <= workingMemoryLimitKiB else { return nil }
+        return wanted
+    }
+
+    /// Sizes the connection's caches for this rule (each rule sets them again, so a small
+    /// table's caches never carry over to a large one): the temporary database's from the
+    /// start; the main database's (which also sizes the sorter's runs) only once discovery's
+    /// window has run (`sorting` false). While the main cache is raised the sorter uses no
+    /// helper thread: a sort that fits needs none, and one that does not (rows far wider than
+    /// the estimate) then holds one run in memory at a time, not one per thread.
+    func sizeWorkingMemory(rows: Int, sorting: Bool) throws {
+        let raised = Self.workingMemoryKiB(rows: rows)
+        try db.execute(sql: "PRAGMA temp.cache_size = -\(raised ?? Self.defaultCacheKiB)")
+        let main = sorting ? nil : raised
+        try db.execute(sql: "PRAGMA main.cache_size = -\(main ?? Self.defaultCacheKiB)")
+        try db.execute(sql: "PRAGMA threads = \(main == nil ? DatabaseOpener.sorterThreads : 0)")
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import GRDB
+import XCTest
+@testable import WinnowCore
+@testable import WinnowSQLite
+import WinnowTestSupport
+
+/// The page caches a rule's statements work in (``DedupeExecutor/sizeWorkingMemory(rows:)``),
+/// the temporary database's freed pages, and the record of taken losers emptied at the end of a
+/// rule, which must leave the SQLite build's `secure_delete` in force for the user's rows.
+final class WorkingMemoryTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws { dir = try TestSupport.scratchDirectory() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    /// Tables of `rows` rows: sizes grow with the rows, and stay at SQLite's default below the
+    /// default and above the limit.
+    func testTheCacheGrowsWithTheRowsBetweenTheDefaultAndTheLimit() {
+        XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: 0))
+        XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: 20_000), "96 B a row: under SQLite's 2,000 KiB")
+        XCTAssertEqual(DedupeExecutor.workingMemoryKiB(rows: 200_000), 18_750)
+        XCTAssertEqual(DedupeExecutor.workingMemoryKiB(rows: 349_000), 32_718)
+        XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: 400_000), "a sort this large spills anyway: the default")
+        XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: .max), "no overflow")
+    }
+
+    /// Each rule's discovery sets the caches for its own table: a small table's raised caches
+    /// (and no sorter thread) do not carry over to the next rule's large table.
+    func testEachRuleSizesTheCachesForItsOwnTable() throws {
+        let saved = DedupeExecutor.workingMemoryLimitKiB
+        DedupeExecutor.workingMemoryLimitKiB = 4000
+        defer { DedupeExecutor.workingMemoryLimitKiB = saved }
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("two.sqlite").path,
+            sql: """
+                CREATE TABLE small (id INTEGER PRIMARY KEY, email TEXT, created INTEGER);
+                CREATE TABLE large (id INTEGER PRIMARY KEY, email TEXT, created INTEGER);
+                WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 30000)
+                INSERT INTO small SELECT i, 'u' || (i % 20000), i FROM s;
+                WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 50000)
+                INSERT INTO large SELECT i, 'u' || (i % 40000), i FROM s;
+                """)
+        let job = try ScenarioKit.job(
+            """
+            version: 1
+            dedupe:
+              - {entity: small, key: email, winner: [{created: asc}]}
+              - {entity: large, key: email, winner: [{created: asc}]}
+            """)
+        try DatabaseOpener.open(path: path, mode: .readOnly).inDatabase { db in
+            let rules = try JobRunner.compile(job, db)
+            func caches() throws -> [Int] {
+                try ["PRAGMA main.cache_size", "PRAGMA temp.cache_size", "PRAGMA threads"].map { try Int.fetchOne(db, sql: $0) ?? 0 }
+            }
+            let small = DedupeExecutor(db: db, rule: rules[0], writer: DryRunWriter(), settings: job.batch)
+            XCTAssertEqual(try small.discover().losers, 10_000)
+            XCTAssertEqual(try caches(), [-(30_000 * 96 / 1024), -(30_000 * 96 / 1024), 0])
+            let large = DedupeExecutor(db: db, rule: rules[1], writer: DryRunWriter(), settings: job.batch)
+            XCTAssertEqual(try large.discover().losers, 10_000)
+            XCTAssertEqual(try caches(), [-2000, -2000, DatabaseOpener.sorterThreads])
+        }
+    }
+
+    /// The temporary database's freed pages are not zeroed: its file is this connection's and
+    /// is deleted when it closes.
+    func testTheTemporaryDatabaseDoesNotZeroFreedPages() throws {
+        try DatabaseQueue().inDatabase { db in
+            try DedupeExecutor.prepareTemporaryTables(db)
+            XCTAssertEqual(try Int.fetchOne(db, sql: "PRAGMA temp.secure_delete"), 0)
+        }
+    }
+
+    /// On a build of SQLite that zeroes deleted content, a rule that runs after a merging rule
+    /// (whose record of taken losers is emptied without zeroing) still deletes with zeroing:
+    /// the deleted rows' text is nowhere in the file.
+    func testRowsDeletedAfterTheRecordIsEmptiedAreStillZeroed() throws {
+        let zeroes = try DatabaseQueue().inDatabase { db in try Int.fetchOne(db, sql: "PRAGMA secure_delete") ?? 0 }
+        try XCTSkipIf(zeroes != 1, "this build of SQLite keeps deleted content (secure_delete = \(zeroes))")
+        var customers: [String] = []
+        for id in 1...3000 { customers.append("(\(id), 'u\(id % 1000)@x', \(id), 1)") }
+        var notes: [String] = []
+        // Ids 201-400 are the losers, in whole pages of their own once deleted (each body is
+        // about 300 bytes): pages a build that only zeroes what it rewrites anyway would free as
+        // they are.
+        let padding = String(repeating: "x", count: 280)
+        for id in 1...400 {
+            notes.append("(\(id), 'k\(id % 200)', 'secret-\(String(format: "%04d", id))-\(id <= 200 ? "kept" : "gone")\(padding)')")
+        }
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("zeroed.sqlite").path,
+            sql: """
+                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL);
+                CREATE TABLE notes (id INTEGER PRIMARY KEY, k TEXT, body TEXT);
+                INSERT INTO customers VALUES \(customers.joined(separator: ", "));
+                INSERT INTO notes VALUES \(notes.joined(separator: ", "));
+                """)
+        let summary = try ScenarioKit.run(
+            """
+            version: 1
+            dedupe:
+              - {entity: customers, key: email, winner: [{created_at: asc}], merge: {visits: sum}, archive: false}
+              - {entity: notes, key: k, winner: [{id: asc}], archive: false}
+            batch:
+              size: 50
+            """, db: path)
+        XCTAssertEqual(summary.counts.deleted, 2000 + 200)
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers"), 0)
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT sum(visits) FROM customers"), 3000)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        XCTAssertNotNil(bytes.range(of: Data("secret-0001-kept".utf8)), "a kept row is in the file")
+        XCTAssertNil(bytes.range(of: Data("secret-0201-gone".utf8)), "a deleted row is zeroed")
+        XCTAssertNil(bytes.range(of: Data("-gone".utf8)), "every deleted row is zeroed")
+    }
+}
