@@ -322,7 +322,8 @@ final class MergeAheadTests: XCTestCase {
         try ScenarioKit.run(Self.job(size: 20), db: path)
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
         XCTAssertEqual(
-            try ScenarioKit.column(path, "SELECT tbl || ' ' || loser || ' ' || winner || ' ' || run_id FROM winnow_merged_losers", as: String.self),
+            try ScenarioKit.column(
+                path, "SELECT tbl || ' ' || loser || ' ' || winner || ' ' || run_id FROM winnow_merged_losers", as: String.self),
             ["other 5 4 99"])
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA integrity_check").count, 1)
     }

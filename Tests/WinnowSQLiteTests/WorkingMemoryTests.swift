@@ -18,10 +18,10 @@ final class WorkingMemoryTests: XCTestCase {
     /// default and above the limit.
     func testTheCacheGrowsWithTheRowsBetweenTheDefaultAndTheLimit() {
         XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: 0))
-        XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: 20_000), "96 B a row: under SQLite's 2,000 KiB")
-        XCTAssertEqual(DedupeExecutor.workingMemoryKiB(rows: 200_000), 18_750)
-        XCTAssertEqual(DedupeExecutor.workingMemoryKiB(rows: 349_000), 32_718)
-        XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: 400_000), "a sort this large spills anyway: the default")
+        XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: 20_000), "80 B a row: under SQLite's 2,000 KiB")
+        XCTAssertEqual(DedupeExecutor.workingMemoryKiB(rows: 200_000), 15_625)
+        XCTAssertEqual(DedupeExecutor.workingMemoryKiB(rows: 300_000), 23_437)
+        XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: 320_000), "above 24 MiB: the default")
         XCTAssertNil(DedupeExecutor.workingMemoryKiB(rows: .max), "no overflow")
     }
 
@@ -38,8 +38,8 @@ final class WorkingMemoryTests: XCTestCase {
                 CREATE TABLE large (id INTEGER PRIMARY KEY, email TEXT, created INTEGER);
                 WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 30000)
                 INSERT INTO small SELECT i, 'u' || (i % 20000), i FROM s;
-                WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 50000)
-                INSERT INTO large SELECT i, 'u' || (i % 40000), i FROM s;
+                WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 60000)
+                INSERT INTO large SELECT i, 'u' || (i % 50000), i FROM s;
                 """)
         let job = try ScenarioKit.job(
             """
@@ -55,7 +55,7 @@ final class WorkingMemoryTests: XCTestCase {
             }
             let small = DedupeExecutor(db: db, rule: rules[0], writer: DryRunWriter(), settings: job.batch)
             XCTAssertEqual(try small.discover().losers, 10_000)
-            XCTAssertEqual(try caches(), [-(30_000 * 96 / 1024), -(30_000 * 96 / 1024), 0])
+            XCTAssertEqual(try caches(), [-(30_000 * 80 / 1024), -(30_000 * 80 / 1024), 0])
             let large = DedupeExecutor(db: db, rule: rules[1], writer: DryRunWriter(), settings: job.batch)
             XCTAssertEqual(try large.discover().losers, 10_000)
             XCTAssertEqual(try caches(), [-2000, -2000, DatabaseOpener.sorterThreads])

@@ -7,28 +7,30 @@ import WinnowCore
 /// that much of a sort in memory before it writes a sorted run to a temporary file. On a small
 /// table the queue of losers, the merge decisions and the sorts after discovery fit in a few
 /// megabytes more, and with the default they are written to temporary files instead
-/// (merge-500: 337,000 blocks written, 226,000 with every cache raised; docs/performance.md,
-/// "Working memory"). So on a small table both caches are raised to fit, except for discovery's
-/// own sort: it spills in runs that a helper thread sorts while the table is still being read,
-/// and the same sort held in memory is one thread's work at the end (lower-500 took 13-19%
-/// longer with the same CPU time). On a larger table the caches stay at SQLite's default, where
-/// a larger one would only write the same runs in larger pieces and hold more memory.
+/// (merge-500 at 200,000 rows: 337,000 blocks written with the defaults, 266,000 with the
+/// caches below; docs/performance.md, "Working memory"). So on a small table both caches are
+/// raised to fit, except for discovery's own sort: it spills in runs that a helper thread sorts
+/// while the table is still being read, and the same sort held in memory is one thread's work at
+/// the end (lower-500 took 13-19% longer with the same CPU time). On a larger table the caches
+/// stay at SQLite's default, where a larger one would only write the same runs in larger pieces
+/// and hold more memory.
 extension DedupeExecutor {
     /// SQLite's page cache for each database of a connection (`PRAGMA cache_size = -2000`).
     static let defaultCacheKiB = 2000
     /// What one row of the table is estimated to need in the caches: its share of the queue,
-    /// the decisions and the sorts over them (the bench's 200,000-row shapes needed between 12
-    /// and 16 MiB, about 70 bytes a row; the estimate leaves room above that).
-    static let sortBytesPerRow = 96
-    /// The largest cache a rule's table is given: tables whose sort would need more get the
-    /// default (about 350,000 rows at the estimate above).
-    static var workingMemoryLimitKiB = 32 * 1024
+    /// the decisions and the sorts over them (merge-500 at 200,000 rows wrote as little with
+    /// 80 bytes a row as with 96, and 24,000 blocks more with 64).
+    static let bytesPerRow = 80
+    /// The largest cache a rule's table is given (each of two): tables that would need more
+    /// get the default (above about 310,000 rows; merge-500 at 310,000 rows peaked at 92 MiB
+    /// with it, 57 MiB without).
+    static var workingMemoryLimitKiB = 24 * 1024
 
     /// The cache (KiB, for the main and the temporary database each) of a rule whose table has
     /// `rows` rows; nil where SQLite's default serves (a small table, or one too large to sort
     /// in memory).
     static func workingMemoryKiB(rows: Int) -> Int? {
-        let wanted = rows.multipliedReportingOverflow(by: sortBytesPerRow).partialValue / 1024
+        let wanted = rows.multipliedReportingOverflow(by: bytesPerRow).partialValue / 1024
         guard rows > 0, wanted > defaultCacheKiB, wanted <= workingMemoryLimitKiB else { return nil }
         return wanted
     }
