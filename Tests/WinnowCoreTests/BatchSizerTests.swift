@@ -57,6 +57,30 @@ final class BatchSizerTests: XCTestCase {
         XCTAssertEqual(sizer.current, 64_000)
     }
 
+    /// A loop over row ranges (stretches ahead, hash fills) grows by up to sixteen times per
+    /// transaction while the next is predicted under half the limit: 1,000 rows, then 16,000,
+    /// then its cap; a loop by groups still grows by four at most.
+    func testARowRangeLoopGrowsBySixteenWhileFarUnderTheLimit() {
+        var sizer = BatchSizer.rowRanges(BatchSettings(size: 500, maxTransactionMilliseconds: 1000), upTo: 256)
+        XCTAssertEqual(sizer.configured, 256_000)
+        var sizes: [Int] = []
+        while sizer.current < sizer.configured, sizes.count < 10 {
+            sizes.append(sizer.current)
+            let seconds = 0.000_001 * Double(sizer.current)
+            XCTAssertLessThanOrEqual(seconds, 0.5)
+            sizer.record(size: sizer.current, seconds: seconds)
+        }
+        XCTAssertEqual(sizes, [1000, 16_000])
+        XCTAssertEqual(sizer.current, 256_000)
+        // Near the limit the prediction, not the cap, decides: 0.2 s of 1,000 rows grows by 2.5.
+        var slow = BatchSizer.rowRanges(BatchSettings(size: 500, maxTransactionMilliseconds: 1000), upTo: 256)
+        slow.record(size: 1000, seconds: 0.2)
+        XCTAssertEqual(slow.current, 2500)
+        var groups = BatchSizer(configured: 256_000, maxTransactionMilliseconds: 1000, start: 1000)
+        groups.record(size: 1000, seconds: 0.001)
+        XCTAssertEqual(groups.current, 4000)
+    }
+
     /// Where most of a transaction's time is paid whatever its size (an index rewritten at
     /// every commit), a larger one costs little more: it grows past a quarter of the limit,
     /// as long as the line through the sizes seen predicts it under half of it.
