@@ -41,11 +41,9 @@ final class BatchSizerTests: XCTestCase {
         XCTAssertEqual(sizer.target, 0.250)
     }
 
-    /// A loop that starts small (copies, stretches ahead) grows by up to four times per
-    /// transaction while the next is predicted under half the limit: three steps from 1,000 to
-    /// 64,000 rows where doubling took six, none of them over half the limit.
-    func testASmallStartReachesItsSizeInFewSteps() {
-        var sizer = BatchSizer(configured: 64_000, maxTransactionMilliseconds: 1000, start: 1000)
+    /// Feeds `sizer` transactions of 1 µs a unit until it reaches its configured size (at most
+    /// ten), each asserted under half the 1 s limit; returns the sizes it took.
+    func ramp(_ sizer: inout BatchSizer) -> [Int] {
         var sizes: [Int] = []
         while sizer.current < sizer.configured, sizes.count < 10 {
             sizes.append(sizer.current)
@@ -53,6 +51,15 @@ final class BatchSizerTests: XCTestCase {
             XCTAssertLessThanOrEqual(seconds, 0.5)
             sizer.record(size: sizer.current, seconds: seconds)
         }
+        return sizes
+    }
+
+    /// A loop that starts small (table copies) grows by up to four times per
+    /// transaction while the next is predicted under half the limit: three steps from 1,000 to
+    /// 64,000 rows where doubling took six, none of them over half the limit.
+    func testASmallStartReachesItsSizeInFewSteps() {
+        var sizer = BatchSizer(configured: 64_000, maxTransactionMilliseconds: 1000, start: 1000)
+        let sizes = ramp(&sizer)
         XCTAssertEqual(sizes, [1000, 4000, 16_000])
         XCTAssertEqual(sizer.current, 64_000)
     }
@@ -63,13 +70,7 @@ final class BatchSizerTests: XCTestCase {
     func testARowRangeLoopGrowsBySixteenWhileFarUnderTheLimit() {
         var sizer = BatchSizer.rowRanges(BatchSettings(size: 500, maxTransactionMilliseconds: 1000), upTo: 256)
         XCTAssertEqual(sizer.configured, 256_000)
-        var sizes: [Int] = []
-        while sizer.current < sizer.configured, sizes.count < 10 {
-            sizes.append(sizer.current)
-            let seconds = 0.000_001 * Double(sizer.current)
-            XCTAssertLessThanOrEqual(seconds, 0.5)
-            sizer.record(size: sizer.current, seconds: seconds)
-        }
+        let sizes = ramp(&sizer)
         XCTAssertEqual(sizes, [1000, 16_000])
         XCTAssertEqual(sizer.current, 256_000)
         // Near the limit the prediction, not the cap, decides: 0.2 s of 1,000 rows grows by 2.5.
