@@ -12,6 +12,7 @@ extension PostgresBatch {
         guard let oneTripSQL, !session.inTransaction else { return nil }
         let counts = Array(repeating: "int8", count: 3 + Counts.columns.count).joined(separator: ", ")
         try link.command("PREPARE \(oneTripName) (\(counts)) AS \(oneTripSQL)")
+        if let decidedOneTripSQL { try link.command("PREPARE \(oneTripName)_d (\(counts)) AS \(decidedOneTripSQL)") }
         let before = try link.query("SELECT current_setting('statement_timeout'), current_setting('lock_timeout')").first ?? []
         let (statement, lock) = timeouts
         try link.command("SELECT set_config('statement_timeout', '\(statement)', false), set_config('lock_timeout', '\(lock)', false)")
@@ -22,6 +23,7 @@ extension PostgresBatch {
     /// connection that is gone takes both with it).
     func finishOneTrip(_ before: [SQLValue]) {
         _ = try? link.command("DEALLOCATE \(oneTripName)")
+        if decidedOneTripSQL != nil { _ = try? link.command("DEALLOCATE \(oneTripName)_d") }
         guard before.count == 2, let statement = before[0].string, let lock = before[1].string else { return }
         _ = try? link.command(
             "SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false)",
@@ -33,12 +35,23 @@ extension PostgresBatch {
     func runOneTrip(groups range: Range<Int>, batch: Int, totals: Counts) throws -> PostgresBatchWork {
         let arguments =
             [Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)] + totals.columnValues.map { $0.int64 ?? 0 }
+        let list = arguments.map(String.init).joined(separator: ", ")
         var row: [SQLValue] = []
-        try retrying { row = try link.query("EXECUTE \(oneTripName)(\(arguments.map(String.init).joined(separator: ", ")))").first ?? [] }
+        if decidedOneTripSQL != nil {
+            try retrying { row = try link.query("EXECUTE \(oneTripName)_d(\(list))").first ?? [] }
+        }
+        if Self.applied(row) {
+            Self.decisionsApplied += 1
+        } else {
+            try retrying { row = try link.query("EXECUTE \(oneTripName)(\(list))").first ?? [] }
+        }
         var work = PostgresBatchWork()
         work.counts = Self.fusedCounts(row, groups: range.count)
         return work
     }
+
+    /// Whether a decided batch's row (``decidedSQL``) says it applied; false for any other row.
+    static func applied(_ row: [SQLValue]) -> Bool { row.count > 3 && row[3].int == 1 }
 
     /// What a fused batch did, from its one row: losers deleted, groups that still had a loser,
     /// members of the batch's `groups` (the planned losers not deleted are skipped).

@@ -36,6 +36,15 @@ struct PostgresBatch {
     private(set) var oneTripSQL: String?
     /// The name the one-trip statement is prepared under (unique in the session).
     let oneTripName: String
+    /// The decided batch (``FoundGroups/decided``): the batch's members locked by tuple id and,
+    /// only if every one still holds the row version discovery ranked, the decided losers
+    /// deleted (with their journal). Returns the fused batch's three counts and whether it
+    /// applied (`1`) or did nothing (`0`: a member changed, moved or went, and the fused batch
+    /// ranks the groups again as they are now). Nil where discovery did not decide.
+    private(set) var decidedSQL: String?
+    /// The decided batch with the run's progress row (updated only when it applied), prepared
+    /// beside the one-trip statement as `<oneTripName>_d`; the same parameters.
+    private(set) var decidedOneTripSQL: String?
     let archive: Bool
     /// The rule's merges as the server resolves them.
     let merges: PostgresMerge
@@ -200,16 +209,9 @@ struct PostgresBatch {
                 """
             }
             fusedSQL = fused(progress: nil)
-            oneTripSQL = dedupe.runID.map { runID in
-                fused(
-                    progress: """
-                        p AS (UPDATE \(dialect.bookkeeping("winnow_runs")) SET
-                            groups = $4 + (SELECT count(*) FROM s WHERE s.winnow_rn = 2), deleted = $5 + (SELECT count(*) FROM c),
-                            updated = $6, repointed = $7, children_deleted = $8, hashed = $9,
-                            skipped = $10 + greatest(0, (SELECT count(*) FROM m) - ($2 - $1) - (SELECT count(*) FROM c)),
-                            batches = $11 + 1
-                            WHERE id = \(runID))
-                        """)
+            oneTripSQL = progressSQL(groups: "SELECT count(*) FROM s WHERE s.winnow_rn = 2").map { fused(progress: $0) }
+            if found.decided, let table = found.table {
+                (decidedSQL, decidedOneTripSQL) = try decidedStatements(table: table)
             }
         }
     }
@@ -224,6 +226,10 @@ struct PostgresBatch {
 
     /// Statements prepared by batch writers in this process (their names stay unique).
     nonisolated(unsafe) private static var prepared = 0
+
+    /// Decided batches that applied in this process (``decidedSQL``): the one thing that tells a
+    /// decided batch from a fused one, whose results are the same by design.
+    nonisolated(unsafe) static var decisionsApplied = 0
 
     /// `statement_timeout` and `lock_timeout` (ms) of a batch: generous beside
     /// `max_transaction_ms`, so that a batch stuck behind another transaction's locks fails
@@ -261,7 +267,12 @@ struct PostgresBatch {
             if let fused = self.fusedSQL, !wantSamples {
                 var fusedBinds = binds
                 fusedBinds.append(Int64(batch))
-                work.counts = Self.fusedCounts(try link.query(fused, fusedBinds).first ?? [], groups: range.count)
+                if let decided = self.decidedSQL, let row = try link.query(decided, fusedBinds).first, Self.applied(row) {
+                    work.counts = Self.fusedCounts(row, groups: range.count)
+                    Self.decisionsApplied += 1
+                } else {
+                    work.counts = Self.fusedCounts(try link.query(fused, fusedBinds).first ?? [], groups: range.count)
+                }
                 if let runID = dedupe.runID {
                     try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(totals + work.counts, runID: runID))
                 }

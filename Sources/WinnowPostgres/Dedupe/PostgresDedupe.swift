@@ -19,11 +19,16 @@ struct FoundGroups {
     /// Rows in all the groups, winners included.
     var members = 0
     var groupCount: Int { table == nil ? max(0, starts.count - 1) : serverGroups }
+    /// Whether `table` also holds the decision (``PostgresDedupe/decides(_:)``): each member's
+    /// rank as `winnow_rn`, the `xmin` of the row version ranked as `winnow_x`, and with the
+    /// journal its winner's key as `winnow_w0`, `winnow_w1`, ...
+    var decided = false
 }
 
 /// One rule on PostgreSQL: discovery in one window query; batches of groups by primary key
 /// (`unnest` of key arrays), each one transaction under `SET LOCAL lock_timeout` and
-/// `statement_timeout`: the groups ranked again as they are now (rows locked first), merges
+/// `statement_timeout`: the groups ranked again as they are now (rows locked first; a rule that
+/// only deletes applies discovery's ranking where none of a batch's rows changed since), merges
 /// resolved by ``MergeResolver`` (the same code as SQLite's), children re-pointed by one
 /// `UPDATE ... FROM` per child table (row by row only where a unique key of the child can
 /// collide), everything journaled as `jsonb` images for `restore`, then one `DELETE ... USING`.
@@ -90,6 +95,13 @@ struct PostgresDedupe: RuleExecution {
 
     // MARK: discovery
 
+    /// Whether discovery decides the rule's batches (``FoundGroups/decided``): a rule whose
+    /// batches only delete (no merges, no references) and whose groups are its key's values
+    /// (not an `any:` rule's components).
+    static func decides(_ rule: CompiledRule) -> Bool {
+        rule.mergeColumns.isEmpty && rule.references.isEmpty && rule.componentJoin(alias: "t") == nil
+    }
+
     func discover() throws -> Discovery {
         var exclusion = ""
         var binds = PostgresBindings()
@@ -117,10 +129,12 @@ struct PostgresDedupe: RuleExecution {
         let partition = terms.joined(separator: ", ")
         let width = primaryKey.count
         let serverSide = writes && rule.rule.references != .restrict
+        let decided = serverSide && Self.decides(rule)
+        let writesJournal = writes && rule.rule.archive
         // The groups kept on the server keep each member's tuple id too: a batch fetches its
         // rows by it (no index descent), and by primary key only those that moved since.
         let rows = """
-            SELECT t.*, \(serverSide ? "t.ctid AS winnow_tid, " : "")\(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
+            SELECT t.*, \(serverSide ? "t.ctid AS winnow_tid, " : "")\(decided ? "t.xmin AS winnow_x, " : "")\(zip(groups, groupNames).map { "\($0) AS \($1)" }.joined(separator: ", "))
             FROM \(from) WHERE \(candidates)\(exclusion)
             """
         var found = FoundGroups()
@@ -133,19 +147,47 @@ struct PostgresDedupe: RuleExecution {
             // narrower sort than the ranking window's). Groups are numbered in the order of
             // their key: the rows leave that window sorted by it, so the numbering sorts nothing
             // again (numbering by each group's lowest key would sort every member a second time).
-            // The batches rank every group again in the rule's full order (winner terms, then the
-            // content tie-break over every column), so the groups kept here are their members only.
+            // Other rules' batches rank every group again in the rule's full order (winner terms,
+            // then the content tie-break over every column), so their groups are members only.
             let ids = primaryKey.map { "t.\($0.sqlIdentifier)" }
             let termNames = terms.indices.map { "s.winnow_p\($0)" }
-            let members = """
+            let head = """
                 SELECT dense_rank() OVER (ORDER BY \(termNames.joined(separator: ", "))) AS winnow_g, \
                 \((0..<width).map { "s.winnow_id\($0) AS k\($0)" }.joined(separator: ", ")), s.winnow_tid
-                FROM (SELECT \(ids.enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")), t.winnow_tid, \
-                count(*) OVER w AS winnow_n, \(terms.enumerated().map { "\($1) AS winnow_p\($0)" }.joined(separator: ", "))
-                      FROM (\(rows)) AS t
-                      WINDOW w AS (PARTITION BY \(partition))) AS s
-                WHERE s.winnow_n > 1
                 """
+            let inner = """
+                SELECT \(ids.enumerated().map { "\($1) AS winnow_id\($0)" }.joined(separator: ", ")), t.winnow_tid, \
+                \(terms.enumerated().map { "\($1) AS winnow_p\($0)" }.joined(separator: ", "))
+                """
+            let members: String
+            if decided {
+                // A rule whose batches only delete is decided here, once: each member's rank in
+                // the rule's full order and the transaction id (`xmin`) of the row version it was
+                // ranked in; a batch whose members all still hold those versions deletes the
+                // decided losers without ranking again (``PostgresBatch``). The same sort serves
+                // the ranking and the group numbers (both ordered by the key first), and the
+                // groups of one row drop out without a second window over each partition.
+                // With the journal, each member's winner too (as key columns: one value per row,
+                // built into the journal's form only for the losers a batch deletes).
+                let winners = writesJournal ? primaryKey.indices.map { "winnow_w\($0)" } : []
+                let winner = zip(primaryKey, winners).map { ", first_value(t.\($0.sqlIdentifier)) OVER w AS \($1)" }.joined()
+                members = """
+                    \(head), s.winnow_x, s.winnow_rn\(winners.map { ", s.\($0)" }.joined())
+                    FROM (\(inner), t.winnow_x, row_number() OVER w AS winnow_rn, lead(true) OVER w AS winnow_next\(winner)
+                          FROM (\(rows)) AS t
+                          WINDOW w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))) AS s
+                    WHERE s.winnow_rn > 1 OR s.winnow_next
+                    """
+                found.decided = true
+            } else {
+                members = """
+                    \(head)
+                    FROM (\(inner), count(*) OVER w AS winnow_n
+                          FROM (\(rows)) AS t
+                          WINDOW w AS (PARTITION BY \(partition))) AS s
+                    WHERE s.winnow_n > 1
+                    """
+            }
             // The members are the rows the statement wrote (its command tag); the groups, the
             // highest number, read from the index (not a count over the table).
             found.members = try link.command("CREATE TEMPORARY TABLE \(name) AS \(members)", binds)

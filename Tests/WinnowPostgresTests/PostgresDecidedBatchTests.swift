@@ -1,0 +1,151 @@
+import Foundation
+import WinnowBackends
+import WinnowCore
+import WinnowTestSupport
+import XCTest
+
+@testable import WinnowPostgres
+
+/// A rule whose batches only delete is decided in discovery (each member's rank and the row
+/// version it was ranked in); a batch whose members are all unchanged applies that decision,
+/// and a batch with a member another session changed, moved or deleted ranks its groups again
+/// as they are now. Either way the survivors, the counts and the journal are the same.
+final class PostgresDecidedBatchTests: XCTestCase {
+    /// Groups a (1, 2, 3), b (4, 5), c (6, 7), d (8, 9, 10) and e (11, 12: the same winner
+    /// terms and content, so the primary key decides).
+    func load() throws -> String {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        try PostgresServer.reset(
+            url, loading: dir.appendingPathComponent("t.sqlite").path,
+            sql: """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL);
+                INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'a', 3), (4, 'b', 1), (5, 'b', 2), (6, 'c', 1), (7, 'c', 2),
+                                     (8, 'd', 1), (9, 'd', 2), (10, 'd', 3), (11, 'e', 5), (12, 'e', 5);
+                """)
+        return url
+    }
+
+    func ids(_ url: String) throws -> [Int] { try PostgresServer.integers(url, "id", of: "t") }
+
+    /// Each loser and its winner as `winnow_run_groups` recorded them (`show` lists them).
+    func recordedGroups(_ url: String) throws -> [String] {
+        try BackendRouter().withSession(url, mode: .readOnly) { session in
+            try session.rows("SELECT loser::text || ' -> ' || winner::text FROM winnow.winnow_run_groups ORDER BY loser", []).map {
+                try $0.string(0)
+            }
+        }
+    }
+
+    /// Runs `yaml`; `change` (another session) runs after discovery, before the first batch.
+    func run(_ url: String, _ yaml: String, change: ((any DatabaseSession) throws -> Void)? = nil) throws -> (RunSummary, applied: Int) {
+        let job = try JobLoader.decode(yaml: yaml, file: "job.yaml", baseDirectory: nil)
+        let before = PostgresBatch.decisionsApplied
+        var failure: String?
+        var changed = false
+        let summary = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
+            guard let change, case .ruleStarted = event, !changed else { return }
+            changed = true
+            do {
+                try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { try change($0) }
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        XCTAssertNil(failure)
+        XCTAssertEqual(changed, change != nil)
+        return (summary, PostgresBatch.decisionsApplied - before)
+    }
+
+    let journaled = "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: true}\nbatch: {size: 2}\n"
+
+    func testUnchangedBatchesApplyTheDecisionWithTheirJournal() throws {
+        let url = try load()
+        let (summary, applied) = try run(url, journaled)
+        XCTAssertEqual(applied, 3, "three batches of two groups, all decided in discovery")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11], "e's tie goes to the lower key")
+        XCTAssertEqual(summary.counts.deleted, 7)
+        XCTAssertEqual(summary.counts.groups, 5)
+        XCTAssertEqual(summary.counts.skipped, 0)
+        XCTAssertEqual(summary.counts.batches, 3)
+        XCTAssertEqual(
+            try recordedGroups(url), ["[2] -> [1]", "[3] -> [1]", "[5] -> [4]", "[7] -> [6]", "[9] -> [8]", "[10] -> [8]", "[12] -> [11]"])
+        let restore = try TestSupport.winnow(["restore", "--run", "\(summary.runID ?? 0)", "--database", url])
+        XCTAssertEqual(restore.status, 0, restore.stderr)
+        XCTAssertEqual(try ids(url), Array(1...12))
+    }
+
+    /// Only the batch whose member changed ranks again; the one after it applies its decision.
+    /// A member updated in place (same key) is a changed member too: its new winner terms
+    /// make it the winner.
+    func testOnlyTheBatchWithAChangedMemberRanksAgain() throws {
+        let url = try load()
+        let (summary, applied) = try run(url, journaled) { other in
+            try other.execute("UPDATE public.t SET created = 0 WHERE id = 10")  // d: 10 wins now
+        }
+        XCTAssertEqual(applied, 2, "batches (a, b) and (e) as decided; (c, d) ranked again")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 10, 11])
+        XCTAssertEqual(summary.counts.deleted, 7)
+        XCTAssertEqual(summary.counts.groups, 5)
+        XCTAssertEqual(summary.counts.skipped, 0)
+        XCTAssertEqual(
+            try recordedGroups(url),
+            ["[2] -> [1]", "[3] -> [1]", "[5] -> [4]", "[7] -> [6]", "[8] -> [10]", "[9] -> [10]", "[12] -> [11]"])
+    }
+
+    /// A member deleted by another session, and a member that only another session's lock
+    /// touched (its row version is the one discovery ranked): the first batch ranks again and
+    /// counts the deleted loser as skipped; the lock alone changes no decision.
+    func testADeletedMemberRanksAgainAndALockedOneDoesNot() throws {
+        let url = try load()
+        let (summary, applied) = try run(url, journaled) { other in
+            try other.execute("DELETE FROM public.t WHERE id = 3")
+            try other.writeTransaction { _ = try other.rows("SELECT id FROM public.t WHERE id IN (7, 9, 12) FOR UPDATE", []) }
+        }
+        XCTAssertEqual(applied, 2)
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11])
+        XCTAssertEqual(summary.counts.deleted, 6)
+        XCTAssertEqual(summary.counts.skipped, 1)
+    }
+
+    /// A member deleted and inserted again with the same key, at the same tuple id (after a
+    /// VACUUM), is another row version: its batch ranks again, and the new row, now first in
+    /// its group, wins.
+    func testAMemberInsertedAgainAtItsTupleIDRanksAgain() throws {
+        let url = try load()
+        var tids: [String?] = []
+        let (summary, applied) = try run(url, journaled) { other in
+            tids.append(try other.value("SELECT ctid::text FROM public.t WHERE id = 10").string)
+            try other.execute("DELETE FROM public.t WHERE id = 10")
+            try other.execute("VACUUM public.t")
+            try other.execute("INSERT INTO public.t VALUES (10, 'd', 0)")
+            tids.append(try other.value("SELECT ctid::text FROM public.t WHERE id = 10").string)
+        }
+        XCTAssertEqual(tids.count, 2)
+        XCTAssertEqual(tids.first, tids.last, "the new row took the old one's tuple id (the case under test)")
+        XCTAssertEqual(applied, 2)
+        XCTAssertEqual(try ids(url), [1, 4, 6, 10, 11], "d keeps the new 10, ranked as it is now")
+        XCTAssertEqual(summary.counts.deleted, 7)
+    }
+
+    /// Without the journal, and with batches of one group: the decided path alone.
+    func testWithoutTheJournal() throws {
+        let url = try load()
+        let (summary, applied) = try run(
+            url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: desc}], archive: false}\nbatch: {size: 1}\n")
+        XCTAssertEqual(applied, 5)
+        XCTAssertEqual(try ids(url), [3, 5, 7, 10, 11])
+        XCTAssertEqual(summary.counts.deleted, 7)
+        XCTAssertEqual(summary.counts.batches, 5)
+    }
+
+    /// A rule that merges is not decided in discovery (its batches rank, merge and delete).
+    func testARuleThatMergesIsNotDecided() throws {
+        let url = try load()
+        let (summary, applied) = try run(
+            url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], merge: {created: max}}\nbatch: {size: 2}\n")
+        XCTAssertEqual(applied, 0)
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11])
+        XCTAssertEqual(summary.counts.deleted, 7)
+    }
+}
