@@ -12,13 +12,25 @@ import XCTest
 final class CrossEngineCrashTests: XCTestCase {
     /// One scenario on every engine: the rows each engine ends with after kills at `fractions`
     /// of an uninterrupted run's time, compared across engines and with the uninterrupted run.
+    /// With `analyze`, each PostgreSQL copy's tables are analyzed first (its statistics then say
+    /// whether discovery decides a delete-only rule's batches).
     func converge(
-        template: String, job: String, tables: [String], fractions: [Double], dir: URL, file: StaticString = #filePath, line: UInt = #line
+        template: String, job: String, tables: [String], fractions: [Double], dir: URL, analyze: Bool = false,
+        file: StaticString = #filePath, line: UInt = #line
     ) throws {
+        func prepare(_ engine: CrossEngine) throws -> String {
+            let location = try engine.prepare(template, dir)
+            if analyze, engine.name == "postgresql" {
+                try BackendRouter().withSession(location, mode: .readWrite(create: false)) { session in
+                    for table in tables { try session.execute("ANALYZE \(session.dialect.table(table))") }
+                }
+            }
+            return location
+        }
         var results: [String: [String: [String]]] = [:]
         for engine in try CrossEngine.all() {
             // The uninterrupted run: its time places the kills, its rows are the reference.
-            let clean = try engine.prepare(template, dir)
+            let clean = try prepare(engine)
             let started = Date()
             let first = try TestSupport.winnow(["run", job, "--database", clean, "--quiet"])
             let seconds = Date().timeIntervalSince(started)
@@ -26,7 +38,7 @@ final class CrossEngineCrashTests: XCTestCase {
             let expected = try PostgresServer.rows(clean, tables: tables)
             var kills = 0
             for fraction in fractions {
-                let location = try engine.prepare(template, dir)
+                let location = try prepare(engine)
                 let process = Process()
                 process.executableURL = TestSupport.executable
                 process.arguments = ["run", job, "--database", location, "--quiet"]
@@ -70,10 +82,16 @@ final class CrossEngineCrashTests: XCTestCase {
         try killCustomersRule(merge: false)
     }
 
+    /// The same with the table analyzed: on PostgreSQL discovery decides the batches (each
+    /// applies discovery's ranking to its unchanged rows, in one statement).
+    func testKillsDuringDecidedBatches() throws {
+        try killCustomersRule(merge: false, analyze: true)
+    }
+
     /// 9,000 customers in 3,000 groups by lower(email), deduplicated in batches of 25 groups
     /// with the journal on, killed at three points on each engine. With `merge`, the rule sums
     /// `visits` and re-points 6,000 orders (indexed); without, there is no child table.
-    func killCustomersRule(merge: Bool) throws {
+    func killCustomersRule(merge: Bool, analyze: Bool = false) throws {
         let dir = try TestSupport.scratchDirectory()
         let orders = """
             CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), total INTEGER);
@@ -101,7 +119,7 @@ final class CrossEngineCrashTests: XCTestCase {
             batch: {size: 25}
             """, to: dir.appendingPathComponent("job.yaml").path)
         let tables = merge ? ["customers", "orders"] : ["customers"]
-        try converge(template: template, job: job, tables: tables, fractions: [0.3, 0.6, 0.9], dir: dir)
+        try converge(template: template, job: job, tables: tables, fractions: [0.3, 0.6, 0.9], dir: dir, analyze: analyze)
     }
 
     /// A migration killed on its way: a column made NOT NULL with a default (a rebuild on SQLite,

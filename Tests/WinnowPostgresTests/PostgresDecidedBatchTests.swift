@@ -12,8 +12,9 @@ import XCTest
 /// as they are now. Either way the survivors, the counts and the journal are the same.
 final class PostgresDecidedBatchTests: XCTestCase {
     /// Groups a (1, 2, 3), b (4, 5), c (6, 7), d (8, 9, 10) and e (11, 12: the same winner
-    /// terms and content, so the primary key decides).
-    func load() throws -> String {
+    /// terms and content, so the primary key decides), the table analyzed (the server's
+    /// statistics say whether a key has enough duplicates to decide in discovery).
+    func load(analyze: Bool = true) throws -> String {
         let url = try PostgresServer.require()
         let dir = try TestSupport.scratchDirectory()
         try PostgresServer.reset(
@@ -23,6 +24,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
                 INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'a', 3), (4, 'b', 1), (5, 'b', 2), (6, 'c', 1), (7, 'c', 2),
                                      (8, 'd', 1), (9, 'd', 2), (10, 'd', 3), (11, 'e', 5), (12, 'e', 5);
                 """)
+        if analyze { try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { try $0.execute("ANALYZE public.t") } }
         return url
     }
 
@@ -137,6 +139,22 @@ final class PostgresDecidedBatchTests: XCTestCase {
         XCTAssertEqual(try ids(url), [3, 5, 7, 10, 11])
         XCTAssertEqual(summary.counts.deleted, 7)
         XCTAssertEqual(summary.counts.batches, 5)
+    }
+
+    /// Discovery decides only where the server's statistics say the key makes at least a tenth
+    /// of the rows losers: not on a table never analyzed, not on a key with few duplicates.
+    func testDiscoveryDecidesOnlyWhereTheStatisticsSayManyDuplicates() throws {
+        let yaml = "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}]}\nbatch: {size: 2}\n"
+        var url = try load(analyze: false)
+        XCTAssertEqual(try run(url, yaml).applied, 0, "no statistics")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11])
+        url = try load(analyze: false)
+        try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { session in
+            try session.execute("INSERT INTO public.t SELECT g, 'u' || g, 1 FROM generate_series(13, 200) AS g")
+            try session.execute("ANALYZE public.t")
+        }
+        XCTAssertEqual(try run(url, yaml).applied, 0, "7 losers in 200 rows")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11] + Array(13...200))
     }
 
     /// A rule that merges is not decided in discovery (its batches rank, merge and delete).

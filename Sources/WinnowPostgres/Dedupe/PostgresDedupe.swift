@@ -95,11 +95,44 @@ struct PostgresDedupe: RuleExecution {
 
     // MARK: discovery
 
-    /// Whether discovery decides the rule's batches (``FoundGroups/decided``): a rule whose
+    /// Whether discovery may decide the rule's batches (``FoundGroups/decided``): a rule whose
     /// batches only delete (no merges, no references) and whose groups are its key's values
     /// (not an `any:` rule's components).
     static func decides(_ rule: CompiledRule) -> Bool {
         rule.mergeColumns.isEmpty && rule.references.isEmpty && rule.componentJoin(alias: "t") == nil
+    }
+
+    /// The share of a table's rows its key makes losers above which discovery decides the
+    /// batches: deciding widens discovery's sort to whole rows and ranks every row (about a
+    /// fifth more discovery on a table of 1,000,000 rows), and saves about a third of each batch.
+    static let decidingLoserShare = 0.1
+
+    /// Whether the server's statistics say the rule's key makes at least
+    /// ``decidingLoserShare`` of the table's rows losers: the key's distinct values estimated as
+    /// the planner estimates a grouping's (the product of its columns' distinct counts, at most
+    /// the rows). False where the table or a key column has no statistics yet.
+    func manyDuplicates() throws -> Bool {
+        let columns = rule.keyColumns
+        var binds = PostgresBindings()
+        binds.append(table)
+        binds.append(columns)
+        let rows = try link.query(
+            """
+            SELECT c.reltuples::float8, s.attname::text, s.n_distinct::float8
+            FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+            LEFT JOIN pg_catalog.pg_stats AS s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = ANY($2::text[])
+            WHERE c.oid = $1::regclass ORDER BY s.inherited DESC
+            """, binds)
+        guard let total = rows.first?.first?.double, total > 0 else { return false }
+        var distinct: [String: Double] = [:]
+        for row in rows {
+            guard let name = row[1].string, let estimate = row[2].double, distinct[name] == nil else { continue }
+            // A negative estimate is a share of the rows (the count grows with the table).
+            distinct[name] = estimate < 0 ? -estimate * total : estimate
+        }
+        guard !columns.isEmpty, columns.allSatisfy({ distinct[$0] != nil }) else { return false }
+        let keys = min(total, columns.reduce(1.0) { $0 * max(1, distinct[$1] ?? 1) })
+        return 1 - keys / total >= Self.decidingLoserShare
     }
 
     func discover() throws -> Discovery {
@@ -129,7 +162,7 @@ struct PostgresDedupe: RuleExecution {
         let partition = terms.joined(separator: ", ")
         let width = primaryKey.count
         let serverSide = writes && rule.rule.references != .restrict
-        let decided = serverSide && Self.decides(rule)
+        let decided = try serverSide && Self.decides(rule) && manyDuplicates()
         let writesJournal = writes && rule.rule.archive
         // The groups kept on the server keep each member's tuple id too: a batch fetches its
         // rows by it (no index descent), and by primary key only those that moved since.
