@@ -7,7 +7,7 @@ extension PostgresBatch {
     /// The decided batch's statement, and the same with the run's progress row (updated only
     /// when the batch applied), for discovery's table `table`. `$1`, `$2`: the group range;
     /// `$3`: the batch number; `$4` ... `$11`: the run's counts before the batch.
-    func decidedStatements(table: String) throws -> (String, String?) {
+    func decidedStatements(table: String) -> (String, String?) {
         // Locked in tuple id order, as the fused batch locks them; a member is unchanged
         // when its tuple id still holds its key at the `xmin` discovery read. Once all
         // are (and locked, none can change), discovery's ranking is the ranking now.
@@ -26,13 +26,8 @@ extension PostgresBatch {
         }
         // The losers by tuple id; a table with partitions or inheriting tables repeats
         // tuple ids across them, so there each is deleted only with its key.
-        let branches =
-            try dedupe.session.link.query(
-                "SELECT relhassubclass OR relkind = 'p' FROM pg_class WHERE oid = $1::regclass",
-                PostgresBindings(values: [SQLValue(dedupe.table)])
-            ).first?.first?.bool ?? true
         let keyed =
-            branches
+            found.branches
             ? """
 
                 AND (\((["t.ctid"] + key.map { "t.\($0.sqlIdentifier)" }).joined(separator: ", "))) IN (

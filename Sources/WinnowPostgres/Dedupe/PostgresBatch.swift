@@ -58,7 +58,7 @@ struct PostgresBatch {
         oneTripName = "winnow_batch_\(Self.prepared)"
         self.found = found
         width = dedupe.primaryKey.count
-        archive = dedupe.writes && dedupe.rule.rule.archive
+        archive = dedupe.journals
         let rule = dedupe.rule
         // The catalog is read once per rule, and only for the child tables' keys and types.
         let schema = rule.references.isEmpty ? LiveSchema(tables: []) : try dedupe.session.inspect()
@@ -211,7 +211,7 @@ struct PostgresBatch {
             fusedSQL = fused(progress: nil)
             oneTripSQL = progressSQL(groups: "SELECT count(*) FROM s WHERE s.winnow_rn = 2").map { fused(progress: $0) }
             if found.decided, let table = found.table {
-                (decidedSQL, decidedOneTripSQL) = try decidedStatements(table: table)
+                (decidedSQL, decidedOneTripSQL) = decidedStatements(table: table)
             }
         }
     }

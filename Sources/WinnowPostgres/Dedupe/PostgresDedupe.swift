@@ -19,10 +19,13 @@ struct FoundGroups {
     /// Rows in all the groups, winners included.
     var members = 0
     var groupCount: Int { table == nil ? max(0, starts.count - 1) : serverGroups }
-    /// Whether `table` also holds the decision (``PostgresDedupe/decides(_:)``): each member's
+    /// Whether `table` also holds the decision (``PostgresDedupe/decides(_:)``, ``PostgresDedupe/catalogFacts()``): each member's
     /// rank as `winnow_rn`, the `xmin` of the row version ranked as `winnow_x`, and with the
     /// journal its winner's key as `winnow_w0`, `winnow_w1`, ...
     var decided = false
+    /// For a decided table: whether the rule's table has partitions or inheriting tables, which
+    /// repeat tuple ids across them (a decided batch then deletes each loser with its key too).
+    var branches = true
 }
 
 /// One rule on PostgreSQL: discovery in one window query; batches of groups by primary key
@@ -40,6 +43,8 @@ struct PostgresDedupe: RuleExecution {
     let options: RuleExecutionOptions
 
     var writes: Bool { runID != nil }
+    /// Whether the run journals what the rule deletes (`archive: true`, and writing).
+    var journals: Bool { writes && rule.rule.archive }
     private var link: PostgresLink { session.link }
     private var dialect: PostgresDialect { session.postgresDialect }
     var primaryKey: [String] { rule.primaryKey }
@@ -107,32 +112,35 @@ struct PostgresDedupe: RuleExecution {
     /// fifth more discovery on a table of 1,000,000 rows), and saves about a third of each batch.
     static let decidingLoserShare = 0.1
 
-    /// Whether the server's statistics say the rule's key makes at least
-    /// ``decidingLoserShare`` of the table's rows losers: the key's distinct values estimated as
-    /// the planner estimates a grouping's (the product of its columns' distinct counts, at most
-    /// the rows). False where the table or a key column has no statistics yet.
-    func manyDuplicates() throws -> Bool {
+    /// What the server's catalog says about deciding the rule's batches, in one read:
+    /// `manyDuplicates`, whether its statistics say the rule's key makes at least
+    /// ``decidingLoserShare`` of the table's rows losers (the key's distinct values estimated as
+    /// the planner estimates a grouping's: the product of its columns' distinct counts, at most
+    /// the rows; false where the table or a key column has no statistics yet); `branches`,
+    /// whether the table has partitions or inheriting tables (``FoundGroups/branches``).
+    func catalogFacts() throws -> (manyDuplicates: Bool, branches: Bool) {
         let columns = rule.keyColumns
         var binds = PostgresBindings()
         binds.append(table)
         binds.append(columns)
         let rows = try link.query(
             """
-            SELECT c.reltuples::float8, s.attname::text, s.n_distinct::float8
+            SELECT c.reltuples::float8, s.attname::text, s.n_distinct::float8, c.relhassubclass OR c.relkind = 'p'
             FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
             LEFT JOIN pg_catalog.pg_stats AS s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = ANY($2::text[])
             WHERE c.oid = $1::regclass ORDER BY s.inherited DESC
             """, binds)
-        guard let total = rows.first?.first?.double, total > 0 else { return false }
+        let branches = rows.first?[3].bool ?? true
+        guard let total = rows.first?.first?.double, total > 0 else { return (false, branches) }
         var distinct: [String: Double] = [:]
         for row in rows {
             guard let name = row[1].string, let estimate = row[2].double, distinct[name] == nil else { continue }
             // A negative estimate is a share of the rows (the count grows with the table).
             distinct[name] = estimate < 0 ? -estimate * total : estimate
         }
-        guard !columns.isEmpty, columns.allSatisfy({ distinct[$0] != nil }) else { return false }
+        guard !columns.isEmpty, columns.allSatisfy({ distinct[$0] != nil }) else { return (false, branches) }
         let keys = min(total, columns.reduce(1.0) { $0 * max(1, distinct[$1] ?? 1) })
-        return 1 - keys / total >= Self.decidingLoserShare
+        return (1 - keys / total >= Self.decidingLoserShare, branches)
     }
 
     func discover() throws -> Discovery {
@@ -162,8 +170,8 @@ struct PostgresDedupe: RuleExecution {
         let partition = terms.joined(separator: ", ")
         let width = primaryKey.count
         let serverSide = writes && rule.rule.references != .restrict
-        let decided = try serverSide && Self.decides(rule) && manyDuplicates()
-        let writesJournal = writes && rule.rule.archive
+        let facts = serverSide && Self.decides(rule) ? try catalogFacts() : nil
+        let decided = facts?.manyDuplicates ?? false
         // The groups kept on the server keep each member's tuple id too: a batch fetches its
         // rows by it (no index descent), and by primary key only those that moved since.
         let rows = """
@@ -202,7 +210,7 @@ struct PostgresDedupe: RuleExecution {
                 // groups of one row drop out without a second window over each partition.
                 // With the journal, each member's winner too (as key columns: one value per row,
                 // built into the journal's form only for the losers a batch deletes).
-                let winners = writesJournal ? primaryKey.indices.map { "winnow_w\($0)" } : []
+                let winners = journals ? primaryKey.indices.map { "winnow_w\($0)" } : []
                 let winner = zip(primaryKey, winners).map { ", first_value(t.\($0.sqlIdentifier)) OVER w AS \($1)" }.joined()
                 members = """
                     \(head), s.winnow_x, s.winnow_rn\(winners.map { ", s.\($0)" }.joined())
@@ -212,6 +220,7 @@ struct PostgresDedupe: RuleExecution {
                     WHERE s.winnow_rn > 1 OR s.winnow_next
                     """
                 found.decided = true
+                found.branches = facts?.branches ?? true
             } else {
                 members = """
                     \(head)
