@@ -23,15 +23,6 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
 
     func ids(_ url: String) throws -> [Int] { try PostgresServer.integers(url, "id", of: "t") }
 
-    /// Each run's recorded deleted, groups and batches, in run order.
-    func runCounts(_ url: String) throws -> [[Int]] {
-        try BackendRouter().withSession(url, mode: .readOnly) { session in
-            try session.rows("SELECT deleted, groups, batches FROM winnow.winnow_runs ORDER BY id", []).map { row in
-                try (0..<3).map { try row.int($0) }
-            }
-        }
-    }
-
     /// Runs `yaml` on `url`; another session runs `change` after discovery, before the first batch.
     func runChangingAfterDiscovery(
         _ url: String, _ yaml: String, file: StaticString = #filePath, line: UInt = #line,
@@ -109,13 +100,13 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 10, "the batch gave up after its lock timeout")
         XCTAssertEqual(try ids(url), [1, 4, 6, 7, 8, 9, 10], "groups a and b committed in the first batch; c and d untouched")
         XCTAssertEqual(
-            try runCounts(url), [[3, 2, 1]],
+            try PostgresServer.runCounts(url), [[3, 2, 1]],
             "the run's row counts the committed batch (deleted, groups, batches), nothing of the one given up")
         release.signal()
         let summary = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())
         XCTAssertEqual(try ids(url), [1, 4, 6, 8])
         XCTAssertEqual(summary.counts.deleted, 3)
-        XCTAssertEqual(try runCounts(url).last, [3, 2, 1])
+        XCTAssertEqual(try PostgresServer.runCounts(url).last, [3, 2, 1])
     }
 
     /// Batches fetch their rows by the tuple id discovery saw: a row deleted meanwhile whose

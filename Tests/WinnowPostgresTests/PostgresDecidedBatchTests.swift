@@ -141,6 +141,69 @@ final class PostgresDecidedBatchTests: XCTestCase {
         XCTAssertEqual(summary.counts.batches, 5)
     }
 
+    /// A decided batch held up by another session's row lock gives up after its lock timeout
+    /// (exit 75) and takes nothing of its groups with it; the decided batch before it stays
+    /// committed and counted in the run's row, which the decided statement itself updated.
+    func testADecidedBatchBlockedByALockGivesUpAndKeepsWhatWasCommitted() throws {
+        let url = try load()
+        let job = try JobLoader.decode(
+            yaml:
+                "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 2, max_transaction_ms: 100}\n",
+            file: "job.yaml", baseDirectory: nil)
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = Thread {
+            // Group d (the second batch's) has a loser locked by another session.
+            try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                try other.writeTransaction {
+                    _ = try other.rows("SELECT id FROM public.t WHERE id = 10 FOR UPDATE", [])
+                    locked.signal()
+                    _ = release.wait(timeout: .now() + 30)
+                }
+            }
+            locked.signal()
+        }
+        holder.start()
+        defer { release.signal() }
+        XCTAssertEqual(locked.wait(timeout: .now() + 10), .success)
+        let before = PostgresBatch.decisionsApplied
+        XCTAssertThrowsError(try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())) { error in
+            guard case .locked = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
+        }
+        XCTAssertEqual(PostgresBatch.decisionsApplied - before, 1, "the first batch applied its decision")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 7, 8, 9, 10, 11, 12], "groups a and b committed; c, d and e untouched")
+        XCTAssertEqual(try PostgresServer.runCounts(url), [[3, 2, 1]], "deleted, groups, batches of the committed batch")
+        release.signal()
+        let (summary, _) = try run(url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}]}\nbatch: {size: 2}\n")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11])
+        XCTAssertEqual(summary.counts.deleted, 4)
+    }
+
+    /// A partitioned table repeats tuple ids across its partitions: a decided batch deletes each
+    /// loser by its tuple id and its key, never the row of another partition at the same tuple
+    /// id (103 is alone in its group and shares its tuple id with 3, a loser).
+    func testAPartitionedTableLosesOnlyItsLosers() throws {
+        let url = try PostgresServer.require()
+        try PostgresServer.reset(url)
+        try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { session in
+            try session.execute("CREATE TABLE public.t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL) PARTITION BY RANGE (id)")
+            try session.execute("CREATE TABLE public.t1 PARTITION OF public.t FOR VALUES FROM (0) TO (100)")
+            try session.execute("CREATE TABLE public.t2 PARTITION OF public.t FOR VALUES FROM (100) TO (200)")
+            try session.execute(
+                "INSERT INTO public.t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 1), (101, 'b', 0), (102, 'a', 5), (103, 'c', 1)")
+            try session.execute("ANALYZE public.t")
+        }
+        let tids = try BackendRouter().withSession(url, mode: .readOnly) { session in
+            try session.rows("SELECT ctid::text FROM public.t WHERE id IN (3, 103) ORDER BY id", []).map { try $0.string(0) }
+        }
+        XCTAssertEqual(tids.count, 2)
+        XCTAssertEqual(tids.first, tids.last, "3 and 103 share a tuple id (the case under test)")
+        let (summary, applied) = try run(url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}]}\n")
+        XCTAssertEqual(applied, 1)
+        XCTAssertEqual(try ids(url), [1, 101, 103])
+        XCTAssertEqual(summary.counts.deleted, 3)
+    }
+
     /// Discovery decides only where the server's statistics say the key makes at least a tenth
     /// of the rows losers: not on a table never analyzed, not on a key with few duplicates.
     func testDiscoveryDecidesOnlyWhereTheStatisticsSayManyDuplicates() throws {

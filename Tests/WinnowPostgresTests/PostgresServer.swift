@@ -57,6 +57,15 @@ enum PostgresServer {
         }
     }
 
+    /// Each run's recorded deleted, groups and batches (`winnow_runs`), in run order.
+    static func runCounts(_ url: String) throws -> [[Int]] {
+        try BackendRouter().withSession(url, mode: .readOnly) { session in
+            try session.rows("SELECT deleted, groups, batches FROM winnow.winnow_runs ORDER BY id", []).map { row in
+                try (0..<3).map { try row.int($0) }
+            }
+        }
+    }
+
     /// Loads a SQLite file into the test database (scripts/pg-load).
     static func load(_ sqlite: String, into url: String) throws {
         let process = Process()
