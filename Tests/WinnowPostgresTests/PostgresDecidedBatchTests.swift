@@ -130,6 +130,24 @@ final class PostgresDecidedBatchTests: XCTestCase {
         XCTAssertEqual(summary.counts.deleted, 7)
     }
 
+    /// Where every batch finds a changed member (a writer touching rows all over the table),
+    /// trying each decision would cost every batch its locks twice: after two misses in a row
+    /// the next batch ranks straight away, after each further miss twice as many.
+    func testDecisionsThatKeepMissingAreTriedLessOften() throws {
+        let url = try load()
+        let missed = PostgresBatch.decisionsMissed
+        let (summary, applied) = try run(
+            url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}]}\nbatch: {size: 1}\n"
+        ) { other in
+            try other.execute("UPDATE public.t SET created = created")  // every row a new version
+        }
+        XCTAssertEqual(applied, 0)
+        XCTAssertEqual(PostgresBatch.decisionsMissed - missed, 3, "batches 1, 2 and 4 of 5 tried; 3 and 5 ranked straight away")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11])
+        XCTAssertEqual(summary.counts.deleted, 7)
+        XCTAssertEqual(summary.counts.batches, 5)
+    }
+
     /// Without the journal, and with batches of one group: the decided path alone.
     func testWithoutTheJournal() throws {
         let url = try load()

@@ -32,20 +32,20 @@ extension PostgresBatch {
 
     /// One fused batch in one round trip: the batch, its journal and the run's progress in one
     /// statement that the server commits on its own.
-    func runOneTrip(groups range: Range<Int>, batch: Int, totals: Counts) throws -> PostgresBatchWork {
+    /// `decide`: whether to try the decided batch first (``decidedOneTripSQL``).
+    func runOneTrip(groups range: Range<Int>, batch: Int, totals: Counts, decide: Bool = true) throws -> PostgresBatchWork {
         let arguments =
             [Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)] + totals.columnValues.map { $0.int64 ?? 0 }
         let list = arguments.map(String.init).joined(separator: ", ")
+        var work = PostgresBatchWork()
         var row: [SQLValue] = []
-        if decidedOneTripSQL != nil {
+        if decide, decidedOneTripSQL != nil {
             try retrying { row = try link.query("EXECUTE \(oneTripName)_d(\(list))").first ?? [] }
+            work.decided = Self.applied(row)
         }
-        if Self.applied(row) {
-            Self.decisionsApplied += 1
-        } else {
+        if work.decided != true {
             try retrying { row = try link.query("EXECUTE \(oneTripName)(\(list))").first ?? [] }
         }
-        var work = PostgresBatchWork()
         work.counts = Self.fusedCounts(row, groups: range.count)
         return work
     }

@@ -6,6 +6,9 @@ import WinnowCore
 struct PostgresBatchWork {
     var counts = Counts()
     var samples: [GroupSample] = []
+    /// The decided batch's outcome: true, it applied; false, a member had changed since
+    /// discovery and the batch ranked its groups again; nil, it was not tried.
+    var decided: Bool?
 }
 
 /// The batches of one rule (see ``PostgresDedupe``): its SQL spelled once, journal shapes
@@ -227,9 +230,11 @@ struct PostgresBatch {
     /// Statements prepared by batch writers in this process (their names stay unique).
     nonisolated(unsafe) private static var prepared = 0
 
-    /// Decided batches that applied in this process (``decidedSQL``): the one thing that tells a
-    /// decided batch from a fused one, whose results are the same by design.
+    /// Decided batches that applied in this process (``decidedSQL``), and those tried whose
+    /// decision no longer held: the one thing that tells a decided batch from a fused one, whose
+    /// results are the same by design.
     nonisolated(unsafe) static var decisionsApplied = 0
+    nonisolated(unsafe) static var decisionsMissed = 0
 
     /// `statement_timeout` and `lock_timeout` (ms) of a batch: generous beside
     /// `max_transaction_ms`, so that a batch stuck behind another transaction's locks fails
@@ -239,7 +244,8 @@ struct PostgresBatch {
         return (max(1000, milliseconds * 20), max(500, milliseconds * 4))
     }
 
-    func run(groups range: Range<Int>, batch: Int, totals: Counts, wantSamples: Bool) throws -> PostgresBatchWork {
+    /// One batch; `decide`: whether to try the decided batch first (``decidedSQL``).
+    func run(groups range: Range<Int>, batch: Int, totals: Counts, wantSamples: Bool, decide: Bool = true) throws -> PostgresBatchWork {
         var binds = PostgresBindings()
         if found.table != nil {
             // Groups are numbered from 1 on the server.
@@ -267,10 +273,12 @@ struct PostgresBatch {
             if let fused = self.fusedSQL, !wantSamples {
                 var fusedBinds = binds
                 fusedBinds.append(Int64(batch))
-                if let decided = self.decidedSQL, let row = try link.query(decided, fusedBinds).first, Self.applied(row) {
-                    work.counts = Self.fusedCounts(row, groups: range.count)
-                    Self.decisionsApplied += 1
-                } else {
+                if decide, let decided = self.decidedSQL {
+                    let row = try link.query(decided, fusedBinds).first ?? []
+                    work.decided = Self.applied(row)
+                    if work.decided == true { work.counts = Self.fusedCounts(row, groups: range.count) }
+                }
+                if work.decided != true {
                     work.counts = Self.fusedCounts(try link.query(fused, fusedBinds).first ?? [], groups: range.count)
                 }
                 if let runID = dedupe.runID {
