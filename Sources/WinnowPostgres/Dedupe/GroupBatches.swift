@@ -35,7 +35,7 @@ struct GroupBatches: BatchSource {
 /// When a rule's decided batches are tried (``PostgresBatch/decidedSQL``). A decision that no
 /// longer holds (a member changed since discovery) costs its batch the locks and comparison
 /// before the fused batch ranks the groups again: beside a writer that updates rows all over
-/// the table most decisions miss (dup67 beside one, `max_transaction_ms: 50`: 1.20-1.26 s with
+/// the table most decisions miss (dup67 beside one, `max_transaction_ms: 50`: 1.15-1.26 s with
 /// every decision tried, 1.07-1.18 s with this, 0.88-0.99 s before batches were decided).
 /// So after two misses in a row the next batch goes straight to ranking, after each further
 /// miss twice as many (at most 64); a decision that holds starts over. One changed row costs
