@@ -76,22 +76,9 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
             yaml:
                 "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 2, max_transaction_ms: 100}\n",
             file: "job.yaml", baseDirectory: nil)
-        let locked = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let holder = Thread {
-            // Group d (the second batch's) has a loser locked by another session.
-            try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
-                try other.writeTransaction {
-                    _ = try other.rows("SELECT id FROM public.t WHERE id = 10 FOR UPDATE", [])
-                    locked.signal()
-                    _ = release.wait(timeout: .now() + 30)
-                }
-            }
-            locked.signal()
-        }
-        holder.start()
-        defer { release.signal() }
-        XCTAssertEqual(locked.wait(timeout: .now() + 10), .success)
+        // Group d (the second batch's) has a loser locked by another session.
+        let lock = try PostgresServer.RowLock(url, "SELECT id FROM public.t WHERE id = 10 FOR UPDATE")
+        defer { lock.release() }
         let started = Date()
         XCTAssertThrowsError(try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())) { error in
             guard case let .locked(message) = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
@@ -102,7 +89,7 @@ final class PostgresChangedAfterDiscoveryTests: XCTestCase {
         XCTAssertEqual(
             try PostgresServer.runCounts(url), [[3, 2, 1]],
             "the run's row counts the committed batch (deleted, groups, batches), nothing of the one given up")
-        release.signal()
+        lock.release()
         let summary = try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())
         XCTAssertEqual(try ids(url), [1, 4, 6, 8])
         XCTAssertEqual(summary.counts.deleted, 3)

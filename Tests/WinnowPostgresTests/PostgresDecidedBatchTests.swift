@@ -168,22 +168,9 @@ final class PostgresDecidedBatchTests: XCTestCase {
             yaml:
                 "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 2, max_transaction_ms: 100}\n",
             file: "job.yaml", baseDirectory: nil)
-        let locked = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let holder = Thread {
-            // Group d (the second batch's) has a loser locked by another session.
-            try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
-                try other.writeTransaction {
-                    _ = try other.rows("SELECT id FROM public.t WHERE id = 10 FOR UPDATE", [])
-                    locked.signal()
-                    _ = release.wait(timeout: .now() + 30)
-                }
-            }
-            locked.signal()
-        }
-        holder.start()
-        defer { release.signal() }
-        XCTAssertEqual(locked.wait(timeout: .now() + 10), .success)
+        // Group d (the second batch's) has a loser locked by another session.
+        let lock = try PostgresServer.RowLock(url, "SELECT id FROM public.t WHERE id = 10 FOR UPDATE")
+        defer { lock.release() }
         let before = PostgresBatch.decisionsApplied
         XCTAssertThrowsError(try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())) { error in
             guard case .locked = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
@@ -191,7 +178,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
         XCTAssertEqual(PostgresBatch.decisionsApplied - before, 1, "the first batch applied its decision")
         XCTAssertEqual(try ids(url), [1, 4, 6, 7, 8, 9, 10, 11, 12], "groups a and b committed; c, d and e untouched")
         XCTAssertEqual(try PostgresServer.runCounts(url), [[3, 2, 1]], "deleted, groups, batches of the committed batch")
-        release.signal()
+        lock.release()
         let (summary, _) = try run(url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}]}\nbatch: {size: 2}\n")
         XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11])
         XCTAssertEqual(summary.counts.deleted, 4)

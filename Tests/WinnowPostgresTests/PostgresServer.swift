@@ -57,6 +57,31 @@ enum PostgresServer {
         }
     }
 
+    /// A row lock another session holds until ``release()`` (or 30 s): `select` (a
+    /// `SELECT ... FOR UPDATE`) runs in that session's open transaction before `init` returns.
+    final class RowLock: @unchecked Sendable {
+        private let locked = DispatchSemaphore(value: 0)
+        private let released = DispatchSemaphore(value: 0)
+
+        init(_ url: String, _ select: String) throws {
+            let thread = Thread { [locked, released] in
+                try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                    try other.writeTransaction {
+                        _ = try other.rows(select, [])
+                        locked.signal()
+                        _ = released.wait(timeout: .now() + 30)
+                    }
+                }
+                locked.signal()
+            }
+            thread.start()
+            guard locked.wait(timeout: .now() + 10) == .success else { throw WinnowError.io("the row lock was not taken: \(select)") }
+        }
+
+        /// Ends the other session's transaction (more than once is harmless).
+        func release() { released.signal() }
+    }
+
     /// Each run's recorded deleted, groups and batches (`winnow_runs`), in run order.
     static func runCounts(_ url: String) throws -> [[Int]] {
         try BackendRouter().withSession(url, mode: .readOnly) { session in
