@@ -148,6 +148,84 @@ final class PostgresDecidedBatchTests: XCTestCase {
         XCTAssertEqual(summary.counts.batches, 5)
     }
 
+    /// Thirteen groups of two rows, keys k01 ... k13: group n's rows are n (created 1, the
+    /// winner) and 100 + n (created 2).
+    func loadThirteen() throws -> String {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let rows = (1...13).flatMap { n in
+            let key = String(format: "k%02d", n)
+            return ["(\(n), '\(key)', 1)", "(\(100 + n), '\(key)', 2)"]
+        }
+        try PostgresServer.reset(
+            url, loading: dir.appendingPathComponent("t.sqlite").path,
+            sql: """
+                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL);
+                INSERT INTO t VALUES \(rows.joined(separator: ", "));
+                """)
+        try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { try $0.execute("ANALYZE public.t") }
+        return url
+    }
+
+    /// A batch whose groups changed only here and there applies its decision to the others and
+    /// ranks only the changed ones again (k05, whose loser was updated to win, and k09, whose
+    /// loser was deleted): the survivors, the counts, the journal and `restore` are those of a
+    /// batch that ranked every group. The second batch (k13) is held up by another session's
+    /// lock, so the run stops (exit 75) with the first batch's counts in its row.
+    func testABatchRanksAgainOnlyItsChangedGroups() throws {
+        let url = try loadThirteen()
+        let yaml =
+            "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: true}\nbatch: {size: 12, max_transaction_ms: 100}\n"
+        let job = try JobLoader.decode(yaml: yaml, file: "job.yaml", baseDirectory: nil)
+        let lock = try PostgresServer.RowLock(url, "SELECT id FROM public.t WHERE id = 113 FOR UPDATE")
+        defer { lock.release() }
+        let (applied, partial) = (PostgresBatch.decisionsApplied, PostgresBatch.decisionsPartial)
+        var changed = false
+        XCTAssertThrowsError(
+            try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
+                guard case .ruleStarted = event, !changed else { return }
+                changed = true
+                try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                    try other.execute("UPDATE public.t SET created = 0 WHERE id = 105")
+                    try other.execute("DELETE FROM public.t WHERE id = 109")
+                }
+            }
+        ) { error in
+            guard case .locked = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
+        }
+        XCTAssertTrue(changed)
+        XCTAssertEqual(PostgresBatch.decisionsApplied - applied, 1)
+        XCTAssertEqual(PostgresBatch.decisionsPartial - partial, 1, "the first batch applied its decision to ten groups")
+        XCTAssertEqual(try ids(url), Array(1...4) + Array(6...13) + [105, 113])
+        XCTAssertEqual(try PostgresServer.runCounts(url), [[11, 11, 1]], "deleted, groups (k09 had no loser left), batches")
+        XCTAssertEqual(
+            try recordedGroups(url),
+            ["[5] -> [105]"] + (1...12).filter { ![5, 9].contains($0) }.map { "[\(100 + $0)] -> [\($0)]" })
+        lock.release()
+        let restore = try TestSupport.winnow(["restore", "--run", "1", "--database", url])
+        XCTAssertEqual(restore.status, 0, restore.stderr)
+        XCTAssertEqual(try ids(url), Array(1...13) + (101...113).filter { $0 != 109 })
+    }
+
+    /// With more changed groups than a decided batch leaves to the fused statement (four of
+    /// twelve), the batch applies nothing of its decision and ranks all its groups again.
+    func testABatchWithManyChangedGroupsRanksThemAllAgain() throws {
+        let url = try loadThirteen()
+        let (missed, partial) = (PostgresBatch.decisionsMissed, PostgresBatch.decisionsPartial)
+        let (summary, applied) = try run(
+            url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 12}\n"
+        ) { other in
+            try other.execute("UPDATE public.t SET created = 0 WHERE id IN (102, 104, 106, 108)")
+        }
+        XCTAssertEqual(applied, 1, "the second batch (k13)")
+        XCTAssertEqual(PostgresBatch.decisionsMissed - missed, 1)
+        XCTAssertEqual(PostgresBatch.decisionsPartial - partial, 0)
+        XCTAssertEqual(try ids(url), [1, 3, 5, 7] + Array(9...13) + [102, 104, 106, 108])
+        XCTAssertEqual(summary.counts.deleted, 13)
+        XCTAssertEqual(summary.counts.groups, 13)
+        XCTAssertEqual(summary.counts.batches, 2)
+    }
+
     /// Without the journal, and with batches of one group: the decided path alone.
     func testWithoutTheJournal() throws {
         let url = try load()

@@ -4,13 +4,48 @@ import WinnowCore
 
 /// The decided batch (``FoundGroups/decided``) and the progress part the one-trip statements share.
 extension PostgresBatch {
+    /// A decided batch whose groups changed only here and there applies its decision to the
+    /// others and leaves the changed ones to the fused statement, a range of consecutive groups
+    /// at a time: when at most this many changed, and at most one in ``partialShare``. Beside
+    /// a writer updating rows all over the table a batch of 5,000 groups then ranks a handful
+    /// again instead of all (a fused statement for one group costs a round trip; ranking a
+    /// whole batch again costs as much as applying it).
+    static let partialLimit = 8
+    static let partialShare = 4
+
+    /// The groups a decided batch's row (``decidedStatements(table:)``) left to be ranked
+    /// again, as ranges of consecutive group numbers (the server's, from 1).
+    static func leftRanges(_ row: [SQLValue]) -> [Range<Int64>] {
+        guard row.count > 4, let text = row[4].string, !text.isEmpty else { return [] }
+        var ranges: [Range<Int64>] = []
+        for number in text.split(separator: ",").compactMap({ Int64($0) }) {
+            if let last = ranges.last, last.upperBound == number {
+                ranges[ranges.count - 1] = last.lowerBound..<(number + 1)
+            } else {
+                ranges.append(number..<(number + 1))
+            }
+        }
+        return ranges
+    }
+
+    /// A decided batch's counts, and the groups it left (see ``leftRanges(_:)``): `range`, the
+    /// batch's groups.
+    static func decidedCounts(_ row: [SQLValue], groups range: Range<Int>) -> (Counts, left: [Range<Int64>]) {
+        let left = leftRanges(row)
+        return (fusedCounts(row, groups: range.count - left.reduce(0) { $0 + $1.count }), left)
+    }
+
     /// The decided batch's statement, and the same with the run's progress row (updated only
     /// when the batch applied), for discovery's table `table`. `$1`, `$2`: the group range;
     /// `$3`: the batch number; `$4` ... `$11`: the run's counts before the batch.
+    ///
+    /// Its one row: the losers deleted, the groups and the members it applied, whether it
+    /// applied (1) or not (0), and the numbers of the groups it left to be ranked again (comma
+    /// separated; see ``partialLimit``).
     func decidedStatements(table: String) -> (String, String?) {
         // Locked in tuple id order, as the fused batch locks them; a member is unchanged
-        // when its tuple id still holds its key at the `xmin` discovery read. Once all
-        // are (and locked, none can change), discovery's ranking is the ranking now.
+        // when its tuple id still holds its key at the `xmin` discovery read. A group whose
+        // members all are (and locked, none can change) ranks now as discovery ranked it.
         let key = dedupe.primaryKey
         let same = (["l.winnow_tid = m.winnow_tid", "l.winnow_x = m.winnow_x"] + key.indices.map { "l.k\($0) = m.k\($0)" })
             .joined(separator: " AND ")
@@ -18,7 +53,7 @@ extension PostgresBatch {
             """
             ,
             g AS (\(insert) SELECT \(Self.keyArray(key.indices.map { "m.winnow_w\($0)" })) AS winner, \(Self.keyArray(key.indices.map { "m.k\($0)" })) AS loser
-                FROM m WHERE m.winnow_rn > 1 AND (SELECT ok.v FROM ok)) AS p)
+                FROM a AS m WHERE m.winnow_rn > 1) AS p)
             """
         }
         let journal = journalSQL("delete", table: rule.table, keys: key, from: "FROM c", batch: "$3::int8").map {
@@ -31,38 +66,53 @@ extension PostgresBatch {
             ? """
 
                 AND (\((["t.ctid"] + key.map { "t.\($0.sqlIdentifier)" }).joined(separator: ", "))) IN (
-                  SELECT m.winnow_tid, \(key.indices.map { "m.k\($0)" }.joined(separator: ", ")) FROM m WHERE m.winnow_rn > 1)
+                  SELECT a.winnow_tid, \(key.indices.map { "a.k\($0)" }.joined(separator: ", ")) FROM a WHERE a.winnow_rn > 1)
             """ : ""
-        // `ok` in the delete's condition also orders the statement: the members are locked
-        // and compared before any row is deleted.
+        // `bad`: the groups with a changed member; `a`: the members of the others, when the
+        // batch applies (`ok`: no group changed, or a few beside many that did not). The
+        // delete reads `a`, so the members are locked and compared before any row is deleted.
         func decided(progress: String?) -> String {
             """
             WITH m AS MATERIALIZED (SELECT * FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2),
             l AS MATERIALIZED (
                 SELECT t.ctid AS winnow_tid, t.xmin AS winnow_x, \(key.enumerated().map { "t.\($1.sqlIdentifier) AS k\($0)" }.joined(separator: ", "))
                 FROM \(dedupe.table) AS t WHERE t.ctid = ANY(ARRAY(SELECT m.winnow_tid FROM m)) FOR UPDATE OF t),
-            ok AS MATERIALIZED (SELECT count(*) = (SELECT count(*) FROM m) AS v FROM l JOIN m ON \(same)),
+            bad AS MATERIALIZED (SELECT DISTINCT m.winnow_g FROM m WHERE NOT EXISTS (SELECT 1 FROM l WHERE \(same))),
+            ok AS MATERIALIZED (
+                SELECT count(*) AS n,
+                       count(*) = 0 OR (count(*) <= \(Self.partialLimit) AND count(*) * \(Self.partialShare) <= $2 - $1) AS v
+                FROM bad),
+            a AS NOT MATERIALIZED (
+                SELECT m.* FROM m WHERE (SELECT ok.v FROM ok)
+                  AND ((SELECT ok.n FROM ok) = 0 OR NOT EXISTS (SELECT 1 FROM bad WHERE bad.winnow_g = m.winnow_g))),
+            n AS MATERIALIZED (SELECT count(*) AS members, count(*) FILTER (WHERE a.winnow_rn = 2) AS groups FROM a),
             c AS (DELETE FROM \(dedupe.table) AS t
-                WHERE (SELECT ok.v FROM ok) AND t.ctid = ANY(ARRAY(SELECT m.winnow_tid FROM m WHERE m.winnow_rn > 1))\(keyed)
+                WHERE t.ctid = ANY(ARRAY(SELECT a.winnow_tid FROM a WHERE a.winnow_rn > 1))\(keyed)
                 RETURNING \(journal == nil ? "1" : "t.*"))\(journal ?? "")\(progress.map { ",\n\($0)" } ?? "")
-            SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM m WHERE m.winnow_rn = 2), (SELECT count(*) FROM m),
-                   (SELECT ok.v FROM ok)::int
+            SELECT (SELECT count(*) FROM c), n.groups, n.members, ok.v::int,
+                   array_to_string(ARRAY(SELECT bad.winnow_g FROM bad ORDER BY 1), ',')
+            FROM n, ok
             """
         }
-        let progress = progressSQL(groups: "SELECT count(*) FROM m WHERE m.winnow_rn = 2", when: " AND (SELECT ok.v FROM ok)")
+        let progress = progressSQL(
+            groups: "SELECT n.groups FROM n", members: "SELECT n.members FROM n", ranges: "$2 - $1 - (SELECT ok.n FROM ok)",
+            when: " AND (SELECT ok.v FROM ok)")
         return (decided(progress: nil), progress.map { decided(progress: $0) })
     }
 
     /// The one-trip statement's part that updates the run's progress row as the batch's counts
     /// leave it (`groups`: the query of the groups that still had a loser; `when`: a condition on
     /// applying); nil without a run. `$4` ... `$11`: the run's counts before the batch.
-    func progressSQL(groups: String, when: String = "") -> String? {
+    /// `members`: the query of how many members the batch has, `ranges`: how many groups they make.
+    func progressSQL(
+        groups: String, members: String = "SELECT count(*) FROM m", ranges: String = "$2 - $1", when: String = ""
+    ) -> String? {
         dedupe.runID.map { runID in
             """
             p AS (UPDATE \(dialect.bookkeeping("winnow_runs")) SET
                 groups = $4 + (\(groups)), deleted = $5 + (SELECT count(*) FROM c),
                 updated = $6, repointed = $7, children_deleted = $8, hashed = $9,
-                skipped = $10 + greatest(0, (SELECT count(*) FROM m) - ($2 - $1) - (SELECT count(*) FROM c)),
+                skipped = $10 + greatest(0, (\(members)) - (\(ranges)) - (SELECT count(*) FROM c)),
                 batches = $11 + 1
                 WHERE id = \(runID)\(when))
             """

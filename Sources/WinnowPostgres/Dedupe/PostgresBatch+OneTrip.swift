@@ -42,6 +42,25 @@ extension PostgresBatch {
         if decide, decidedOneTripSQL != nil {
             try retrying { row = try link.query("EXECUTE \(oneTripName)_d(\(list))").first ?? [] }
             work.decided = Self.applied(row)
+            if work.decided == true {
+                let (counts, left) = Self.decidedCounts(row, groups: range)
+                work.counts = counts
+                // The groups it left, by the fused statement, each committed as it runs; the
+                // run's progress row takes the counts so far (the batch is still one batch).
+                for groups in left {
+                    var before = totals + work.counts
+                    before.batches = totals.batches
+                    let arguments = [groups.lowerBound, groups.upperBound, Int64(batch)] + before.columnValues.map { $0.int64 ?? 0 }
+                    try retrying {
+                        row = try link.query("EXECUTE \(oneTripName)(\(arguments.map(String.init).joined(separator: ", ")))").first ?? []
+                    }
+                    var more = Self.fusedCounts(row, groups: groups.count)
+                    more.batches = 0
+                    work.counts = work.counts + more
+                }
+                if !left.isEmpty { Self.decisionsPartial += 1 }
+                return work
+            }
         }
         if work.decided != true {
             try retrying { row = try link.query("EXECUTE \(oneTripName)(\(list))").first ?? [] }

@@ -235,6 +235,9 @@ struct PostgresBatch {
     /// results are the same by design.
     nonisolated(unsafe) static var decisionsApplied = 0
     nonisolated(unsafe) static var decisionsMissed = 0
+    /// Decided batches that applied to some of their groups and left the changed ones to be
+    /// ranked again (``partialLimit``).
+    nonisolated(unsafe) static var decisionsPartial = 0
 
     /// `statement_timeout` and `lock_timeout` (ms) of a batch: generous beside
     /// `max_transaction_ms`, so that a batch stuck behind another transaction's locks fails
@@ -276,7 +279,21 @@ struct PostgresBatch {
                 if decide, let decided = self.decidedSQL {
                     let row = try link.query(decided, fusedBinds).first ?? []
                     work.decided = Self.applied(row)
-                    if work.decided == true { work.counts = Self.fusedCounts(row, groups: range.count) }
+                    if work.decided == true {
+                        let (counts, left) = Self.decidedCounts(row, groups: range)
+                        work.counts = counts
+                        // The groups it left, ranked again in the same transaction.
+                        for groups in left {
+                            var leftBinds = PostgresBindings()
+                            leftBinds.append(groups.lowerBound)
+                            leftBinds.append(groups.upperBound)
+                            leftBinds.append(Int64(batch))
+                            var more = Self.fusedCounts(try link.query(fused, leftBinds).first ?? [], groups: groups.count)
+                            more.batches = 0
+                            work.counts = work.counts + more
+                        }
+                        if !left.isEmpty { Self.decisionsPartial += 1 }
+                    }
                 }
                 if work.decided != true {
                     work.counts = Self.fusedCounts(try link.query(fused, fusedBinds).first ?? [], groups: range.count)
