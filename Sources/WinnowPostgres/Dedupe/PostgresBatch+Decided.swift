@@ -5,34 +5,24 @@ import WinnowCore
 /// The decided batch (``FoundGroups/decided``) and the progress part the one-trip statements share.
 extension PostgresBatch {
     /// A decided batch whose groups changed only here and there applies its decision to the
-    /// others and leaves the changed ones to the fused statement, a range of consecutive groups
-    /// at a time: when at most this many changed, and at most one in ``partialShare``. Beside
-    /// a writer updating rows all over the table a batch of 5,000 groups then ranks a handful
-    /// again instead of all (a fused statement for one group costs a round trip; ranking a
-    /// whole batch again costs as much as applying it).
-    static let partialLimit = 8
+    /// others and leaves the changed ones to the fused statement (``leftSQL``): when at most
+    /// one group in this many changed. Beside a writer updating rows all over the table a
+    /// batch then ranks the few changed groups again instead of all of them (ranking a whole
+    /// batch again costs about as much as applying it).
     static let partialShare = 4
 
     /// The groups a decided batch's row (``decidedStatements(table:)``) left to be ranked
-    /// again, as ranges of consecutive group numbers (the server's, from 1).
-    static func leftRanges(_ row: [SQLValue]) -> [Range<Int64>] {
-        guard row.count > 4, let text = row[4].string, !text.isEmpty else { return [] }
-        var ranges: [Range<Int64>] = []
-        for number in text.split(separator: ",").compactMap({ Int64($0) }) {
-            if let last = ranges.last, last.upperBound == number {
-                ranges[ranges.count - 1] = last.lowerBound..<(number + 1)
-            } else {
-                ranges.append(number..<(number + 1))
-            }
-        }
-        return ranges
+    /// again: their numbers (the server's, from 1).
+    static func leftGroups(_ row: [SQLValue]) -> [Int64] {
+        guard row.count > 4, let text = row[4].string else { return [] }
+        return text.split(separator: ",").compactMap { Int64($0) }
     }
 
-    /// A decided batch's counts, and the groups it left (see ``leftRanges(_:)``): `range`, the
+    /// A decided batch's counts, and the groups it left (``leftGroups(_:)``): `range`, the
     /// batch's groups.
-    static func decidedCounts(_ row: [SQLValue], groups range: Range<Int>) -> (Counts, left: [Range<Int64>]) {
-        let left = leftRanges(row)
-        return (fusedCounts(row, groups: range.count - left.reduce(0) { $0 + $1.count }), left)
+    static func decidedCounts(_ row: [SQLValue], groups range: Range<Int>) -> (Counts, left: [Int64]) {
+        let left = leftGroups(row)
+        return (fusedCounts(row, groups: range.count - left.count), left)
     }
 
     /// The decided batch's statement, and the same with the run's progress row (updated only
@@ -41,7 +31,7 @@ extension PostgresBatch {
     ///
     /// Its one row: the losers deleted, the groups and the members it applied, whether it
     /// applied (1) or not (0), and the numbers of the groups it left to be ranked again (comma
-    /// separated; see ``partialLimit``).
+    /// separated; see ``partialShare``).
     func decidedStatements(table: String) -> (String, String?) {
         // Locked in tuple id order, as the fused batch locks them; a member is unchanged
         // when its tuple id still holds its key at the `xmin` discovery read. A group whose
@@ -80,7 +70,7 @@ extension PostgresBatch {
             bad AS MATERIALIZED (SELECT DISTINCT m.winnow_g FROM m WHERE NOT EXISTS (SELECT 1 FROM l WHERE \(same))),
             ok AS MATERIALIZED (
                 SELECT count(*) AS n,
-                       count(*) = 0 OR (count(*) <= \(Self.partialLimit) AND count(*) * \(Self.partialShare) <= $2 - $1) AS v
+                       count(*) * \(Self.partialShare) <= $2 - $1 AS v
                 FROM bad),
             a AS NOT MATERIALIZED (
                 SELECT m.* FROM m WHERE (SELECT ok.v FROM ok)

@@ -13,6 +13,7 @@ extension PostgresBatch {
         let counts = Array(repeating: "int8", count: 3 + Counts.columns.count).joined(separator: ", ")
         try link.command("PREPARE \(oneTripName) (\(counts)) AS \(oneTripSQL)")
         if let decidedOneTripSQL { try link.command("PREPARE \(oneTripName)_d (\(counts)) AS \(decidedOneTripSQL)") }
+        if let leftOneTripSQL { try link.command("PREPARE \(oneTripName)_l (\(counts), int8[]) AS \(leftOneTripSQL)") }
         let before = try link.query("SELECT current_setting('statement_timeout'), current_setting('lock_timeout')").first ?? []
         let (statement, lock) = timeouts
         try link.command("SELECT set_config('statement_timeout', '\(statement)', false), set_config('lock_timeout', '\(lock)', false)")
@@ -24,6 +25,7 @@ extension PostgresBatch {
     func finishOneTrip(_ before: [SQLValue]) {
         _ = try? link.command("DEALLOCATE \(oneTripName)")
         if decidedOneTripSQL != nil { _ = try? link.command("DEALLOCATE \(oneTripName)_d") }
+        if leftOneTripSQL != nil { _ = try? link.command("DEALLOCATE \(oneTripName)_l") }
         guard before.count == 2, let statement = before[0].string, let lock = before[1].string else { return }
         _ = try? link.command(
             "SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false)",
@@ -45,20 +47,23 @@ extension PostgresBatch {
             if work.decided == true {
                 let (counts, left) = Self.decidedCounts(row, groups: range)
                 work.counts = counts
-                // The groups it left, by the fused statement, each committed as it runs; the
-                // run's progress row takes the counts so far (the batch is still one batch).
-                for groups in left {
+                // The groups it left, by the fused statement, committed on its own; the run's
+                // progress row takes the counts so far (the batch is still one batch).
+                if !left.isEmpty {
                     var before = totals + work.counts
                     before.batches = totals.batches
-                    let arguments = [groups.lowerBound, groups.upperBound, Int64(batch)] + before.columnValues.map { $0.int64 ?? 0 }
+                    let arguments =
+                        ([Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)]
+                        + before.columnValues.map { $0.int64 ?? 0 }).map(String.init)
+                    let groups = "'{\(left.map(String.init).joined(separator: ","))}'"
                     try retrying {
-                        row = try link.query("EXECUTE \(oneTripName)(\(arguments.map(String.init).joined(separator: ", ")))").first ?? []
+                        row = try link.query("EXECUTE \(oneTripName)_l(\(arguments.joined(separator: ", ")), \(groups))").first ?? []
                     }
-                    var more = Self.fusedCounts(row, groups: groups.count)
+                    var more = Self.fusedCounts(row, groups: left.count)
                     more.batches = 0
                     work.counts = work.counts + more
+                    Self.decisionsPartial += 1
                 }
-                if !left.isEmpty { Self.decisionsPartial += 1 }
                 return work
             }
         }

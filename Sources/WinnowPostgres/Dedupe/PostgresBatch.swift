@@ -48,6 +48,11 @@ struct PostgresBatch {
     /// The decided batch with the run's progress row (updated only when it applied), prepared
     /// beside the one-trip statement as `<oneTripName>_d`; the same parameters.
     private(set) var decidedOneTripSQL: String?
+    /// The fused batch of the groups a decided batch left (``decidedStatements(table:)``),
+    /// without and with the run's progress row: the fused batch's parameters, and `$12` the
+    /// groups' numbers (`int8[]`). The second is prepared as `<oneTripName>_l`.
+    private(set) var leftSQL: String?
+    private(set) var leftOneTripSQL: String?
     let archive: Bool
     /// The rule's merges as the server resolves them.
     let merges: PostgresMerge
@@ -92,14 +97,16 @@ struct PostgresBatch {
         let batchCTEs: String
         // The same rows for the fused batch (below): no group number.
         var fetchedCTEs: String?
+        var fetchedLeftCTEs: String?
         if let table = found.table {
             // Discovery's temporary table (only a writing run keeps one), by group range: rows
             // fetched and locked by the tuple id they had then; a row updated since is found again
             // by primary key (a tuple id another row took after a vacuum never matches: the key
-            // is compared).
-            let fetch = """
+            // is compared). `groups`: which groups (a condition on `winnow_g`).
+            func fetchCTEs(_ table: String, _ groups: String) -> String {
+                """
                 m AS MATERIALIZED (
-                    SELECT winnow_g AS g, \(keys.joined(separator: ", ")), winnow_tid FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2),
+                    SELECT winnow_g AS g, \(keys.joined(separator: ", ")), winnow_tid FROM \(table) WHERE \(groups)),
                 by_tid AS MATERIALIZED (
                     SELECT t.*, t.ctid AS winnow_tid FROM \(dedupe.table) AS t
                     WHERE t.ctid = ANY(ARRAY(SELECT m.winnow_tid FROM m)) FOR UPDATE OF t),
@@ -108,6 +115,8 @@ struct PostgresBatch {
                     SELECT t.*, t.ctid AS winnow_tid FROM moved AS m JOIN \(dedupe.table) AS t ON \(keyJoin)
                     WHERE \(probe("moved"))\(lock))
                 """
+            }
+            let fetch = fetchCTEs(table, "winnow_g >= $1 AND winnow_g < $2")
             batchCTEs =
                 fetch + """
                     ,
@@ -121,8 +130,8 @@ struct PostgresBatch {
             let pairs = (["t.winnow_tid"] + dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }).joined(separator: ", ")
             let memberPairs = (["m.winnow_tid"] + dedupe.primaryKey.enumerated().map { "m.k\($0)::\(dedupe.type($1))" })
                 .joined(separator: ", ")
-            fetchedCTEs =
-                fetch + """
+            func fetched(_ groups: String) -> String {
+                fetchCTEs(table, groups) + """
                     ,
                     batch AS (
                         SELECT * FROM by_tid AS t
@@ -130,6 +139,10 @@ struct PostgresBatch {
                            OR (\(pairs)) IN (SELECT \(memberPairs) FROM m)
                         UNION ALL SELECT * FROM by_key)
                     """
+            }
+            fetchedCTEs = fetched("winnow_g >= $1 AND winnow_g < $2")
+            // The groups a decided batch left (``decidedStatements(table:)``): `$12`, their numbers.
+            fetchedLeftCTEs = fetched("winnow_g = ANY($12::int8[])")
         } else {
             // `plan`: arrays of keys; the `= ANY` on the first key column lets the planner see a
             // handful of index probes, not a join that a scan of the whole table could serve.
@@ -203,7 +216,7 @@ struct PostgresBatch {
             // The progress part (one-trip only) takes the counts as ``fusedCounts(_:groups:)``
             // reads them: the groups that still have a loser, the losers deleted, the members
             // planned as losers that were not (`$2 - $1` groups in the range).
-            func fused(progress: String?) -> String {
+            func fused(_ fetchedCTEs: String, progress: String?) -> String {
                 """
                 WITH \(fetchedCTEs),
                 s AS MATERIALIZED (\(ranked)),
@@ -211,10 +224,15 @@ struct PostgresBatch {
                 SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM s WHERE s.winnow_rn = 2), (SELECT count(*) FROM m)
                 """
             }
-            fusedSQL = fused(progress: nil)
-            oneTripSQL = progressSQL(groups: "SELECT count(*) FROM s WHERE s.winnow_rn = 2").map { fused(progress: $0) }
-            if found.decided, let table = found.table {
+            fusedSQL = fused(fetchedCTEs, progress: nil)
+            let withLoser = "SELECT count(*) FROM s WHERE s.winnow_rn = 2"
+            oneTripSQL = progressSQL(groups: withLoser).map { fused(fetchedCTEs, progress: $0) }
+            if found.decided, let table = found.table, let fetchedLeftCTEs {
                 (decidedSQL, decidedOneTripSQL) = decidedStatements(table: table)
+                leftSQL = fused(fetchedLeftCTEs, progress: nil)
+                leftOneTripSQL = progressSQL(groups: withLoser, ranges: "cardinality($12::int8[])").map {
+                    fused(fetchedLeftCTEs, progress: $0)
+                }
             }
         }
     }
@@ -283,16 +301,15 @@ struct PostgresBatch {
                         let (counts, left) = Self.decidedCounts(row, groups: range)
                         work.counts = counts
                         // The groups it left, ranked again in the same transaction.
-                        for groups in left {
-                            var leftBinds = PostgresBindings()
-                            leftBinds.append(groups.lowerBound)
-                            leftBinds.append(groups.upperBound)
-                            leftBinds.append(Int64(batch))
-                            var more = Self.fusedCounts(try link.query(fused, leftBinds).first ?? [], groups: groups.count)
+                        if !left.isEmpty, let leftSQL = self.leftSQL {
+                            var leftBinds = fusedBinds
+                            for _ in Counts.columns { leftBinds.append(Int64(0)) }
+                            leftBinds.append(left)
+                            var more = Self.fusedCounts(try link.query(leftSQL, leftBinds).first ?? [], groups: left.count)
                             more.batches = 0
                             work.counts = work.counts + more
+                            Self.decisionsPartial += 1
                         }
-                        if !left.isEmpty { Self.decisionsPartial += 1 }
                     }
                 }
                 if work.decided != true {
