@@ -254,7 +254,7 @@ struct PostgresBatch {
     nonisolated(unsafe) static var decisionsApplied = 0
     nonisolated(unsafe) static var decisionsMissed = 0
     /// Decided batches that applied to some of their groups and left the changed ones to be
-    /// ranked again (``partialLimit``).
+    /// ranked again (``partialShare``).
     nonisolated(unsafe) static var decisionsPartial = 0
 
     /// `statement_timeout` and `lock_timeout` (ms) of a batch: generous beside
