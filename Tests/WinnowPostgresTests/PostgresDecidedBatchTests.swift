@@ -64,7 +64,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
     func testUnchangedBatchesApplyTheDecisionWithTheirJournal() throws {
         let url = try load()
         let (summary, applied) = try run(url, journaled)
-        XCTAssertEqual(applied, 3, "three batches of two groups, all decided in discovery")
+        XCTAssertEqual(applied, 2, "(a, b) and (c, d) as decided; e's rows tie on the winner terms, so (e) ranks in full")
         XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11], "e's tie goes to the lower key")
         XCTAssertEqual(summary.counts.deleted, 7)
         XCTAssertEqual(summary.counts.groups, 5)
@@ -85,7 +85,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
         let (summary, applied) = try run(url, journaled) { other in
             try other.execute("UPDATE public.t SET created = 0 WHERE id = 10")  // d: 10 wins now
         }
-        XCTAssertEqual(applied, 2, "batches (a, b) and (e) as decided; (c, d) ranked again")
+        XCTAssertEqual(applied, 1, "(a, b) as decided; (c, d) ranked again, and (e), whose rows tie")
         XCTAssertEqual(try ids(url), [1, 4, 6, 10, 11])
         XCTAssertEqual(summary.counts.deleted, 7)
         XCTAssertEqual(summary.counts.groups, 5)
@@ -104,7 +104,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
             try other.execute("DELETE FROM public.t WHERE id = 3")
             try other.writeTransaction { _ = try other.rows("SELECT id FROM public.t WHERE id IN (7, 9, 12) FOR UPDATE", []) }
         }
-        XCTAssertEqual(applied, 2)
+        XCTAssertEqual(applied, 1, "(c, d)")
         XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11])
         XCTAssertEqual(summary.counts.deleted, 6)
         XCTAssertEqual(summary.counts.skipped, 1)
@@ -125,7 +125,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
         }
         XCTAssertEqual(tids.count, 2)
         XCTAssertEqual(tids.first, tids.last, "the new row took the old one's tuple id (the case under test)")
-        XCTAssertEqual(applied, 2)
+        XCTAssertEqual(applied, 1, "(a, b)")
         XCTAssertEqual(try ids(url), [1, 4, 6, 10, 11], "d keeps the new 10, ranked as it is now")
         XCTAssertEqual(summary.counts.deleted, 7)
     }
@@ -149,18 +149,20 @@ final class PostgresDecidedBatchTests: XCTestCase {
     }
 
     /// Thirteen groups of two rows, keys k01 ... k13: group n's rows are n (created 1, the
-    /// winner) and 100 + n (created 2).
-    func loadThirteen() throws -> String {
+    /// winner) and 100 + n (created 2). `tie`: k07's rows both created 1, and 107 first in the
+    /// full order (its note, "a", before 7's "b").
+    func loadThirteen(tie: Bool = false) throws -> String {
         let url = try PostgresServer.require()
         let dir = try TestSupport.scratchDirectory()
         let rows = (1...13).flatMap { n in
             let key = String(format: "k%02d", n)
-            return ["(\(n), '\(key)', 1)", "(\(100 + n), '\(key)', 2)"]
+            let tied = tie && n == 7
+            return ["(\(n), '\(key)', 1, '\(tied ? "b" : "x")')", "(\(100 + n), '\(key)', \(tied ? 1 : 2), '\(tied ? "a" : "x")')"]
         }
         try PostgresServer.reset(
             url, loading: dir.appendingPathComponent("t.sqlite").path,
             sql: """
-                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL);
+                CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL, note TEXT);
                 INSERT INTO t VALUES \(rows.joined(separator: ", "));
                 """)
         try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { try $0.execute("ANALYZE public.t") }
@@ -207,6 +209,21 @@ final class PostgresDecidedBatchTests: XCTestCase {
         XCTAssertEqual(try ids(url), Array(1...13) + (101...113).filter { $0 != 109 })
     }
 
+    /// Discovery ranks by the winner terms alone: a group whose first two rows tie on them
+    /// (k07) is left to the fused statement, which ranks it in the full order (the content
+    /// decides: 107's note before 7's), and the batch applies its decision to the other groups.
+    func testAGroupTiedOnTheWinnerTermsRanksInFull() throws {
+        let url = try loadThirteen(tie: true)
+        let partial = PostgresBatch.decisionsPartial
+        let (summary, applied) = try run(
+            url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 13}\n")
+        XCTAssertEqual(applied, 1)
+        XCTAssertEqual(PostgresBatch.decisionsPartial - partial, 1)
+        XCTAssertEqual(try ids(url), Array(1...6) + Array(8...13) + [107])
+        XCTAssertEqual(summary.counts.deleted, 13)
+        XCTAssertEqual(summary.counts.groups, 13)
+    }
+
     /// With more changed groups than a decided batch leaves to the fused statement (four of
     /// twelve), the batch applies nothing of its decision and ranks all its groups again.
     func testABatchWithManyChangedGroupsRanksThemAllAgain() throws {
@@ -231,7 +248,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
         let url = try load()
         let (summary, applied) = try run(
             url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: desc}], archive: false}\nbatch: {size: 1}\n")
-        XCTAssertEqual(applied, 5)
+        XCTAssertEqual(applied, 4, "every group but e, whose rows tie on the winner terms")
         XCTAssertEqual(try ids(url), [3, 5, 7, 10, 11])
         XCTAssertEqual(summary.counts.deleted, 7)
         XCTAssertEqual(summary.counts.batches, 5)

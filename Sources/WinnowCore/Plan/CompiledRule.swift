@@ -264,6 +264,10 @@ public struct CompiledRule: Sendable {
     /// rows are sorted, a group's first row ties another exactly when its second row ties it.
     public func tiedWithPrevious(window: String) -> String { tied("lag", window: window) }
 
+    /// Whether ``tiedWithPrevious(window:)`` can tell tied rows from others (it says "tied"
+    /// always where the winner columns' collations are unknown).
+    package var knowsWinnerTies: Bool { winnerCollations != nil }
+
     private func tied(_ function: String, window: String) -> String {
         guard let collations = winnerCollations else { return dialect.alwaysTrue }
         let parts = winnerTerms.map { term -> String in

@@ -35,7 +35,8 @@ extension PostgresBatch {
     func decidedStatements(table: String) -> (String, String?) {
         // Locked in tuple id order, as the fused batch locks them; a member is unchanged
         // when its tuple id still holds its key at the `xmin` discovery read. A group whose
-        // members all are (and locked, none can change) ranks now as discovery ranked it.
+        // members all are (and locked, none can change) ranks now as discovery ranked it,
+        // unless its first two rows tie on the winner terms (discovery ranked by those alone).
         let key = dedupe.primaryKey
         let same = (["l.winnow_tid = m.winnow_tid", "l.winnow_x = m.winnow_x"] + key.indices.map { "l.k\($0) = m.k\($0)" })
             .joined(separator: " AND ")
@@ -67,7 +68,9 @@ extension PostgresBatch {
             l AS MATERIALIZED (
                 SELECT t.ctid AS winnow_tid, t.xmin AS winnow_x, \(key.enumerated().map { "t.\($1.sqlIdentifier) AS k\($0)" }.joined(separator: ", "))
                 FROM \(dedupe.table) AS t WHERE t.ctid = ANY(ARRAY(SELECT m.winnow_tid FROM m)) FOR UPDATE OF t),
-            bad AS MATERIALIZED (SELECT DISTINCT m.winnow_g FROM m WHERE NOT EXISTS (SELECT 1 FROM l WHERE \(same))),
+            bad AS MATERIALIZED (
+                SELECT m.winnow_g FROM m WHERE NOT EXISTS (SELECT 1 FROM l WHERE \(same))
+                UNION SELECT m.winnow_g FROM m WHERE m.winnow_rn = 2 AND m.winnow_t),
             ok AS MATERIALIZED (
                 SELECT count(*) AS n,
                        count(*) * \(Self.partialShare) <= $2 - $1 AS v

@@ -104,7 +104,7 @@ struct PostgresDedupe: RuleExecution {
     /// batches only delete (no merges, no references) and whose groups are its key's values
     /// (not an `any:` rule's components).
     static func decides(_ rule: CompiledRule) -> Bool {
-        rule.mergeColumns.isEmpty && rule.references.isEmpty && rule.componentJoin(alias: "t") == nil
+        rule.mergeColumns.isEmpty && rule.references.isEmpty && rule.componentJoin(alias: "t") == nil && rule.knowsWinnerTies
     }
 
     /// The share of a table's rows its key makes losers above which discovery decides the
@@ -202,21 +202,27 @@ struct PostgresDedupe: RuleExecution {
                 """
             let members: String
             if decided {
-                // A rule whose batches only delete is decided here, once: each member's rank in
-                // the rule's full order and the transaction id (`xmin`) of the row version it was
-                // ranked in; a batch whose members all still hold those versions deletes the
-                // decided losers without ranking again (``PostgresBatch``). The same sort serves
-                // the ranking and the group numbers (both ordered by the key first), and the
-                // groups of one row drop out without a second window over each partition.
-                // With the journal, each member's winner too (as key columns: one value per row,
-                // built into the journal's form only for the losers a batch deletes).
+                // A rule whose batches only delete is decided here, once: each member's rank by
+                // the rule's winner terms, whether its group's first two rows tie on them
+                // (`winnow_t` of the second row: such a group is ranked by a batch, in the rule's
+                // full order), and the transaction id (`xmin`) of the row version it was ranked
+                // in; a batch whose members all still hold those versions deletes the decided
+                // losers without ranking again (``PostgresBatch``). Sorting by the winner terms
+                // alone sorts narrow rows (the full order's content tie-break sorts whole rows).
+                // The same sort serves the ranking and the group numbers (both ordered by the
+                // key first), and the groups of one row drop out without a second window over
+                // each partition. With the journal, each member's winner too (as key columns:
+                // one value per row, built into the journal's form only for the losers a batch
+                // deletes).
                 let winners = journals ? primaryKey.indices.map { "winnow_w\($0)" } : []
                 let winner = zip(primaryKey, winners).map { ", first_value(t.\($0.sqlIdentifier)) OVER w AS \($1)" }.joined()
+                let narrow = rule.winnerOrderBy(alias: "t")
                 members = """
-                    \(head), s.winnow_x, s.winnow_rn\(winners.map { ", s.\($0)" }.joined())
-                    FROM (\(inner), t.winnow_x, row_number() OVER w AS winnow_rn, lead(true) OVER w AS winnow_next\(winner)
+                    \(head), s.winnow_x, s.winnow_rn, s.winnow_t\(winners.map { ", s.\($0)" }.joined())
+                    FROM (\(inner), t.winnow_x, row_number() OVER w AS winnow_rn, lead(true) OVER w AS winnow_next,
+                                 \(narrow == nil ? "false" : rule.tiedWithPrevious(window: "w")) AS winnow_t\(winner)
                           FROM (\(rows)) AS t
-                          WINDOW w AS (PARTITION BY \(partition) ORDER BY \(rule.orderBy(alias: "t")))) AS s
+                          WINDOW w AS (PARTITION BY \(partition) ORDER BY \(narrow ?? rule.orderBy(alias: "t")))) AS s
                     WHERE s.winnow_rn > 1 OR s.winnow_next
                     """
                 found.decided = true
