@@ -49,8 +49,11 @@ public final class PostgresSession: DatabaseSession {
         // No JIT compilation: winnow's statements are sorts, joins and writes run once each,
         // which compiling only delays (discovery over 1,000,000 rows compiled for about 22 ms
         // and ran no faster for it: 435-445 ms without, 465-472 ms with).
+        // Temporary tables (discovery's groups) in up to 64 MB of the session's own buffers
+        // instead of the default 8 MB, allocated only as they fill: indexing dup67's 132,000
+        // members took 27-28 ms instead of 31-33.
         try link.command(
-            "SELECT set_config('lock_timeout', '5s', false), set_config('idle_in_transaction_session_timeout', '10min', false), set_config('extra_float_digits', '1', false), set_config('jit', 'off', false)"
+            "SELECT set_config('lock_timeout', '5s', false), set_config('idle_in_transaction_session_timeout', '10min', false), set_config('extra_float_digits', '1', false), set_config('jit', 'off', false), set_config('temp_buffers', '64MB', false)"
         )
     }
 
