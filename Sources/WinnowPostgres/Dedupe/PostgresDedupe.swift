@@ -108,8 +108,8 @@ struct PostgresDedupe: RuleExecution {
     }
 
     /// The share of a table's rows its key makes losers above which discovery decides the
-    /// batches: deciding widens discovery's sort to whole rows and ranks every row (about a
-    /// fifth more discovery on a table of 1,000,000 rows), and saves about a third of each batch.
+    /// batches: deciding ranks every row in discovery (a window over every row, and its rank,
+    /// row version and winner kept for each member), and saves about half of each batch.
     static let decidingLoserShare = 0.1
 
     /// What the server's catalog says about deciding the rule's batches, in one read:
