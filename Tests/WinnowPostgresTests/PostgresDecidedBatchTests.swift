@@ -63,8 +63,10 @@ final class PostgresDecidedBatchTests: XCTestCase {
 
     func testUnchangedBatchesApplyTheDecisionWithTheirJournal() throws {
         let url = try load()
+        let partial = PostgresBatch.decisionsPartial
         let (summary, applied) = try run(url, journaled)
-        XCTAssertEqual(applied, 2, "(a, b) and (c, d) as decided; e's rows tie on the winner terms, so (e) ranks in full")
+        XCTAssertEqual(applied, 3, "three batches of two groups, decided in discovery; (e)'s rows tie, so it ranks in full")
+        XCTAssertEqual(PostgresBatch.decisionsPartial - partial, 1, "(e), left to the fused statement")
         XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11], "e's tie goes to the lower key")
         XCTAssertEqual(summary.counts.deleted, 7)
         XCTAssertEqual(summary.counts.groups, 5)
@@ -85,7 +87,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
         let (summary, applied) = try run(url, journaled) { other in
             try other.execute("UPDATE public.t SET created = 0 WHERE id = 10")  // d: 10 wins now
         }
-        XCTAssertEqual(applied, 1, "(a, b) as decided; (c, d) ranked again, and (e), whose rows tie")
+        XCTAssertEqual(applied, 2, "(a, b), and (e) whose rows tie, as decided; (c, d) ranked again")
         XCTAssertEqual(try ids(url), [1, 4, 6, 10, 11])
         XCTAssertEqual(summary.counts.deleted, 7)
         XCTAssertEqual(summary.counts.groups, 5)
@@ -104,7 +106,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
             try other.execute("DELETE FROM public.t WHERE id = 3")
             try other.writeTransaction { _ = try other.rows("SELECT id FROM public.t WHERE id IN (7, 9, 12) FOR UPDATE", []) }
         }
-        XCTAssertEqual(applied, 1, "(c, d)")
+        XCTAssertEqual(applied, 2, "(c, d) and (e)")
         XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11])
         XCTAssertEqual(summary.counts.deleted, 6)
         XCTAssertEqual(summary.counts.skipped, 1)
@@ -125,7 +127,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
         }
         XCTAssertEqual(tids.count, 2)
         XCTAssertEqual(tids.first, tids.last, "the new row took the old one's tuple id (the case under test)")
-        XCTAssertEqual(applied, 1, "(a, b)")
+        XCTAssertEqual(applied, 2, "(a, b) and (e)")
         XCTAssertEqual(try ids(url), [1, 4, 6, 10, 11], "d keeps the new 10, ranked as it is now")
         XCTAssertEqual(summary.counts.deleted, 7)
     }
@@ -149,14 +151,14 @@ final class PostgresDecidedBatchTests: XCTestCase {
     }
 
     /// Thirteen groups of two rows, keys k01 ... k13: group n's rows are n (created 1, the
-    /// winner) and 100 + n (created 2). `tie`: k07's rows both created 1, and 107 first in the
-    /// full order (its note, "a", before 7's "b").
-    func loadThirteen(tie: Bool = false) throws -> String {
+    /// winner) and 100 + n (created 2). `tied`: those groups' rows both created 1, and 100 + n
+    /// first in the full order (its note, "a", before n's "b").
+    func loadThirteen(tied: Set<Int> = []) throws -> String {
         let url = try PostgresServer.require()
         let dir = try TestSupport.scratchDirectory()
         let rows = (1...13).flatMap { n in
             let key = String(format: "k%02d", n)
-            let tied = tie && n == 7
+            let tied = tied.contains(n)
             return ["(\(n), '\(key)', 1, '\(tied ? "b" : "x")')", "(\(100 + n), '\(key)', \(tied ? 1 : 2), '\(tied ? "a" : "x")')"]
         }
         try PostgresServer.reset(
@@ -213,7 +215,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
     /// (k07) is left to the fused statement, which ranks it in the full order (the content
     /// decides: 107's note before 7's), and the batch applies its decision to the other groups.
     func testAGroupTiedOnTheWinnerTermsRanksInFull() throws {
-        let url = try loadThirteen(tie: true)
+        let url = try loadThirteen(tied: [7])
         let partial = PostgresBatch.decisionsPartial
         let (summary, applied) = try run(
             url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 13}\n")
@@ -222,6 +224,20 @@ final class PostgresDecidedBatchTests: XCTestCase {
         XCTAssertEqual(try ids(url), Array(1...6) + Array(8...13) + [107])
         XCTAssertEqual(summary.counts.deleted, 13)
         XCTAssertEqual(summary.counts.groups, 13)
+    }
+
+    /// Tied groups, however many, do not make a batch give up its decision (only changed ones
+    /// do, beyond a quarter of the batch): seven of thirteen tie, the other six are applied.
+    func testManyTiedGroupsStillApplyTheRest() throws {
+        let url = try loadThirteen(tied: Set(1...7))
+        let (missed, partial) = (PostgresBatch.decisionsMissed, PostgresBatch.decisionsPartial)
+        let (summary, applied) = try run(
+            url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 13}\n")
+        XCTAssertEqual(applied, 1)
+        XCTAssertEqual(PostgresBatch.decisionsPartial - partial, 1)
+        XCTAssertEqual(PostgresBatch.decisionsMissed - missed, 0)
+        XCTAssertEqual(try ids(url), Array(8...13) + Array(101...107))
+        XCTAssertEqual(summary.counts.deleted, 13)
     }
 
     /// With more changed groups than a decided batch leaves to the fused statement (four of
@@ -248,7 +264,7 @@ final class PostgresDecidedBatchTests: XCTestCase {
         let url = try load()
         let (summary, applied) = try run(
             url, "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: desc}], archive: false}\nbatch: {size: 1}\n")
-        XCTAssertEqual(applied, 4, "every group but e, whose rows tie on the winner terms")
+        XCTAssertEqual(applied, 5, "every group; e's, whose rows tie on the winner terms, by the fused statement")
         XCTAssertEqual(try ids(url), [3, 5, 7, 10, 11])
         XCTAssertEqual(summary.counts.deleted, 7)
         XCTAssertEqual(summary.counts.batches, 5)

@@ -5,8 +5,8 @@ import WinnowCore
 /// The decided batch (``FoundGroups/decided``) and the progress part the one-trip statements share.
 extension PostgresBatch {
     /// A decided batch whose groups changed only here and there applies its decision to the
-    /// others and leaves the changed ones to the fused statement (``leftSQL``): when at most
-    /// one group in this many changed. Beside a writer updating rows all over the table a
+    /// others and leaves the changed ones (and those whose first two rows tie on the winner
+    /// terms) to the fused statement (``leftSQL``): when at most one group in this many changed. Beside a writer updating rows all over the table a
     /// batch then ranks the few changed groups again instead of all of them (ranking a whole
     /// batch again costs about as much as applying it).
     static let partialShare = 4
@@ -59,22 +59,22 @@ extension PostgresBatch {
                 AND (\((["t.ctid"] + key.map { "t.\($0.sqlIdentifier)" }).joined(separator: ", "))) IN (
                   SELECT a.winnow_tid, \(key.indices.map { "a.k\($0)" }.joined(separator: ", ")) FROM a WHERE a.winnow_rn > 1)
             """ : ""
-        // `bad`: the groups with a changed member; `a`: the members of the others, when the
-        // batch applies (`ok`: no group changed, or a few beside many that did not). The
-        // delete reads `a`, so the members are locked and compared before any row is deleted.
+        // `bad`: the groups with a changed member (`changed`) or whose first two rows tie; `a`:
+        // the members of the others, when the batch applies (`ok`: no group changed, or a few
+        // beside many that did not; tied groups, however many, are known since discovery and
+        // cost the fused statement only their own rows). The delete reads `a`, so the members
+        // are locked and compared before any row is deleted.
         func decided(progress: String?) -> String {
             """
             WITH m AS MATERIALIZED (SELECT * FROM \(table) WHERE winnow_g >= $1 AND winnow_g < $2),
             l AS MATERIALIZED (
                 SELECT t.ctid AS winnow_tid, t.xmin AS winnow_x, \(key.enumerated().map { "t.\($1.sqlIdentifier) AS k\($0)" }.joined(separator: ", "))
                 FROM \(dedupe.table) AS t WHERE t.ctid = ANY(ARRAY(SELECT m.winnow_tid FROM m)) FOR UPDATE OF t),
+            changed AS MATERIALIZED (SELECT DISTINCT m.winnow_g FROM m WHERE NOT EXISTS (SELECT 1 FROM l WHERE \(same))),
             bad AS MATERIALIZED (
-                SELECT m.winnow_g FROM m WHERE NOT EXISTS (SELECT 1 FROM l WHERE \(same))
-                UNION SELECT m.winnow_g FROM m WHERE m.winnow_rn = 2 AND m.winnow_t),
+                SELECT changed.winnow_g FROM changed UNION SELECT m.winnow_g FROM m WHERE m.winnow_rn = 2 AND m.winnow_t),
             ok AS MATERIALIZED (
-                SELECT count(*) AS n,
-                       count(*) * \(Self.partialShare) <= $2 - $1 AS v
-                FROM bad),
+                SELECT (SELECT count(*) FROM bad) AS n, (SELECT count(*) FROM changed) * \(Self.partialShare) <= $2 - $1 AS v),
             a AS NOT MATERIALIZED (
                 SELECT m.* FROM m WHERE (SELECT ok.v FROM ok)
                   AND ((SELECT ok.n FROM ok) = 0 OR NOT EXISTS (SELECT 1 FROM bad WHERE bad.winnow_g = m.winnow_g))),
