@@ -6,9 +6,10 @@ import WinnowCore
 extension PostgresBatch {
     /// A decided batch whose groups changed only here and there applies its decision to the
     /// others and leaves the changed ones (and those whose first two rows tie on the winner
-    /// terms) to the fused statement (``leftSQL``): when at most one group in this many changed. Beside a writer updating rows all over the table a
-    /// batch then ranks the few changed groups again instead of all of them (ranking a whole
-    /// batch again costs about as much as applying it).
+    /// terms) to the fused statement (``leftSQL``): when at most one group in this many
+    /// changed. Beside a writer updating rows all over the table a batch then ranks the few
+    /// changed groups again instead of all of them (ranking a whole batch again costs about as
+    /// much as applying it).
     static let partialShare = 4
 
     /// The groups a decided batch's row (``decidedStatements(table:)``) left to be ranked

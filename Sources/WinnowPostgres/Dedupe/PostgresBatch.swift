@@ -39,11 +39,13 @@ struct PostgresBatch {
     private(set) var oneTripSQL: String?
     /// The name the one-trip statement is prepared under (unique in the session).
     let oneTripName: String
-    /// The decided batch (``FoundGroups/decided``): the batch's members locked by tuple id and,
-    /// only if every one still holds the row version discovery ranked, the decided losers
-    /// deleted (with their journal). Returns the fused batch's three counts and whether it
-    /// applied (`1`) or did nothing (`0`: a member changed, moved or went, and the fused batch
-    /// ranks the groups again as they are now). Nil where discovery did not decide.
+    /// The decided batch (``FoundGroups/decided``): the batch's members locked by tuple id, and
+    /// the losers discovery chose deleted (with their journal) in every group whose members all
+    /// still hold the row versions discovery ranked and whose first two rows do not tie on the
+    /// winner terms; the other groups are left to ``leftSQL``. Where more than a quarter of the
+    /// groups changed it does nothing (``partialShare``) and the fused batch ranks them all as
+    /// they are now. Returns the fused batch's three counts (of the groups it applied), whether
+    /// it applied (`1` or `0`) and the groups it left. Nil where discovery did not decide.
     private(set) var decidedSQL: String?
     /// The decided batch with the run's progress row (updated only when it applied), prepared
     /// beside the one-trip statement as `<oneTripName>_d`; the same parameters.
