@@ -240,6 +240,41 @@ final class PostgresDecidedBatchTests: XCTestCase {
         XCTAssertEqual(summary.counts.deleted, 13)
     }
 
+    /// A table keyed by two columns, one of them text: a decided batch compares, deletes and
+    /// leaves its groups by the whole key (b3 updated to win, b6 deleted by another session),
+    /// and `restore` puts the losers back.
+    func testACompositeKeyAppliesAndLeavesGroupsByTheWholeKey() throws {
+        let url = try PostgresServer.require()
+        let dir = try TestSupport.scratchDirectory()
+        let rows = (1...8).flatMap { n in ["('a', \(n), 'g\(n)', 1)", "('b', \(n), 'g\(n)', 2)"] }
+        try PostgresServer.reset(
+            url, loading: dir.appendingPathComponent("t.sqlite").path,
+            sql: """
+                CREATE TABLE t (region TEXT NOT NULL, code INTEGER NOT NULL, label TEXT, made INTEGER NOT NULL, PRIMARY KEY (region, code));
+                INSERT INTO t VALUES \(rows.joined(separator: ", "));
+                """)
+        try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { try $0.execute("ANALYZE public.t") }
+        let keys: () throws -> [String] = {
+            try BackendRouter().withSession(url, mode: .readOnly) { session in
+                try session.rows("SELECT region || code FROM public.t ORDER BY 1", []).map { try $0.string(0) }
+            }
+        }
+        let partial = PostgresBatch.decisionsPartial
+        let (summary, applied) = try run(
+            url, "version: 1\ndedupe:\n  - {entity: t, key: label, winner: [{made: asc}], archive: true}\nbatch: {size: 8}\n"
+        ) { other in
+            try other.execute("UPDATE public.t SET made = 0 WHERE region = 'b' AND code = 3")
+            try other.execute("DELETE FROM public.t WHERE region = 'b' AND code = 6")
+        }
+        XCTAssertEqual(applied, 1)
+        XCTAssertEqual(PostgresBatch.decisionsPartial - partial, 1)
+        XCTAssertEqual(try keys(), ["a1", "a2", "a4", "a5", "a6", "a7", "a8", "b3"])
+        XCTAssertEqual(summary.counts.deleted, 7)
+        let restore = try TestSupport.winnow(["restore", "--run", "\(summary.runID ?? 0)", "--database", url])
+        XCTAssertEqual(restore.status, 0, restore.stderr)
+        XCTAssertEqual(try keys(), (1...8).map { "a\($0)" } + (1...8).filter { $0 != 6 }.map { "b\($0)" })
+    }
+
     /// With more changed groups than a decided batch leaves to the fused statement (four of
     /// twelve), the batch applies nothing of its decision and ranks all its groups again.
     func testABatchWithManyChangedGroupsRanksThemAllAgain() throws {
