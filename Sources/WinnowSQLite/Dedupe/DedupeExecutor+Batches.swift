@@ -201,18 +201,25 @@ extension DedupeExecutor {
             state.refiled = true
             return
         }
-        try db.cachedStatement(sql: sql.clearRanks).execute()
+        // Discovery counted the ties: without any there is nothing to rank or to clear (each
+        // of those statements reads the whole queue).
+        let ties = try Row.fetchOne(db, sql: "SELECT tied_rows, tied_groups FROM temp.winnow_found")
+        let (tiedRows, tiedGroups): (Int, Int) = (ties?[0] ?? 1, ties?[1] ?? 1)
+        guard tiedRows > 0 else { return }
         // A merge follows the order of the losers too: every group with a tie is ranked.
         let merges = !rule.mergeColumns.isEmpty
-        try db.cachedStatement(sql: merges ? sql.rankEveryTiedQueue : sql.rankTiedQueue).execute()
-        if db.changesCount > 0 {
-            try db.cachedStatement(sql: sql.clearSwaps).execute()
-            try db.cachedStatement(sql: sql.findSwaps).execute()
+        if merges || tiedGroups > 0 {
+            try db.cachedStatement(sql: sql.clearRanks).execute()
+            try db.cachedStatement(sql: merges ? sql.rankEveryTiedQueue : sql.rankTiedQueue).execute()
             if db.changesCount > 0 {
-                try db.cachedStatement(sql: sql.swapQueueLosers).execute()
-                try db.cachedStatement(sql: sql.swapQueueWinners).execute()
+                try db.cachedStatement(sql: sql.clearSwaps).execute()
+                try db.cachedStatement(sql: sql.findSwaps).execute()
+                if db.changesCount > 0 {
+                    try db.cachedStatement(sql: sql.swapQueueLosers).execute()
+                    try db.cachedStatement(sql: sql.swapQueueWinners).execute()
+                }
+                if merges { try db.cachedStatement(sql: sql.renumberQueue).execute() }
             }
-            if merges { try db.cachedStatement(sql: sql.renumberQueue).execute() }
         }
         // Every winner is settled: no batch ranks its rows again (a tie between two losers
         // orders nothing a rule that only deletes does).

@@ -55,14 +55,24 @@ extension DedupeExecutor {
         try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins))
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         try sizeWorkingMemory(rows: rows, sorting: false)
+        // The losers, the groups, and the losers tied with the row before them on the winner
+        // terms (those that are their group's second row: ties with the winner), counted in
+        // one pass over the queue.
         let row = try Row.fetchOne(
             db,
-            sql: "SELECT count(*), \(filesByPosition ? "count(*) FILTER (WHERE rn = 2)" : "count(DISTINCT first)") FROM temp.winnow_queue")!
+            sql: """
+                SELECT count(*), \(filesByPosition ? "count(*) FILTER (WHERE rn = 2)" : "count(DISTINCT first)"),
+                       count(*) FILTER (WHERE tied), count(*) FILTER (WHERE rn = 2 AND tied)
+                FROM temp.winnow_queue
+                """)!
         // The queue is as of this data version: while it is unchanged, no other connection has
         // committed since, and the batches take the losers as found (kept beside the queue, so
-        // the runner may hand this discovery to another executor on the same connection).
+        // the runner may hand this discovery to another executor on the same connection), with
+        // its ties (``settleTiesAhead(_:state:)`` has nothing to settle without any).
         try db.execute(sql: "DELETE FROM temp.winnow_found")
-        try db.execute(sql: "INSERT INTO temp.winnow_found (version) VALUES (?)", arguments: [version])
+        try db.execute(
+            sql: "INSERT INTO temp.winnow_found (version, tied_rows, tied_groups) VALUES (?, ?, ?)",
+            arguments: [version, row[2] as Int, row[3] as Int])
         return Discovery(groups: row[1], losers: row[0], tableRows: rows)
     }
 

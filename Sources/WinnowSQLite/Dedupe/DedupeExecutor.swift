@@ -43,7 +43,7 @@ struct DedupeExecutor {
                     first INTEGER NOT NULL, winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
                     PRIMARY KEY (first, winner, rn)
                 ) WITHOUT ROWID;
-                CREATE TEMP TABLE IF NOT EXISTS winnow_found (version INTEGER);
+                CREATE TEMP TABLE IF NOT EXISTS winnow_found (version INTEGER, tied_rows INTEGER, tied_groups INTEGER);
                 """)
         // The temporary database lives in a file that only this connection opens and that is
         // deleted when it closes: zeroing its freed pages (`secure_delete`, on by default in
