@@ -275,6 +275,35 @@ final class PostgresDecidedBatchTests: XCTestCase {
         XCTAssertEqual(try keys(), (1...8).map { "a\($0)" } + (1...8).filter { $0 != 6 }.map { "b\($0)" })
     }
 
+    /// A decided batch commits its decision before the fused statement ranks the groups it
+    /// left; when that statement then fails (another session holds a lock on the changed row,
+    /// exit 75), the run's row still counts what the decided part committed.
+    func testTheRunCountsTheDecidedPartWhenTheLeftGroupsFail() throws {
+        let url = try loadThirteen()
+        let job = try JobLoader.decode(
+            yaml:
+                "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 13, max_transaction_ms: 100}\n",
+            file: "job.yaml", baseDirectory: nil)
+        var lock: PostgresServer.RowLock?
+        defer { lock?.release() }
+        let partial = PostgresBatch.decisionsPartial
+        XCTAssertThrowsError(
+            try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
+                guard case .ruleStarted = event, lock == nil else { return }
+                try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                    try other.execute("UPDATE public.t SET created = 0 WHERE id = 105")
+                }
+                lock = try? PostgresServer.RowLock(url, "SELECT id FROM public.t WHERE id = 105 FOR UPDATE")
+            }
+        ) { error in
+            guard case .locked = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
+        }
+        XCTAssertNotNil(lock)
+        XCTAssertEqual(PostgresBatch.decisionsPartial - partial, 0, "the left groups did not finish")
+        XCTAssertEqual(try ids(url), Array(1...13) + [105], "every group's loser gone but k05's")
+        XCTAssertEqual(try PostgresServer.runCounts(url), [[12, 12, 1]], "deleted, groups, batches: what was committed")
+    }
+
     /// With more changed groups than a decided batch leaves to the fused statement (four of
     /// twelve), the batch applies nothing of its decision and ranks all its groups again.
     func testABatchWithManyChangedGroupsRanksThemAllAgain() throws {

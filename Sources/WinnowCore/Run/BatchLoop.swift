@@ -58,6 +58,19 @@ extension BatchSource {
     public mutating func betweenBatches() throws {}
 }
 
+/// Thrown by a source whose batch committed part of its work before the rest failed (one
+/// batch applied in two transactions): the loop adds `counts` to the run's totals, which the
+/// run's record keeps when the run fails, before `error` goes on.
+public struct PartlyCommittedBatch: Error {
+    public var counts: Counts
+    public var error: any Error
+
+    public init(counts: Counts, error: any Error) {
+        self.counts = counts
+        self.error = error
+    }
+}
+
 /// Drives a ``BatchSource`` batch after batch: the batch size adapts to `max_transaction_ms`
 /// (``BatchSizer``), writing batches are `pause_ms` apart and stop once the deadline has passed
 /// (after the batch in flight committed, never before the first), and each batch is reported as
@@ -120,10 +133,15 @@ public struct BatchLoop {
             }
             let started = now()
             let number = batchNumber
-            guard
-                let outcome = try source.apply(
+            let applied: BatchOutcome?
+            do {
+                applied = try source.apply(
                     BatchBounds(after: after, upTo: upTo), number: number, totals: totals, wantSamples: samples.count < sampleLimit)
-            else { break }
+            } catch let partly as PartlyCommittedBatch {
+                totals = totals + partly.counts
+                throw partly.error
+            }
+            guard let outcome = applied else { break }
             let seconds = now().timeIntervalSince(started)
             sizer.record(size: outcome.units, seconds: seconds)
             after = upTo

@@ -56,8 +56,13 @@ extension PostgresBatch {
                         ([Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)]
                         + before.columnValues.map { $0.int64 ?? 0 }).map(String.init)
                     let groups = "'{\(left.map(String.init).joined(separator: ","))}'"
-                    try retrying {
-                        row = try link.query("EXECUTE \(oneTripName)_l(\(arguments.joined(separator: ", ")), \(groups))").first ?? []
+                    do {
+                        try retrying {
+                            row = try link.query("EXECUTE \(oneTripName)_l(\(arguments.joined(separator: ", ")), \(groups))").first ?? []
+                        }
+                    } catch {
+                        // The decided part is committed (and in the run's progress row).
+                        throw PartlyCommittedBatch(counts: work.counts, error: error)
                     }
                     var more = Self.fusedCounts(row, groups: left.count)
                     more.batches = 0
