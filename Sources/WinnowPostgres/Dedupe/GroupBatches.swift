@@ -26,7 +26,7 @@ struct GroupBatches: BatchSource {
             oneTrip && !wantSamples
             ? try writer.runOneTrip(groups: range, batch: number, totals: totals, decide: decide)
             : try writer.run(groups: range, batch: number, totals: totals, wantSamples: wantSamples, decide: decide)
-        backoff.record(work.decided)
+        backoff.record(work.decided, left: work.left)
         return BatchOutcome(
             counts: work.counts, units: range.count, done: work.counts.deleted + work.counts.skipped, samples: work.samples)
     }
@@ -53,12 +53,13 @@ struct DecisionBackoff {
         return true
     }
 
-    /// A batch's outcome (nil: not tried).
-    mutating func record(_ decided: Bool?) {
+    /// A batch's outcome (nil: not tried), and the groups it left if it applied.
+    mutating func record(_ decided: Bool?, left: Int = 0) {
         switch decided {
         case true?:
             misses = 0
             PostgresBatch.decisionsApplied += 1
+            if left > 0 { PostgresBatch.decisionsPartial += 1 }
         case false?:
             misses += 1
             PostgresBatch.decisionsMissed += 1

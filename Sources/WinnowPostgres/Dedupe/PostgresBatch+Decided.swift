@@ -20,7 +20,8 @@ extension PostgresBatch {
     }
 
     /// A decided batch's counts, and the groups it left (``leftGroups(_:)``): `range`, the
-    /// batch's groups.
+    /// batch's groups. The fused statement's row for the groups left adds to them
+    /// (``PostgresBatchWork/add(left:row:)``).
     static func decidedCounts(_ row: [SQLValue], groups range: Range<Int>) -> (Counts, left: [Int64]) {
         let left = leftGroups(row)
         return (fusedCounts(row, groups: range.count - left.count), left)
@@ -111,5 +112,16 @@ extension PostgresBatch {
                 WHERE id = \(runID)\(when))
             """
         }
+    }
+}
+
+extension PostgresBatchWork {
+    /// Counts the fused statement's row for the `left` groups a decided batch left, as part of
+    /// the same batch.
+    mutating func add(left: Int, row: [SQLValue]) {
+        var more = PostgresBatch.fusedCounts(row, groups: left)
+        more.batches = 0
+        counts = counts + more
+        self.left = left
     }
 }

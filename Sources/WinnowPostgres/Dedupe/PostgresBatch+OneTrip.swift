@@ -36,9 +36,12 @@ extension PostgresBatch {
     /// statement that the server commits on its own.
     /// `decide`: whether to try the decided batch first (``decidedOneTripSQL``).
     func runOneTrip(groups range: Range<Int>, batch: Int, totals: Counts, decide: Bool = true) throws -> PostgresBatchWork {
-        let arguments =
-            [Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)] + totals.columnValues.map { $0.int64 ?? 0 }
-        let list = arguments.map(String.init).joined(separator: ", ")
+        // The statements' parameters: the group range, the batch and the run's counts before it.
+        func arguments(_ totals: Counts) -> String {
+            ([Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)] + totals.columnValues.map { $0.int64 ?? 0 })
+                .map(String.init).joined(separator: ", ")
+        }
+        let list = arguments(totals)
         var work = PostgresBatchWork()
         var row: [SQLValue] = []
         if decide, decidedOneTripSQL != nil {
@@ -52,22 +55,14 @@ extension PostgresBatch {
                 if !left.isEmpty {
                     var before = totals + work.counts
                     before.batches = totals.batches
-                    let arguments =
-                        ([Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)]
-                        + before.columnValues.map { $0.int64 ?? 0 }).map(String.init)
                     let groups = "'{\(left.map(String.init).joined(separator: ","))}'"
                     do {
-                        try retrying {
-                            row = try link.query("EXECUTE \(oneTripName)_l(\(arguments.joined(separator: ", ")), \(groups))").first ?? []
-                        }
+                        try retrying { row = try link.query("EXECUTE \(oneTripName)_l(\(arguments(before)), \(groups))").first ?? [] }
                     } catch {
                         // The decided part is committed (and in the run's progress row).
                         throw PartlyCommittedBatch(counts: work.counts, error: error)
                     }
-                    var more = Self.fusedCounts(row, groups: left.count)
-                    more.batches = 0
-                    work.counts = work.counts + more
-                    Self.decisionsPartial += 1
+                    work.add(left: left.count, row: row)
                 }
                 return work
             }

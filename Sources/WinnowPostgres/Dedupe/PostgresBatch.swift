@@ -9,6 +9,8 @@ struct PostgresBatchWork {
     /// The decided batch's outcome: true, it applied; false, a member had changed since
     /// discovery and the batch ranked its groups again; nil, it was not tried.
     var decided: Bool?
+    /// The groups a decided batch that applied left to the fused statement (``PostgresBatch/leftSQL``).
+    var left = 0
 }
 
 /// The batches of one rule (see ``PostgresDedupe``): its SQL spelled once, journal shapes
@@ -255,8 +257,8 @@ struct PostgresBatch {
     /// results are the same by design.
     nonisolated(unsafe) static var decisionsApplied = 0
     nonisolated(unsafe) static var decisionsMissed = 0
-    /// Decided batches that applied to some of their groups and left the changed ones to be
-    /// ranked again (``partialShare``).
+    /// Decided batches that applied to some of their groups and left the others to be ranked
+    /// again (``partialShare``).
     nonisolated(unsafe) static var decisionsPartial = 0
 
     /// `statement_timeout` and `lock_timeout` (ms) of a batch: generous beside
@@ -307,10 +309,7 @@ struct PostgresBatch {
                             var leftBinds = fusedBinds
                             for _ in Counts.columns { leftBinds.append(Int64(0)) }
                             leftBinds.append(left)
-                            var more = Self.fusedCounts(try link.query(leftSQL, leftBinds).first ?? [], groups: left.count)
-                            more.batches = 0
-                            work.counts = work.counts + more
-                            Self.decisionsPartial += 1
+                            work.add(left: left.count, row: try link.query(leftSQL, leftBinds).first ?? [])
                         }
                     }
                 }
