@@ -59,6 +59,16 @@ final class PostgresDecidedBatchTests: XCTestCase {
         return (summary, PostgresBatch.decisionsApplied - before)
     }
 
+    /// Runs `yaml` (`onEvent` hears the run's events), which must end for a lock another
+    /// session holds (exit 75).
+    func runUntilLocked(_ url: String, _ yaml: String, onEvent: @escaping (RunEvent) -> Void = { _ in }) throws {
+        let job = try JobLoader.decode(yaml: yaml, file: "job.yaml", baseDirectory: nil)
+        XCTAssertThrowsError(try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter(), onEvent: onEvent)) {
+            error in
+            guard case .locked = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
+        }
+    }
+
     let journaled = "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: true}\nbatch: {size: 2}\n"
 
     func testUnchangedBatchesApplyTheDecisionWithTheirJournal() throws {
@@ -180,22 +190,17 @@ final class PostgresDecidedBatchTests: XCTestCase {
         let url = try loadThirteen()
         let yaml =
             "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: true}\nbatch: {size: 12, max_transaction_ms: 100}\n"
-        let job = try JobLoader.decode(yaml: yaml, file: "job.yaml", baseDirectory: nil)
         let lock = try PostgresServer.RowLock(url, "SELECT id FROM public.t WHERE id = 113 FOR UPDATE")
         defer { lock.release() }
         let (applied, partial) = (PostgresBatch.decisionsApplied, PostgresBatch.decisionsPartial)
         var changed = false
-        XCTAssertThrowsError(
-            try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
-                guard case .ruleStarted = event, !changed else { return }
-                changed = true
-                try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
-                    try other.execute("UPDATE public.t SET created = 0 WHERE id = 105")
-                    try other.execute("DELETE FROM public.t WHERE id = 109")
-                }
+        try runUntilLocked(url, yaml) { event in
+            guard case .ruleStarted = event, !changed else { return }
+            changed = true
+            try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                try other.execute("UPDATE public.t SET created = 0 WHERE id = 105")
+                try other.execute("DELETE FROM public.t WHERE id = 109")
             }
-        ) { error in
-            guard case .locked = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
         }
         XCTAssertTrue(changed)
         XCTAssertEqual(PostgresBatch.decisionsApplied - applied, 1)
@@ -280,23 +285,18 @@ final class PostgresDecidedBatchTests: XCTestCase {
     /// exit 75), the run's row still counts what the decided part committed.
     func testTheRunCountsTheDecidedPartWhenTheLeftGroupsFail() throws {
         let url = try loadThirteen()
-        let job = try JobLoader.decode(
-            yaml:
-                "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 13, max_transaction_ms: 100}\n",
-            file: "job.yaml", baseDirectory: nil)
         var lock: PostgresServer.RowLock?
         defer { lock?.release() }
         let partial = PostgresBatch.decisionsPartial
-        XCTAssertThrowsError(
-            try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter()) { event in
-                guard case .ruleStarted = event, lock == nil else { return }
-                try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
-                    try other.execute("UPDATE public.t SET created = 0 WHERE id = 105")
-                }
-                lock = try? PostgresServer.RowLock(url, "SELECT id FROM public.t WHERE id = 105 FOR UPDATE")
+        try runUntilLocked(
+            url,
+            "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 13, max_transaction_ms: 100}\n"
+        ) { event in
+            guard case .ruleStarted = event, lock == nil else { return }
+            try? PostgresBackend().withSession(url, mode: .readWrite(create: false)) { other in
+                try other.execute("UPDATE public.t SET created = 0 WHERE id = 105")
             }
-        ) { error in
-            guard case .locked = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
+            lock = try? PostgresServer.RowLock(url, "SELECT id FROM public.t WHERE id = 105 FOR UPDATE")
         }
         XCTAssertNotNil(lock)
         XCTAssertEqual(PostgresBatch.decisionsPartial - partial, 0, "the left groups did not finish")
@@ -339,17 +339,14 @@ final class PostgresDecidedBatchTests: XCTestCase {
     /// committed and counted in the run's row, which the decided statement itself updated.
     func testADecidedBatchBlockedByALockGivesUpAndKeepsWhatWasCommitted() throws {
         let url = try load()
-        let job = try JobLoader.decode(
-            yaml:
-                "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 2, max_transaction_ms: 100}\n",
-            file: "job.yaml", baseDirectory: nil)
         // Group d (the second batch's) has a loser locked by another session.
         let lock = try PostgresServer.RowLock(url, "SELECT id FROM public.t WHERE id = 10 FOR UPDATE")
         defer { lock.release() }
         let before = PostgresBatch.decisionsApplied
-        XCTAssertThrowsError(try JobRunner.run(job, options: RunOptions(database: url), backend: BackendRouter())) { error in
-            guard case .locked = error as? WinnowError else { return XCTFail("not a lock failure: \(error)") }
-        }
+        try runUntilLocked(
+            url,
+            "version: 1\ndedupe:\n  - {entity: t, key: k, winner: [{created: asc}], archive: false}\nbatch: {size: 2, max_transaction_ms: 100}\n"
+        )
         XCTAssertEqual(PostgresBatch.decisionsApplied - before, 1, "the first batch applied its decision")
         XCTAssertEqual(try ids(url), [1, 4, 6, 7, 8, 9, 10, 11, 12], "groups a and b committed; c, d and e untouched")
         XCTAssertEqual(try PostgresServer.runCounts(url), [[3, 2, 1]], "deleted, groups, batches of the committed batch")
