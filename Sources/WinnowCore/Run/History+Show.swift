@@ -58,6 +58,11 @@ extension History {
         guard try session.tableExists("winnow_journal") else { return [] }
         var tables: [String: RunReport.Journaled] = [:]
         var order: [String] = []
+        for (table, rows) in try session.typedJournalDeletes(runID: runID) {
+            tables[table] = RunReport.Journaled(table: table)
+            tables[table]!.deleted = rows
+            order.append(table)
+        }
         for row in try session.rows(
             """
             SELECT s.tbl, j.op, count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) AS j

@@ -31,7 +31,7 @@ public enum JournalPruner {
     }
 
     /// Entries deleted per transaction.
-    static let batchSize = 2000
+    public static let batchSize = 2000
 
     /// `winnow prune`: takes the run lock (a run or restore in progress exits 75, or is waited
     /// for up to `wait` seconds), marks the runs `selection` names, deletes their entries in
@@ -114,10 +114,12 @@ public enum JournalPruner {
     }
 
     static func journalEntries(_ session: any DatabaseSession, runID: Int64) throws -> Int {
-        guard try session.tableExists("winnow_journal") else { return 0 }
-        return try session.value(
+        let typed = try session.typedJournalEntries(runID: runID)
+        guard try session.tableExists("winnow_journal") else { return typed }
+        let entries = try session.value(
             "SELECT count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) WHERE run_id = ?", [SQLValue(runID)]
-        ).int ?? 0
+        ).int
+        return (entries ?? 0) + typed
     }
 
     static func groupRecords(_ session: any DatabaseSession, runID: Int64) throws -> Int {
@@ -148,8 +150,10 @@ public enum JournalPruner {
             conditions.append("r.id <> ?")
             arguments.append(SQLValue(except))
         }
+        let typed = try session.typedJournalRuns().sorted()
+        let typedRuns = typed.isEmpty ? "" : " OR r.id IN (\(typed.map(String.init).joined(separator: ", ")))"
         conditions.append(
-            "(EXISTS (SELECT 1 FROM \(journal) AS j WHERE j.run_id = r.id) OR EXISTS (SELECT 1 FROM \(groups) AS g WHERE g.run_id = r.id))")
+            "(EXISTS (SELECT 1 FROM \(journal) AS j WHERE j.run_id = r.id) OR EXISTS (SELECT 1 FROM \(groups) AS g WHERE g.run_id = r.id)\(typedRuns))")
         let ids = try session.rows(
             "SELECT r.id FROM \(runs) AS r WHERE \(conditions.joined(separator: " AND ")) ORDER BY r.id", arguments
         ).map { try $0.int64(0) }
@@ -188,6 +192,16 @@ public enum JournalPruner {
                     if table == "winnow_journal" { deleted += count }
                     if count < batchSize { break }
                 }
+            }
+        }
+        let pruned = Set(
+            try session.rows("SELECT id FROM \(runs) WHERE pruned_at IS NOT NULL").map { try $0.int64(0) })
+        for run in try session.typedJournalRuns().intersection(pruned).sorted() {
+            while true {
+                var count = 0
+                try session.writeTransaction { count = try session.deleteTypedJournal(runID: run) }
+                deleted += count
+                if count == 0 { break }
             }
         }
         return deleted

@@ -78,8 +78,8 @@ extension RestoreRunner {
                 "run \(runID) cannot be restored: its journal was pruned at \(at) (winnow prune, or the job's journal: keep_days)")
         }
         let entries =
-            try session.value("SELECT count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) WHERE run_id = ?", [SQLValue(runID)])
-            .int ?? 0
+            try (session.value("SELECT count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) WHERE run_id = ?", [SQLValue(runID)])
+                .int ?? 0) + session.typedJournalEntries(runID: runID)
         let changes = try run.int(4)
         if entries == 0 && changes > 0 {
             throw WinnowError.refused("run \(runID) changed \(changes) rows without a journal (archive: false); it cannot be restored")
@@ -106,16 +106,28 @@ extension RestoreRunner {
         let journal = session.dialect.bookkeeping("winnow_journal")
         let shapes = session.dialect.bookkeeping("winnow_journal_shapes")
         let runs = session.dialect.bookkeeping("winnow_runs")
-        guard
-            let row = try session.row(
+        let query: String
+        if let typed = try session.typedJournalIdentities() {
+            // Both journals' identities, compared as one.
+            query = """
+                WITH ids AS (
+                    SELECT j.run_id, s.tbl, j.rid FROM \(journal) AS j JOIN \(shapes) AS s ON s.id = j.shape_id
+                    UNION ALL \(typed))
+                SELECT i.run_id, i.tbl FROM ids AS i JOIN \(runs) AS r ON r.id = i.run_id
+                WHERE i.run_id > ? AND r.restored_by IS NULL
+                AND (lower(i.tbl), i.rid) IN (SELECT lower(m.tbl), m.rid FROM ids AS m WHERE m.run_id = ?)
+                ORDER BY i.run_id DESC LIMIT 1
                 """
+        } else {
+            query = """
                 SELECT j.run_id, s.tbl FROM \(journal) AS j JOIN \(shapes) AS s ON s.id = j.shape_id JOIN \(runs) AS r ON r.id = j.run_id
                 WHERE j.run_id > ? AND r.restored_by IS NULL
                 AND (lower(s.tbl), j.rid) IN (
                     SELECT lower(ms.tbl), m.rid FROM \(journal) AS m JOIN \(shapes) AS ms ON ms.id = m.shape_id WHERE m.run_id = ?)
                 ORDER BY j.run_id DESC LIMIT 1
-                """, [SQLValue(runID), SQLValue(runID)])
-        else { return nil }
+                """
+        }
+        guard let row = try session.row(query, [SQLValue(runID), SQLValue(runID)]) else { return nil }
         return (try row.int64(0), try row.string(1))
     }
 }

@@ -87,6 +87,18 @@ public protocol DatabaseSession: AnyObject {
     /// The losers run `runID` deleted and their winners, as `winnow_run_groups` holds them, in
     /// the order they were recorded.
     func groupRecords(runID: Int64) throws -> [GroupRecord]
+    /// The journal an engine keeps beside `winnow_journal` (PostgreSQL: deleted rows in their
+    /// table's own column types, docs/postgresql.md): the rows run `runID` deleted and kept
+    /// there, by table.
+    func typedJournalDeletes(runID: Int64) throws -> [String: Int]
+    /// The runs with entries there.
+    func typedJournalRuns() throws -> Set<Int64>
+    /// Deletes some of run `runID`'s entries there (at most about a batch), in the caller's
+    /// transaction; returns how many (0: none left).
+    func deleteTypedJournal(runID: Int64) throws -> Int
+    /// Those entries' row identities as a query of `(run_id, tbl, rid)`, `rid` as
+    /// `winnow_journal.rid` holds a row's key; nil where there are none.
+    func typedJournalIdentities() throws -> String?
     /// Everything winnow created in the database: its tables (and schema), and its triggers
     /// and functions on user tables.
     func winnowObjects() throws -> [WinnowObject]
@@ -115,6 +127,14 @@ public struct SeedOutcome: Sendable, Equatable {
 }
 
 extension DatabaseSession {
+    public func typedJournalDeletes(runID: Int64) throws -> [String: Int] { [:] }
+
+    /// Run `runID`'s entries in the typed journal (``typedJournalDeletes(runID:)``).
+    public func typedJournalEntries(runID: Int64) throws -> Int { try typedJournalDeletes(runID: runID).values.reduce(0, +) }
+    public func typedJournalRuns() throws -> Set<Int64> { [] }
+    public func deleteTypedJournal(runID: Int64) throws -> Int { 0 }
+    public func typedJournalIdentities() throws -> String? { nil }
+
     /// The settings of a writer that asks nothing of the file (`restore`): the journal mode
     /// stays as found.
     public func prepareForBatchWrites() { _ = prepareForBatchWrites(SQLiteSettings()) }

@@ -42,15 +42,21 @@ extension PostgresBatch {
         let key = dedupe.primaryKey
         let same = (["l.winnow_tid = m.winnow_tid", "l.winnow_x = m.winnow_x"] + key.indices.map { "l.k\($0) = m.k\($0)" })
             .joined(separator: " AND ")
-        let groups = groupsSQL(batch: "$3::int8").map { insert in
-            """
-            ,
-            g AS (\(insert) SELECT \(Self.keyArray(key.indices.map { "m.winnow_w\($0)" })) AS winner, \(Self.keyArray(key.indices.map { "m.k\($0)" })) AS loser
-                FROM a AS m WHERE m.winnow_rn > 1) AS p)
-            """
-        }
-        let journal = journalSQL("delete", table: rule.table, keys: key, from: "FROM c", batch: "$3::int8").map {
-            ",\nj AS (\($0))" + (groups ?? "")
+        let journal: String?
+        if let typed {
+            // Each loser's winner comes back from the delete, beside the row (below).
+            journal = ",\nj AS (\(typedSQL(typed, winners: key.indices.map { "c.winnow_wk\($0)" }, from: "FROM c")))"
+        } else {
+            let groups = groupsSQL(batch: "$3::int8").map { insert in
+                """
+                ,
+                g AS (\(insert) SELECT \(Self.keyArray(key.indices.map { "m.winnow_w\($0)" })) AS winner, \(Self.keyArray(key.indices.map { "m.k\($0)" })) AS loser
+                    FROM a AS m WHERE m.winnow_rn > 1) AS p)
+                """
+            }
+            journal = journalSQL("delete", table: rule.table, keys: key, from: "FROM c", batch: "$3::int8").map {
+                ",\nj AS (\($0))" + (groups ?? "")
+            }
         }
         // The losers by tuple id; a table with partitions or inheriting tables repeats
         // tuple ids across them, so there each is deleted only with its key.
@@ -61,6 +67,24 @@ extension PostgresBatch {
                 AND (\((["t.ctid"] + key.map { "t.\($0.sqlIdentifier)" }).joined(separator: ", "))) IN (
                   SELECT a.winnow_tid, \(key.indices.map { "a.k\($0)" }.joined(separator: ", ")) FROM a WHERE a.winnow_rn > 1)
             """ : ""
+        // The typed journal takes each loser's winner from the decision: the losers are
+        // joined to the delete by tuple id and key (a join on a loser's key afterwards, against
+        // `a`, evaluated `a` once per deleted row).
+        let delete: String
+        if typed != nil {
+            let losers = (["a.winnow_tid"] + key.indices.flatMap { ["a.k\($0)", "a.winnow_w\($0)"] }).joined(separator: ", ")
+            delete = """
+                DELETE FROM \(dedupe.table) AS t USING (SELECT \(losers) FROM a WHERE a.winnow_rn > 1) AS x
+                WHERE t.ctid = x.winnow_tid AND \(key.enumerated().map { "t.\($1.sqlIdentifier) = x.k\($0)" }.joined(separator: " AND "))
+                RETURNING t.*, \(key.indices.map { "x.winnow_w\($0) AS winnow_wk\($0)" }.joined(separator: ", "))
+                """
+        } else {
+            delete = """
+                DELETE FROM \(dedupe.table) AS t
+                WHERE t.ctid = ANY(ARRAY(SELECT a.winnow_tid FROM a WHERE a.winnow_rn > 1))\(keyed)
+                RETURNING \(journal == nil ? "1" : "t.*")
+                """
+        }
         // `bad`: the groups with a changed member (`changed`) or whose first two rows tie; `a`:
         // the members of the others, when the batch applies (`ok`: no group changed, or a few
         // beside many that did not; tied groups, however many, are known since discovery and
@@ -81,9 +105,7 @@ extension PostgresBatch {
                 SELECT m.* FROM m WHERE (SELECT ok.v FROM ok)
                   AND ((SELECT ok.n FROM ok) = 0 OR NOT EXISTS (SELECT 1 FROM bad WHERE bad.winnow_g = m.winnow_g))),
             n AS MATERIALIZED (SELECT count(*) AS members, count(*) FILTER (WHERE a.winnow_rn = 2) AS groups FROM a),
-            c AS (DELETE FROM \(dedupe.table) AS t
-                WHERE t.ctid = ANY(ARRAY(SELECT a.winnow_tid FROM a WHERE a.winnow_rn > 1))\(keyed)
-                RETURNING \(journal == nil ? "1" : "t.*"))\(journal ?? "")\(progress.map { ",\n\($0)" } ?? "")
+            c AS (\(delete))\(journal ?? "")\(progress.map { ",\n\($0)" } ?? "")
             SELECT (SELECT count(*) FROM c), n.groups, n.members, ok.v::int,
                    array_to_string(ARRAY(SELECT bad.winnow_g FROM bad ORDER BY 1), ',')
             FROM n, ok

@@ -70,6 +70,14 @@ extension PostgresBatch {
             """
     }
 
+    /// The typed journal's `INSERT ... SELECT` of a one-statement batch's deleted losers
+    /// (``PostgresTypedJournal``): `from` gives them as `c`, `winners` their winners' keys.
+    func typedSQL(_ typed: PostgresTypedJournal, winners: [String], from: String) -> String {
+        typed.insertSQL(
+            run: dedupe.runID ?? 0, rule: rule.rule.index, batch: "$3::int8", sequence: journalSequence, winners: winners, from: from,
+            dialect: dialect)
+    }
+
     /// `jsonb_build_array(...)` of key values: a row's identity as the journal's `rid` holds it.
     static func keyArray(_ values: [String]) -> String { "jsonb_build_array(\(values.joined(separator: ", ")))" }
 

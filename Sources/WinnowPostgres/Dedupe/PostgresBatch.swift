@@ -24,6 +24,11 @@ struct PostgresBatch {
     let width: Int
     /// Journal shape ids by table (archive only).
     var shapes: [String: Int64] = [:]
+    /// The journal of the losers the one-statement batches delete, in their table's own column
+    /// types (archive only, where it can be kept); nil: the `jsonb` journal keeps them.
+    private(set) var typed: PostgresTypedJournal?
+    /// `winnow_journal`'s sequence, qualified: the typed journal orders its statements by it.
+    private(set) var journalSequence = ""
     /// Primary keys and column types of the child tables.
     var childKeys: [String: [String]] = [:]
     var childTypes: [String: [String: String]] = [:]
@@ -189,8 +194,25 @@ struct PostgresBatch {
             // back to it cost about a seventh of a batch): every row deleted still ranks after a
             // locked row with its key, whichever group discovery put either in.
             // With the journal, each loser's winner too (`winnow_run_groups`).
-            let winner =
-                archive ? ", first_value(\(Self.keyArray(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }))) OVER w AS winnow_winner" : ""
+            if archive, let shape = shapes[rule.table] {
+                typed = try PostgresTypedJournal.prepare(
+                    session: dedupe.session, shape: shape, table: rule.table, source: dedupe.table, columns: rule.storedColumns,
+                    key: dedupe.primaryKey)
+                if typed != nil {
+                    journalSequence =
+                        try dedupe.session.value(
+                            "SELECT pg_get_serial_sequence(?, 'id')", [SQLValue(dialect.bookkeeping("winnow_journal"))]
+                        ).string ?? ""
+                }
+            }
+            let typedWinners = (0..<width).map { "winnow_wk\($0)" }
+            let winner: String
+            if typed != nil {
+                winner = zip(dedupe.primaryKey, typedWinners).map { ", first_value(t.\($0.sqlIdentifier)) OVER w AS \($1)" }.joined()
+            } else {
+                winner =
+                    archive ? ", first_value(\(Self.keyArray(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }))) OVER w AS winnow_winner" : ""
+            }
             let ranked = """
                 SELECT t.winnow_tid, \(dedupe.primaryKey.enumerated().map { "t.\($1.sqlIdentifier) AS k\($0)" }.joined(separator: ", ")),
                        row_number() OVER w AS winnow_rn\(winner)
@@ -201,21 +223,28 @@ struct PostgresBatch {
                 """
             // Every ranked row after the first is deleted (`c`: each is locked, at the tuple id
             // it was ranked at), so the losers' winners come from the ranking alone.
-            let groups = groupsSQL(batch: "$3::int8").map { insert in
-                """
-                ,
-                g AS (\(insert) SELECT s.winnow_winner AS winner, \(Self.keyArray(dedupe.primaryKey.indices.map { "s.k\($0)" })) AS loser
-                    FROM s WHERE s.winnow_rn > 1) AS p)
-                """
+            let journal: String?
+            if let typed {
+                journal = ",\nj AS (\(typedSQL(typed, winners: typedWinners.map { "c.\($0)" }, from: "FROM c")))"
+            } else {
+                let groups = groupsSQL(batch: "$3::int8").map { insert in
+                    """
+                    ,
+                    g AS (\(insert) SELECT s.winnow_winner AS winner, \(Self.keyArray(dedupe.primaryKey.indices.map { "s.k\($0)" })) AS loser
+                        FROM s WHERE s.winnow_rn > 1) AS p)
+                    """
+                }
+                journal = journalSQL("delete", table: rule.table, keys: dedupe.primaryKey, from: "FROM c", batch: "$3::int8").map {
+                    ",\nj AS (\($0))" + (groups ?? "")
+                }
             }
-            let journal = journalSQL("delete", table: rule.table, keys: dedupe.primaryKey, from: "FROM c", batch: "$3::int8").map {
-                ",\nj AS (\($0))" + (groups ?? "")
-            }
-            // Whole rows come back only for the journal.
+            // Whole rows come back only for the journal (the typed one takes each loser's
+            // winner from the ranking, beside it).
+            let returned = journal == nil ? "1" : typed == nil ? "t.*" : (["t.*"] + typedWinners.map { "s.\($0)" }).joined(separator: ", ")
             let delete = """
                 DELETE FROM \(dedupe.table) AS t USING s
                 WHERE t.ctid = s.winnow_tid AND \(dedupe.keyJoin("t", "s", columns: dedupe.primaryKey)) AND s.winnow_rn > 1
-                RETURNING \(journal == nil ? "1" : "t.*")
+                RETURNING \(returned)
                 """
             // The progress part (one-trip only) takes the counts as ``fusedCounts(_:groups:)``
             // reads them: the groups that still have a loser, the losers deleted, the members

@@ -48,7 +48,30 @@ struct PostgresJournalReader {
 
     func groups(runID: Int64) throws -> [GroupRecord] {
         let naming = Naming(try session.inspect())
-        return try session.rows(
+        // The typed journal keeps each loser's winner beside it (no `winnow_run_groups` row):
+        // its groups follow, in the order it journaled them.
+        var typed: [(order: [Int64], record: GroupRecord)] = []
+        for journal in try PostgresTypedJournal.all(session) {
+            let name = naming.schema.table(named: journal.table)?.name ?? journal.table
+            for row in try session.rows(
+                """
+                SELECT r.winnow_rule, r.winnow_batch, r.winnow_seq, \(journal.winner(alias: "r"))::text, \(journal.rid(alias: "r"))::text,
+                    \(Self.literals(ofArray: journal.winner(alias: "r"))), \(Self.literals(ofArray: journal.rid(alias: "r")))
+                FROM \(journal.relation) AS r WHERE r.winnow_run = ?
+                ORDER BY r.winnow_seq, \(journal.key.map { "r.\($0.sqlIdentifier)" }.joined(separator: ", "))
+                """, [SQLValue(runID)])
+            {
+                typed.append(
+                    (
+                        [try row.int64(0), try row.int64(1), try row.int64(2)],
+                        GroupRecord(
+                            rule: try row.int(0), batch: try row.int(1), table: name,
+                            winner: naming.key(table: journal.table, stored: try row.string(3), literals: row[5].string),
+                            loser: naming.key(table: journal.table, stored: try row.string(4), literals: row[6].string))
+                    ))
+            }
+        }
+        let recorded = try session.rows(
             """
             SELECT g.rule, g.batch, g.tbl, g.winner::text, g.loser::text, \(Self.literals(ofArray: "g.winner")), \(Self.literals(ofArray: "g.loser"))
             FROM \(dialect.bookkeeping("winnow_run_groups")) AS g WHERE g.run_id = ? ORDER BY g.id
@@ -61,6 +84,12 @@ struct PostgresJournalReader {
                 winner: naming.key(table: table, stored: try row.string(3), literals: row[5].string),
                 loser: naming.key(table: table, stored: try row.string(4), literals: row[6].string))
         }
+        guard !typed.isEmpty else { return recorded }
+        // By rule, then batch (a run's rules run one after another).
+        let all = recorded.map { (order: [Int64($0.rule), Int64($0.batch), 0], record: $0) } + typed
+        return all.enumerated().sorted { a, b in
+            a.element.order == b.element.order ? a.offset < b.offset : a.element.order.lexicographicallyPrecedes(b.element.order)
+        }.map(\.element.record)
     }
 
     func records(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
@@ -113,6 +142,34 @@ struct PostgresJournalReader {
                 records[index].now = columns.map { now[$0]! }
             }
         }
-        return records
+        // The typed journal's deleted rows, each at its statement's place in the sequence both
+        // journals number their entries by.
+        let ids = position.sorted { $0.value < $1.value }.map(\.key)
+        var typed: [(order: [Int64], record: JournalRecord)] = []
+        for journal in try PostgresTypedJournal.all(session) {
+            let name = schema.table(named: journal.table)?.name ?? journal.table
+            let kept = batches.map { " AND r.winnow_batch IN (\($0.isEmpty ? "NULL" : $0.sorted().map(String.init).joined(separator: ", ")))" } ?? ""
+            for row in try session.rows(
+                """
+                SELECT r.winnow_seq, r.winnow_batch, r.winnow_rule, \(journal.rid(alias: "r"))::text, \(Self.literals(ofArray: journal.rid(alias: "r"))),
+                    \(Self.literals(ofObject: "to_jsonb(r)"))
+                FROM \(journal.relation) AS r WHERE r.winnow_run = ?\(kept)
+                ORDER BY r.winnow_seq, \(journal.key.map { "r.\($0.sqlIdentifier)" }.joined(separator: ", "))
+                """, [SQLValue(runID)])
+            {
+                let image = Self.decode(row[5].string, as: [String: String].self) ?? [:]
+                typed.append(
+                    (
+                        [try row.int64(0), Int64(typed.count)],
+                        JournalRecord(
+                            batch: try row.int(1), rule: row[2].int, operation: .delete, table: name,
+                            key: naming.key(table: journal.table, stored: try row.string(3), literals: row[4].string),
+                            columns: journal.columns, before: journal.columns.map { image[$0] ?? "NULL" })
+                    ))
+            }
+        }
+        guard !typed.isEmpty else { return records }
+        let all = zip(ids, records).map { (order: [$0, -1], record: $1) } + typed
+        return all.sorted { $0.order.lexicographicallyPrecedes($1.order) }.map(\.record)
     }
 }

@@ -16,17 +16,22 @@ struct PostgresRestorer {
         var reinserted = 0
         var reverted = 0
         try session.writeTransaction {
-            let segments = try session.rows(
+            // The `jsonb` journal's segments and the typed journal's statements, newest first
+            // (both numbered by `winnow_journal`'s sequence).
+            var segments: [Segment] = try session.rows(
                 """
                 SELECT j.batch, j.op, j.shape_id, s.tbl, min(j.id) AS first FROM \(journal) AS j
                 JOIN \(shapes) AS s ON s.id = j.shape_id WHERE j.run_id = ?
-                GROUP BY j.batch, j.op, j.shape_id, s.tbl ORDER BY first DESC
-                """, [SQLValue(runID)])
-            for segment in segments {
-                let batch = try segment.int64(0)
-                let op = try segment.string(1)
-                let shape = try segment.int64(2)
-                let name = try segment.string(3)
+                GROUP BY j.batch, j.op, j.shape_id, s.tbl
+                """, [SQLValue(runID)]
+            ).map { Segment(batch: try $0.int64(0), op: try $0.string(1), shape: try $0.int64(2), table: try $0.string(3), first: try $0.int64(4)) }
+            for typed in try PostgresTypedJournal.all(session) {
+                segments += try session.rows(
+                    "SELECT DISTINCT winnow_seq FROM \(typed.relation) WHERE winnow_run = ?", [SQLValue(runID)]
+                ).map { Segment(batch: 0, op: "delete", shape: typed.shape, table: typed.table, first: try $0.int64(0), typed: typed) }
+            }
+            for segment in segments.sorted(by: { $0.first > $1.first }) {
+                let (batch, op, shape, name) = (segment.batch, segment.op, segment.shape, segment.table)
                 guard let table = schema.table(named: name) else {
                     throw WinnowError.refused("cannot restore run \(runID): table '\(name)' no longer exists")
                 }
@@ -34,6 +39,10 @@ struct PostgresRestorer {
                     throw WinnowError.refused("cannot restore run \(runID): '\(name)' no longer has a primary key")
                 }
                 let qualified = dialect.table(table.name)
+                if let typed = segment.typed {
+                    reinserted += try reinsert(typed, sequence: segment.first, into: table, runID: runID)
+                    continue
+                }
                 let columns = table.storedColumns.map(\.name.sqlIdentifier).joined(separator: ", ")
                 let entries =
                     "SELECT j.rid AS winnow_rid, (jsonb_populate_record(NULL::\(qualified), j.image)).* FROM \(journal) AS j WHERE j.run_id = ? AND j.batch = ? AND j.op = ? AND j.shape_id = ?"
@@ -81,5 +90,39 @@ struct PostgresRestorer {
                 "UPDATE \(dialect.bookkeeping("winnow_runs")) SET restored_by = ? WHERE id = ?", [SQLValue(restoreID), SQLValue(runID)])
         }
         return (reinserted, reverted)
+    }
+
+    /// A `jsonb` journal segment (one batch's entries of one operation and shape) or one
+    /// statement of the typed journal, `first` its place in `winnow_journal`'s sequence.
+    struct Segment {
+        var batch: Int64
+        var op: String
+        var shape: Int64
+        var table: String
+        var first: Int64
+        var typed: PostgresTypedJournal?
+    }
+
+    /// Inserts again the rows one statement of the typed journal kept (`sequence`): the columns
+    /// the table and the journal share, by name. A column added to the table since takes its
+    /// default; one dropped since is not put back (docs/postgresql.md, "Journal").
+    private func reinsert(_ typed: PostgresTypedJournal, sequence: Int64, into table: LiveTable, runID: Int64) throws -> Int {
+        guard table.primaryKey.allSatisfy(typed.columns.contains) else {
+            throw WinnowError.refused(
+                "cannot restore run \(runID): the primary key of \(table.name) is not the one its rows were journaled with (\(typed.key.joined(separator: ", ")))")
+        }
+        let qualified = session.postgresDialect.table(table.name)
+        let shared = table.storedColumns.map(\.name).filter(typed.columns.contains).map(\.sqlIdentifier).joined(separator: ", ")
+        let rows = "FROM \(typed.relation) AS r WHERE r.winnow_run = ? AND r.winnow_seq = ?"
+        let arguments = [SQLValue(runID), SQLValue(sequence)]
+        let match = table.primaryKey.map { "t.\($0.sqlIdentifier) = r.\($0.sqlIdentifier)" }.joined(separator: " AND ")
+        let present = try session.value("SELECT count(*) \(rows) AND EXISTS (SELECT 1 FROM \(qualified) AS t WHERE \(match))", arguments).int ?? 0
+        if present > 0 {
+            throw WinnowError.refused(
+                "cannot restore run \(runID): \(present) row(s) of \(table.name) deleted by that run exist again (same primary key)")
+        }
+        let identity = table.columns.contains { $0.defaultSQL == nil && $0.primaryKeyIndex > 0 } ? " OVERRIDING SYSTEM VALUE" : ""
+        return try session.link.command(
+            PostgresSession.numbered("INSERT INTO \(qualified) (\(shared))\(identity) SELECT \(shared) \(rows)"), .init(values: arguments))
     }
 }

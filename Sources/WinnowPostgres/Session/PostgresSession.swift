@@ -326,6 +326,45 @@ public final class PostgresSession: DatabaseSession {
 
     public func groupRecords(runID: Int64) throws -> [GroupRecord] { try PostgresJournalReader(session: self).groups(runID: runID) }
 
+    public func typedJournalDeletes(runID: Int64) throws -> [String: Int] {
+        var tables: [String: Int] = [:]
+        for typed in try PostgresTypedJournal.all(self) {
+            let rows = try value("SELECT count(*) FROM \(typed.relation) WHERE winnow_run = ?", [SQLValue(runID)]).int ?? 0
+            if rows > 0 { tables[typed.table, default: 0] += rows }
+        }
+        return tables
+    }
+
+    public func typedJournalRuns() throws -> Set<Int64> {
+        var runs: Set<Int64> = []
+        for typed in try PostgresTypedJournal.all(self) {
+            for row in try rows("SELECT DISTINCT winnow_run FROM \(typed.relation)") { runs.insert(try row.int64(0)) }
+        }
+        return runs
+    }
+
+    public func deleteTypedJournal(runID: Int64) throws -> Int {
+        for typed in try PostgresTypedJournal.all(self) {
+            let count = try link.command(
+                """
+                DELETE FROM \(typed.relation) WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM \(typed.relation) WHERE winnow_run = $1 LIMIT \(JournalPruner.batchSize)))
+                """, .init(values: [SQLValue(runID)]))
+            if count > 0 { return count }
+        }
+        return 0
+    }
+
+    public func typedJournalIdentities() throws -> String? {
+        let all = try PostgresTypedJournal.all(self)
+        guard !all.isEmpty else { return nil }
+        return all.map { typed in
+            """
+            SELECT r.winnow_run, \(postgresDialect.literal(typed.table)), \(typed.rid(alias: "r")) FROM \(typed.relation) AS r
+            """
+        }.joined(separator: " UNION ALL ")
+    }
+
     public func winnowObjects() throws -> [WinnowObject] { try PostgresInstalledObjects(session: self).list() }
 
     public func remove(_ objects: [WinnowObject]) throws { try PostgresInstalledObjects(session: self).remove(objects) }
