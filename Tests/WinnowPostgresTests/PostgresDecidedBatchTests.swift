@@ -30,12 +30,15 @@ final class PostgresDecidedBatchTests: XCTestCase {
 
     func ids(_ url: String) throws -> [Int] { try PostgresServer.integers(url, "id", of: "t") }
 
-    /// Each loser and its winner as `winnow_run_groups` recorded them (`show` lists them).
+    /// Each loser and its winner as the runs recorded them (`show` lists them; the typed
+    /// journal keeps them beside the rows), by loser.
     func recordedGroups(_ url: String) throws -> [String] {
         try BackendRouter().withSession(url, mode: .readOnly) { session in
-            try session.rows("SELECT loser::text || ' -> ' || winner::text FROM winnow.winnow_run_groups ORDER BY loser", []).map {
-                try $0.string(0)
-            }
+            let runs = try session.rows("SELECT id FROM winnow.winnow_runs WHERE command = 'run' ORDER BY id", []).map { try $0.int64(0) }
+            // By loser, as numbers are ordered (a shorter key first).
+            return try runs.flatMap { try session.groupRecords(runID: $0) }
+                .sorted { a, b in (a.loser.stored.count, a.loser.stored) < (b.loser.stored.count, b.loser.stored) }
+                .map { "\($0.loser.stored) -> \($0.winner.stored)" }
         }
     }
 

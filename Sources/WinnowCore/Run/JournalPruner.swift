@@ -153,7 +153,8 @@ public enum JournalPruner {
         let typed = try session.typedJournalRuns().sorted()
         let typedRuns = typed.isEmpty ? "" : " OR r.id IN (\(typed.map(String.init).joined(separator: ", ")))"
         conditions.append(
-            "(EXISTS (SELECT 1 FROM \(journal) AS j WHERE j.run_id = r.id) OR EXISTS (SELECT 1 FROM \(groups) AS g WHERE g.run_id = r.id)\(typedRuns))")
+            "(EXISTS (SELECT 1 FROM \(journal) AS j WHERE j.run_id = r.id) OR EXISTS (SELECT 1 FROM \(groups) AS g WHERE g.run_id = r.id)\(typedRuns))"
+        )
         let ids = try session.rows(
             "SELECT r.id FROM \(runs) AS r WHERE \(conditions.joined(separator: " AND ")) ORDER BY r.id", arguments
         ).map { try $0.int64(0) }

@@ -77,9 +77,10 @@ extension RestoreRunner {
             throw WinnowError.refused(
                 "run \(runID) cannot be restored: its journal was pruned at \(at) (winnow prune, or the job's journal: keep_days)")
         }
-        let entries =
-            try (session.value("SELECT count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) WHERE run_id = ?", [SQLValue(runID)])
-                .int ?? 0) + session.typedJournalEntries(runID: runID)
+        let journaled =
+            try session.value("SELECT count(*) FROM \(session.dialect.bookkeeping("winnow_journal")) WHERE run_id = ?", [SQLValue(runID)])
+            .int ?? 0
+        let entries = try journaled + session.typedJournalEntries(runID: runID)
         let changes = try run.int(4)
         if entries == 0 && changes > 0 {
             throw WinnowError.refused("run \(runID) changed \(changes) rows without a journal (archive: false); it cannot be restored")

@@ -211,7 +211,8 @@ struct PostgresBatch {
                 winner = zip(dedupe.primaryKey, typedWinners).map { ", first_value(t.\($0.sqlIdentifier)) OVER w AS \($1)" }.joined()
             } else {
                 winner =
-                    archive ? ", first_value(\(Self.keyArray(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }))) OVER w AS winnow_winner" : ""
+                    archive
+                    ? ", first_value(\(Self.keyArray(dedupe.primaryKey.map { "t.\($0.sqlIdentifier)" }))) OVER w AS winnow_winner" : ""
             }
             let ranked = """
                 SELECT t.winnow_tid, \(dedupe.primaryKey.enumerated().map { "t.\($1.sqlIdentifier) AS k\($0)" }.joined(separator: ", ")),

@@ -148,7 +148,9 @@ struct PostgresJournalReader {
         var typed: [(order: [Int64], record: JournalRecord)] = []
         for journal in try PostgresTypedJournal.all(session) {
             let name = schema.table(named: journal.table)?.name ?? journal.table
-            let kept = batches.map { " AND r.winnow_batch IN (\($0.isEmpty ? "NULL" : $0.sorted().map(String.init).joined(separator: ", ")))" } ?? ""
+            let kept =
+                batches.map { " AND r.winnow_batch IN (\($0.isEmpty ? "NULL" : $0.sorted().map(String.init).joined(separator: ", ")))" }
+                ?? ""
             for row in try session.rows(
                 """
                 SELECT r.winnow_seq, r.winnow_batch, r.winnow_rule, \(journal.rid(alias: "r"))::text, \(Self.literals(ofArray: journal.rid(alias: "r"))),

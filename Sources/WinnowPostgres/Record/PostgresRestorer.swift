@@ -24,7 +24,10 @@ struct PostgresRestorer {
                 JOIN \(shapes) AS s ON s.id = j.shape_id WHERE j.run_id = ?
                 GROUP BY j.batch, j.op, j.shape_id, s.tbl
                 """, [SQLValue(runID)]
-            ).map { Segment(batch: try $0.int64(0), op: try $0.string(1), shape: try $0.int64(2), table: try $0.string(3), first: try $0.int64(4)) }
+            ).map {
+                Segment(
+                    batch: try $0.int64(0), op: try $0.string(1), shape: try $0.int64(2), table: try $0.string(3), first: try $0.int64(4))
+            }
             for typed in try PostgresTypedJournal.all(session) {
                 segments += try session.rows(
                     "SELECT DISTINCT winnow_seq FROM \(typed.relation) WHERE winnow_run = ?", [SQLValue(runID)]
@@ -109,14 +112,16 @@ struct PostgresRestorer {
     private func reinsert(_ typed: PostgresTypedJournal, sequence: Int64, into table: LiveTable, runID: Int64) throws -> Int {
         guard table.primaryKey.allSatisfy(typed.columns.contains) else {
             throw WinnowError.refused(
-                "cannot restore run \(runID): the primary key of \(table.name) is not the one its rows were journaled with (\(typed.key.joined(separator: ", ")))")
+                "cannot restore run \(runID): the primary key of \(table.name) is not the one its rows were journaled with (\(typed.key.joined(separator: ", ")))"
+            )
         }
         let qualified = session.postgresDialect.table(table.name)
         let shared = table.storedColumns.map(\.name).filter(typed.columns.contains).map(\.sqlIdentifier).joined(separator: ", ")
         let rows = "FROM \(typed.relation) AS r WHERE r.winnow_run = ? AND r.winnow_seq = ?"
         let arguments = [SQLValue(runID), SQLValue(sequence)]
         let match = table.primaryKey.map { "t.\($0.sqlIdentifier) = r.\($0.sqlIdentifier)" }.joined(separator: " AND ")
-        let present = try session.value("SELECT count(*) \(rows) AND EXISTS (SELECT 1 FROM \(qualified) AS t WHERE \(match))", arguments).int ?? 0
+        let present =
+            try session.value("SELECT count(*) \(rows) AND EXISTS (SELECT 1 FROM \(qualified) AS t WHERE \(match))", arguments).int ?? 0
         if present > 0 {
             throw WinnowError.refused(
                 "cannot restore run \(runID): \(present) row(s) of \(table.name) deleted by that run exist again (same primary key)")

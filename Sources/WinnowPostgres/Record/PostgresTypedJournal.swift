@@ -58,7 +58,8 @@ struct PostgresTypedJournal: Equatable {
                 ).map { (name: try $0.string(0), type: [try $0.string(1), String(try $0.int64(2))]) }
             }
             let user = Dictionary(try attributes(source).map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
-            let now = Self.fixed.map { [$0, "bigint", "0"] } + zip(key, journal.winners).map { [$1] + (user[$0] ?? []) }
+            let now =
+                Self.fixed.map { [$0, "bigint", "0"] } + zip(key, journal.winners).map { [$1] + (user[$0] ?? []) }
                 + columns.map { [$0] + (user[$0] ?? []) }
             let kept = try attributes(relation).map { [$0.name] + $0.type }
             return now == kept ? journal : nil
