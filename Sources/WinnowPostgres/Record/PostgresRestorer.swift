@@ -31,9 +31,23 @@ struct PostgresRestorer {
             for typed in try PostgresTypedJournal.all(session) {
                 segments += try session.rows(
                     "SELECT DISTINCT winnow_seq FROM \(typed.relation) WHERE winnow_run = ?", [SQLValue(runID)]
-                ).map { Segment(batch: 0, op: "delete", shape: typed.shape, table: typed.table, first: try $0.int64(0), typed: typed) }
+                ).map {
+                    let statement = try $0.int64(0)
+                    return Segment(
+                        batch: 0, op: "delete", shape: typed.shape, table: typed.table, first: statement, last: statement, typed: typed)
+                }
             }
+            // Consecutive statements of one typed journal go back in one INSERT (no other entry
+            // lies between them).
+            var merged: [Segment] = []
             for segment in segments.sorted(by: { $0.first > $1.first }) {
+                if let typed = segment.typed, let last = merged.last, last.typed == typed {
+                    merged[merged.count - 1].first = segment.first
+                } else {
+                    merged.append(segment)
+                }
+            }
+            for segment in merged {
                 let (batch, op, shape, name) = (segment.batch, segment.op, segment.shape, segment.table)
                 guard let table = schema.table(named: name) else {
                     throw WinnowError.refused("cannot restore run \(runID): table '\(name)' no longer exists")
@@ -43,7 +57,7 @@ struct PostgresRestorer {
                 }
                 let qualified = dialect.table(table.name)
                 if let typed = segment.typed {
-                    reinserted += try reinsert(typed, sequence: segment.first, into: table, runID: runID)
+                    reinserted += try reinsert(typed, statements: segment.first...segment.last, into: table, runID: runID)
                     continue
                 }
                 let columns = table.storedColumns.map(\.name.sqlIdentifier).joined(separator: ", ")
@@ -95,21 +109,25 @@ struct PostgresRestorer {
         return (reinserted, reverted)
     }
 
-    /// A `jsonb` journal segment (one batch's entries of one operation and shape) or one
-    /// statement of the typed journal, `first` its place in `winnow_journal`'s sequence.
+    /// A `jsonb` journal segment (one batch's entries of one operation and shape) or statements
+    /// of the typed journal, `first` their place in `winnow_journal`'s sequence (`first` to
+    /// `last`: the typed journal's statements).
     struct Segment {
         var batch: Int64
         var op: String
         var shape: Int64
         var table: String
         var first: Int64
+        var last: Int64 = 0
         var typed: PostgresTypedJournal?
     }
 
-    /// Inserts again the rows one statement of the typed journal kept (`sequence`): the columns
-    /// the table and the journal share, by name. A column added to the table since takes its
-    /// default; one dropped since is not put back (docs/postgresql.md, "Journal").
-    private func reinsert(_ typed: PostgresTypedJournal, sequence: Int64, into table: LiveTable, runID: Int64) throws -> Int {
+    /// Inserts again the rows some statements of the typed journal kept (`statements`, their
+    /// numbers): the columns the table and the journal share, by name. A column added to the
+    /// table since takes its default; one dropped since is not put back (docs/postgresql.md,
+    /// "Journal").
+    private func reinsert(_ typed: PostgresTypedJournal, statements: ClosedRange<Int64>, into table: LiveTable, runID: Int64) throws -> Int
+    {
         guard table.primaryKey.allSatisfy(typed.columns.contains) else {
             throw WinnowError.refused(
                 "cannot restore run \(runID): the primary key of \(table.name) is not the one its rows were journaled with (\(typed.key.joined(separator: ", ")))"
@@ -117,8 +135,8 @@ struct PostgresRestorer {
         }
         let qualified = session.postgresDialect.table(table.name)
         let shared = table.storedColumns.map(\.name).filter(typed.columns.contains).map(\.sqlIdentifier).joined(separator: ", ")
-        let rows = "FROM \(typed.relation) AS r WHERE r.winnow_run = ? AND r.winnow_seq = ?"
-        let arguments = [SQLValue(runID), SQLValue(sequence)]
+        let rows = "FROM \(typed.relation) AS r WHERE r.winnow_run = ? AND r.winnow_seq BETWEEN ? AND ?"
+        let arguments = [SQLValue(runID), SQLValue(statements.lowerBound), SQLValue(statements.upperBound)]
         let match = table.primaryKey.map { "t.\($0.sqlIdentifier) = r.\($0.sqlIdentifier)" }.joined(separator: " AND ")
         let present =
             try session.value("SELECT count(*) \(rows) AND EXISTS (SELECT 1 FROM \(qualified) AS t WHERE \(match))", arguments).int ?? 0
