@@ -68,9 +68,22 @@ public enum Bookkeeping {
         try session.tableExists("winnow_runs")
     }
 
+    /// `date` in UTC as `2026-11-27T04:30:34.195Z` (ISO 8601 with milliseconds, truncated):
+    /// every timestamp winnow stores, so that they compare as text. Formatted by hand: a
+    /// Foundation date formatter loads time zone and calendar data first, a few milliseconds
+    /// of every run's start.
     public static func timestamp(_ date: Date = Date()) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        let seconds = date.timeIntervalSince1970
+        let whole = seconds.rounded(.down)
+        var time = time_t(whole)
+        var parts = tm()
+        guard gmtime_r(&time, &parts) != nil else { return "1970-01-01T00:00:00.000Z" }
+        let millis = min(999, Int((seconds - whole) * 1000))
+        func padded(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
+            + "T\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2)).\(padded(millis, 3))Z"
     }
 }
