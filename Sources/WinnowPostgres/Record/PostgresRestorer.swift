@@ -20,13 +20,14 @@ struct PostgresRestorer {
             // (both numbered by `winnow_journal`'s sequence).
             var segments: [Segment] = try session.rows(
                 """
-                SELECT j.batch, j.op, j.shape_id, s.tbl, min(j.id) AS first FROM \(journal) AS j
+                SELECT j.batch, j.op, j.shape_id, s.tbl, min(j.id) AS first, s.columns FROM \(journal) AS j
                 JOIN \(shapes) AS s ON s.id = j.shape_id WHERE j.run_id = ?
-                GROUP BY j.batch, j.op, j.shape_id, s.tbl
+                GROUP BY j.batch, j.op, j.shape_id, s.tbl, s.columns
                 """, [SQLValue(runID)]
             ).map {
                 Segment(
-                    batch: try $0.int64(0), op: try $0.string(1), shape: try $0.int64(2), table: try $0.string(3), first: try $0.int64(4))
+                    batch: try $0.int64(0), op: try $0.string(1), shape: try $0.int64(2), table: try $0.string(3), first: try $0.int64(4),
+                    columns: PostgresTypedJournal.strings($0[5].string))
             }
             for typed in try PostgresTypedJournal.all(session) {
                 segments += try session.rows(
@@ -34,7 +35,8 @@ struct PostgresRestorer {
                 ).map {
                     let statement = try $0.int64(0)
                     return Segment(
-                        batch: 0, op: "delete", shape: typed.shape, table: typed.table, first: statement, last: statement, typed: typed)
+                        batch: 0, op: "delete", shape: typed.shape, table: typed.table, first: statement, last: statement,
+                        columns: typed.columns, typed: typed)
                 }
             }
             // Consecutive statements of one typed journal go back in one INSERT (no other entry
@@ -55,12 +57,22 @@ struct PostgresRestorer {
                 guard !table.primaryKey.isEmpty else {
                     throw WinnowError.refused("cannot restore run \(runID): '\(name)' no longer has a primary key")
                 }
+                // The journaled columns go back, by name (a column added since takes its
+                // default, or keeps its value); one dropped since stops the restore, as on SQLite.
+                var journaled: [String] = []
+                for name in segment.columns {
+                    guard let column = table.column(named: name) else {
+                        throw WinnowError.refused("cannot restore run \(runID): table '\(table.name)' no longer has column '\(name)'")
+                    }
+                    journaled.append(column.name)
+                }
                 let qualified = dialect.table(table.name)
                 if let typed = segment.typed {
-                    reinserted += try reinsert(typed, statements: segment.first...segment.last, into: table, runID: runID)
+                    reinserted += try reinsert(
+                        typed, statements: segment.first...segment.last, into: table, columns: journaled, runID: runID)
                     continue
                 }
-                let columns = table.storedColumns.map(\.name.sqlIdentifier).joined(separator: ", ")
+                let columns = journaled.map(\.sqlIdentifier).joined(separator: ", ")
                 let entries =
                     "SELECT j.rid AS winnow_rid, (jsonb_populate_record(NULL::\(qualified), j.image)).* FROM \(journal) AS j WHERE j.run_id = ? AND j.batch = ? AND j.op = ? AND j.shape_id = ?"
                 let arguments = [SQLValue(runID), SQLValue(batch), SQLValue(op), SQLValue(shape)]
@@ -91,7 +103,7 @@ struct PostgresRestorer {
                         .init(values: arguments))
                     reinserted += count
                 } else {
-                    let sets = table.storedColumns.map { "\($0.name.sqlIdentifier) = r.\($0.name.sqlIdentifier)" }
+                    let sets = journaled.map { "\($0.sqlIdentifier) = r.\($0.sqlIdentifier)" }
                     let count = try session.link.command(
                         PostgresSession.numbered(
                             "UPDATE \(qualified) AS t SET \(sets.joined(separator: ", ")) FROM (\(entries)) AS r WHERE \(current)"),
@@ -119,22 +131,24 @@ struct PostgresRestorer {
         var table: String
         var first: Int64
         var last: Int64 = 0
+        /// The columns its rows were journaled with.
+        var columns: [String]
         var typed: PostgresTypedJournal?
     }
 
     /// Inserts again the rows some statements of the typed journal kept (`statements`, their
-    /// numbers): the columns the table and the journal share, by name. A column added to the
-    /// table since takes its default; one dropped since is not put back (docs/postgresql.md,
-    /// "Journal").
-    private func reinsert(_ typed: PostgresTypedJournal, statements: ClosedRange<Int64>, into table: LiveTable, runID: Int64) throws -> Int
-    {
+    /// numbers), by column name (each journaled column checked to be in the table).
+    private func reinsert(
+        _ typed: PostgresTypedJournal, statements: ClosedRange<Int64>, into table: LiveTable, columns: [String], runID: Int64
+    ) throws -> Int {
         guard table.primaryKey.allSatisfy(typed.columns.contains) else {
             throw WinnowError.refused(
                 "cannot restore run \(runID): the primary key of \(table.name) is not the one its rows were journaled with (\(typed.key.joined(separator: ", ")))"
             )
         }
         let qualified = session.postgresDialect.table(table.name)
-        let shared = table.storedColumns.map(\.name).filter(typed.columns.contains).map(\.sqlIdentifier).joined(separator: ", ")
+        let into = columns.map(\.sqlIdentifier).joined(separator: ", ")
+        let from = typed.columns.map(\.sqlIdentifier).joined(separator: ", ")
         let rows = "FROM \(typed.relation) AS r WHERE r.winnow_run = ? AND r.winnow_seq BETWEEN ? AND ?"
         let arguments = [SQLValue(runID), SQLValue(statements.lowerBound), SQLValue(statements.upperBound)]
         let match = table.primaryKey.map { "t.\($0.sqlIdentifier) = r.\($0.sqlIdentifier)" }.joined(separator: " AND ")
@@ -146,6 +160,6 @@ struct PostgresRestorer {
         }
         let identity = table.columns.contains { $0.defaultSQL == nil && $0.primaryKeyIndex > 0 } ? " OVERRIDING SYSTEM VALUE" : ""
         return try session.link.command(
-            PostgresSession.numbered("INSERT INTO \(qualified) (\(shared))\(identity) SELECT \(shared) \(rows)"), .init(values: arguments))
+            PostgresSession.numbered("INSERT INTO \(qualified) (\(into))\(identity) SELECT \(from) \(rows)"), .init(values: arguments))
     }
 }
