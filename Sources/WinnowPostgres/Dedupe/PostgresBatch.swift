@@ -181,9 +181,20 @@ struct PostgresBatch {
             ) AS s WHERE \(wanted) ORDER BY s.winnow_group, \((0..<width).map { "s.winnow_w\($0)" }.joined(separator: ", ")), s.winnow_rn
             """
         if archive {
-            shapes[rule.table] = try Self.shape(session: dedupe.session, table: rule.table, columns: rule.storedColumns)
+            let shape = try Self.shape(session: dedupe.session, table: rule.table, columns: rule.storedColumns)
+            shapes[rule.table] = shape
             for path in rule.references where shapes[path.childTable] == nil {
                 shapes[path.childTable] = try Self.shape(session: dedupe.session, table: path.childTable, columns: path.childStoredColumns)
+            }
+            // The losers in their table's own column types, where it can keep them.
+            typed = try PostgresTypedJournal.prepare(
+                session: dedupe.session, shape: shape, table: rule.table, source: dedupe.table, columns: rule.storedColumns,
+                key: dedupe.primaryKey)
+            if typed != nil {
+                journalSequence =
+                    try dedupe.session.value(
+                        "SELECT pg_get_serial_sequence(?, 'id')", [SQLValue(dialect.bookkeeping("winnow_journal"))]
+                    ).string ?? ""
             }
         }
         if let fetchedCTEs, rule.mergeColumns.isEmpty, rule.references.isEmpty {
@@ -193,18 +204,8 @@ struct PostgresBatch {
             // Ranked by the key as it is now, without discovery's group number (joining the rows
             // back to it cost about a seventh of a batch): every row deleted still ranks after a
             // locked row with its key, whichever group discovery put either in.
-            // With the journal, each loser's winner too (`winnow_run_groups`).
-            if archive, let shape = shapes[rule.table] {
-                typed = try PostgresTypedJournal.prepare(
-                    session: dedupe.session, shape: shape, table: rule.table, source: dedupe.table, columns: rule.storedColumns,
-                    key: dedupe.primaryKey)
-                if typed != nil {
-                    journalSequence =
-                        try dedupe.session.value(
-                            "SELECT pg_get_serial_sequence(?, 'id')", [SQLValue(dialect.bookkeeping("winnow_journal"))]
-                        ).string ?? ""
-                }
-            }
+            // With the journal, each loser's winner too (beside it in the typed journal, else in
+            // `winnow_run_groups`).
             let typedWinners = (0..<width).map { "winnow_wk\($0)" }
             let winner: String
             if typed != nil {
@@ -367,8 +368,8 @@ struct PostgresBatch {
                 work.counts.repointed += moved
                 work.counts.childrenDeleted += deleted
             }
-            try self.delete(losers, batch: batch)
-            try self.recordGroups(groups, batch: batch)
+            try self.delete(groups, batch: batch)
+            if self.typed == nil { try self.recordGroups(groups, batch: batch) }
             if let runID = dedupe.runID {
                 try session.execute(RunRecord.progressSQL(dialect), RunRecord.progressArguments(totals + work.counts, runID: runID))
             }
@@ -469,8 +470,29 @@ struct PostgresBatch {
 
     /// Journals and deletes the losers: with the journal on, one statement whose `RETURNING`
     /// rows are the before-images (each loser is looked up once, not once more to journal it).
-    func delete(_ losers: [[String]], batch: Int) throws {
+    func delete(_ groups: [Group], batch: Int) throws {
+        let losers = groups.flatMap(\.losers)
         guard dedupe.writes, !losers.isEmpty else { return }
+        if let typed {
+            // The typed journal takes each loser's winner (as text, cast to the key's types)
+            // from the delete, beside the row.
+            let names = (0..<width).map { "k\($0)" } + (0..<width).map { "w\($0)" }
+            let keys = dedupe.unnestKeys(first: 1, count: 2 * width, alias: "m", names: names)
+            let winners = groups.flatMap { group in group.losers.map { _ in group.winner } }
+            let binds = PostgresDedupe.bindings(
+                PostgresDedupe.columns(losers, width: width) + PostgresDedupe.columns(winners, width: width))
+            let returned = dedupe.primaryKey.enumerated().map { "m.w\($0)::\(dedupe.type($1)) AS winnow_wk\($0)" }
+            let insert = typed.insertSQL(
+                run: dedupe.runID ?? 0, rule: rule.rule.index, batch: "\(batch)", sequence: journalSequence,
+                winners: (0..<width).map { "c.winnow_wk\($0)" }, from: "FROM c", dialect: dialect)
+            try link.command(
+                """
+                WITH c AS (DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey, probe: 1))
+                    RETURNING t.*, \(returned.joined(separator: ", ")))
+                \(insert)
+                """, binds)
+            return
+        }
         let names = (0..<width).map { "k\($0)" }
         let keys = dedupe.unnestKeys(first: 1, count: width, alias: "m", names: names)
         let binds = PostgresDedupe.bindings(PostgresDedupe.columns(losers, width: width))
