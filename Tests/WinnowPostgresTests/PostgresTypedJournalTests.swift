@@ -6,7 +6,7 @@ import XCTest
 
 @testable import WinnowPostgres
 
-/// The journal of a rule whose batches only delete, kept in the table's own column types
+/// The journal of the losers a rule deletes, kept in the table's own column types
 /// (`winnow.winnow_journal_rows_<shape>`): `restore` puts every value back as it was, `show`
 /// lists the groups from it, `prune` empties it, a later run that deleted the same rows blocks
 /// a restore, and a table whose rows cannot be kept that way keeps the `jsonb` journal.
@@ -148,6 +148,15 @@ final class PostgresTypedJournalTests: XCTestCase {
                 }
                 let label = "\(name) on \(engine)"
                 XCTAssertEqual(try TestSupport.winnow(["run", job, "--database", target]).status, 0, label)
+                if engine == "PostgreSQL" {
+                    // Either rule's losers, with their winners, in the typed journal; the merged
+                    // winners' before-images in `jsonb`.
+                    XCTAssertEqual(
+                        try strings(url, "SELECT id::text || ' -> ' || winnow_w0::text FROM winnow.winnow_journal_rows_1 ORDER BY id"),
+                        ["2 -> 1", "3 -> 1", "5 -> 4"], label)
+                    XCTAssertEqual(try integer(url, "SELECT count(*) FROM winnow.winnow_run_groups"), 0, label)
+                    XCTAssertEqual(try integer(url, "SELECT count(*) FROM winnow.winnow_journal"), name == "merge" ? 2 : 0, label)
+                }
                 try alter("ADD COLUMN note TEXT NOT NULL DEFAULT 'new'")
                 let restore = try TestSupport.winnow(["restore", "--database", target, "--run", "1"])
                 XCTAssertEqual(restore.status, 0, "\(label): \(restore.stderr)")

@@ -24,7 +24,7 @@ struct PostgresBatch {
     let width: Int
     /// Journal shape ids by table (archive only).
     var shapes: [String: Int64] = [:]
-    /// The journal of the losers the one-statement batches delete, in their table's own column
+    /// The journal of the losers the batches delete, in their table's own column
     /// types (archive only, where it can be kept); nil: the `jsonb` journal keeps them.
     private(set) var typed: PostgresTypedJournal?
     /// `winnow_journal`'s sequence, qualified: the typed journal orders its statements by it.
