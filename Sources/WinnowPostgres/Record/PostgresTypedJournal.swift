@@ -64,6 +64,7 @@ struct PostgresTypedJournal: Equatable {
             let kept = try attributes(relation).map { [$0.name] + $0.type }
             return now == kept ? journal : nil
         }
+        // (A journal table dropped by hand is made again under its registered name.)
         try session.writeTransaction {
             try session.execute(
                 """
@@ -73,7 +74,10 @@ struct PostgresTypedJournal: Equatable {
             try session.execute("CREATE TABLE \(relation) AS \(made) WITH NO DATA")
             try session.execute("CREATE INDEX \((name + "_by_run").sqlIdentifier) ON \(relation) (winnow_run, winnow_seq)")
             try session.execute(
-                "INSERT INTO \(dialect.bookkeeping("winnow_journal_typed")) (shape_id, tbl, relation, key) VALUES (?, ?, ?, ?)",
+                """
+                INSERT INTO \(dialect.bookkeeping("winnow_journal_typed")) (shape_id, tbl, relation, key) VALUES (?, ?, ?, ?)
+                ON CONFLICT (shape_id) DO UPDATE SET relation = excluded.relation, key = excluded.key
+                """,
                 [SQLValue(shape), SQLValue(table), SQLValue(name), SQLValue(Self.json(key))])
         }
         return journal
