@@ -45,7 +45,7 @@ extension PostgresBatch {
         let journal: String?
         if let typed {
             // Each loser's winner comes back from the delete, beside the row (below).
-            journal = ",\nj AS (\(typedSQL(typed, winners: key.indices.map { "c.winnow_wk\($0)" }, from: "FROM c")))"
+            journal = ",\nj AS (\(typedSQL(typed, batch: "$3::int8", winners: key.indices.map { "c.winnow_wk\($0)" }, from: "FROM c")))"
         } else {
             let groups = groupsSQL(batch: "$3::int8").map { insert in
                 """

@@ -70,12 +70,11 @@ extension PostgresBatch {
             """
     }
 
-    /// The typed journal's `INSERT ... SELECT` of a one-statement batch's deleted losers
-    /// (``PostgresTypedJournal``): `from` gives them as `c`, `winners` their winners' keys.
-    func typedSQL(_ typed: PostgresTypedJournal, winners: [String], from: String) -> String {
-        typed.insertSQL(
-            run: dedupe.runID ?? 0, rule: rule.rule.index, batch: "$3::int8", sequence: journalSequence, winners: winners, from: from,
-            dialect: dialect)
+    /// The typed journal's `INSERT ... SELECT` of a batch's deleted losers
+    /// (``PostgresTypedJournal``): `from` gives them as `c`, `winners` their winners' keys;
+    /// `batch`, the batch number's SQL (a literal or a parameter).
+    func typedSQL(_ typed: PostgresTypedJournal, batch: String, winners: [String], from: String) -> String {
+        typed.insertSQL(run: dedupe.runID ?? 0, rule: rule.rule.index, batch: batch, winners: winners, from: from, dialect: dialect)
     }
 
     /// `jsonb_build_array(...)` of key values: a row's identity as the journal's `rid` holds it.

@@ -27,8 +27,6 @@ struct PostgresBatch {
     /// The journal of the losers the batches delete, in their table's own column
     /// types (archive only, where it can be kept); nil: the `jsonb` journal keeps them.
     private(set) var typed: PostgresTypedJournal?
-    /// `winnow_journal`'s sequence, qualified: the typed journal orders its statements by it.
-    private(set) var journalSequence = ""
     /// Primary keys and column types of the child tables.
     var childKeys: [String: [String]] = [:]
     var childTypes: [String: [String: String]] = [:]
@@ -190,12 +188,6 @@ struct PostgresBatch {
             typed = try PostgresTypedJournal.prepare(
                 session: dedupe.session, shape: shape, table: rule.table, source: dedupe.table, columns: rule.storedColumns,
                 key: dedupe.primaryKey)
-            if typed != nil {
-                journalSequence =
-                    try dedupe.session.value(
-                        "SELECT pg_get_serial_sequence(?, 'id')", [SQLValue(dialect.bookkeeping("winnow_journal"))]
-                    ).string ?? ""
-            }
         }
         if let fetchedCTEs, rule.mergeColumns.isEmpty, rule.references.isEmpty {
             // The losers never leave the server: each is deleted by the tuple id it was locked
@@ -227,7 +219,7 @@ struct PostgresBatch {
             // it was ranked at), so the losers' winners come from the ranking alone.
             let journal: String?
             if let typed {
-                journal = ",\nj AS (\(typedSQL(typed, winners: typedWinners.map { "c.\($0)" }, from: "FROM c")))"
+                journal = ",\nj AS (\(typedSQL(typed, batch: "$3::int8", winners: typedWinners.map { "c.\($0)" }, from: "FROM c")))"
             } else {
                 let groups = groupsSQL(batch: "$3::int8").map { insert in
                     """
@@ -482,9 +474,7 @@ struct PostgresBatch {
             let binds = PostgresDedupe.bindings(
                 PostgresDedupe.columns(losers, width: width) + PostgresDedupe.columns(winners, width: width))
             let returned = dedupe.primaryKey.enumerated().map { "m.w\($0)::\(dedupe.type($1)) AS winnow_wk\($0)" }
-            let insert = typed.insertSQL(
-                run: dedupe.runID ?? 0, rule: rule.rule.index, batch: "\(batch)", sequence: journalSequence,
-                winners: (0..<width).map { "c.winnow_wk\($0)" }, from: "FROM c", dialect: dialect)
+            let insert = typedSQL(typed, batch: "\(batch)", winners: (0..<width).map { "c.winnow_wk\($0)" }, from: "FROM c")
             try link.command(
                 """
                 WITH c AS (DELETE FROM \(dedupe.table) AS t USING \(keys) WHERE \(dedupe.keyJoin("t", "m", columns: dedupe.primaryKey, probe: 1))

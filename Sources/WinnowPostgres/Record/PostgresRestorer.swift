@@ -27,7 +27,7 @@ struct PostgresRestorer {
             ).map {
                 Segment(
                     batch: try $0.int64(0), op: try $0.string(1), shape: try $0.int64(2), table: try $0.string(3), first: try $0.int64(4),
-                    columns: PostgresTypedJournal.strings($0[5].string))
+                    columns: PostgresJournalReader.decode($0[5].string, as: [String].self) ?? [])
             }
             for typed in try PostgresTypedJournal.all(session) {
                 segments += try session.rows(
@@ -68,11 +68,21 @@ struct PostgresRestorer {
                 }
                 let qualified = dialect.table(table.name)
                 if let typed = segment.typed {
+                    // The statements' rows under the table's names for their columns.
+                    guard table.primaryKey.allSatisfy(journaled.contains) else {
+                        throw WinnowError.refused(
+                            "cannot restore run \(runID): the primary key of \(table.name) is not the one its rows were journaled with (\(typed.key.joined(separator: ", ")))"
+                        )
+                    }
+                    let named = zip(typed.columns, journaled).map { "r.\($0.sqlIdentifier) AS \($1.sqlIdentifier)" }
+                    let rows =
+                        "SELECT \(named.joined(separator: ", ")) FROM \(typed.relation) AS r WHERE r.winnow_run = ? AND r.winnow_seq BETWEEN ? AND ?"
                     reinserted += try reinsert(
-                        typed, statements: segment.first...segment.last, into: table, columns: journaled, runID: runID)
+                        rows, arguments: [SQLValue(runID), SQLValue(segment.first), SQLValue(segment.last)], into: table,
+                        columns: journaled,
+                        runID: runID)
                     continue
                 }
-                let columns = journaled.map(\.sqlIdentifier).joined(separator: ", ")
                 let entries =
                     "SELECT j.rid AS winnow_rid, (jsonb_populate_record(NULL::\(qualified), j.image)).* FROM \(journal) AS j WHERE j.run_id = ? AND j.batch = ? AND j.op = ? AND j.shape_id = ?"
                 let arguments = [SQLValue(runID), SQLValue(batch), SQLValue(op), SQLValue(shape)]
@@ -80,28 +90,12 @@ struct PostgresRestorer {
                     try session.value(
                         "SELECT count(*) FROM \(journal) AS j WHERE j.run_id = ? AND j.batch = ? AND j.op = ? AND j.shape_id = ?", arguments
                     ).int ?? 0
-                let key = table.primaryKey.map(\.sqlIdentifier)
-                let match = key.map { "t.\($0) = r.\($0)" }.joined(separator: " AND ")
                 // An update's row is found by its key after the change (`rid`).
                 let current = table.primaryKey.enumerated().map { index, column in
                     "t.\(column.sqlIdentifier) = (r.winnow_rid->>\(index))::\(table.column(named: column)?.type ?? "text")"
                 }.joined(separator: " AND ")
                 if op == "delete" {
-                    let present =
-                        try session.value(
-                            "SELECT count(*) FROM (\(entries)) AS r JOIN \(qualified) AS t ON \(match)", arguments
-                        ).int ?? 0
-                    if present > 0 {
-                        throw WinnowError.refused(
-                            "cannot restore run \(runID): \(present) row(s) of \(name) deleted by that run exist again (same primary key)")
-                    }
-                    let identity =
-                        table.columns.contains { $0.defaultSQL == nil && $0.primaryKeyIndex > 0 } ? " OVERRIDING SYSTEM VALUE" : ""
-                    let count = try session.link.command(
-                        PostgresSession.numbered(
-                            "INSERT INTO \(qualified) (\(columns))\(identity) SELECT \(columns) FROM (\(entries)) AS r"),
-                        .init(values: arguments))
-                    reinserted += count
+                    reinserted += try reinsert(entries, arguments: arguments, into: table, columns: journaled, runID: runID)
                 } else {
                     let sets = journaled.map { "\($0.sqlIdentifier) = r.\($0.sqlIdentifier)" }
                     let count = try session.link.command(
@@ -136,30 +130,21 @@ struct PostgresRestorer {
         var typed: PostgresTypedJournal?
     }
 
-    /// Inserts again the rows some statements of the typed journal kept (`statements`, their
-    /// numbers), by column name (each journaled column checked to be in the table).
-    private func reinsert(
-        _ typed: PostgresTypedJournal, statements: ClosedRange<Int64>, into table: LiveTable, columns: [String], runID: Int64
-    ) throws -> Int {
-        guard table.primaryKey.allSatisfy(typed.columns.contains) else {
-            throw WinnowError.refused(
-                "cannot restore run \(runID): the primary key of \(table.name) is not the one its rows were journaled with (\(typed.key.joined(separator: ", ")))"
-            )
-        }
+    /// Inserts again the rows `source` gives (a query with the table's `columns` under their
+    /// names; `arguments`, its parameters), from either journal: refused where one of them
+    /// exists again (same primary key).
+    private func reinsert(_ source: String, arguments: [SQLValue], into table: LiveTable, columns: [String], runID: Int64) throws -> Int {
         let qualified = session.postgresDialect.table(table.name)
-        let into = columns.map(\.sqlIdentifier).joined(separator: ", ")
-        let from = typed.columns.map(\.sqlIdentifier).joined(separator: ", ")
-        let rows = "FROM \(typed.relation) AS r WHERE r.winnow_run = ? AND r.winnow_seq BETWEEN ? AND ?"
-        let arguments = [SQLValue(runID), SQLValue(statements.lowerBound), SQLValue(statements.upperBound)]
         let match = table.primaryKey.map { "t.\($0.sqlIdentifier) = r.\($0.sqlIdentifier)" }.joined(separator: " AND ")
-        let present =
-            try session.value("SELECT count(*) \(rows) AND EXISTS (SELECT 1 FROM \(qualified) AS t WHERE \(match))", arguments).int ?? 0
+        let present = try session.value("SELECT count(*) FROM (\(source)) AS r JOIN \(qualified) AS t ON \(match)", arguments).int ?? 0
         if present > 0 {
             throw WinnowError.refused(
                 "cannot restore run \(runID): \(present) row(s) of \(table.name) deleted by that run exist again (same primary key)")
         }
         let identity = table.columns.contains { $0.defaultSQL == nil && $0.primaryKeyIndex > 0 } ? " OVERRIDING SYSTEM VALUE" : ""
+        let names = columns.map(\.sqlIdentifier).joined(separator: ", ")
         return try session.link.command(
-            PostgresSession.numbered("INSERT INTO \(qualified) (\(into))\(identity) SELECT \(from) \(rows)"), .init(values: arguments))
+            PostgresSession.numbered("INSERT INTO \(qualified) (\(names))\(identity) SELECT \(names) FROM (\(source)) AS r"),
+            .init(values: arguments))
     }
 }

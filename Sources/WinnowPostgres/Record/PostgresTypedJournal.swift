@@ -93,13 +93,12 @@ struct PostgresTypedJournal: Equatable {
 
     /// The `INSERT ... SELECT` that journals the rows of `from` (a FROM clause whose alias `c`
     /// has the table's columns): `run`, `rule`, `batch` (SQL), `winners` (the winner's key
-    /// columns, as expressions), `sequence` (`winnow_journal`'s sequence, qualified).
-    func insertSQL(
-        run: Int64, rule: Int, batch: String, sequence: String, winners values: [String], from: String, dialect: PostgresDialect
-    ) -> String {
+    /// columns, as expressions). The statement's number is one value of `winnow_journal`'s
+    /// sequence (an init plan: evaluated once per statement).
+    func insertSQL(run: Int64, rule: Int, batch: String, winners values: [String], from: String, dialect: PostgresDialect) -> String {
         let names = Self.fixed + winners + columns.map(\.sqlIdentifier)
-        let seq = "(SELECT nextval(\(dialect.literal(sequence))::regclass))"
-        let selected = ["\(run)", "\(rule)", batch, seq] + values + columns.map { "c.\($0.sqlIdentifier)" }
+        let sequence = "(SELECT nextval(pg_get_serial_sequence(\(dialect.literal(dialect.bookkeeping("winnow_journal"))), 'id')))"
+        let selected = ["\(run)", "\(rule)", batch, sequence] + values + columns.map { "c.\($0.sqlIdentifier)" }
         return "INSERT INTO \(relation) (\(names.joined(separator: ", "))) SELECT \(selected.joined(separator: ", ")) \(from)"
     }
 
@@ -117,7 +116,8 @@ struct PostgresTypedJournal: Equatable {
         ).map { row in
             PostgresTypedJournal(
                 shape: try row.int64(0), table: try row.string(1), relation: dialect.bookkeeping(try row.string(2)),
-                columns: Self.strings(row[3].string), key: Self.strings(row[4].string))
+                columns: PostgresJournalReader.decode(row[3].string, as: [String].self) ?? [],
+                key: PostgresJournalReader.decode(row[4].string, as: [String].self) ?? [])
         }
     }
 
@@ -134,9 +134,5 @@ struct PostgresTypedJournal: Equatable {
     static func json(_ names: [String]) -> String {
         let data = (try? JSONSerialization.data(withJSONObject: names, options: [.withoutEscapingSlashes])) ?? Data("[]".utf8)
         return String(decoding: data, as: UTF8.self)
-    }
-
-    static func strings(_ json: String?) -> [String] {
-        json.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String] } ?? []
     }
 }
