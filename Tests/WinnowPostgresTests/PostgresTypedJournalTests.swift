@@ -200,6 +200,28 @@ final class PostgresTypedJournalTests: XCTestCase {
         XCTAssertTrue(again.stderr.contains("its journal was pruned"), again.stderr)
     }
 
+    /// `prune` deletes a run's typed rows ``JournalPruner/batchSize`` at a time, one short
+    /// transaction each, until none is left, and counts them all.
+    func testPruneEmptiesATypedJournalLargerThanOneTransaction() throws {
+        let url = try PostgresServer.require()
+        try PostgresServer.reset(url)
+        let losers = JournalPruner.batchSize * 2 + 500
+        try execute(
+            url,
+            """
+            CREATE TABLE public.people (id integer PRIMARY KEY, email text, created integer NOT NULL);
+            INSERT INTO public.people SELECT g, 'e' || (g % 100), g FROM generate_series(1, \(losers + 100)) AS g;
+            ANALYZE public.people;
+            """)
+        XCTAssertEqual(try run(url, Self.job.replacingOccurrences(of: "size: 1", with: "size: 50")).status, 0)
+        XCTAssertEqual(try integer(url, "SELECT count(*) FROM winnow.winnow_journal_rows_1"), losers)
+        let prune = try TestSupport.winnow(["prune", "--database", url, "--run", "1", "--format", "json"])
+        XCTAssertEqual(prune.status, 0, prune.stderr)
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(prune.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(report["entries"] as? Int, losers)
+        XCTAssertEqual(try integer(url, "SELECT count(*) FROM winnow.winnow_journal_rows_1"), 0)
+    }
+
     /// A table with a column named like winnow's own keeps the `jsonb` journal, and a column
     /// whose type changed since the typed table was made sends the next run there too; both
     /// restore exactly.
