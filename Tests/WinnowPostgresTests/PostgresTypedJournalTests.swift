@@ -222,6 +222,21 @@ final class PostgresTypedJournalTests: XCTestCase {
         XCTAssertEqual(try integer(url, "SELECT count(*) FROM winnow.winnow_journal_rows_1"), 0)
     }
 
+    /// `uninstall --yes` removes the typed journal's tables and registry with winnow's other
+    /// tables and its schema; the user's rows stay as the run left them.
+    func testUninstallRemovesTheTypedJournal() throws {
+        let url = try load()
+        XCTAssertEqual(try run(url).status, 0)
+        let survivors = try table(url)
+        XCTAssertEqual(try integer(url, "SELECT count(*) FROM winnow.winnow_journal_rows_1"), 3)
+        let listed = try TestSupport.winnow(["uninstall", "--dry-run", "--database", url])
+        XCTAssertTrue(listed.stdout.contains("winnow_journal_rows_1 (3 rows)"), listed.stdout)
+        XCTAssertTrue(listed.stdout.contains("winnow_journal_typed (1 row)"), listed.stdout)
+        XCTAssertEqual(try TestSupport.winnow(["uninstall", "--yes", "--database", url]).status, 0)
+        XCTAssertEqual(try integer(url, "SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = 'winnow'"), 0)
+        XCTAssertEqual(try table(url), survivors)
+    }
+
     /// A table with a column named like winnow's own keeps the `jsonb` journal, and a column
     /// whose type changed since the typed table was made sends the next run there too; both
     /// restore exactly.
