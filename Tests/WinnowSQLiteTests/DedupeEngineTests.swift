@@ -821,7 +821,7 @@ final class DedupeEngineTests: XCTestCase {
         XCTAssertEqual(visible, (1...n).map { 3 * n + 1 - 2 * $0 })
         let run = try ScenarioKit.rows(path, "SELECT status, batches, groups, deleted FROM winnow_runs ORDER BY id DESC LIMIT 1")
         XCTAssertEqual(run, [["completed".databaseValue, n.databaseValue, n.databaseValue, (2 * n).databaseValue]])
-        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(DISTINCT batch) FROM winnow_journal"), n)
+        XCTAssertEqual(try ScenarioKit.intOverJournal(path, "SELECT count(DISTINCT batch) FROM {entries}"), n)
     }
 
     /// Runs `job` in batches of one group while another connection runs `sql` once, right after

@@ -575,10 +575,10 @@ final class CrashHarnessTests: XCTestCase {
                     db,
                     sql: """
                         SELECT r.id, r.deleted, r.children_deleted, r.updated, r.repointed, r.hashed,
-                          (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
-                            WHERE j.run_id = r.id AND j.op = 'delete' AND s.tbl = 'contacts'),
-                          (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
-                            WHERE j.run_id = r.id AND j.op = 'delete' AND s.tbl <> 'contacts'),
+                          (SELECT count(*) FROM (\(try ScenarioKit.journalEntries(db))) AS e
+                            WHERE e.run_id = r.id AND e.op = 'delete' AND e.tbl = 'contacts'),
+                          (SELECT count(*) FROM (\(try ScenarioKit.journalEntries(db))) AS e
+                            WHERE e.run_id = r.id AND e.op = 'delete' AND e.tbl <> 'contacts'),
                           (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
                             WHERE j.run_id = r.id AND j.op = 'update' AND s.tbl = 'contacts' AND json_array_length(s.columns) > 1),
                           (SELECT count(*) FROM winnow_journal j JOIN winnow_journal_shapes s ON s.id = j.shape_id
@@ -648,7 +648,10 @@ final class CrashHarnessTests: XCTestCase {
                     db, sql: "SELECT rowid FROM main.\(t) WHERE rowid NOT IN (SELECT rowid FROM orig.\(t)) LIMIT 5")
                 if !extra.isEmpty { problems.append("\(table): rows that were never in the table: rowid \(extra)") }
                 let tableShapes = shapes.filter { $0.value.table == table }
-                guard hasJournal, !tableShapes.isEmpty else {
+                // The typed journal keeps the rule's deleted losers in their own values, each
+                // statement's rows after the `winnow_journal` entry it follows.
+                let typed = try ScenarioKit.typedJournals(db).filter { $0.table == table }
+                guard hasJournal, !tableShapes.isEmpty || !typed.isEmpty else {
                     if !mismatched.isEmpty {
                         let sample = mismatched.keys.sorted().prefix(5)
                         problems.append(
@@ -663,20 +666,42 @@ final class CrashHarnessTests: XCTestCase {
                         SELECT j.rid FROM main.winnow_journal AS j WHERE j.op = 'delete' AND j.shape_id IN (\(shapeList))
                         AND j.rid IN (SELECT rowid FROM main.\(t)) LIMIT 5
                         """)
-                if !resurrected.isEmpty {
-                    problems.append("\(table): rows journaled as deleted are still in the table: rowid \(resurrected)")
+                let resurrectedTyped = try typed.flatMap { journal in
+                    try Int64.fetchAll(
+                        db, sql: "SELECT winnow_rid FROM \(journal.relation) WHERE winnow_rid IN (SELECT rowid FROM main.\(t)) LIMIT 5")
+                }
+                if !resurrected.isEmpty || !resurrectedTyped.isEmpty {
+                    problems.append("\(table): rows journaled as deleted are still in the table: rowid \(resurrected + resurrectedTyped)")
                 }
                 guard !mismatched.isEmpty else { continue }
-                var entries: [Int64: [(op: String, shape: Int64, image: Data)]] = [:]
+                var entries: [Int64: [(order: [Int64], op: String, columns: [String], values: [DatabaseValue])]] = [:]
                 let cursor = try Row.fetchCursor(
-                    db, sql: "SELECT rid, op, shape_id, image FROM main.winnow_journal WHERE shape_id IN (\(shapeList)) ORDER BY id")
+                    db, sql: "SELECT rid, op, shape_id, image, id FROM main.winnow_journal WHERE shape_id IN (\(shapeList)) ORDER BY id")
                 while let row = try cursor.next() {
                     let rid: Int64 = row[0]
                     guard mismatched[rid] != nil else { continue }
-                    let op: String = row[1]
                     let shape: Int64 = row[2]
                     let image: Data = row[3]
-                    entries[rid, default: []].append((op: op, shape: shape, image: image))
+                    entries[rid, default: []].append(
+                        (order: [row[4], 0, 0], op: row[1], columns: shapes[shape]!.columns, values: try ValueCodec.decode([UInt8](image))))
+                }
+                for journal in typed {
+                    let shape = try Row.fetchOne(
+                        db, sql: "SELECT columns FROM main.winnow_journal_shapes WHERE 'main.\"winnow_journal_rows_' || id || '\"' = ?",
+                        arguments: [journal.relation])!
+                    let shapeColumns = try JSONDecoder().decode([String].self, from: Data((shape[0] as String).utf8))
+                    let values = shapeColumns.map(\.sqlIdentifier).joined(separator: ", ")
+                    let cursor = try Row.fetchCursor(
+                        db, sql: "SELECT winnow_rid, winnow_after, winnow_seq, \(values) FROM \(journal.relation) ORDER BY winnow_seq")
+                    while let row = try cursor.next() {
+                        let rid: Int64 = row[0]
+                        guard mismatched[rid] != nil else { continue }
+                        entries[rid, default: []].append(
+                            (
+                                order: [row[1], 1, row[2]], op: "delete", columns: shapeColumns,
+                                values: shapeColumns.indices.map { row[3 + $0] as DatabaseValue }
+                            ))
+                    }
                 }
                 var bad: [String] = []
                 var badCount = 0
@@ -685,14 +710,14 @@ final class CrashHarnessTests: XCTestCase {
                         badCount += 1
                         if bad.count < 5 { bad.append("rowid \(rid) \(text)") }
                     }
-                    let list = entries[rid] ?? []
+                    let list = (entries[rid] ?? []).sorted { $0.order.lexicographicallyPrecedes($1.order) }
                     // The first image that covers any of the original columns is the original row.
-                    guard let first = list.first(where: { entry in shapes[entry.shape]!.columns.contains(where: columns.contains) }) else {
+                    guard let first = list.first(where: { entry in entry.columns.contains(where: columns.contains) }) else {
                         report(original.present ? "changed without a journal entry" : "missing and not journaled")
                         continue
                     }
-                    let shapeColumns = shapes[first.shape]!.columns
-                    let image = try ValueCodec.decode([UInt8](first.image))
+                    let shapeColumns = first.columns
+                    let image = first.values
                     guard image.count == shapeColumns.count else {
                         report("has a journal image of \(image.count) values for \(shapeColumns.count) columns")
                         continue

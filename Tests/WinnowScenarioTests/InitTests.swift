@@ -42,7 +42,7 @@ final class InitTests: CLITestCase {
             let row = try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT sum(w.p = l.p), sum(w.p <> l.p) FROM winnow_run_groups AS g
+                    SELECT sum(w.p = l.p), sum(w.p <> l.p) FROM (\(try ScenarioKit.groupPairs(db))) AS g
                     JOIN (SELECT id, \(person) AS p FROM o.people) AS w ON w.id = g.winner
                     JOIN (SELECT id, \(person) AS p FROM o.people) AS l ON l.id = g.loser
                     """)

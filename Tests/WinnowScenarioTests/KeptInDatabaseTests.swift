@@ -57,12 +57,12 @@ final class KeptInDatabaseTests: CLITestCase {
             """)
         try write("job.yaml", KeptInDatabase.job())
         try winnow(["run", "job.yaml", "--database", path("data.sqlite")], expect: 0)
-        let entries = try ScenarioKit.int(path("data.sqlite"), "SELECT count(*) FROM winnow_journal")
+        let entries = try ScenarioKit.intOverJournal(path("data.sqlite"), "SELECT count(*) FROM {entries}")
         XCTAssertGreaterThan(entries, 2000, "more entries than one prune transaction takes")
         let report = try winnow(["prune", "--run", "1", "--format", "json", "--database", path("data.sqlite")], expect: 0).stdout
         XCTAssertEqual(json(Substring(report.trimmingCharacters(in: .whitespacesAndNewlines)))?["entries"] as? Int, entries)
-        XCTAssertEqual(try ScenarioKit.int(path("data.sqlite"), "SELECT count(*) FROM winnow_journal"), 0)
-        XCTAssertEqual(try ScenarioKit.int(path("data.sqlite"), "SELECT count(*) FROM winnow_run_groups"), 0)
+        XCTAssertEqual(try ScenarioKit.intOverJournal(path("data.sqlite"), "SELECT count(*) FROM {entries}"), 0)
+        XCTAssertEqual(try ScenarioKit.intOverJournal(path("data.sqlite"), "SELECT count(*) FROM {groups}"), 0)
     }
 
     /// `journal:` is checked like the rest of a job: located errors, exit 65.

@@ -687,7 +687,7 @@ final class LockAndExitCodeTests: XCTestCase {
         let deleted = 18000 - (try ScenarioKit.int(db, "SELECT count(*) FROM t"))
         XCTAssertEqual(deleted, 2 * resolved)
         XCTAssertEqual(
-            try ScenarioKit.int(db, "SELECT count(*) FROM winnow_journal WHERE op = 'delete'"), deleted,
+            try ScenarioKit.intOverJournal(db, "SELECT count(*) FROM {entries} WHERE op = 'delete'"), deleted,
             "the journal holds exactly the committed deletes")
         XCTAssertEqual(
             try ScenarioKit.int(db, "SELECT deleted FROM winnow_runs WHERE id = 1"), deleted,

@@ -564,6 +564,20 @@ struct BatchStatements {
         deleteLosers = "DELETE FROM \(table) WHERE \(loserSelection)"
     }
 
+    /// Copies the batch's losers, each with its winner, into `journal` (``TypedJournal``), in
+    /// the order `winnow_run_groups` records them. Binds: the last `winnow_seq` before these,
+    /// the run, the rule, the batch, and the `winnow_journal` entry they follow.
+    func keepLosers(in journal: TypedJournal) -> String {
+        let names = (TypedJournal.fixed + journal.columns.map(\.sqlIdentifier)).joined(separator: ", ")
+        let values = journal.columns.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")
+        return """
+            INSERT INTO \(journal.relation) (\(names))
+            SELECT ?1 + row_number() OVER (ORDER BY b.winner, b.rn), ?2, ?3, ?4, ?5,
+                \(numbers.journalKey(numbered: "b.rid")), \(numbers.journalKey(numbered: "b.winner")), \(values)
+            FROM temp.winnow_batch AS b \(numbers.join("t", numbered: "b.rid"))
+            """
+    }
+
     /// Whether `path` references the parent's rowid (its alias column): its child column holds
     /// the parent's rowid itself. (Never for a table without one: `rowID` nil.)
     static func holdsRowID(_ path: ReferencePath, rowID: String?) -> Bool {

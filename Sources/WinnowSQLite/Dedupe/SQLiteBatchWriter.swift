@@ -13,6 +13,9 @@ final class SQLiteBatchWriter: BatchWriter {
     private var shapes: [String: Int64] = [:]
     /// Journal statements by shape and selection, spelled once.
     private var journalSQL: [String: String] = [:]
+    /// The typed journal of each rule table's deleted losers (``TypedJournal``) by shape key,
+    /// with the statement that fills it, spelled once.
+    private var typed: [String: (journal: TypedJournal, sql: String?)] = [:]
 
     init(runID: Int64) {
         self.runID = runID
@@ -31,8 +34,40 @@ final class SQLiteBatchWriter: BatchWriter {
             for (table, columns) in needed {
                 shapes[Self.shapeKey(table, columns)] = try Self.shapeID(db, table: table, columns: columns)
             }
+            // The deleted losers go to a typed journal where it can hold them.
+            let key = Self.shapeKey(rule.table, rule.storedColumns)
+            if TypedJournal.holds(rule.storedColumns), TypedJournal.range(runID) != nil, let shape = shapes[key] {
+                let journal = TypedJournal(shape: shape, table: rule.table, columns: rule.storedColumns)
+                try journal.create(db)
+                typed[key] = (journal, nil)
+            }
             return
         }
+    }
+
+    /// Copies the batch's losers, each with its winner, into `journal`.
+    private func keepLosers(
+        _ journal: TypedJournal, key: String, work: BatchWork, rule: CompiledRule, sql: BatchStatements, db: Database
+    )
+        throws
+    {
+        let statement: String
+        if let known = typed[key]?.sql {
+            statement = known
+        } else {
+            statement = sql.keepLosers(in: journal)
+            typed[key] = (journal, statement)
+        }
+        // Where the run's rows continue, and the `winnow_journal` entry they follow.
+        let marks = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT (SELECT max(winnow_seq) FROM \(journal.relation)), (SELECT max(id) FROM main.winnow_journal)"))
+        let range = TypedJournal.range(runID)!
+        let last = max(range.lowerBound, marks?[0] as Int64? ?? 0)
+        guard last + Int64(work.deleted) <= range.upperBound else {
+            throw WinnowError.internal("\(journal.relation) has no room for run \(runID)'s rows; the batch was rolled back")
+        }
+        try db.cachedStatement(sql: statement).execute(
+            arguments: [last, runID, rule.rule.index, work.number, marks?[1] as Int64? ?? 0])
     }
 
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
@@ -163,7 +198,10 @@ final class SQLiteBatchWriter: BatchWriter {
         }
         // 5. The losers.
         if work.deleted > 0 {
-            if archive {
+            let key = Self.shapeKey(rule.table, rule.storedColumns)
+            if archive, let journal = typed[key]?.journal {
+                try keepLosers(journal, key: key, work: work, rule: rule, sql: sql, db: db)
+            } else if archive {
                 try journal(
                     db, op: "delete", rule: rule.rule.index, batch: work.number, table: rule.table, rowID: sql.numbers.journalKey,
                     columns: rule.storedColumns, whereSQL: sql.loserSelection, arguments: [])

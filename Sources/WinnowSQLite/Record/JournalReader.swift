@@ -54,7 +54,7 @@ enum JournalReader {
 
     static func groups(_ db: Database, runID: Int64) throws -> [GroupRecord] {
         let tables = Tables(db)
-        return try Row.fetchAll(
+        let recorded = try Row.fetchAll(
             db, sql: "SELECT rule, batch, tbl, winner, loser FROM winnow_run_groups WHERE run_id = ? ORDER BY id", arguments: [runID]
         ).map { row in
             let naming = try tables.naming(row[2])
@@ -62,6 +62,34 @@ enum JournalReader {
                 rule: row[0], batch: row[1], table: naming.live?.name ?? row[2], winner: try naming.key(row[3]),
                 loser: try naming.key(row[4]))
         }
+        // The typed journal keeps each loser's winner beside it (no `winnow_run_groups` row):
+        // its groups follow, in the order it kept them.
+        guard try TypedJournal.any(db), let range = TypedJournal.range(runID) else { return recorded }
+        var typed: [(order: [Int64], record: GroupRecord)] = []
+        for journal in try TypedJournal.all(db) {
+            let naming = try tables.naming(journal.table)
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT winnow_rule, winnow_batch, winnow_seq, winnow_winner, winnow_rid FROM \(journal.relation)
+                    WHERE winnow_seq BETWEEN ? AND ? ORDER BY winnow_seq
+                    """, arguments: [range.lowerBound, range.upperBound])
+            {
+                typed.append(
+                    (
+                        [row[0], row[1], row[2]],
+                        GroupRecord(
+                            rule: row[0], batch: row[1], table: naming.live?.name ?? journal.table, winner: try naming.key(row[3]),
+                            loser: try naming.key(row[4]))
+                    ))
+            }
+        }
+        guard !typed.isEmpty else { return recorded }
+        // By rule, then batch (a run's rules run one after another).
+        let all = recorded.map { (order: [Int64($0.rule), Int64($0.batch), 0], record: $0) } + typed
+        return all.enumerated().sorted { a, b in
+            a.element.order == b.element.order ? a.offset < b.offset : a.element.order.lexicographicallyPrecedes(b.element.order)
+        }.map(\.element.record)
     }
 
     static func records(_ db: Database, runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
@@ -70,11 +98,12 @@ enum JournalReader {
         let filter = batches.map { " AND j.batch IN (\($0.sorted().map(String.init).joined(separator: ", ")))" } ?? ""
         var records: [JournalRecord] = []
         var identities: [[DatabaseValue]] = []
+        var ids: [Int64] = []
         let rule = Bookkeeping.column("rule", in: try Bookkeeping.columns(of: "winnow_journal", SQLiteSession(db)))
         let cursor = try Row.fetchCursor(
             db,
             sql:
-                "SELECT j.batch, j.op, j.shape_id, j.rid, j.image, \(rule) FROM winnow_journal AS j WHERE j.run_id = ?\(filter) ORDER BY j.id",
+                "SELECT j.batch, j.op, j.shape_id, j.rid, j.image, \(rule), j.id FROM winnow_journal AS j WHERE j.run_id = ?\(filter) ORDER BY j.id",
             arguments: [runID])
         while let row = try cursor.next() {
             let shapeID: Int64 = row[2]
@@ -89,6 +118,7 @@ enum JournalReader {
             let values = try ValueCodec.decode([UInt8](row[4] as Data))
             let naming = try tables.naming(shape.table)
             identities.append(try naming.values(row[3]))
+            ids.append(row[6])
             records.append(
                 JournalRecord(
                     batch: row[0], rule: row[5], operation: (row[1] as String) == "delete" ? .delete : .update,
@@ -108,6 +138,32 @@ enum JournalReader {
                 records[index].now = row.databaseValues.map { SQLValue($0).quotedLiteral }
             }
         }
-        return records
+        // The typed journal's deleted rows, each statement's after the entry it follows.
+        guard try TypedJournal.any(db) else { return records }
+        var typed: [(order: [Int64], record: JournalRecord)] = []
+        for journal in try TypedJournal.all(db) {
+            let naming = try tables.naming(journal.table)
+            let values = journal.columns.map(\.sqlIdentifier).joined(separator: ", ")
+            for statement in try journal.statements(db, runID: runID, batches: batches) {
+                for row in try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT winnow_seq, winnow_rid, \(values) FROM \(journal.relation) WHERE winnow_seq BETWEEN ? AND ? ORDER BY winnow_seq",
+                    arguments: [statement.seqs.lowerBound, statement.seqs.upperBound])
+                {
+                    typed.append(
+                        (
+                            [statement.after, 1] + statement.order.dropFirst() + [row[0]],
+                            JournalRecord(
+                                batch: statement.batch, rule: statement.rule, operation: .delete, table: naming.live?.name ?? journal.table,
+                                key: try naming.key(row[1]), columns: journal.columns,
+                                before: journal.columns.indices.map { SQLValue(row[2 + $0] as DatabaseValue).quotedLiteral })
+                        ))
+                }
+            }
+        }
+        guard !typed.isEmpty else { return records }
+        let all = zip(ids, records).map { (order: [$0, 0], record: $1) } + typed
+        return all.sorted { $0.order.lexicographicallyPrecedes($1.order) }.map(\.record)
     }
 }

@@ -58,7 +58,65 @@ public enum Restorer {
         }
         var reinserted = 0
         var reverted = 0
+        // Put back the rows a statement kept in a typed journal (``TypedJournal``), all at once.
+        func reinsert(_ journal: TypedJournal, _ seqs: ClosedRange<Int64>) throws {
+            let shape = try shape(journal.shape)
+            let table = "main.\(shape.table.sqlIdentifier)"
+            let match: String
+            if let rowID = shape.rowID {
+                match = "t.\(rowID) = j.winnow_rid"
+            } else if let key = shape.naming.live?.primaryKey, key.allSatisfy(shape.columns.contains) {
+                match = key.map { "t.\($0.sqlIdentifier) = j.\($0.sqlIdentifier)" }.joined(separator: " AND ")
+            } else {
+                let key = shape.naming.live?.primaryKey ?? []
+                match = "winnow_pack(\(key.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", "))) = j.winnow_rid"
+            }
+            if let rid = try DatabaseValue.fetchOne(
+                db,
+                sql: """
+                    SELECT j.winnow_rid FROM \(journal.relation) AS j WHERE j.winnow_seq BETWEEN ? AND ?
+                    AND EXISTS (SELECT 1 FROM \(table) AS t WHERE \(match)) ORDER BY j.winnow_seq LIMIT 1
+                    """, arguments: [seqs.lowerBound, seqs.upperBound])
+            {
+                throw WinnowError.refused(
+                    "cannot restore run \(runID): \(shape.table) \(try shape.naming.key(rid)) was deleted by that run but exists again")
+            }
+            var names = shape.columns.map(\.sqlIdentifier)
+            var values = names.map { "j.\($0)" }
+            if !shape.rowIDInColumns, let rowID = shape.rowID {
+                names.insert(rowID, at: 0)
+                values.insert("j.winnow_rid", at: 0)
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO \(table) (\(names.joined(separator: ", ")))
+                    SELECT \(values.joined(separator: ", ")) FROM \(journal.relation) AS j WHERE j.winnow_seq BETWEEN ? AND ? ORDER BY j.winnow_seq
+                    """, arguments: [seqs.lowerBound, seqs.upperBound])
+            reinserted += db.changesCount
+        }
         try db.writeTransaction {
+            // The typed journal's statements, newest first; each is undone before the
+            // `winnow_journal` entries written before it. Consecutive ones of one table go back in
+            // one statement.
+            var typed =
+                try TypedJournal.any(db)
+                ? TypedJournal.all(db).flatMap { try $0.statements(db, runID: runID) }.sorted {
+                    $1.order.lexicographicallyPrecedes($0.order)
+                }
+                : []
+            func undoTyped(after id: Int64) throws {
+                var pending: (journal: TypedJournal, seqs: ClosedRange<Int64>)?
+                while let statement = typed.first, statement.after >= id {
+                    typed.removeFirst()
+                    if let held = pending, held.journal == statement.journal {
+                        pending = (held.journal, statement.seqs.lowerBound...held.seqs.upperBound)
+                    } else {
+                        if let held = pending { try reinsert(held.journal, held.seqs) }
+                        pending = (statement.journal, statement.seqs)
+                    }
+                }
+                if let held = pending { try reinsert(held.journal, held.seqs) }
+            }
             var before = Int64.max
             while true {
                 let page = try Row.fetchAll(
@@ -69,6 +127,7 @@ public enum Restorer {
                 guard let last = page.last else { break }
                 before = last[0]
                 for entry in page {
+                    try undoTyped(after: entry[0])
                     let op: String = entry[1]
                     let shape = try shape(entry[2])
                     let rid: DatabaseValue = entry[3]
@@ -108,6 +167,7 @@ public enum Restorer {
                     }
                 }
             }
+            try undoTyped(after: Int64.min)
             // The merges of the run are undone: the losers they took are no longer taken.
             if try db.tableExists("winnow_merged_losers") {
                 try db.execute(sql: "DELETE FROM winnow_merged_losers WHERE run_id = ?", arguments: [runID])

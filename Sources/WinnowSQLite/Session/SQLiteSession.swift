@@ -135,6 +135,36 @@ public final class SQLiteSession: DatabaseSession {
 
     public func groupRecords(runID: Int64) throws -> [GroupRecord] { try JournalReader.groups(db, runID: runID) }
 
+    public func typedJournalDeletes(runID: Int64) throws -> [String: Int] {
+        guard try TypedJournal.any(db) else { return [:] }
+        var deletes: [String: Int] = [:]
+        for journal in try TypedJournal.all(db) {
+            let count = try journal.count(db, runID: runID)
+            if count > 0 { deletes[journal.table, default: 0] += count }
+        }
+        return deletes
+    }
+
+    public func typedJournalRuns() throws -> Set<Int64> {
+        guard try TypedJournal.any(db) else { return [] }
+        return try TypedJournal.all(db).reduce(into: []) { $0.formUnion(try $1.runs(db)) }
+    }
+
+    public func deleteTypedJournal(runID: Int64) throws -> Int {
+        guard try TypedJournal.any(db) else { return 0 }
+        for journal in try TypedJournal.all(db) {
+            let deleted = try journal.delete(db, runID: runID, limit: JournalPruner.batchSize)
+            if deleted > 0 { return deleted }
+        }
+        return 0
+    }
+
+    public func typedJournalIdentities() throws -> String? {
+        guard try TypedJournal.any(db) else { return nil }
+        let all = try TypedJournal.all(db)
+        return all.isEmpty ? nil : all.map(\.identities).joined(separator: " UNION ALL ")
+    }
+
     public func winnowObjects() throws -> [WinnowObject] { try InstalledObjects.list(db) }
 
     public func remove(_ objects: [WinnowObject]) throws { try InstalledObjects.remove(objects, db: db) }
