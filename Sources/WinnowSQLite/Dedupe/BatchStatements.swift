@@ -565,14 +565,16 @@ struct BatchStatements {
     }
 
     /// Copies the batch's losers, each with its winner, into `journal` (``TypedJournal``), in
-    /// the order `winnow_run_groups` records them. Binds: the last `winnow_seq` before these,
-    /// the run, the rule, the batch, and the `winnow_journal` entry they follow.
-    func keepLosers(in journal: TypedJournal) -> String {
+    /// rowid order. Binds: the last `winnow_seq` before these, the run, the rule, the batch, and
+    /// the `winnow_journal` entry they follow. The run's `first` statement in the table numbers
+    /// its rows from the run's stretch; later ones take the next rowids (SQLite's own, one more
+    /// than the largest, so no window has to number the rows).
+    func keepLosers(in journal: TypedJournal, first: Bool) -> String {
         let names = (TypedJournal.fixed + journal.columns.map(\.sqlIdentifier)).joined(separator: ", ")
         let values = journal.columns.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", ")
         return """
             INSERT INTO \(journal.relation) (\(names))
-            SELECT ?1 + row_number() OVER (ORDER BY b.winner, b.rn), ?2, ?3, ?4, ?5,
+            SELECT \(first ? "?1 + row_number() OVER ()" : "NULL"), ?2, ?3, ?4, ?5,
                 \(numbers.journalKey(numbered: "b.rid")), \(numbers.journalKey(numbered: "b.winner")), \(values)
             FROM temp.winnow_batch AS b \(numbers.join("t", numbered: "b.rid"))
             """

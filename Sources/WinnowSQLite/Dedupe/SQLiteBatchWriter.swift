@@ -15,7 +15,7 @@ final class SQLiteBatchWriter: BatchWriter {
     private var journalSQL: [String: String] = [:]
     /// The typed journal of each rule table's deleted losers (``TypedJournal``) by shape key,
     /// with the statement that fills it, spelled once.
-    private var typed: [String: (journal: TypedJournal, sql: String?)] = [:]
+    private var typed: [String: (journal: TypedJournal, sql: [Bool: String])] = [:]
 
     init(runID: Int64) {
         self.runID = runID
@@ -39,7 +39,7 @@ final class SQLiteBatchWriter: BatchWriter {
             if TypedJournal.holds(rule.storedColumns), TypedJournal.range(runID) != nil, let shape = shapes[key] {
                 let journal = TypedJournal(shape: shape, table: rule.table, columns: rule.storedColumns)
                 try journal.create(db)
-                typed[key] = (journal, nil)
+                typed[key] = (journal, [:])
             }
             return
         }
@@ -51,20 +51,21 @@ final class SQLiteBatchWriter: BatchWriter {
     )
         throws
     {
-        let statement: String
-        if let known = typed[key]?.sql {
-            statement = known
-        } else {
-            statement = sql.keepLosers(in: journal)
-            typed[key] = (journal, statement)
-        }
         // Where the run's rows continue, and the `winnow_journal` entry they follow.
         let marks = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT (SELECT max(winnow_seq) FROM \(journal.relation)), (SELECT max(id) FROM main.winnow_journal)"))
         let range = TypedJournal.range(runID)!
+        let first = (marks?[0] as Int64? ?? 0) < range.lowerBound
         let last = max(range.lowerBound, marks?[0] as Int64? ?? 0)
         guard last + Int64(work.deleted) <= range.upperBound else {
             throw WinnowError.internal("\(journal.relation) has no room for run \(runID)'s rows; the batch was rolled back")
+        }
+        let statement: String
+        if let known = typed[key]?.sql[first] {
+            statement = known
+        } else {
+            statement = sql.keepLosers(in: journal, first: first)
+            typed[key]?.sql[first] = statement
         }
         try db.cachedStatement(sql: statement).execute(
             arguments: [last, runID, rule.rule.index, work.number, marks?[1] as Int64? ?? 0])
