@@ -87,9 +87,9 @@ public protocol DatabaseSession: AnyObject {
     /// The losers run `runID` deleted and their winners, as `winnow_run_groups` holds them, in
     /// the order they were recorded.
     func groupRecords(runID: Int64) throws -> [GroupRecord]
-    /// The journal an engine keeps beside `winnow_journal` (PostgreSQL: deleted rows in their
-    /// table's own column types, docs/postgresql.md): the rows run `runID` deleted and kept
-    /// there, by table.
+    /// The journal kept beside `winnow_journal` for the losers a rule deletes, as rows of a
+    /// table per journal shape (`winnow_journal_rows_<shape>`: docs/reference.md, "Journal and
+    /// restore"): the rows run `runID` deleted and kept there, by table.
     func typedJournalDeletes(runID: Int64) throws -> [String: Int]
     /// The runs with entries there.
     func typedJournalRuns() throws -> Set<Int64>
