@@ -32,12 +32,15 @@ struct PostgresTypedJournal: Equatable {
 
     /// The journal table of `shape` for `table` (qualified SQL `source`), created when missing.
     /// Nil where the table's rows cannot be kept this way, and the `jsonb` journal keeps them:
-    /// a column named like winnow's own (`winnow_...`), or a journal table of the same shape
-    /// whose column types no longer match the table's (a type changed since it was made).
+    /// a column named like winnow's own (`winnow_...`), a table too wide for a journal table
+    /// beside its columns, or a journal table of the same shape whose column types no longer
+    /// match the table's (a type changed since it was made).
     static func prepare(
         session: PostgresSession, shape: Int64, table: String, source: String, columns: [String], key: [String]
     ) throws -> PostgresTypedJournal? {
-        guard !key.isEmpty, key.allSatisfy(columns.contains),
+        // (A table has at most 1,600 columns: the journal table's own and the winner's key
+        // must fit beside the table's.)
+        guard !key.isEmpty, key.allSatisfy(columns.contains), columns.count + fixed.count + key.count <= 1600,
             !columns.contains(where: { $0.lowercased().hasPrefix(Bookkeeping.tablePrefix) })
         else { return nil }
         let dialect = session.postgresDialect

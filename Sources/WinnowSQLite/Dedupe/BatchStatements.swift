@@ -474,9 +474,9 @@ struct BatchStatements {
                     let value = holdsRowID ? "mv.winner" : "p.\(path.parentColumns[column].sqlIdentifier)"
                     return "(SELECT \(value) FROM \(moves) WHERE mv.path = \(index) AND mv.child = \(childNumbers.number(of: childTable)))"
                 }
-                movedKey.append("winnow_pack(\(moved.joined(separator: ", ")))")
+                movedKey.append(SQLFunctions.pack(moved))
                 let repointed = zip(childNumbers.key, keyIndexes).map { key, column in column == nil ? key.sqlIdentifier : "?" }
-                repointedKey.append(("winnow_pack(\(repointed.joined(separator: ", ")))", keyIndexes.compactMap { $0 }))
+                repointedKey.append((SQLFunctions.pack(repointed), keyIndexes.compactMap { $0 }))
             } else {
                 movedKey.append(childNumbers.journalKey)
                 repointedKey.append((childNumbers.journalKey, []))

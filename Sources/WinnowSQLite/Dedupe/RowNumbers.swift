@@ -138,13 +138,13 @@ struct RowNumbers {
     /// The row's identity as the journal keeps it, over the table's own columns (unqualified):
     /// the rowid, or the primary key packed.
     var journalKey: String {
-        mapped ? "winnow_pack(\(key.map(\.sqlIdentifier).joined(separator: ", ")))" : rowid!
+        mapped ? SQLFunctions.pack(key.map(\.sqlIdentifier)) : rowid!
     }
 
     /// The identity of the row numbered `number` as the journal keeps it.
     func journalKey(numbered number: String) -> String {
         guard mapped else { return number }
-        return "(SELECT winnow_pack(\(mapColumns.joined(separator: ", "))) FROM temp.\(map) WHERE winnow_id = \(number))"
+        return "(SELECT \(SQLFunctions.pack(mapColumns)) FROM temp.\(map) WHERE winnow_id = \(number))"
     }
 
     /// Reads the identities of numbered rows as people name them (samples, refusals).

@@ -99,10 +99,9 @@ final class SQLiteBatchWriter: BatchWriter {
         if let known = journalSQL[sqlKey] {
             sql = known
         } else {
-            let packed = columns.map(\.sqlIdentifier).joined(separator: ", ")
             sql = """
                 INSERT INTO winnow_journal (run_id, rule, batch, op, shape_id, rid, image)
-                SELECT ?, ?, ?, ?, ?, \(rowID), winnow_pack(\(packed)) FROM main.\(table.sqlIdentifier) WHERE \(whereSQL)
+                SELECT ?, ?, ?, ?, ?, \(rowID), \(SQLFunctions.pack(columns.map(\.sqlIdentifier))) FROM main.\(table.sqlIdentifier) WHERE \(whereSQL)
                 """
             journalSQL[sqlKey] = sql
         }

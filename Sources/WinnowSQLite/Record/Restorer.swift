@@ -69,7 +69,7 @@ public enum Restorer {
                 match = key.map { "t.\($0.sqlIdentifier) = j.\($0.sqlIdentifier)" }.joined(separator: " AND ")
             } else {
                 let key = shape.naming.live?.primaryKey ?? []
-                match = "winnow_pack(\(key.map { "t.\($0.sqlIdentifier)" }.joined(separator: ", "))) = j.winnow_rid"
+                match = "\(SQLFunctions.pack(key.map { "t.\($0.sqlIdentifier)" })) = j.winnow_rid"
             }
             if let rid = try DatabaseValue.fetchOne(
                 db,

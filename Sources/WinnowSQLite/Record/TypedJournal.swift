@@ -31,10 +31,14 @@ struct TypedJournal: Equatable {
     /// The journal table, qualified and quoted.
     var relation: String { "main.\((Self.prefix + String(shape)).sqlIdentifier)" }
 
+    /// The most columns a table may have in SQLite as built by default (`SQLITE_MAX_COLUMN`).
+    static let columnLimit = 2000
+
     /// Whether the rows of a table with these stored columns can be kept this way: none is
-    /// named like winnow's own columns (those rows stay in `winnow_journal`).
+    /// named like winnow's own columns, and the journal table's columns stay within SQLite's
+    /// limit (other rows stay in `winnow_journal`).
     static func holds(_ columns: [String]) -> Bool {
-        !columns.contains { $0.lowercased().hasPrefix(Bookkeeping.tablePrefix) }
+        columns.count + fixed.count <= columnLimit && !columns.contains { $0.lowercased().hasPrefix(Bookkeeping.tablePrefix) }
     }
 
     /// The first and last `winnow_seq` of run `runID`'s rows; nil for a run number too large to

@@ -41,6 +41,7 @@ enum SQLFunctions {
         try add("winnow_digits", 1) { ctx, _, argv in SQLFunctions.textFunction(ctx, argv, ASCII.digitsOnly, Normalize.digitsOnly) }
         try add("winnow_hash", -1) { ctx, argc, argv in SQLFunctions.hashFunction(ctx, argc, argv) }
         try add("winnow_pack", -1) { ctx, argc, argv in SQLFunctions.packFunction(ctx, argc, argv) }
+        try add("winnow_pack_after", -1) { ctx, argc, argv in SQLFunctions.packAfterFunction(ctx, argc, argv) }
         try add("winnow_bucket", -1) { ctx, argc, argv in SQLFunctions.bucketFunction(ctx, argc, argv) }
     }
 
@@ -161,6 +162,40 @@ enum SQLFunctions {
         bytes.withUnsafeBytes { buffer in
             sqlite3_result_blob(ctx, buffer.baseAddress, Int32(buffer.count), transient)
         }
+    }
+
+    /// `winnow_pack_after(image, v1, ..., vn)`: `image`'s bytes followed by the encoding of
+    /// `v1, ..., vn`, which is `winnow_pack` of the values of `image` and then of these (the
+    /// encoding is self-delimiting).
+    static func packAfterFunction(_ ctx: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?) {
+        guard argc >= 1, let argv else { return sqlite3_result_error(ctx, "winnow_pack_after(image, value, ...) needs an image", -1) }
+        var bytes: [UInt8] = []
+        let count = Int(sqlite3_value_bytes(argv[0]))
+        if count > 0, let pointer = sqlite3_value_blob(argv[0]) {
+            bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count))
+        }
+        for i in 1..<Int(argc) { append(argv[i], to: &bytes) }
+        bytes.withUnsafeBytes { buffer in
+            sqlite3_result_blob(ctx, buffer.baseAddress, Int32(buffer.count), transient)
+        }
+    }
+
+    /// The most values one call of `winnow_pack` is given: SQLite as built by default takes at
+    /// most 127 arguments per function call (`SQLITE_MAX_FUNCTION_ARG`).
+    static let packArguments = 100
+
+    /// SQL that packs `expressions` as one `winnow_pack` of them all would: one call for up to
+    /// ``packArguments``, else a first call continued by `winnow_pack_after` calls (a table of
+    /// more than 127 columns).
+    static func pack(_ expressions: [String]) -> String {
+        var sql = "winnow_pack(\(expressions.prefix(packArguments).joined(separator: ", ")))"
+        var next = packArguments
+        while next < expressions.count {
+            let end = min(next + packArguments - 1, expressions.count)
+            sql = "winnow_pack_after(\(sql), \(expressions[next..<end].joined(separator: ", ")))"
+            next = end
+        }
+        return sql
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
