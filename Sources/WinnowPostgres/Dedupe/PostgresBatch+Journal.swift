@@ -10,12 +10,18 @@ extension PostgresBatch {
         let data = (try? JSONSerialization.data(withJSONObject: columns, options: [.withoutEscapingSlashes])) ?? Data("[]".utf8)
         let json = String(decoding: data, as: UTF8.self)
         let shapes = session.postgresDialect.bookkeeping("winnow_journal_shapes")
-        return try session.value(
-            """
-            INSERT INTO \(shapes) (tbl, columns) VALUES (?, ?)
-            ON CONFLICT (tbl, columns) DO UPDATE SET tbl = excluded.tbl RETURNING id
-            """, [SQLValue(table), SQLValue(json)]
-        ).int64 ?? 0
+        let arguments = [SQLValue(table), SQLValue(json)]
+        // Found by the whole list; unique by its digest (a list sharing another's digest is
+        // refused rather than taken for it).
+        if let id = try session.value("SELECT id FROM \(shapes) WHERE tbl = ? AND columns = ?", arguments).int64 { return id }
+        guard
+            let id = try session.value(
+                "INSERT INTO \(shapes) (tbl, columns) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING id", arguments
+            ).int64
+        else {
+            throw WinnowError.internal("the journal shape of \(table) has the digest of another shape's columns")
+        }
+        return id
     }
 
     /// Journals rows of `table` (before-images) selected by `from` (a FROM clause aliasing the
