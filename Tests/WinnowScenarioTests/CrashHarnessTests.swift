@@ -686,10 +686,7 @@ final class CrashHarnessTests: XCTestCase {
                         (order: [row[4], 0, 0], op: row[1], columns: shapes[shape]!.columns, values: try ValueCodec.decode([UInt8](image))))
                 }
                 for journal in typed {
-                    let shape = try Row.fetchOne(
-                        db, sql: "SELECT columns FROM main.winnow_journal_shapes WHERE 'main.\"winnow_journal_rows_' || id || '\"' = ?",
-                        arguments: [journal.relation])!
-                    let shapeColumns = try JSONDecoder().decode([String].self, from: Data((shape[0] as String).utf8))
+                    let shapeColumns = journal.columns
                     let values = shapeColumns.map(\.sqlIdentifier).joined(separator: ", ")
                     let cursor = try Row.fetchCursor(
                         db, sql: "SELECT winnow_rid, winnow_after, winnow_seq, \(values) FROM \(journal.relation) ORDER BY winnow_seq")

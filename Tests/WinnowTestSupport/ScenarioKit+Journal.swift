@@ -3,16 +3,22 @@ import GRDB
 
 extension ScenarioKit {
     /// The typed journal tables of a SQLite file (`winnow_journal_rows_<shape>`), with the
-    /// table each keeps rows of.
-    package static func typedJournals(_ db: Database) throws -> [(relation: String, table: String)] {
+    /// table each keeps rows of and its columns as journaled.
+    package static func typedJournals(_ db: Database) throws -> [(relation: String, table: String, columns: [String])] {
         guard try db.tableExists("winnow_journal_shapes") else { return [] }
         return try Row.fetchAll(
             db,
             sql: """
-                SELECT m.name, s.tbl FROM main.sqlite_master AS m JOIN main.winnow_journal_shapes AS s ON m.name = 'winnow_journal_rows_' || s.id
+                SELECT m.name, s.tbl, s.columns FROM main.sqlite_master AS m JOIN main.winnow_journal_shapes AS s
+                ON m.name = 'winnow_journal_rows_' || s.id
                 WHERE m.type = 'table' ORDER BY s.id
                 """
-        ).map { (relation: "main.\"\($0[0] as String)\"", table: $0[1]) }
+        ).map {
+            (
+                relation: "main.\"\($0[0] as String)\"", table: $0[1],
+                columns: try JSONDecoder().decode([String].self, from: Data(($0[2] as String).utf8))
+            )
+        }
     }
 
     /// Both journals of a SQLite file as one query of `(run_id, batch, op, tbl, rid)`: the

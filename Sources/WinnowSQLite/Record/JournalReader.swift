@@ -64,7 +64,7 @@ enum JournalReader {
         }
         // The typed journal keeps each loser's winner beside it (no `winnow_run_groups` row):
         // its groups follow, in the order it kept them.
-        guard try TypedJournal.any(db), let range = TypedJournal.range(runID) else { return recorded }
+        guard let range = TypedJournal.range(runID) else { return recorded }
         var typed: [(order: [Int64], record: GroupRecord)] = []
         for journal in try TypedJournal.all(db) {
             let naming = try tables.naming(journal.table)
@@ -139,27 +139,28 @@ enum JournalReader {
             }
         }
         // The typed journal's deleted rows, each statement's after the entry it follows.
-        guard try TypedJournal.any(db) else { return records }
+        guard let range = TypedJournal.range(runID) else { return records }
+        let kept =
+            batches.map { " AND winnow_batch IN (\($0.isEmpty ? "NULL" : $0.sorted().map(String.init).joined(separator: ", ")))" } ?? ""
         var typed: [(order: [Int64], record: JournalRecord)] = []
         for journal in try TypedJournal.all(db) {
             let naming = try tables.naming(journal.table)
             let values = journal.columns.map(\.sqlIdentifier).joined(separator: ", ")
-            for statement in try journal.statements(db, runID: runID, batches: batches) {
-                for row in try Row.fetchAll(
-                    db,
-                    sql:
-                        "SELECT winnow_seq, winnow_rid, \(values) FROM \(journal.relation) WHERE winnow_seq BETWEEN ? AND ? ORDER BY winnow_seq",
-                    arguments: [statement.seqs.lowerBound, statement.seqs.upperBound])
-                {
-                    typed.append(
-                        (
-                            [statement.after, 1] + statement.order.dropFirst() + [row[0]],
-                            JournalRecord(
-                                batch: statement.batch, rule: statement.rule, operation: .delete, table: naming.live?.name ?? journal.table,
-                                key: try naming.key(row[1]), columns: journal.columns,
-                                before: journal.columns.indices.map { SQLValue(row[2 + $0] as DatabaseValue).quotedLiteral })
-                        ))
-                }
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT winnow_after, winnow_rule, winnow_batch, winnow_seq, winnow_rid, \(values) FROM \(journal.relation)
+                    WHERE winnow_seq BETWEEN ? AND ?\(kept) ORDER BY winnow_seq
+                    """, arguments: [range.lowerBound, range.upperBound])
+            {
+                typed.append(
+                    (
+                        [row[0], 1, row[1], row[2], row[3]],
+                        JournalRecord(
+                            batch: row[2], rule: row[1], operation: .delete, table: naming.live?.name ?? journal.table,
+                            key: try naming.key(row[4]), columns: journal.columns,
+                            before: journal.columns.indices.map { SQLValue(row[5 + $0] as DatabaseValue).quotedLiteral })
+                    ))
             }
         }
         guard !typed.isEmpty else { return records }

@@ -98,12 +98,9 @@ public enum Restorer {
             // The typed journal's statements, newest first; each is undone before the
             // `winnow_journal` entries written before it. Consecutive ones of one table go back in
             // one statement.
-            var typed =
-                try TypedJournal.any(db)
-                ? TypedJournal.all(db).flatMap { try $0.statements(db, runID: runID) }.sorted {
-                    $1.order.lexicographicallyPrecedes($0.order)
-                }
-                : []
+            var typed = try TypedJournal.all(db).flatMap { try $0.statements(db, runID: runID) }.sorted {
+                $1.order.lexicographicallyPrecedes($0.order)
+            }
             func undoTyped(after id: Int64) throws {
                 var pending: (journal: TypedJournal, seqs: ClosedRange<Int64>)?
                 while let statement = typed.first, statement.after >= id {

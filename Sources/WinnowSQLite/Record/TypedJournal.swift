@@ -62,9 +62,10 @@ struct TypedJournal: Equatable {
         try db.execute(sql: "CREATE TABLE IF NOT EXISTS \(relation) (\(definitions.joined(separator: ", ")))")
     }
 
-    /// Every journal table in the file, by shape.
+    /// Every journal table in the file, by shape (none in a file without winnow's journal).
     static func all(_ db: Database) throws -> [TypedJournal] {
-        try Row.fetchAll(
+        guard try db.tableExists("winnow_journal_shapes") else { return [] }
+        return try Row.fetchAll(
             db,
             sql: """
                 SELECT s.id, s.tbl, s.columns FROM main.sqlite_master AS m JOIN main.winnow_journal_shapes AS s
@@ -76,18 +77,6 @@ struct TypedJournal: Equatable {
             TypedJournal(
                 shape: row[0], table: row[1], columns: try JSONDecoder().decode([String].self, from: Data((row[2] as String).utf8)))
         }
-    }
-
-    /// Whether the file has journal tables at all (without them, `winnow_journal_shapes` may be
-    /// missing too).
-    static func any(_ db: Database) throws -> Bool {
-        try db.tableExists("winnow_journal_shapes")
-            && Bool.fetchOne(
-                db,
-                sql:
-                    "SELECT EXISTS (SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'winnow\\_journal\\_rows\\_%' ESCAPE '\\')"
-            )
-                == true
     }
 
     /// The rows of run `runID` here.
@@ -130,15 +119,13 @@ struct TypedJournal: Equatable {
 
     /// The statements of a run's rows here, oldest first: each with the place it takes among
     /// `winnow_journal`'s entries and its rows' `winnow_seq`s.
-    func statements(_ db: Database, runID: Int64, batches: Set<Int>? = nil) throws -> [Statement] {
+    func statements(_ db: Database, runID: Int64) throws -> [Statement] {
         guard let range = Self.range(runID) else { return [] }
-        let filter =
-            batches.map { " AND winnow_batch IN (\($0.isEmpty ? "NULL" : $0.sorted().map(String.init).joined(separator: ", ")))" } ?? ""
         return try Row.fetchAll(
             db,
             sql: """
                 SELECT winnow_after, winnow_rule, winnow_batch, min(winnow_seq), max(winnow_seq) FROM \(relation)
-                WHERE winnow_seq BETWEEN ? AND ?\(filter)
+                WHERE winnow_seq BETWEEN ? AND ?
                 GROUP BY winnow_after, winnow_rule, winnow_batch ORDER BY min(winnow_seq)
                 """, arguments: [range.lowerBound, range.upperBound]
         ).map { Statement(journal: self, after: $0[0], rule: $0[1], batch: $0[2], seqs: ($0[3] as Int64)...($0[4] as Int64)) }

@@ -136,7 +136,6 @@ public final class SQLiteSession: DatabaseSession {
     public func groupRecords(runID: Int64) throws -> [GroupRecord] { try JournalReader.groups(db, runID: runID) }
 
     public func typedJournalDeletes(runID: Int64) throws -> [String: Int] {
-        guard try TypedJournal.any(db) else { return [:] }
         var deletes: [String: Int] = [:]
         for journal in try TypedJournal.all(db) {
             let count = try journal.count(db, runID: runID)
@@ -146,12 +145,10 @@ public final class SQLiteSession: DatabaseSession {
     }
 
     public func typedJournalRuns() throws -> Set<Int64> {
-        guard try TypedJournal.any(db) else { return [] }
         return try TypedJournal.all(db).reduce(into: []) { $0.formUnion(try $1.runs(db)) }
     }
 
     public func deleteTypedJournal(runID: Int64) throws -> Int {
-        guard try TypedJournal.any(db) else { return 0 }
         for journal in try TypedJournal.all(db) {
             let deleted = try journal.delete(db, runID: runID, limit: JournalPruner.batchSize)
             if deleted > 0 { return deleted }
@@ -160,7 +157,6 @@ public final class SQLiteSession: DatabaseSession {
     }
 
     public func typedJournalIdentities() throws -> String? {
-        guard try TypedJournal.any(db) else { return nil }
         let all = try TypedJournal.all(db)
         return all.isEmpty ? nil : all.map(\.identities).joined(separator: " UNION ALL ")
     }
