@@ -181,6 +181,20 @@ final class TypedJournalTests: CLITestCase {
         XCTAssertTrue(again.stderr.contains("its journal was pruned"), again.stderr)
     }
 
+    /// `uninstall --yes` removes the journal tables with winnow's other tables; the user's
+    /// tables keep the rows the run left.
+    func testUninstallRemovesTheJournalTables() throws {
+        let data = try setUpData()
+        try winnow(["run", "job.yaml", "--database", data], expect: 0)
+        let survivors = try exact(data)
+        let listed = try winnow(["uninstall", "--dry-run", "--database", data], expect: 0).stdout
+        XCTAssertEqual(
+            listed.components(separatedBy: "\n").filter { $0.contains("winnow_journal_rows_") }.count, 3, listed)
+        try winnow(["uninstall", "--yes", "--database", data], expect: 0)
+        XCTAssertEqual(try ScenarioKit.int(data, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'winnow%'"), 0)
+        XCTAssertEqual(try exact(data), survivors)
+    }
+
     /// A table with a column named like winnow's own keeps the encoded journal and restores
     /// exactly; a typed table dropped by hand is made again by the next run.
     func testTablesTheTypedJournalCannotHoldKeepTheEncodedJournal() throws {
