@@ -12,6 +12,29 @@ enum Console {
 
     static func err(_ line: String) { write(line, to: FileHandle.standardError) }
 
+    /// One line on standard output written in pieces as `produce` makes them (a line too large
+    /// to hold whole, `show --format json`), buffered in blocks of about 1 MiB.
+    static func out(_ produce: (_ write: (String) -> Void) -> Void) {
+        let handle = FileHandle.standardOutput
+        lock.withLock {
+            var buffer = Data()
+            func flush() {
+                do {
+                    try handle.write(contentsOf: buffer)
+                } catch {
+                    exit(WinnowError.io("output closed").exitCode)
+                }
+                buffer.removeAll(keepingCapacity: true)
+            }
+            produce { piece in
+                buffer.append(contentsOf: piece.utf8)
+                if buffer.count >= 1 << 20 { flush() }
+            }
+            buffer.append(UInt8(ascii: "\n"))
+            flush()
+        }
+    }
+
     private static func write(_ line: String, to handle: FileHandle) {
         lock.withLock {
             do {

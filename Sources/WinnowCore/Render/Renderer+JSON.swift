@@ -10,8 +10,7 @@ extension Renderer {
     package static func jsonLine(_ object: [String: Any], stamped: Bool = true) -> String {
         var object = object
         if stamped, object["time"] == nil { object["time"] = Bookkeeping.timestamp() }
-        let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return JSONValue(object)?.line() ?? "{}"
     }
 
     package static func countsObject(_ c: Counts) -> [String: Any] {
@@ -207,18 +206,16 @@ extension Renderer {
     }
 
     /// A key value as SQL spells it (`'text'`, `42`, `1.5`, `NULL`, `X'00FF'`) as a JSON value:
-    /// a string, a number, null, or `{"blob": "00ff"}`.
+    /// a string, a number, null, or `{"blob": "00ff"}` (``JSONValue/init(sqlLiteral:)``).
     package static func jsonValue(sqlLiteral literal: String) -> Any {
-        if literal == "NULL" { return NSNull() }
-        if literal.count >= 2, literal.hasPrefix("'"), literal.hasSuffix("'") {
-            return String(literal.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'")
+        switch JSONValue(sqlLiteral: literal) {
+        case .null: return NSNull()
+        case .string(let text): return text
+        case .integer(let integer): return integer
+        case .real(let real): return real
+        case .object(let blob): if case .string(let hex)? = blob["blob"] { return ["blob": hex] } else { return JSONValue.object(blob) }
+        case let other: return other
         }
-        if literal.count >= 3, literal.hasPrefix("X'"), literal.hasSuffix("'") {
-            return ["blob": literal.dropFirst(2).dropLast().lowercased()]
-        }
-        if let integer = Int64(literal) { return integer }
-        if let real = Double(literal) { return real }
-        return literal
     }
 
     public static func json(starter result: Starter.Result) -> String {

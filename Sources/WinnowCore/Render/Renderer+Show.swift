@@ -103,6 +103,52 @@ extension Renderer {
 
     /// `show --format json`: one object, every group and row.
     public static func json(_ report: RunReport) -> String {
+        var text = ""
+        json(report) { text += $0 }
+        return text
+    }
+
+    /// `show --format json` in pieces, for a listing too large to hold twice: `write` takes the
+    /// object's text piece by piece (the pieces joined are ``json(_:)``'s line, without its
+    /// newline). Each group and child row is built and encoded on its own, as it is written.
+    public static func json(_ report: RunReport, write: (String) -> Void) {
+        // The object with a marker where each list goes: encoded, the marker's text is found
+        // and the list written in its place, one element at a time.
+        var lists: [(key: String, marker: String, count: Int, element: (Int) -> JSONValue)] = []
+        let line = showLine(report) { key, count, element in
+            let marker = "\u{1}winnow-list-\(lists.count)"
+            lists.append((key, marker, count, element))
+            return marker
+        }
+        // Each marker as the encoder wrote it, after its key: `"groups":"\u0001winnow-list-0"`.
+        // A string value holds its quotes escaped, so no value of the run can read the same.
+        let places = lists.compactMap { entry -> (Range<String.Index>, Int, (Int) -> JSONValue)? in
+            guard let key = JSONValue.string(entry.key).line(), let marker = JSONValue.string(entry.marker).line(),
+                let range = line.range(of: key + ":" + marker)
+            else { return nil }
+            return (line.index(range.upperBound, offsetBy: -marker.count)..<range.upperBound, entry.count, entry.element)
+        }.sorted { $0.0.lowerBound < $1.0.lowerBound }
+        guard places.count == lists.count else {
+            // Not expected (the encoder writes every marker as above); the whole object at once.
+            write(showLine(report) { _, count, element in JSONValue.array((0..<count).map(element)) })
+            return
+        }
+        let encoder = JSONValue.lineEncoder()
+        var written = line.startIndex
+        for (range, count, element) in places {
+            write(String(line[written..<range.lowerBound]) + "[")
+            for index in 0..<count {
+                let text = element(index).line(encoder) ?? "{}"
+                write(index == 0 ? text : "," + text)
+            }
+            write("]")
+            written = range.upperBound
+        }
+        write(String(line[written...]))
+    }
+
+    /// The `show` object's line, each rule's lists as `list(key, count, element)` makes them.
+    private static func showLine(_ report: RunReport, list: (String, Int, @escaping (Int) -> JSONValue) -> Any) -> String {
         var object = historyObject(report.run)
         object["event"] = "show"
         object["rules"] = report.rules.map { rule -> [String: Any] in
@@ -112,16 +158,9 @@ extension Renderer {
             o["key"] = rule.key
             o["key_columns"] = rule.keyColumns
             if report.rows == .listed {
-                o["groups"] = rule.groups.map { group -> [String: Any] in
-                    var g: [String: Any] = [
-                        "key": values(group.key), "kept": identity(group.kept),
-                        "deleted": group.deleted.map(deletedObject),
-                    ]
-                    if let updated = group.updated { g["updated"] = changedObject(updated) }
-                    return g
-                }
-                o["repointed"] = rule.repointed.map(changedObject)
-                o["children_deleted"] = rule.childrenDeleted.map(deletedObject)
+                o["groups"] = list("groups", rule.groups.count) { groupObject(rule.groups[$0]) }
+                o["repointed"] = list("repointed", rule.repointed.count) { changedObject(rule.repointed[$0]) }
+                o["children_deleted"] = list("children_deleted", rule.childrenDeleted.count) { deletedObject(rule.childrenDeleted[$0]) }
             }
             return o
         }
@@ -136,25 +175,36 @@ extension Renderer {
         return jsonLine(object)
     }
 
-    static func values(_ values: [RunReport.Value]) -> [String: Any] {
-        Dictionary(values.map { ($0.column, jsonValue(sqlLiteral: $0.literal)) }, uniquingKeysWith: { a, _ in a })
-    }
-
-    static func identity(_ key: RowKey) -> [String: Any] {
-        Dictionary(key.parts.map { ($0.column, jsonValue(sqlLiteral: $0.literal)) }, uniquingKeysWith: { a, _ in a })
-    }
-
-    static func deletedObject(_ row: RunReport.DeletedRow) -> [String: Any] {
-        ["table": row.table, "row": identity(row.key), "values": values(row.values)]
-    }
-
-    static func changedObject(_ row: RunReport.ChangedRow) -> [String: Any] {
-        [
-            "table": row.table, "row": identity(row.key), "exists": row.exists,
-            "changes": row.changes.map {
-                ["column": $0.column, "before": jsonValue(sqlLiteral: $0.before), "now": $0.now.map(jsonValue(sqlLiteral:)) ?? NSNull()]
-                    as [String: Any]
-            },
+    static func groupObject(_ group: RunReport.Group) -> JSONValue {
+        var g: [String: JSONValue] = [
+            "key": values(group.key), "kept": identity(group.kept), "deleted": .array(group.deleted.map(deletedObject)),
         ]
+        if let updated = group.updated { g["updated"] = changedObject(updated) }
+        return .object(g)
+    }
+
+    static func values(_ values: [RunReport.Value]) -> JSONValue {
+        .object(Dictionary(values.map { ($0.column, JSONValue(sqlLiteral: $0.literal)) }, uniquingKeysWith: { a, _ in a }))
+    }
+
+    static func identity(_ key: RowKey) -> JSONValue {
+        .object(Dictionary(key.parts.map { ($0.column, JSONValue(sqlLiteral: $0.literal)) }, uniquingKeysWith: { a, _ in a }))
+    }
+
+    static func deletedObject(_ row: RunReport.DeletedRow) -> JSONValue {
+        .object(["table": .string(row.table), "row": identity(row.key), "values": values(row.values)])
+    }
+
+    static func changedObject(_ row: RunReport.ChangedRow) -> JSONValue {
+        .object([
+            "table": .string(row.table), "row": identity(row.key), "exists": .bool(row.exists),
+            "changes": .array(
+                row.changes.map {
+                    .object([
+                        "column": .string($0.column), "before": JSONValue(sqlLiteral: $0.before),
+                        "now": $0.now.map(JSONValue.init(sqlLiteral:)) ?? .null,
+                    ])
+                }),
+        ])
     }
 }

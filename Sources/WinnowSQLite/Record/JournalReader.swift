@@ -12,6 +12,14 @@ enum JournalReader {
     struct Naming {
         var table: String
         var live: LiveTable?
+        /// The name a rowid shows under (its alias column, else `rowid`): found once, not per row.
+        let rowIDName: String
+
+        init(table: String, live: LiveTable?) {
+            self.table = table
+            self.live = live
+            rowIDName = live?.rowIDAlias ?? "rowid"
+        }
 
         /// The values that name the row whose journaled identity is `rid`: its rowid, or its
         /// primary key's values unpacked.
@@ -26,7 +34,7 @@ enum JournalReader {
                 return RowIdentity.primaryKey(live.primaryKey).key(literals: literals)
             }
             let literal = literals.first ?? "NULL"
-            return RowKey(stored: literal, parts: [RowKey.Part(column: live?.rowIDAlias ?? "rowid", literal: literal)])
+            return RowKey(stored: literal, parts: [RowKey.Part(column: rowIDName, literal: literal)])
         }
 
         /// A condition selecting the row named by ``values(_:)`` (one `?` per value).

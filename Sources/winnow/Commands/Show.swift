@@ -35,7 +35,11 @@ struct Show: ParsableCommand {
             let limit = options.verbose || options.format == .json ? nil : Self.groupsListed
             let report = try History.show(database: database, runID: runID, groupLimit: limit, backend: BackendRouter())
             guard options.printsResult else { return 0 }
-            Console.out(options.format == .json ? Renderer.json(report) : Renderer.text(report))
+            if options.format == .json {
+                Console.out { Renderer.json(report, write: $0) }
+            } else {
+                Console.out(Renderer.text(report))
+            }
             return 0
         }
     }
