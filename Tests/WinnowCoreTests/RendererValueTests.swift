@@ -17,6 +17,17 @@ final class RendererValueTests: XCTestCase {
         XCTAssertEqual(Renderer.jsonValue(sqlLiteral: "'42'") as? String, "42")
     }
 
+    /// Values as SQL spells them, as `show` lists the journal's rows.
+    func testQuotedLiterals() {
+        XCTAssertEqual(SQLValue.text("it's 'x'").quotedLiteral, "'it''s ''x'''")
+        XCTAssertEqual(SQLValue.text("plain").quotedLiteral, "'plain'")
+        XCTAssertEqual(SQLValue.text("").quotedLiteral, "''")
+        XCTAssertEqual(SQLValue.blob([0x00, 0x0A, 0xAB, 0xFF]).quotedLiteral, "X'000AABFF'")
+        XCTAssertEqual(SQLValue.blob([]).quotedLiteral, "X''")
+        XCTAssertEqual(SQLValue.integer(-9).quotedLiteral, "-9")
+        XCTAssertEqual(SQLValue.null.quotedLiteral, "NULL")
+    }
+
     func testTableAlignsColumnsAndRightAlignsNumbers() {
         let lines = Renderer.table(["id", "name", "n"], [["1", "alpha", "10"], ["22", "b", "3"]], numeric: [0, 2])
         XCTAssertEqual(lines, ["id  name    n", " 1  alpha  10", "22  b       3"])

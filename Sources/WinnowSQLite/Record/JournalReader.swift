@@ -14,11 +14,20 @@ enum JournalReader {
         var live: LiveTable?
         /// The name a rowid shows under (its alias column, else `rowid`): found once, not per row.
         let rowIDName: String
+        /// A condition selecting the row named by ``values(_:)`` (one `?` per value).
+        let selection: String?
 
         init(table: String, live: LiveTable?) {
             self.table = table
             self.live = live
             rowIDName = live?.rowIDAlias ?? "rowid"
+            if let live, let rowID = live.rowIDExpression {
+                selection = "\(rowID) = ?"
+            } else if let live, !live.primaryKey.isEmpty {
+                selection = live.primaryKey.map { "\($0.sqlIdentifier) = ?" }.joined(separator: " AND ")
+            } else {
+                selection = nil
+            }
         }
 
         /// The values that name the row whose journaled identity is `rid`: its rowid, or its
@@ -36,14 +45,6 @@ enum JournalReader {
             let literal = literals.first ?? "NULL"
             return RowKey(stored: literal, parts: [RowKey.Part(column: rowIDName, literal: literal)])
         }
-
-        /// A condition selecting the row named by ``values(_:)`` (one `?` per value).
-        var selection: String? {
-            guard let live else { return nil }
-            if let rowID = live.rowIDExpression { return "\(rowID) = ?" }
-            guard !live.primaryKey.isEmpty else { return nil }
-            return live.primaryKey.map { "\($0.sqlIdentifier) = ?" }.joined(separator: " AND ")
-        }
     }
 
     final class Tables {
@@ -57,6 +58,15 @@ enum JournalReader {
             let naming = Naming(table: table, live: try SchemaInspector.table(db, named: table))
             known[table.lowercased()] = naming
             return naming
+        }
+    }
+
+    /// Runs `body` in a read transaction of its own, or in the one already open.
+    static func reading(_ db: Database, _ body: () throws -> Void) throws {
+        guard !db.isInsideTransaction else { return try body() }
+        try db.inTransaction(.deferred) {
+            try body()
+            return .commit
         }
     }
 
@@ -133,17 +143,33 @@ enum JournalReader {
                     table: naming.live?.name ?? shape.table,
                     key: try naming.key(row[3]), columns: shape.columns, before: values.map { SQLValue($0).quotedLiteral }))
         }
-        // Each changed row as it is now, by rowid or primary key.
-        for index in records.indices where records[index].operation == .update {
-            let record = records[index]
-            let naming = try tables.naming(record.table)
-            guard let live = naming.live, let selection = naming.selection,
-                record.columns.allSatisfy({ live.column(named: $0) != nil })
-            else { continue }
-            let sql =
-                "SELECT \(record.columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM main.\(live.name.sqlIdentifier) WHERE \(selection)"
-            if let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: StatementArguments(identities[index])) {
-                records[index].now = row.databaseValues.map { SQLValue($0).quotedLiteral }
+        // Each changed row as it is now, by rowid or primary key: one statement per table and
+        // columns, and a read transaction per thousand rows (outside one, SQLite takes and
+        // drops its lock for every statement; one for the whole listing would keep a writer
+        // waiting for all of it).
+        var lookups: [[String]: String?] = [:]
+        let updates = records.indices.filter { records[$0].operation == .update }
+        for start in stride(from: 0, to: updates.count, by: 1000) {
+            try reading(db) {
+                for index in updates[start..<min(start + 1000, updates.count)] {
+                    let record = records[index]
+                    let shape = [record.table] + record.columns
+                    if lookups[shape] == nil {
+                        let naming = try tables.naming(record.table)
+                        if let live = naming.live, let selection = naming.selection,
+                            record.columns.allSatisfy({ live.column(named: $0) != nil })
+                        {
+                            let columns = record.columns.map(\.sqlIdentifier).joined(separator: ", ")
+                            lookups[shape] = "SELECT \(columns) FROM main.\(live.name.sqlIdentifier) WHERE \(selection)"
+                        } else {
+                            lookups[shape] = .some(nil)
+                        }
+                    }
+                    guard let sql = lookups[shape] ?? nil else { continue }
+                    if let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: StatementArguments(identities[index])) {
+                        records[index].now = row.databaseValues.map { SQLValue($0).quotedLiteral }
+                    }
+                }
             }
         }
         // The typed journal's deleted rows, each statement's after the entry it follows.
