@@ -47,12 +47,21 @@ final class JournalModeTests: XCTestCase {
         }
     }
 
-    /// Nothing asked: the rollback journal stays, and nothing is remarked.
+    /// The file's mode, as a connection of another program finds it.
+    func fileMode(_ path: String) throws -> String? {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
+    }
+
+    /// Nothing asked: the rollback journal stays, and nothing is remarked. winnow's own
+    /// connection keeps its journal file between commits (`persist`, that connection's alone).
     func testNothingAskedLeavesTheRollbackJournal() throws {
         let path = try makeRollbackDatabase()
         let result = try switchedMode(path, asking: nil)
-        XCTAssertEqual(result.mode, "delete")
+        XCTAssertEqual(result.mode, "persist")
         XCTAssertNil(result.remark)
+        XCTAssertEqual(try fileMode(path), "delete")
     }
 
     /// Another connection in the middle of a write when winnow starts: the switch tries again
@@ -74,9 +83,10 @@ final class JournalModeTests: XCTestCase {
         let release = DispatchSemaphore(value: 0)
         let reader = try holdWrite(path, seconds: 30, release: release)
         let result = try switchedMode(path)
-        XCTAssertEqual(result.mode, "delete")
+        XCTAssertEqual(result.mode, "persist", "a rollback journal, kept between this connection's commits")
         XCTAssertTrue(result.remark?.contains("kept the delete journal; the next run tries again") == true, result.remark ?? "no remark")
         release.signal()
         while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(try fileMode(path), "delete")
     }
 }

@@ -72,6 +72,38 @@ final class JournalModeScenarioTests: CLITestCase {
         XCTAssertEqual(try siblings(db), [])
     }
 
+    /// Between its batches a run keeps the `-journal` file, its header zeroed (SQLite's
+    /// `persist` mode, for winnow's connection only), instead of deleting it after every
+    /// commit. An application committing beside it in the default mode reads that file as no
+    /// journal, writes its own in it and deletes it; its row survives, the file stays sound, and
+    /// the run leaves no journal behind.
+    func testARunKeepsAZeroedJournalBetweenItsBatchesBesideAnotherWriter() throws {
+        let db = try makeData(groups: 60)
+        try write("schema.yaml", Self.schema)
+        try write("job.yaml", job("batch: {size: 1, pause_ms: 40}"))
+        let run = try SpawnedWinnow(["run", "job.yaml", "--format", "json"], in: dir).start()
+        XCTAssertTrue(run.waitForOutput("\"event\":\"batch\"", count: 3, timeout: 60), "the run never got to its batches")
+        // Between two batches (the pauses are most of the run) the journal is there, zeroed.
+        var zeroed = 0
+        let journal = dir.appendingPathComponent("db.sqlite-journal")
+        for _ in 0..<40 where run.isRunning {
+            if let bytes = try? Data(contentsOf: journal), bytes.count >= 28, bytes.prefix(28).allSatisfy({ $0 == 0 }) { zeroed += 1 }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        XCTAssertGreaterThan(zeroed, 0, "no zeroed journal seen between the batches")
+        // The application's own commit, in the default mode, between the run's batches.
+        let app = try DatabaseQueue(path: db)
+        try app.write { try $0.execute(sql: "INSERT INTO people (id, email, visits) VALUES (1000, 'app@example.com', 7)") }
+        XCTAssertEqual(try app.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }, "delete")
+        try app.close()
+        let outcome = run.wait()
+        XCTAssertEqual(outcome.status, 0, outcome.stderr)
+        XCTAssertEqual(try ScenarioKit.column(db, "PRAGMA integrity_check", as: String.self), ["ok"])
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT visits FROM people WHERE email = 'app@example.com'"), 7)
+        XCTAssertEqual(try ScenarioKit.int(db, "SELECT count(*) FROM people"), 61)
+        XCTAssertEqual(try siblings(db), [], "the run leaves no journal behind")
+    }
+
     /// A file the application keeps in WAL stays in WAL (nothing is switched back either).
     func testFileFoundInWALStaysInWAL() throws {
         let db = try makeData()

@@ -73,6 +73,14 @@ public enum DatabaseOpener {
     /// - `synchronous=NORMAL` in WAL mode: a commit survives a crash of any process; only a power
     ///   loss can roll back the last batches, never corrupt the file (a new run redoes them).
     /// - `wal_autocheckpoint` of about ``walCheckpointBytes`` in WAL mode.
+    /// - in the default rollback mode (`delete`), `journal_mode=PERSIST` for this connection
+    ///   only: between its transactions the `-journal` file stays, its header zeroed and synced
+    ///   (which is the commit), instead of being deleted and made again, and synced with its
+    ///   folder, by every batch (docs/performance.md, "Batches": 4-7% of the runs measured).
+    ///   Rollback modes are per connection: the application's connections keep deleting the
+    ///   journal after their own commits, and read a zeroed header as no journal. The session's
+    ///   end (``endBatchWrites(_:)``) sets `delete` again, which removes the file; a killed run
+    ///   leaves it zeroed, as harmless as no file, until the next commit in `delete` mode.
     /// - the busy timeout (``busyTimeout`` or `--wait`) set at open.
     ///
     /// Called after the run lock is taken, outside any transaction.
@@ -96,6 +104,9 @@ public enum DatabaseOpener {
                     "sqlite: journal_mode: wal: another connection kept the file busy, so this run kept the \(found) journal; the next run tries again"
             }
         }
+        if current == "delete" {
+            _ = mode("PRAGMA main.journal_mode = PERSIST")
+        }
         if current == "wal" {
             try? db.execute(sql: "PRAGMA main.synchronous = NORMAL")
             // Checkpoint after about 64 MB of WAL instead of SQLite's 1,000 pages while no
@@ -105,6 +116,15 @@ public enum DatabaseOpener {
             setCheckpoint(db, shared: false)
         }
         return remark
+    }
+
+    /// Undoes ``prepareForBatchWrites(_:journalMode:)``'s `persist` journal: `delete` again,
+    /// which removes the `-journal` file (when no other connection is writing: the file is then
+    /// its journal, and its commit deletes it). Run when a writing session ends, however it ends.
+    static func endBatchWrites(_ db: Database) {
+        guard !db.isInsideTransaction, (try? String.fetchOne(db, sql: "PRAGMA main.journal_mode"))?.lowercased() == "persist"
+        else { return }
+        _ = try? String.fetchOne(db, sql: "PRAGMA main.journal_mode = DELETE")
     }
 
     /// Maps an error thrown while working on `path` to a ``WinnowError``; `busy` is how long

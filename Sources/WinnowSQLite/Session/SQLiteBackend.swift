@@ -14,7 +14,10 @@ public struct SQLiteBackend: DatabaseBackend {
     public func withSession<T>(_ location: String, mode: AccessMode, _ body: (any DatabaseSession) throws -> T) throws -> T {
         let queue = try DatabaseOpener.open(path: location, mode: mode, busy: busy)
         do {
-            return try queue.inDatabase { db in try body(SQLiteSession(db, location: location, busy: busy)) }
+            return try queue.inDatabase { db in
+                defer { if case .readWrite = mode { DatabaseOpener.endBatchWrites(db) } }
+                return try body(SQLiteSession(db, location: location, busy: busy))
+            }
         } catch {
             throw DatabaseOpener.map(error, path: location, busy: busy)
         }
