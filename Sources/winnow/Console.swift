@@ -15,33 +15,30 @@ enum Console {
     /// One line on standard output written in pieces as `produce` makes them (a line too large
     /// to hold whole, `show --format json`), buffered in blocks of about 1 MiB.
     static func out(_ produce: (_ write: (String) -> Void) -> Void) {
-        let handle = FileHandle.standardOutput
         lock.withLock {
             var buffer = Data()
-            func flush() {
-                do {
-                    try handle.write(contentsOf: buffer)
-                } catch {
-                    exit(WinnowError.io("output closed").exitCode)
-                }
-                buffer.removeAll(keepingCapacity: true)
-            }
             produce { piece in
                 buffer.append(contentsOf: piece.utf8)
-                if buffer.count >= 1 << 20 { flush() }
+                if buffer.count >= 1 << 20 {
+                    emit(buffer, to: FileHandle.standardOutput)
+                    buffer.removeAll(keepingCapacity: true)
+                }
             }
             buffer.append(UInt8(ascii: "\n"))
-            flush()
+            emit(buffer, to: FileHandle.standardOutput)
         }
     }
 
     private static func write(_ line: String, to handle: FileHandle) {
-        lock.withLock {
-            do {
-                try handle.write(contentsOf: Data((line + "\n").utf8))
-            } catch {
-                exit(WinnowError.io("output closed").exitCode)
-            }
+        lock.withLock { emit(Data((line + "\n").utf8), to: handle) }
+    }
+
+    /// Writes `data` (the caller holds the lock); a closed reader ends winnow with exit 74.
+    private static func emit(_ data: Data, to handle: FileHandle) {
+        do {
+            try handle.write(contentsOf: data)
+        } catch {
+            exit(WinnowError.io("output closed").exitCode)
         }
     }
 

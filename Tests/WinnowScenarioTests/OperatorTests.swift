@@ -195,6 +195,24 @@ final class OperatorTests: CLITestCase {
         try winnow(["show", "job.yaml", "--run", "9"], expect: 64)
     }
 
+    /// A reader that goes away in the middle of `show` (`| head`): winnow stops with exit 74,
+    /// not killed by SIGPIPE, whether the listing is written whole (text) or in pieces (JSON).
+    func testShowIntoAClosedPipeExits74() throws {
+        try makePeople(groups: 1500)
+        try write("job.yaml", Self.job)
+        try winnow(["run", "job.yaml"], expect: 0)
+        for format in [["--verbose"], ["--format", "json"]] {
+            // Far more than a pipe holds (64 KiB), so that writes go on after head has left.
+            let whole = try winnow(["show", "job.yaml", "--run", "1"] + format, expect: 0)
+            XCTAssertGreaterThan(whole.stdout.utf8.count, 100_000, format.joined(separator: " "))
+            let piped = try TestSupport.run(
+                URL(fileURLWithPath: "/bin/bash"),
+                ["-c", #""$0" show job.yaml --run 1 "$@" | head -c 100 > /dev/null; echo "${PIPESTATUS[0]}""#, TestSupport.executable.path]
+                    + format, in: dir)
+            XCTAssertEqual(piped.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "74", "\(format): \(piped.stderr)")
+        }
+    }
+
     func testHistoryIsAnAlignedTableWithDurations() throws {
         try makePeople(groups: 3)
         try write("job.yaml", Self.job)
