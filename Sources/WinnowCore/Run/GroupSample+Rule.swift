@@ -52,14 +52,7 @@ extension SQLValue {
         case let .integer(v): return String(v)
         case let .real(v): return "\(v)"
         case let .text(v): return "'" + (v.utf8.contains(UInt8(ascii: "'")) ? v.replacingOccurrences(of: "'", with: "''") : v) + "'"
-        case let .blob(v):
-            let digits = Array("0123456789ABCDEF".utf8)
-            var hex = [UInt8]()
-            hex.reserveCapacity(v.count * 2 + 3)
-            hex += [UInt8(ascii: "X"), UInt8(ascii: "'")]
-            for byte in v { hex += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
-            hex.append(UInt8(ascii: "'"))
-            return String(decoding: hex, as: UTF8.self)
+        case let .blob(v): return "X'" + v.map { String(format: "%02X", $0) }.joined() + "'"
         }
     }
 }
