@@ -148,27 +148,26 @@ enum JournalReader {
         // drops its lock for every statement; one for the whole listing would keep a writer
         // waiting for all of it).
         var lookups: [[String]: String?] = [:]
+        func lookup(_ record: JournalRecord) throws -> String? {
+            let shape = [record.table] + record.columns
+            if let known = lookups[shape] { return known }
+            let naming = try tables.naming(record.table)
+            var sql: String?
+            if let live = naming.live, let selection = naming.selection, record.columns.allSatisfy({ live.column(named: $0) != nil }) {
+                sql =
+                    "SELECT \(record.columns.map(\.sqlIdentifier).joined(separator: ", ")) FROM main.\(live.name.sqlIdentifier) WHERE \(selection)"
+            }
+            lookups[shape] = .some(sql)  // a shape with no look-up is remembered too
+            return sql
+        }
         let updates = records.indices.filter { records[$0].operation == .update }
         for start in stride(from: 0, to: updates.count, by: 1000) {
             try reading(db) {
                 for index in updates[start..<min(start + 1000, updates.count)] {
-                    let record = records[index]
-                    let shape = [record.table] + record.columns
-                    if lookups[shape] == nil {
-                        let naming = try tables.naming(record.table)
-                        if let live = naming.live, let selection = naming.selection,
-                            record.columns.allSatisfy({ live.column(named: $0) != nil })
-                        {
-                            let columns = record.columns.map(\.sqlIdentifier).joined(separator: ", ")
-                            lookups[shape] = "SELECT \(columns) FROM main.\(live.name.sqlIdentifier) WHERE \(selection)"
-                        } else {
-                            lookups[shape] = .some(nil)
-                        }
-                    }
-                    guard let sql = lookups[shape] ?? nil else { continue }
-                    if let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: StatementArguments(identities[index])) {
-                        records[index].now = row.databaseValues.map { SQLValue($0).quotedLiteral }
-                    }
+                    guard let sql = try lookup(records[index]),
+                        let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: StatementArguments(identities[index]))
+                    else { continue }
+                    records[index].now = row.databaseValues.map { SQLValue($0).quotedLiteral }
                 }
             }
         }
