@@ -195,6 +195,7 @@ extension DedupeExecutor: RuleExecution {
         guard !writer.writes else { return nil }
         // Streamed: the rowids of the rows the dry run would have deleted, 8 bytes each, in order;
         // for a table without rowids, their primary keys, packed, in key order.
+        try DryRunWriter.collectDeleted(db)
         var hasher = SHA256()
         let numbers = RowNumbers(rule)
         if numbers.mapped {
