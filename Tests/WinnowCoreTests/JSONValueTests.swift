@@ -36,6 +36,23 @@ final class JSONValueTests: XCTestCase {
         XCTAssertEqual(Self.unstamped(line) + "\n", try String(contentsOf: url, encoding: .utf8))
     }
 
+    /// `plan --format json` (the summary) in pieces: each sample group its own piece, joined to
+    /// the golden line of the whole summary; a rule without samples has no list.
+    func testSummaryJSONInPiecesJoinsToTheGoldenLine() throws {
+        var plan = RendererGoldenTests.plan
+        var pieces: [String] = []
+        Renderer.json(plan, includeTimes: false) { pieces.append($0) }
+        XCTAssertEqual(pieces.count, 1 + 2 + 2, "the text up to the list, each group, the closing bracket, the rest")
+        let url = RendererGoldenTests.goldenDirectory.appendingPathComponent("plan.json")
+        XCTAssertEqual(pieces.joined() + "\n", try String(contentsOf: url, encoding: .utf8))
+        XCTAssertEqual(pieces.joined(), Renderer.json(plan, includeTimes: false))
+        plan.rules[0].samples = []
+        pieces = []
+        Renderer.json(plan, includeTimes: false) { pieces.append($0) }
+        XCTAssertEqual(pieces, [Renderer.json(plan, includeTimes: false)])
+        XCTAssertFalse(pieces[0].contains("sample_groups"), pieces[0])
+    }
+
     func testShowJSONOfAReportThatSpellsAMarker() throws {
         // A key spelling the marker of the re-pointed rows (written before them: keys sorted),
         // and a table spelling the groups' marker with its key.

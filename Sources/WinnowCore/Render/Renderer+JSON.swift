@@ -42,7 +42,60 @@ extension Renderer {
         jsonLine(summaryObject(summary, includeTimes: includeTimes), stamped: includeTimes)
     }
 
-    package static func summaryObject(_ summary: RunSummary, includeTimes: Bool = true) -> [String: Any] {
+    /// The summary's line in pieces (``streamedLine(_:write:)``): each rule's sample groups are
+    /// built and encoded one at a time as they are written (`plan --verbose` lists every group).
+    public static func json(_ summary: RunSummary, includeTimes: Bool = true, write: (String) -> Void) {
+        streamedLine(
+            { list in jsonLine(summaryObject(summary, includeTimes: includeTimes, list: list), stamped: includeTimes) }, write: write)
+    }
+
+    /// A list in an object: its key, its length and its elements by index.
+    package typealias ListMaker = (_ key: String, _ count: Int, _ element: @escaping (Int) -> JSONValue) -> Any
+
+    /// One JSON line too large to hold twice, written piece by piece: `line` encodes the object
+    /// with each list that `list` stands in for as a marker; each marker is found after its key
+    /// and the list written in its place, one element at a time (the pieces joined are the line
+    /// `line` writes with whole lists).
+    package static func streamedLine(_ line: (_ list: ListMaker) -> String, write: (String) -> Void) {
+        var lists: [(key: String, marker: String, count: Int, element: (Int) -> JSONValue)] = []
+        let text = line { key, count, element in
+            let marker = "\u{1}winnow-list-\(lists.count)"
+            lists.append((key, marker, count, element))
+            return marker
+        }
+        // Each marker as the encoder wrote it, after its key: `"groups":"\u0001winnow-list-0"`.
+        // A string value holds its quotes escaped, so no value of the object can read the same.
+        let places = lists.compactMap { entry -> (Range<String.Index>, Int, (Int) -> JSONValue)? in
+            guard let key = JSONValue.string(entry.key).line(), let marker = JSONValue.string(entry.marker).line(),
+                let range = text.range(of: key + ":" + marker)
+            else { return nil }
+            return (text.index(range.upperBound, offsetBy: -marker.count)..<range.upperBound, entry.count, entry.element)
+        }.sorted { $0.0.lowerBound < $1.0.lowerBound }
+        guard places.count == lists.count else {
+            // Not expected (the encoder writes every marker as above); the whole object at once.
+            write(line { _, count, element in JSONValue.array((0..<count).map(element)) })
+            return
+        }
+        let encoder = JSONValue.lineEncoder()
+        var written = text.startIndex
+        for (range, count, element) in places {
+            write(String(text[written..<range.lowerBound]) + "[")
+            for index in 0..<count {
+                let piece = element(index).line(encoder) ?? "{}"
+                write(index == 0 ? piece : "," + piece)
+            }
+            write("]")
+            written = range.upperBound
+        }
+        write(String(text[written...]))
+    }
+
+    /// The summary's object; `list` makes each rule's list of sample groups (by default the
+    /// whole list).
+    package static func summaryObject(
+        _ summary: RunSummary, includeTimes: Bool = true,
+        list: ListMaker = { _, count, element in JSONValue.array((0..<count).map(element)) }
+    ) -> [String: Any] {
         var object = countsObject(summary.counts)
         object["event"] = "summary"
         object["command"] = summary.command.rawValue
@@ -84,41 +137,44 @@ extension Renderer {
             }
             if !rule.warnings.isEmpty { r["warnings"] = rule.warnings }
             if !rule.samples.isEmpty {
-                r["sample_groups"] = rule.samples.map { sample -> [String: Any] in
-                    var object: [String: Any] = [
-                        "key": sample.key.map(jsonValue(sqlLiteral:)), "identity": sample.winner.parts.map(\.column),
-                        "winner": jsonValue(sample.winner), "losers": sample.losers.map(jsonValue(_:)),
-                    ]
-                    if !sample.linkedBy.isEmpty {
-                        object["linked_by"] = sample.linkedBy.map {
-                            ["row": jsonValue($0.row), "key": $0.key, "to": jsonValue($0.to)] as [String: Any]
-                        }
-                    }
-                    if !sample.rows.isEmpty {
-                        object["columns"] = sample.columns
-                        object["rows"] = sample.rows.map {
-                            ["row": jsonValue($0.row), "keep": $0.row == sample.winner, "values": $0.values.map(jsonValue(sqlLiteral:))]
-                                as [String: Any]
-                        }
-                        object["merge"] = sample.merged.map { merge -> [String: Any] in
-                            var object: [String: Any] = [
-                                "column": merge.column, "before": jsonValue(sqlLiteral: merge.before),
-                                "after": jsonValue(sqlLiteral: merge.after),
-                            ]
-                            if let from = merge.from { object["from"] = jsonValue(from) }
-                            return object
-                        }
-                        object["repoint"] = sample.children.map {
-                            [
-                                "reference": $0.reference, "from": jsonValue($0.loser), "to": jsonValue(sample.winner), "rows": $0.rows,
-                                "duplicates_deleted": $0.mayCollide ? "where the winner has the same row" : "never",
-                            ] as [String: Any]
-                        }
-                    }
-                    return object
-                }
+                r["sample_groups"] = list("sample_groups", rule.samples.count) { JSONValue(sampleObject(rule.samples[$0])) ?? .object([:]) }
             }
             return r
+        }
+        return object
+    }
+
+    /// One group of a summary's `sample_groups`.
+    package static func sampleObject(_ sample: GroupSample) -> [String: Any] {
+        var object: [String: Any] = [
+            "key": sample.key.map(jsonValue(sqlLiteral:)), "identity": sample.winner.parts.map(\.column),
+            "winner": jsonValue(sample.winner), "losers": sample.losers.map(jsonValue(_:)),
+        ]
+        if !sample.linkedBy.isEmpty {
+            object["linked_by"] = sample.linkedBy.map {
+                ["row": jsonValue($0.row), "key": $0.key, "to": jsonValue($0.to)] as [String: Any]
+            }
+        }
+        if !sample.rows.isEmpty {
+            object["columns"] = sample.columns
+            object["rows"] = sample.rows.map {
+                ["row": jsonValue($0.row), "keep": $0.row == sample.winner, "values": $0.values.map(jsonValue(sqlLiteral:))]
+                    as [String: Any]
+            }
+            object["merge"] = sample.merged.map { merge -> [String: Any] in
+                var object: [String: Any] = [
+                    "column": merge.column, "before": jsonValue(sqlLiteral: merge.before),
+                    "after": jsonValue(sqlLiteral: merge.after),
+                ]
+                if let from = merge.from { object["from"] = jsonValue(from) }
+                return object
+            }
+            object["repoint"] = sample.children.map {
+                [
+                    "reference": $0.reference, "from": jsonValue($0.loser), "to": jsonValue(sample.winner), "rows": $0.rows,
+                    "duplicates_deleted": $0.mayCollide ? "where the winner has the same row" : "never",
+                ] as [String: Any]
+            }
         }
         return object
     }

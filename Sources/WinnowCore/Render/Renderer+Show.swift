@@ -112,43 +112,11 @@ extension Renderer {
     /// object's text piece by piece (the pieces joined are ``json(_:)``'s line, without its
     /// newline). Each group and child row is built and encoded on its own, as it is written.
     public static func json(_ report: RunReport, write: (String) -> Void) {
-        // The object with a marker where each list goes: encoded, the marker's text is found
-        // and the list written in its place, one element at a time.
-        var lists: [(key: String, marker: String, count: Int, element: (Int) -> JSONValue)] = []
-        let line = showLine(report) { key, count, element in
-            let marker = "\u{1}winnow-list-\(lists.count)"
-            lists.append((key, marker, count, element))
-            return marker
-        }
-        // Each marker as the encoder wrote it, after its key: `"groups":"\u0001winnow-list-0"`.
-        // A string value holds its quotes escaped, so no value of the run can read the same.
-        let places = lists.compactMap { entry -> (Range<String.Index>, Int, (Int) -> JSONValue)? in
-            guard let key = JSONValue.string(entry.key).line(), let marker = JSONValue.string(entry.marker).line(),
-                let range = line.range(of: key + ":" + marker)
-            else { return nil }
-            return (line.index(range.upperBound, offsetBy: -marker.count)..<range.upperBound, entry.count, entry.element)
-        }.sorted { $0.0.lowerBound < $1.0.lowerBound }
-        guard places.count == lists.count else {
-            // Not expected (the encoder writes every marker as above); the whole object at once.
-            write(showLine(report) { _, count, element in JSONValue.array((0..<count).map(element)) })
-            return
-        }
-        let encoder = JSONValue.lineEncoder()
-        var written = line.startIndex
-        for (range, count, element) in places {
-            write(String(line[written..<range.lowerBound]) + "[")
-            for index in 0..<count {
-                let text = element(index).line(encoder) ?? "{}"
-                write(index == 0 ? text : "," + text)
-            }
-            write("]")
-            written = range.upperBound
-        }
-        write(String(line[written...]))
+        streamedLine({ list in showLine(report, list: list) }, write: write)
     }
 
     /// The `show` object's line, each rule's lists as `list(key, count, element)` makes them.
-    private static func showLine(_ report: RunReport, list: (String, Int, @escaping (Int) -> JSONValue) -> Any) -> String {
+    private static func showLine(_ report: RunReport, list: ListMaker) -> String {
         var object = historyObject(report.run)
         object["event"] = "show"
         object["rules"] = report.rules.map { rule -> [String: Any] in

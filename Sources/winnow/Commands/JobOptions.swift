@@ -54,7 +54,7 @@ func printSummary<Help>(_ summary: RunSummary, _ options: CommandOptions<Help>) 
     // JSON is data, not chatter: --quiet leaves out the progress lines, never the summary.
     guard options.printsResult else { return }
     if options.format == .json {
-        Console.out(Renderer.json(summary))
+        Console.out { write in Renderer.json(summary, write: write) }
         return
     }
     // Where nobody watches (cron, a log file), a run is one line; --verbose gives the detail.
