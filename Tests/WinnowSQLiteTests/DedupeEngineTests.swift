@@ -1052,6 +1052,30 @@ final class DedupeEngineTests: XCTestCase {
         XCTAssertTrue(plan.dryRun)
     }
 
+    /// A rule that only deletes is batched by position, so a group's losers lie in several
+    /// batches; `plan --verbose` (every sample) still shows each group once, with all its losers,
+    /// and its rows as they are.
+    func testEveryGroupIsSampledOnceWhenItsLosersSpanBatches() throws {
+        // 40 groups of 4 rows, each group's rows far apart (ids i, i + 40, i + 80, i + 120).
+        var sql = "CREATE TABLE p (id INTEGER PRIMARY KEY, k TEXT, n INTEGER);\n"
+        for id in 1...160 { sql += "INSERT INTO p VALUES (\(id), 'k\((id - 1) % 40)', \(id));\n" }
+        let path = try db(sql)
+        let job = try ScenarioKit.job("version: 1\ndedupe:\n  - entity: p\n    key: k\n    winner:\n      - n: asc\n")
+        let plan = try SQLiteBackend.plan(job, options: RunOptions(database: path, batchSize: 5, sampleLimit: nil))
+        let rule = try XCTUnwrap(plan.rules.first)
+        XCTAssertEqual(rule.counts.groups, 40)
+        XCTAssertEqual(rule.counts.deleted, 120)
+        XCTAssertGreaterThan(rule.counts.batches, 1)
+        XCTAssertEqual(rule.samples.count, 40, "each group once")
+        XCTAssertEqual(Set(rule.samples.map(\.winner.stored)).count, 40)
+        for sample in rule.samples {
+            XCTAssertEqual(sample.losers.count, 3, "\(sample.winner.stored): every loser, also those of other batches")
+            XCTAssertEqual(sample.rows.count, 4)
+            XCTAssertEqual(sample.rows.first?.row, sample.winner)
+        }
+        XCTAssertEqual(Set(rule.samples.flatMap(\.losers).map(\.stored)).count, 120)
+    }
+
     func testPlanPredictsMergesRepointsAndHashes() throws {
         let path = try db(
             """

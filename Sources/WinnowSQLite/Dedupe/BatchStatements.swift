@@ -21,7 +21,9 @@ import WinnowCore
 ///   on the child columns, the rows whose children are mapped and those children, found in one
 ///   scan of each child table;
 /// - `winnow_ahead(path, child, winner, loser)`: children re-pointed ahead of their losers'
-///   batches (``AheadBatches``).
+///   batches (``AheadBatches``);
+/// - `winnow_sampled(id)`: the rows of the groups a batch shows as samples
+///   (``DedupeExecutor/readSamples(_:limit:)``).
 struct BatchStatements {
     let rule: CompiledRule
     /// How the statements name the table's rows (rowids, or numbers mapped to primary keys).
@@ -84,10 +86,11 @@ struct BatchStatements {
     /// collision decisions follow it.
     let renumber = "UPDATE temp.winnow_batch SET rn = r.pos FROM temp.winnow_ranks AS r WHERE r.rid = winnow_batch.rid"
     let batchRows = "SELECT rid, winner FROM temp.winnow_batch ORDER BY winner, rn"
-    /// Every loser of the batch's groups (for samples of a rule filed by position, whose
-    /// batches hold parts of groups).
+    /// Every loser of the groups the batch counts (for samples of a rule filed by position,
+    /// whose batches hold parts of groups): the groups whose best loser (`rn` 2) it holds, as
+    /// ``batchSizeByPosition`` counts them, so that each group is shown once over the run.
     let batchGroupRows = """
-        SELECT rid, winner FROM temp.winnow_queue WHERE winner IN (SELECT winner FROM temp.winnow_batch) ORDER BY winner, rn
+        SELECT rid, winner FROM temp.winnow_queue WHERE winner IN (SELECT winner FROM temp.winnow_batch WHERE rn = 2) ORDER BY winner, rn
         """
     /// Losers and groups of the batch (the winner index counts the groups).
     let batchSize = "SELECT count(*), count(DISTINCT winner) FROM temp.winnow_batch"

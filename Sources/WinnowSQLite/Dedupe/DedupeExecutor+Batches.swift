@@ -259,6 +259,9 @@ extension DedupeExecutor {
         /// Whether merges leave out the losers a merge already took (`winnow_merged_losers`
         /// holds some for the table).
         var skipsTaken = false
+        /// Batches filed by position that read samples (the second makes the queue's index by
+        /// winner: ``read(batch:after:upTo:sql:state:wantSamples:)``).
+        var sampledBatches = 0
     }
 
     /// Turns foreign-key enforcement off for the rule's batches when the rule allows it

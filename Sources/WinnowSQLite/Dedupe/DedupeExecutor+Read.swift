@@ -91,12 +91,23 @@ extension DedupeExecutor {
                 try readReferences(path, index: index, sql: sql, into: &work)
             }
         }
-        if wantSamples { work.samples = try readSamples(try batchGroups(sql, whole: filesByPosition), limit: sampleLimit) }
+        if wantSamples {
+            // A batch filed by position holds parts of groups: each group is shown whole, once, in
+            // the batch that counts it (``batchGroups(_:whole:)``). Its other losers are found by
+            // the queue's index by winner, made once a second batch is sampled (`plan --verbose`;
+            // the first samples of a run come from the first batch, and read the queue once).
+            if filesByPosition {
+                if state.sampledBatches > 0 { try db.execute(sql: sql.indexQueueWinner) }
+                state.sampledBatches += 1
+            }
+            work.samples = try readSamples(try batchGroups(sql, whole: filesByPosition), limit: sampleLimit)
+        }
         return work
     }
 
-    /// The batch's groups: each winner with its losers in winner order. `whole`: with every
-    /// loser of the group, also those filed in other batches (rules filed by position).
+    /// The batch's groups: each winner with its losers in winner order. `whole`: the groups the
+    /// batch counts (those whose best loser it holds), each with every loser, also those filed
+    /// in other batches (rules filed by position).
     func batchGroups(_ sql: BatchStatements, whole: Bool = false) throws -> [(winner: Int64, losers: [Int64])] {
         var groups: [(winner: Int64, losers: [Int64])] = []
         let rows = try Row.fetchCursor(db.cachedStatement(sql: whole ? sql.batchGroupRows : sql.batchRows))
@@ -223,32 +234,59 @@ extension DedupeExecutor {
         }
     }
 
+    /// The first `limit` of `groups` as samples: each member's shown values, the merge its
+    /// winner would get, and the child rows of each loser by reference.
     func readSamples(_ groups: [(winner: Int64, losers: [Int64])], limit: Int) throws -> [GroupSample] {
         let chosen = groups.prefix(limit)
+        guard !chosen.isEmpty else { return [] }
         let columns = rule.sampleColumns()
-        // One read per row: the shown columns as SQL spells them, then the merge columns' values.
+        // The shown columns as SQL spells them, then the merge columns' values.
         let selected =
             columns.map { "quote(\($0.sqlIdentifier))" } + rule.mergeColumns.map { $0.name.sqlIdentifier }
             + (rule.mergesRanked ? rule.mergeRankColumns(alias: nil) : [])
         let numbers = RowNumbers(rule)
         let keys = numbers.keys(db)
-        let rowSQL = "SELECT \(selected.joined(separator: ", ")) FROM \(rule.qualifiedTable) WHERE \(numbers.numbered("?"))"
-        let childSQL = rule.references.map { path -> String in
+        // Every member's row in one read, by the numbers of the members kept in a temporary
+        // table (`plan --verbose` reads every group's rows: one statement per row took about
+        // 4 of its 4.5 s on lower-500's 186,000 rows).
+        try db.cachedStatement(sql: "DELETE FROM temp.winnow_sampled").execute()
+        let add = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.winnow_sampled (id) VALUES (?)")
+        for group in chosen {
+            for id in [group.winner] + group.losers { try add.execute(arguments: [id]) }
+        }
+        let sampled = numbers.among("SELECT id FROM temp.winnow_sampled")
+        var found: [Int64: (values: [String], merge: [SQLValue])] = [:]
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: "SELECT \(numbers.number(of: nil)), \(selected.joined(separator: ", ")) FROM \(rule.qualifiedTable) WHERE \(sampled)"))
+        while let row = try rows.next() {
+            let values = (1..<columns.count + 1).map { row[$0] as String? ?? "NULL" }
+            found[row[0]] = (values, (columns.count + 1..<selected.count + 1).map { SQLValue(row[$0] as DatabaseValue) })
+        }
+        // Each loser's child rows per reference, counted in one grouped read per reference.
+        var childRows: [[Int64: Int]] = []
+        for path in rule.references {
             let join = zip(path.childColumns, path.parentColumns).map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }
                 .joined(separator: " AND ")
-            return
-                "SELECT count(*) FROM \(rule.qualifiedTable) AS p JOIN \(rule.qualified(path.childTable)) AS c ON \(join) WHERE \(numbers.numbered("?", alias: "p"))"
+            var counts: [Int64: Int] = [:]
+            let counted = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(numbers.number(of: "p")), count(*) FROM \(rule.qualifiedTable) AS p
+                        JOIN \(rule.qualified(path.childTable)) AS c ON \(join) WHERE \(numbers.among("SELECT id FROM temp.winnow_sampled", alias: "p")) GROUP BY 1
+                        """))
+            while let row = try counted.next() { counts[row[0]] = row[1] }
+            childRows.append(counts)
         }
         let keyIndexes = rule.keyColumns.map { key in columns.firstIndex { $0.caseInsensitiveCompare(key) == .orderedSame } ?? 0 }
         var samples: [GroupSample] = []
         for group in chosen {
-            let members = [group.winner] + group.losers
             var rows: [GroupSample.SampleRow] = []
             var mergeValues: [[SQLValue]] = []
-            for id in members {
-                guard let row = try Row.fetchOne(db.cachedStatement(sql: rowSQL), arguments: [id]) else { continue }
-                rows.append(.init(row: try keys.key(id), values: (0..<columns.count).map { row[$0] as String? ?? "NULL" }))
-                mergeValues.append((columns.count..<selected.count).map { SQLValue(row[$0] as DatabaseValue) })
+            for id in [group.winner] + group.losers {
+                guard let row = found[id] else { continue }
+                rows.append(.init(row: try keys.key(id), values: row.values))
+                mergeValues.append(row.merge)
             }
             var sample = GroupSample(
                 key: rows.first.map { row in keyIndexes.map { row.values[$0] } } ?? [], winner: try keys.key(group.winner),
@@ -259,7 +297,7 @@ extension DedupeExecutor {
             sample.recordMerges(rule, values: mergeValues)
             for (index, path) in rule.references.enumerated() {
                 for loser in group.losers {
-                    let count = try Int.fetchOne(db.cachedStatement(sql: childSQL[index]), arguments: [loser]) ?? 0
+                    let count = childRows[index][loser] ?? 0
                     if count > 0 {
                         sample.children.append(
                             .init(

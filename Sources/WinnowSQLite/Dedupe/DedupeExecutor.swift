@@ -44,6 +44,7 @@ struct DedupeExecutor {
                     PRIMARY KEY (first, winner, rn)
                 ) WITHOUT ROWID;
                 CREATE TEMP TABLE IF NOT EXISTS winnow_found (version INTEGER, tied_rows INTEGER, tied_groups INTEGER);
+                CREATE TEMP TABLE IF NOT EXISTS winnow_sampled (id INTEGER PRIMARY KEY);
                 """)
         // The temporary database lives in a file that only this connection opens and that is
         // deleted when it closes: zeroing its freed pages (`secure_delete`, on by default in
