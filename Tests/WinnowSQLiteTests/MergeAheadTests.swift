@@ -123,6 +123,35 @@ final class MergeAheadTests: XCTestCase {
     /// and children ahead, losers by position, or by group where a link table decides
     /// collisions) and in one batch (every group whole), on the same scattered data; both end
     /// with the same rows, and `restore` brings back the same original.
+    /// `show` of a run whose merges went ahead and whose losers were deleted by position (a
+    /// group's losers in several batches): every group once, with all its deleted rows and its
+    /// merged winner, as `show` gives them for the same job settled group by group; the merged
+    /// winners are not listed as re-pointed child rows.
+    func testShowListsEachGroupOnceWithItsMergeWhenItsLosersSpanBatches() throws {
+        let path = try makeStore("show.sqlite")
+        let reference = try byGroup(path)
+        let summary = try ScenarioKit.run(Self.job(size: 20), db: path)
+        XCTAssertGreaterThan(summary.counts.batches, 10)
+        func listing(_ file: String) throws -> (groups: [String], updated: Int, repointedTables: Set<String>) {
+            let rule = try XCTUnwrap(try SQLiteBackend.show(database: file, runID: 1).rules.first)
+            XCTAssertEqual(rule.groups.count, rule.counts.groups, file)
+            XCTAssertEqual(rule.groups.flatMap(\.deleted).count, rule.counts.deleted, file)
+            XCTAssertFalse(rule.groups.flatMap(\.deleted).contains { $0.values.isEmpty }, "every deleted row's values, \(file)")
+            let groups = rule.groups.map { group in
+                group.kept.stored + " <- " + group.deleted.map(\.key.stored).sorted().joined(separator: ", ")
+                    + " | " + (group.updated?.changes.map { "\($0.column): \($0.before) -> \($0.now)" }.joined(separator: "; ") ?? "")
+            }
+            return (groups.sorted(), rule.groups.filter { $0.updated != nil }.count, Set(rule.repointed.map { $0.table.lowercased() }))
+        }
+        let ahead = try listing(path)
+        let settled = try listing(reference)
+        XCTAssertEqual(ahead.groups, settled.groups)
+        XCTAssertEqual(Set(ahead.groups).count, ahead.groups.count, "each group once")
+        XCTAssertEqual(ahead.updated, summary.counts.updated)
+        XCTAssertGreaterThan(ahead.updated, 0)
+        XCTAssertFalse(ahead.repointedTables.contains("customers"), "\(ahead.repointedTables)")
+    }
+
     func testTheEndIsTheSameWhateverTheBatchSize() throws {
         let winners = ["winner: [{created_at: asc}]", "winner: most_complete", "winner: [{visits: desc}]", ""]
         for (index, winner) in winners.enumerated() {

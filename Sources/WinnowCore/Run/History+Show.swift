@@ -86,29 +86,37 @@ extension History {
 
     /// Fills each rule's groups and children from the group records and the journal.
     static func list(_ records: [GroupRecord], into report: inout RunReport, session: any DatabaseSession, runID: Int64) throws {
-        // Groups per rule, in the order they were resolved: (batch, winner) with its losers.
+        // Groups per rule, in the order they were resolved: each winner with its losers. A rule
+        // batched by position deletes a group's losers in several batches (each records its
+        // part): the parts are one group, listed where its first part is, and each loser is
+        // looked up in the batch that deleted it.
         struct Found {
             var batch: Int
             var table: String
             var winner: RowKey
-            var losers: [RowKey]
+            var losers: [(key: RowKey, batch: Int)]
+            var batches: Set<Int>
         }
         var found: [Int: [Found]] = [:]
         var grouped: [String: Int] = [:]
         for record in records {
-            let id = "\(record.rule)\u{1F}\(record.batch)\u{1F}\(record.winner.stored)"
+            let id = "\(record.rule)\u{1F}\(record.table.lowercased())\u{1F}\(record.winner.stored)"
             if let index = grouped[id] {
-                found[record.rule]![index].losers.append(record.loser)
+                found[record.rule]![index].losers.append((record.loser, record.batch))
+                found[record.rule]![index].batch = min(found[record.rule]![index].batch, record.batch)
+                found[record.rule]![index].batches.insert(record.batch)
             } else {
                 grouped[id] = found[record.rule, default: []].count
                 found[record.rule, default: []].append(
-                    Found(batch: record.batch, table: record.table, winner: record.winner, losers: [record.loser]))
+                    Found(
+                        batch: record.batch, table: record.table, winner: record.winner, losers: [(record.loser, record.batch)],
+                        batches: [record.batch]))
             }
         }
         // The same order on every engine: by batch, then by the kept row's key.
         for rule in found.keys {
             found[rule]!.sort { $0.batch != $1.batch ? $0.batch < $1.batch : precedes($0.winner, $1.winner) }
-            for index in found[rule]!.indices { found[rule]![index].losers.sort(by: precedes) }
+            for index in found[rule]!.indices { found[rule]![index].losers.sort { precedes($0.key, $1.key) } }
         }
         for rule in found.keys where !report.rules.contains(where: { $0.index == rule }) {
             // A run killed inside a rule recorded its groups but not the rule's counts.
@@ -116,23 +124,23 @@ extension History {
             report.rules.append(RunReport.Rule(index: rule, table: table, key: "?", counts: Counts()))
         }
         report.rules.sort { $0.index < $1.index }
-        // A rule's batches: those of its groups; before them, stretches of children re-pointed
-        // ahead of the groups (SQLite, unindexed references); after them, its stored key hashes
-        // (not listed: the counts say how many).
+        // A rule's batches: those of its groups; before them, stretches applied ahead of the
+        // groups (SQLite: children re-pointed, merges); after them, its stored key hashes (not
+        // listed: the counts say how many).
         var span: [Int: (first: Int, last: Int)] = [:]
         for (rule, groups) in found {
-            let batches = groups.map(\.batch)
+            let batches = groups.flatMap(\.batches)
             span[rule] = (batches.min()!, batches.max()!)
         }
         var listed: [Int: [Found]] = [:]
         var wanted: Set<Int>? = nil
         if let limit = report.groupLimit {
-            // Only the batches of the groups listed, and the first stretches re-pointed ahead.
+            // Only the batches of the groups listed, and the last stretches applied ahead.
             var batches = Set<Int>()
             for (rule, groups) in found {
                 let shown = Array(groups.prefix(limit))
                 listed[rule] = shown
-                batches.formUnion(shown.map(\.batch))
+                for group in shown { batches.formUnion(group.batches) }
                 let first = span[rule]!.first
                 batches.formUnion(max(1, first - 2)..<first)
             }
@@ -142,13 +150,21 @@ extension History {
         }
         let journal = try session.journalRecords(runID: runID, batches: wanted)
         func slot(_ batch: Int, _ table: String, _ key: RowKey) -> String { "\(batch)\u{1F}\(table.lowercased())\u{1F}\(key.stored)" }
+        func row(_ rule: Int, _ table: String, _ key: RowKey) -> String { "\(rule)\u{1F}\(table.lowercased())\u{1F}\(key.stored)" }
         var deletes: [String: Int] = [:]
         var updates: [String: Int] = [:]
+        // A row's first update by a rule, in whichever batch: a merge applied ahead of the
+        // deletions is journaled in a stretch of its own, before its group's batches.
+        var firstUpdates: [String: Int] = [:]
         for (index, record) in journal.enumerated() {
             let id = slot(record.batch, record.table, record.key)
             switch record.operation {
             case .delete: deletes[id] = deletes[id] ?? index
-            case .update: updates[id] = updates[id] ?? index
+            case .update:
+                updates[id] = updates[id] ?? index
+                if let rule = record.rule {
+                    firstUpdates[row(rule, record.table, record.key)] = firstUpdates[row(rule, record.table, record.key)] ?? index
+                }
             }
         }
         var used = Set<Int>()
@@ -158,14 +174,17 @@ extension History {
             position[rule.index] = r
             for group in listed[rule.index] ?? [] {
                 let deleted = group.losers.map { loser -> RunReport.DeletedRow in
-                    guard let index = deletes[slot(group.batch, group.table, loser)] else {
-                        return RunReport.DeletedRow(table: group.table, key: loser, values: [])
+                    guard let index = deletes[slot(loser.batch, group.table, loser.key)] else {
+                        return RunReport.DeletedRow(table: group.table, key: loser.key, values: [])
                     }
                     used.insert(index)
                     return deletedRow(journal[index])
                 }
                 var updated: RunReport.ChangedRow?
-                if let index = updates[slot(group.batch, group.table, group.winner)] {
+                let update =
+                    group.batches.sorted().lazy.compactMap { updates[slot($0, group.table, group.winner)] }.first
+                    ?? firstUpdates[row(rule.index, group.table, group.winner)].flatMap { journal[$0].batch < group.batch ? $0 : nil }
+                if let index = update, !used.contains(index) {
                     used.insert(index)
                     updated = changedRow(journal[index])
                 }
@@ -185,12 +204,18 @@ extension History {
             if x.table != y.table { return x.table < y.table }
             return precedes(x.key, y.key)
         }
+        // (A kept row's merge whose group is not listed, when only the first groups are: it is
+        // no re-pointed child row.)
+        var winners = Set<String>()
+        for (rule, groups) in found { for group in groups { winners.insert(row(rule, group.table, group.winner)) } }
         for index in rest {
             let record = journal[index]
             guard let rule = record.rule, let r = position[rule], let span = span[rule], record.batch <= span.last else { continue }
             switch record.operation {
             case .delete: report.rules[r].childrenDeleted.append(deletedRow(record))
-            case .update: report.rules[r].repointed.append(changedRow(record))
+            case .update:
+                if report.groupLimit != nil, winners.contains(row(rule, record.table, record.key)) { continue }
+                report.rules[r].repointed.append(changedRow(record))
             }
         }
     }
