@@ -21,8 +21,8 @@ extension PostgresBatch {
         // A row is named by its primary key, each value as SQL spells it.
         let rowKey = dedupe.rowKey
         // Every chosen group's rows in one read, and each loser's child rows per reference in
-        // one grouped count (one query per group and per loser took 10.5 of `plan --verbose`'s
-        // 11.8 s on 53,277 groups).
+        // one grouped count (with a query per group and per loser, `plan --verbose` of 53,277
+        // groups took 11.5 s, 2.1 s with this).
         let members = chosen.flatMap { [$0.winner] + $0.losers }
         var byID: [[String]: [String]] = [:]
         for row in try link.query(
