@@ -57,6 +57,11 @@ public struct ReferencePath: Sendable, Equatable {
     public var uniqueKeys: [[String]]
     /// true for a declared FOREIGN KEY, false for a `referenced_by:` entry.
     public var declared: Bool
+
+    /// SQL matching a child row (aliased `c`) to its parent row of the rule's table (`p`).
+    public var childJoin: String {
+        zip(childColumns, parentColumns).map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
+    }
     /// Whether the child columns lead an index of the child table (or are its rowid alias): the
     /// children of a parent row are then found by index; otherwise the rule maps every child row
     /// of its duplicate groups once, in one scan of the child table.

@@ -330,7 +330,7 @@ struct PostgresDedupe: RuleExecution {
     }
 
     static func join(_ path: ReferencePath) -> String {
-        zip(path.childColumns, path.parentColumns).map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
+        path.childJoin
     }
 
     func prepare() throws {}

@@ -325,8 +325,7 @@ struct BatchStatements {
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
             let childNumbers = RowNumbers(rule, path: index)
-            let join = zip(path.childColumns, path.parentColumns)
-                .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
+            let join = path.childJoin
             // A reference to the rowid alias holds the parent's rowid itself: its children are
             // reached from the rowid without looking the parent row up.
             let holdsRowID = Self.holdsRowID(path, rowID: rowID)

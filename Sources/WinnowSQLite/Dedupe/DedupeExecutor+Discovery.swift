@@ -81,8 +81,7 @@ extension DedupeExecutor {
         try rule.checkDeleteShare(discovery)
         if rule.rule.references == .restrict {
             for path in rule.references {
-                let join = zip(path.childColumns, path.parentColumns)
-                    .map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }.joined(separator: " AND ")
+                let join = path.childJoin
                 let numbers = RowNumbers(rule)
                 let parent =
                     numbers.mapped

@@ -266,8 +266,7 @@ extension DedupeExecutor {
         // Each loser's child rows per reference, counted in one grouped read per reference.
         var childRows: [[Int64: Int]] = []
         for path in rule.references {
-            let join = zip(path.childColumns, path.parentColumns).map { "c.\($0.sqlIdentifier) = p.\($1.sqlIdentifier)" }
-                .joined(separator: " AND ")
+            let join = path.childJoin
             var counts: [Int64: Int] = [:]
             let counted = try Row.fetchCursor(
                 db.cachedStatement(
