@@ -91,11 +91,12 @@ extension History {
         // part): the parts are one group, listed where its first part is, and each loser is
         // looked up in the batch that deleted it.
         struct Found {
-            var batch: Int
             var table: String
             var winner: RowKey
             var losers: [(key: RowKey, batch: Int)]
             var batches: Set<Int>
+            /// The batch of its first part.
+            var batch: Int { batches.min()! }
         }
         var found: [Int: [Found]] = [:]
         var grouped: [String: Int] = [:]
@@ -103,14 +104,11 @@ extension History {
             let id = "\(record.rule)\u{1F}\(record.table.lowercased())\u{1F}\(record.winner.stored)"
             if let index = grouped[id] {
                 found[record.rule]![index].losers.append((record.loser, record.batch))
-                found[record.rule]![index].batch = min(found[record.rule]![index].batch, record.batch)
                 found[record.rule]![index].batches.insert(record.batch)
             } else {
                 grouped[id] = found[record.rule, default: []].count
                 found[record.rule, default: []].append(
-                    Found(
-                        batch: record.batch, table: record.table, winner: record.winner, losers: [(record.loser, record.batch)],
-                        batches: [record.batch]))
+                    Found(table: record.table, winner: record.winner, losers: [(record.loser, record.batch)], batches: [record.batch]))
             }
         }
         // The same order on every engine: by batch, then by the kept row's key.
@@ -163,7 +161,8 @@ extension History {
             case .update:
                 updates[id] = updates[id] ?? index
                 if let rule = record.rule {
-                    firstUpdates[row(rule, record.table, record.key)] = firstUpdates[row(rule, record.table, record.key)] ?? index
+                    let id = row(rule, record.table, record.key)
+                    firstUpdates[id] = firstUpdates[id] ?? index
                 }
             }
         }
