@@ -213,6 +213,23 @@ final class OperatorTests: CLITestCase {
         }
     }
 
+    /// The summary written group by group (`plan --verbose`, in text and JSON) stops at a closed
+    /// pipe with the contract's 74, as `show` does, and the database is left as it was.
+    func testPlanIntoAClosedPipeExits74() throws {
+        try makePeople(groups: 1500)
+        try write("job.yaml", Self.job)
+        for format in [["--verbose"], ["--verbose", "--format", "json"]] {
+            let whole = try winnow(["plan", "job.yaml"] + format, expect: 0)
+            XCTAssertGreaterThan(whole.stdout.utf8.count, 100_000, format.joined(separator: " "))
+            let piped = try TestSupport.run(
+                URL(fileURLWithPath: "/bin/bash"),
+                ["-c", #""$0" plan job.yaml "$@" | head -c 100 > /dev/null; echo "${PIPESTATUS[0]}""#, TestSupport.executable.path]
+                    + format, in: dir)
+            XCTAssertEqual(piped.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "74", "\(format): \(piped.stderr)")
+        }
+        XCTAssertEqual(try ScenarioKit.int(path("data.sqlite"), "SELECT count(*) FROM people"), 4500, "a plan changes nothing")
+    }
+
     func testHistoryIsAnAlignedTableWithDurations() throws {
         try makePeople(groups: 3)
         try write("job.yaml", Self.job)
