@@ -122,18 +122,24 @@ struct BatchStatements {
     let fillTaken: [String]
     let dropTaken = "DROP TABLE IF EXISTS temp.winnow_taken"
     let hasTaken = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
-    /// Every loser of the queue into `temp.winnow_batch`: one merge decision for the whole rule.
-    let fillBatchFromQueue = "INSERT INTO temp.winnow_batch (rid, winner, rn, tied) SELECT rid, winner, rn, 0 FROM temp.winnow_queue"
+    /// Every loser of the queue with its own merge columns and its winner's, in winner order,
+    /// the losers of a group in their order: one merge decision for the whole rule
+    /// (``DedupeExecutor/readMerges(_:into:skipsTaken:wholeQueue:)``). Read through the queue's
+    /// index by winner (``indexQueueWinner``), so that nothing is sorted.
+    let queueMergeRows: String
+    /// ``queueMergeRows`` without the losers a merge already took (see ``mergeRowsUntaken``).
+    let queueMergeRowsUntaken: String
     /// The rule's merge decisions, kept while the stretches of winners apply them
     /// (``MergeAheadBatches``), and the statements that move one stretch into `winnow_merged`.
     let createDecided: String
     let keepDecided = "INSERT INTO temp.winnow_decided SELECT * FROM temp.winnow_merged"
     let nextDecided = "SELECT max(winner) FROM (SELECT winner FROM temp.winnow_decided WHERE winner > ? ORDER BY winner LIMIT ?)"
     let stageDecided = "INSERT INTO temp.winnow_merged SELECT * FROM temp.winnow_decided WHERE winner > ? AND winner <= ?"
-    /// The queue by winner, with each loser: ``recordTaken`` reads a stretch's losers from the
-    /// index alone (by winner only, each loser was a look-up in the queue: merge-500's
-    /// recording took 67 ms instead of 24 ms).
-    let indexQueueWinner = "CREATE INDEX IF NOT EXISTS temp.winnow_queue_winner ON winnow_queue (winner, rid)"
+    /// The queue by winner, each group's losers in their order: ``queueMergeRows`` reads the
+    /// groups in order from it, and ``recordTaken`` a stretch's losers from the index alone (by
+    /// winner only, each loser was a look-up in the queue: merge-500's recording took 67 ms
+    /// instead of 24 ms).
+    let indexQueueWinner = "CREATE INDEX IF NOT EXISTS temp.winnow_queue_winner ON winnow_queue (winner, rn, rid)"
     /// ``rankTiedQueue`` for every group of the queue with any tied row (a merge follows the
     /// order of the losers too), and the queue's losers numbered by it.
     let rankEveryTiedQueue: String
@@ -280,13 +286,27 @@ struct BatchStatements {
         }
         let tableLiteral = ChangeTracking.literal(rule.table)
         self.mergeRows = mergeRows("")
-        mergeRowsUntaken = mergeRows(
+        // A recorded loser counts as taken while the winner that took it exists.
+        func untaken(_ loser: String) -> String {
             """
-
-            WHERE g.rn = 0 OR NOT EXISTS (
-                SELECT 1 FROM temp.winnow_taken AS k WHERE k.loser = g.rid
+            NOT EXISTS (
+                SELECT 1 FROM temp.winnow_taken AS k WHERE k.loser = \(loser)
                 AND EXISTS (SELECT 1 FROM \(table) AS w WHERE w.\(rowID ?? "rowid") = k.winner))
-            """)
+            """
+        }
+        mergeRowsUntaken = mergeRows("\nWHERE g.rn = 0 OR \(untaken("g.rid"))")
+        let winnerSelected =
+            (rule.mergeColumns.map { "v.\($0.name.sqlIdentifier)" } + (rule.mergesRanked ? rule.mergeRankColumns(alias: "v") : []))
+            .joined(separator: ", ")
+        func queueRows(_ filter: String) -> String {
+            """
+            SELECT q.winner, \(winnerSelected), \(mergeSelected) FROM temp.winnow_queue AS q INDEXED BY winnow_queue_winner
+            \(numbers.join("t", numbered: "q.rid"))
+            \(numbers.join("v", numbered: "q.winner"))\(filter) ORDER BY q.winner, q.rn
+            """
+        }
+        queueMergeRows = queueRows("")
+        queueMergeRowsUntaken = queueRows("\nWHERE \(untaken("q.rid"))")
         forgetTaken = "DELETE FROM main.winnow_merged_losers WHERE tbl = \(tableLiteral)"
         takenForOtherTables = "SELECT EXISTS (SELECT 1 FROM main.winnow_merged_losers WHERE tbl <> \(tableLiteral))"
         // Appended (the record has no key, ``SQLiteDialect/mergedLosersTable``); `OR REPLACE`

@@ -171,13 +171,10 @@ extension DedupeExecutor {
         // commit of the temporary database after each of the decisions.
         var decided = BatchWork(number: 0)
         try db.inTransaction(.deferred) {
-            try db.cachedStatement(sql: sql.clearBatch).execute()
-            try db.execute(sql: sql.fillBatchFromQueue)
-            try readMerges(sql, into: &decided, skipsTaken: state.skipsTaken)
-            try db.cachedStatement(sql: sql.clearBatch).execute()
+            try db.execute(sql: sql.indexQueueWinner)
+            try readMerges(sql, into: &decided, skipsTaken: state.skipsTaken, wholeQueue: true)
             try db.execute(sql: sql.createDecided)
             try db.execute(sql: sql.keepDecided)
-            try db.execute(sql: sql.indexQueueWinner)
             return .commit
         }
         var stretches = MergeAheadBatches(executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets)

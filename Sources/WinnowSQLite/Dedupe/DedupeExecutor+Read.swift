@@ -142,7 +142,9 @@ extension DedupeExecutor {
 
     /// Resolves every group's merge (``MergeResolver``) into `temp.winnow_merged`.
     /// `skipsTaken`: leaving out the losers a merge already took (``BatchStatements/mergeRowsUntaken``).
-    func readMerges(_ sql: BatchStatements, into work: inout BatchWork, skipsTaken: Bool = false) throws {
+    /// `wholeQueue`: the groups of the whole queue, read through its index by winner
+    /// (``BatchStatements/queueMergeRows``), instead of those of `temp.winnow_batch`.
+    func readMerges(_ sql: BatchStatements, into work: inout BatchWork, skipsTaken: Bool = false, wholeQueue: Bool = false) throws {
         // Closures, not key paths: a key path into a tuple is built at run time on every call.
         let strategies = rule.mergeColumns.map { $0.strategy }
         let orders = rule.mergeOrders
@@ -178,14 +180,21 @@ extension DedupeExecutor {
             work.merges += 1
         }
         let count = CInt(ranked ? 2 * strategies.count : strategies.count)
-        try RawStatement(db.cachedStatement(sql: skipsTaken ? sql.mergeRowsUntaken : sql.mergeRows)).forEachRow { row in
+        // The queue's rows carry their winner's values first (read where its group starts),
+        // then their own; the batch's rows come one per row, the winner first.
+        let statement =
+            wholeQueue
+            ? (skipsTaken ? sql.queueMergeRowsUntaken : sql.queueMergeRows) : (skipsTaken ? sql.mergeRowsUntaken : sql.mergeRows)
+        let own: CInt = wholeQueue ? count + 1 : 1
+        try RawStatement(db.cachedStatement(sql: statement)).forEachRow { row in
             let winner = sqlite3_column_int64(row, 0)
             if winner != current {
                 try flush()
                 current = winner
                 rows.removeAll(keepingCapacity: true)
+                if wholeQueue { for column in 1...count { rows.append(RawStatement.value(row, column)) } }
             }
-            for column in 1...count { rows.append(RawStatement.value(row, column)) }
+            for column in own..<(own + count) { rows.append(RawStatement.value(row, column)) }
         }
         try flush()
     }
