@@ -195,21 +195,28 @@ final class OperatorTests: CLITestCase {
         try winnow(["show", "job.yaml", "--run", "9"], expect: 64)
     }
 
+    /// Runs `winnow ARGUMENTS` whole, then into `| head -c 100`, and asserts that its output is
+    /// far more than a pipe holds (64 KiB, so that writes go on after head has left) and that
+    /// winnow then stops with exit 74, not killed by SIGPIPE.
+    func assertExits74IntoAClosedPipe(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        let whole = try winnow(arguments, expect: 0)
+        XCTAssertGreaterThan(whole.stdout.utf8.count, 100_000, arguments.joined(separator: " "), file: file, line: line)
+        let piped = try TestSupport.run(
+            URL(fileURLWithPath: "/bin/bash"),
+            ["-c", #""$0" "$@" | head -c 100 > /dev/null; echo "${PIPESTATUS[0]}""#, TestSupport.executable.path] + arguments,
+            in: dir)
+        XCTAssertEqual(
+            piped.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "74", "\(arguments): \(piped.stderr)", file: file, line: line)
+    }
+
     /// A reader that goes away in the middle of `show` (`| head`): winnow stops with exit 74,
-    /// not killed by SIGPIPE, whether the listing is written whole (text) or in pieces (JSON).
+    /// whether the listing is written whole (text) or in pieces (JSON).
     func testShowIntoAClosedPipeExits74() throws {
         try makePeople(groups: 1500)
         try write("job.yaml", Self.job)
         try winnow(["run", "job.yaml"], expect: 0)
         for format in [["--verbose"], ["--format", "json"]] {
-            // Far more than a pipe holds (64 KiB), so that writes go on after head has left.
-            let whole = try winnow(["show", "job.yaml", "--run", "1"] + format, expect: 0)
-            XCTAssertGreaterThan(whole.stdout.utf8.count, 100_000, format.joined(separator: " "))
-            let piped = try TestSupport.run(
-                URL(fileURLWithPath: "/bin/bash"),
-                ["-c", #""$0" show job.yaml --run 1 "$@" | head -c 100 > /dev/null; echo "${PIPESTATUS[0]}""#, TestSupport.executable.path]
-                    + format, in: dir)
-            XCTAssertEqual(piped.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "74", "\(format): \(piped.stderr)")
+            try assertExits74IntoAClosedPipe(["show", "job.yaml", "--run", "1"] + format)
         }
     }
 
@@ -219,13 +226,7 @@ final class OperatorTests: CLITestCase {
         try makePeople(groups: 1500)
         try write("job.yaml", Self.job)
         for format in [["--verbose"], ["--verbose", "--format", "json"]] {
-            let whole = try winnow(["plan", "job.yaml"] + format, expect: 0)
-            XCTAssertGreaterThan(whole.stdout.utf8.count, 100_000, format.joined(separator: " "))
-            let piped = try TestSupport.run(
-                URL(fileURLWithPath: "/bin/bash"),
-                ["-c", #""$0" plan job.yaml "$@" | head -c 100 > /dev/null; echo "${PIPESTATUS[0]}""#, TestSupport.executable.path]
-                    + format, in: dir)
-            XCTAssertEqual(piped.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "74", "\(format): \(piped.stderr)")
+            try assertExits74IntoAClosedPipe(["plan", "job.yaml"] + format)
         }
         XCTAssertEqual(try ScenarioKit.int(path("data.sqlite"), "SELECT count(*) FROM people"), 4500, "a plan changes nothing")
     }
