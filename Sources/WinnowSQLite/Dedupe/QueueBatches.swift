@@ -24,8 +24,11 @@ struct QueueBatches: BatchSource {
         self.state = state
         self.checksReferences = checksReferences
         self.perGroup = perGroup
-        self.gap = WriteGap(settings: executor.settings)
+        self.gap = WriteGap(settings: executor.settings, version: state.foundAt)
     }
+
+    /// How long the last batch's transaction held the write lock.
+    private var held: TimeInterval = 0
 
     /// Whether the bounds count groups of a queue that was filed by position (and the sizer losers).
     private var countsGroupsOfLosers: Bool { executor.filesByPosition && state.refiled }
@@ -39,15 +42,24 @@ struct QueueBatches: BatchSource {
         return try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [after, groups])
     }
 
-    /// Another connection's commit widens the checkpoint (``WriteGap``).
+    /// Another connection's commit widens the checkpoint (``WriteGap``), and while one has
+    /// committed in the last seconds (since discovery, or between two batches) the next batch
+    /// waits as long as the last one held the lock (`pause_ms: 0`): SQLite's write lock has no
+    /// queue, and back-to-back batches leave gaps that a writer's busy handler, sleeping 1, 2,
+    /// 5, ... 100 ms between tries, almost never lands in. Without another connection's commit
+    /// the batches go on at once.
     mutating func betweenBatches() throws {
-        if writes { _ = gap.observe(db, version: state.version) }
+        guard writes else { return }
+        let shared = gap.observe(db, version: state.version)
+        if shared, gap.fixed == nil, held > 0 { Thread.sleep(forTimeInterval: held * WriteGap.sharedShare) }
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
         var state = self.state
         defer { self.state = state }
         let executor = executor
+        let started = Date()
+        defer { held = Date().timeIntervalSince(started) }
         let work = try executor.writer.transaction(db) { () -> BatchWork in
             var work = try executor.read(
                 batch: number, after: bounds.after, upTo: bounds.upTo, sql: sql, state: &state, wantSamples: wantSamples)

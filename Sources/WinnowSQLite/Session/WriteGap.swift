@@ -22,8 +22,11 @@ struct WriteGap {
     static let sharedShare = 1.0
     static let idleShare = 0.1
 
-    init(settings: BatchSettings) {
+    /// `version`: `PRAGMA data_version` as the caller last knew the database (e.g. when its
+    /// work was found), so that a commit of another connection since then counts as seen.
+    init(settings: BatchSettings, version: Int64? = nil) {
         fixed = settings.pauseMilliseconds > 0 ? Double(settings.pauseMilliseconds) / 1000 : nil
+        self.version = version
     }
 
     private var checkpointShared = false
