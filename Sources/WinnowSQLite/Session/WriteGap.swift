@@ -3,7 +3,8 @@ import WinnowCore
 import GRDB
 
 /// The pause between two write transactions of a long loop (a rebuild's copy, its replay,
-/// emptying a retired table), so that other writers get the lock.
+/// emptying a retired table; a rule's batches, which take only the gap while another connection
+/// commits, ``QueueBatches/betweenBatches()``), so that other writers get the lock.
 ///
 /// SQLite has no queue for its write lock: a connection that finds it taken sleeps and tries
 /// again (1, 2, 5, 10, ... 100 ms apart with the default busy handler), and succeeds only if
