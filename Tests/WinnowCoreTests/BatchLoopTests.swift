@@ -142,6 +142,25 @@ final class BatchLoopTests: XCTestCase {
         XCTAssertEqual(first.applied.count, 1, "a deadline already passed still lets one batch through")
     }
 
+    /// No batch starts once the deadline has passed, also when it passed during the pause
+    /// between two batches (`pause_ms`, or a backend's gap for other writers).
+    func testADeadlinePassedDuringThePauseStartsNoBatch() throws {
+        let clock = FakeClock()
+        var source = Source(units: 10, writes: true, secondsPerUnit: 1, clock: clock)
+        // Batches of 3 units take 3 s; the deadline (4 s) passes during the 2 s pause after the first.
+        let (loop, box) = loop(pause: 2000, deadline: RunDeadline(at: clock.time.addingTimeInterval(4)), clock: clock)
+        var number = 0
+        var totals = Counts()
+        var samples: [GroupSample] = []
+        let result = try loop.run(
+            &source, sizer: BatchSizer(configured: 3, maxTransactionMilliseconds: 100_000), batchNumber: &number, totals: &totals,
+            samples: &samples)
+        XCTAssertEqual(source.applied.count, 1)
+        XCTAssertEqual(clock.slept, [2])
+        XCTAssertFalse(result.finished)
+        XCTAssertEqual(box.reports.count, 1)
+    }
+
     /// A source whose premise broke stops the loop; a stretch with nothing to change is no batch.
     func testASourceStopsTheLoopAndEmptyStretchesAreNoBatches() throws {
         let clock = FakeClock()

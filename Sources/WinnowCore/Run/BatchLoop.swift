@@ -130,6 +130,8 @@ public struct BatchLoop {
                 if source.writes, deadline.passed(now()) { break }
                 try source.betweenBatches()
                 if source.writes, pauseMilliseconds > 0 { sleep(Double(pauseMilliseconds) / 1000) }
+                // The pause (or a backend's gap for other writers) may have taken the time left.
+                if source.writes, deadline.passed(now()) { break }
             }
             let started = now()
             let number = batchNumber
