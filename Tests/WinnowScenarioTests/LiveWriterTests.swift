@@ -318,7 +318,7 @@ final class LiveWriterTests: XCTestCase {
     /// `pause_ms: 0`, batches of merges and re-pointed children follow one another at once.
     /// SQLite's write lock has no queue, and a writer whose busy handler sleeps 1, 2, 5, ...
     /// 100 ms between tries almost never finds it free between two of them: beside this run it
-    /// waited seconds (3.2-8.9 s on 200,000 customers in a release build). Once winnow has seen
+    /// waited seconds (3.2-9.0 s on 200,000 customers in a release build). Once winnow has seen
     /// the writer commit, it waits after each batch as long as the batch held the lock, and the
     /// writer's waits stay short.
     func testBackToBackBatchesLetACommittingWriterIn() throws {
