@@ -67,6 +67,16 @@ final class BatchLoopTests: XCTestCase {
         return (loop, box)
     }
 
+    /// Runs `loop` over `source` from batch 0 with fresh totals, in batches of `size` units.
+    func run(_ loop: BatchLoop, _ source: inout Source, size: Int, maxTransactionMilliseconds: Int = 1000) throws -> BatchLoop.Result {
+        var number = 0
+        var totals = Counts()
+        var samples: [GroupSample] = []
+        return try loop.run(
+            &source, sizer: BatchSizer(configured: size, maxTransactionMilliseconds: maxTransactionMilliseconds), batchNumber: &number,
+            totals: &totals, samples: &samples)
+    }
+
     final class Box: @unchecked Sendable {
         var reports: [BatchReport] = []
     }
@@ -121,12 +131,7 @@ final class BatchLoopTests: XCTestCase {
         var source = Source(units: 10, writes: true, secondsPerUnit: 1, clock: clock)
         let deadline = RunDeadline(at: clock.time.addingTimeInterval(5))
         let (loop, box) = loop(deadline: deadline, clock: clock)
-        var number = 0
-        var totals = Counts()
-        var samples: [GroupSample] = []
-        let result = try loop.run(
-            &source, sizer: BatchSizer(configured: 3, maxTransactionMilliseconds: 100_000), batchNumber: &number, totals: &totals,
-            samples: &samples)
+        let result = try run(loop, &source, size: 3, maxTransactionMilliseconds: 100_000)
         // Batches of 3 units, 3 s each: the deadline (5 s) passes during the second.
         XCTAssertEqual(source.applied.count, 2)
         XCTAssertFalse(result.finished)
@@ -136,9 +141,7 @@ final class BatchLoopTests: XCTestCase {
         let early = FakeClock()
         var first = Source(units: 10, writes: true, clock: early)
         let (passed, _) = self.loop(deadline: RunDeadline(at: early.time.addingTimeInterval(-60)), clock: early)
-        _ = try passed.run(
-            &first, sizer: BatchSizer(configured: 3, maxTransactionMilliseconds: 1000), batchNumber: &number, totals: &totals,
-            samples: &samples)
+        _ = try run(passed, &first, size: 3)
         XCTAssertEqual(first.applied.count, 1, "a deadline already passed still lets one batch through")
     }
 
@@ -149,12 +152,7 @@ final class BatchLoopTests: XCTestCase {
         var source = Source(units: 10, writes: true, secondsPerUnit: 1, clock: clock)
         // Batches of 3 units take 3 s; the deadline (4 s) passes during the 2 s pause after the first.
         let (loop, box) = loop(pause: 2000, deadline: RunDeadline(at: clock.time.addingTimeInterval(4)), clock: clock)
-        var number = 0
-        var totals = Counts()
-        var samples: [GroupSample] = []
-        let result = try loop.run(
-            &source, sizer: BatchSizer(configured: 3, maxTransactionMilliseconds: 100_000), batchNumber: &number, totals: &totals,
-            samples: &samples)
+        let result = try run(loop, &source, size: 3, maxTransactionMilliseconds: 100_000)
         XCTAssertEqual(source.applied.count, 1)
         XCTAssertEqual(clock.slept, [2])
         XCTAssertFalse(result.finished)
