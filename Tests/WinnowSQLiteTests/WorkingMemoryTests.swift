@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import XCTest
 @testable import WinnowCore
 @testable import WinnowSQLite
@@ -111,5 +112,42 @@ final class WorkingMemoryTests: XCTestCase {
         XCTAssertNotNil(bytes.range(of: Data("secret-0001-kept".utf8)), "a kept row is in the file")
         XCTAssertNil(bytes.range(of: Data("secret-0201-gone".utf8)), "a deleted row is zeroed")
         XCTAssertNil(bytes.range(of: Data("-gone".utf8)), "every deleted row is zeroed")
+    }
+
+    /// Before many batches the temporary database's changed pages are written out once (so
+    /// that a batch's commit does not walk them all); before fewer they stay in the cache. The
+    /// rows read back the same either way, and the user's database is not written.
+    func testTheTemporaryPagesAreWrittenOutOnlyBeforeManyBatches() throws {
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("flush.sqlite").path,
+            sql: "CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created INTEGER);")
+        let job = try ScenarioKit.job("version: 1\ndedupe:\n  - {entity: customers, key: email, winner: [{created: asc}]}\n")
+        try DatabaseOpener.open(path: path, mode: .readWrite(create: false)).inDatabase { db in
+            let rules = try JobRunner.compile(job, db)
+            try DedupeExecutor.prepareTemporaryTables(db)
+            try db.execute(sql: "PRAGMA temp.cache_size = -16000")
+            let executor = DedupeExecutor(db: db, rule: rules[0], writer: DryRunWriter(), settings: job.batch)
+            let sql = BatchStatements(rules[0], pinsTaken: false)
+            try db.execute(
+                sql: """
+                    CREATE TEMP TABLE filler (i INTEGER PRIMARY KEY, body TEXT);
+                    WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 20000)
+                    INSERT INTO temp.filler SELECT i, printf('%0100d', i) FROM s;
+                    """)
+            func pagesWritten() -> Int32 {
+                var current: Int32 = 0
+                var highest: Int32 = 0
+                sqlite3_db_status(db.sqliteConnection, SQLITE_DBSTATUS_CACHE_WRITE, &current, &highest, 1)
+                return current
+            }
+            let file = try Data(contentsOf: URL(fileURLWithPath: path))
+            _ = pagesWritten()
+            try executor.flushTemporaryPages(expectedBatches: DedupeExecutor.flushTemporaryFromBatches - 1, sql: sql)
+            XCTAssertEqual(pagesWritten(), 0, "fewer batches: the pages stay in the cache")
+            try executor.flushTemporaryPages(expectedBatches: DedupeExecutor.flushTemporaryFromBatches, sql: sql)
+            XCTAssertGreaterThan(pagesWritten(), 500, "2 MB of rows: every page written out")
+            XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.filler WHERE body = printf('%0100d', i)"), 20000)
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), file, "the user's database is as it was")
+        }
     }
 }

@@ -87,6 +87,8 @@ extension DedupeExecutor {
                 sql, state: &state, losers: discovery.losers, batchNumber: &batchNumber, totals: &totals, samples: &samples)
             counts = counts + merged
         }
+        // (Not for a dry run: `plan` of merge-archive-50 took 4% longer with the flush.)
+        if writer.writes { try flushTemporaryPages(expectedBatches: discovery.groups / max(1, settings.size), sql: sql) }
         // A batch filed by position holds the losers of about `batch.size` groups.
         let perGroup = filesByPosition && discovery.groups > 0 ? max(1, Double(discovery.losers) / Double(discovery.groups)) : 1
         var batches = QueueBatches(executor: self, sql: sql, state: state, checksReferences: suspended, perGroup: perGroup)

@@ -1,4 +1,5 @@
 import GRDB
+import GRDBSQLite
 import WinnowCore
 
 /// How much memory a rule's statements keep their work in, on SQLite.
@@ -47,5 +48,35 @@ extension DedupeExecutor {
         let main = sorting ? nil : raised
         try db.execute(sql: "PRAGMA main.cache_size = -\(main ?? Self.defaultCacheKiB)")
         try db.execute(sql: "PRAGMA threads = \(main == nil ? DatabaseOpener.sorterThreads : 0)")
+    }
+
+    /// The number of batches from which ``flushTemporaryPages(expectedBatches:sql:)`` writes
+    /// the temporary database out before them.
+    static let flushTemporaryFromBatches = 256
+
+    /// Writes the temporary database's changed pages to its file once, before a rule's
+    /// deletion batches, where the batches are many.
+    ///
+    /// SQLite keeps a temporary database's changed pages in its cache until the cache is full,
+    /// and at the end of every transaction that wrote to the temporary database it walks all
+    /// of them to clear their write flags. In a raised cache (above) that is the whole queue,
+    /// at every batch's commit: merge-archive-50 at 200,000 rows spent about 4% of its run
+    /// there over 1,068 batches (docs/performance.md, "Working memory"). Once written the
+    /// pages are clean, and each commit walks only the few pages its batch changed. The write
+    /// costs about as much as a hundred such walks (about 11 MB at that size), so it is done
+    /// only from ``flushTemporaryFromBatches`` batches on. Nothing of the user's database is
+    /// written: the transaction writes the temporary database alone.
+    func flushTemporaryPages(expectedBatches: Int, sql: BatchStatements) throws {
+        guard expectedBatches >= Self.flushTemporaryFromBatches else { return }
+        try db.inTransaction(.deferred) {
+            // A statement that writes the temporary database opens its write transaction,
+            // which the flush needs (the batch table is empty between batches).
+            try db.execute(sql: sql.clearBatch)
+            let code = sqlite3_db_cacheflush(db.sqliteConnection)
+            guard code == SQLITE_OK else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "writing the temporary database's pages out")
+            }
+            return .commit
+        }
     }
 }
