@@ -115,8 +115,9 @@ final class WorkingMemoryTests: XCTestCase {
     }
 
     /// Before many batches the temporary database's changed pages are written out once (so
-    /// that a batch's commit does not walk them all); before fewer they stay in the cache. The
-    /// rows read back the same either way, and the user's database is not written.
+    /// that a batch's commit does not walk them all); before fewer, or in SQLite's default
+    /// cache, they stay in the cache. The rows read back the same either way, and the user's
+    /// database is not written.
     func testTheTemporaryPagesAreWrittenOutOnlyBeforeManyBatches() throws {
         let path = try TestSupport.makeDatabase(
             at: dir.appendingPathComponent("flush.sqlite").path,
@@ -125,15 +126,17 @@ final class WorkingMemoryTests: XCTestCase {
         try DatabaseOpener.open(path: path, mode: .readWrite(create: false)).inDatabase { db in
             let rules = try JobRunner.compile(job, db)
             try DedupeExecutor.prepareTemporaryTables(db)
-            try db.execute(sql: "PRAGMA temp.cache_size = -16000")
             let executor = DedupeExecutor(db: db, rule: rules[0], writer: DryRunWriter(), settings: job.batch)
             let sql = BatchStatements(rules[0], pinsTaken: false)
-            try db.execute(
-                sql: """
-                    CREATE TEMP TABLE filler (i INTEGER PRIMARY KEY, body TEXT);
-                    WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 20000)
-                    INSERT INTO temp.filler SELECT i, printf('%0100d', i) FROM s;
-                    """)
+            let many = DedupeExecutor.flushTemporaryFromBatches
+            func fill(_ table: String, rows: Int) throws {
+                try db.execute(
+                    sql: """
+                        CREATE TEMP TABLE \(table) (i INTEGER PRIMARY KEY, body TEXT);
+                        WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < \(rows))
+                        INSERT INTO temp.\(table) SELECT i, printf('%0100d', i) FROM s;
+                        """)
+            }
             func pagesWritten() -> Int32 {
                 var current: Int32 = 0
                 var highest: Int32 = 0
@@ -141,12 +144,23 @@ final class WorkingMemoryTests: XCTestCase {
                 return current
             }
             let file = try Data(contentsOf: URL(fileURLWithPath: path))
+            // About 1.1 MB of rows: they fit SQLite's default cache, unwritten.
+            try db.execute(sql: "PRAGMA temp.cache_size = -\(DedupeExecutor.defaultCacheKiB)")
+            try fill("small", rows: 10000)
             _ = pagesWritten()
-            try executor.flushTemporaryPages(expectedBatches: DedupeExecutor.flushTemporaryFromBatches - 1, sql: sql)
+            try executor.flushTemporaryPages(expectedBatches: many, sql: sql)
+            XCTAssertEqual(pagesWritten(), 0, "SQLite's default cache: the pages stay in it")
+            // About 2.2 MB more in a raised cache, unwritten too.
+            try db.execute(sql: "PRAGMA temp.cache_size = -16000")
+            try fill("large", rows: 20000)
+            XCTAssertEqual(pagesWritten(), 0)
+            try executor.flushTemporaryPages(expectedBatches: many - 1, sql: sql)
             XCTAssertEqual(pagesWritten(), 0, "fewer batches: the pages stay in the cache")
-            try executor.flushTemporaryPages(expectedBatches: DedupeExecutor.flushTemporaryFromBatches, sql: sql)
-            XCTAssertGreaterThan(pagesWritten(), 500, "2 MB of rows: every page written out")
-            XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.filler WHERE body = printf('%0100d', i)"), 20000)
+            try executor.flushTemporaryPages(expectedBatches: many, sql: sql)
+            XCTAssertGreaterThan(pagesWritten(), 750, "3.3 MB of rows: every page written out")
+            for (table, rows) in [("small", 10000), ("large", 20000)] {
+                XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.\(table) WHERE body = printf('%0100d', i)"), rows)
+            }
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), file, "the user's database is as it was")
         }
     }

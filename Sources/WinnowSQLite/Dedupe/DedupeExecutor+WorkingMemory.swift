@@ -64,10 +64,14 @@ extension DedupeExecutor {
     /// there over 1,068 batches (docs/performance.md, "Working memory"). Once written the
     /// pages are clean, and each commit walks only the few pages its batch changed. The write
     /// costs about as much as a hundred such walks (about 11 MB at that size), so it is done
-    /// only from ``flushTemporaryFromBatches`` batches on. Nothing of the user's database is
-    /// written: the transaction writes the temporary database alone.
+    /// only from ``flushTemporaryFromBatches`` batches on, and only in a raised cache: in
+    /// SQLite's default one the walk is of at most 2,000 KiB of pages. Nothing of the user's
+    /// database is written: the transaction writes the temporary database alone.
     func flushTemporaryPages(expectedBatches: Int, sql: BatchStatements) throws {
-        guard expectedBatches >= Self.flushTemporaryFromBatches else { return }
+        guard expectedBatches >= Self.flushTemporaryFromBatches,
+            // (``sizeWorkingMemory(rows:sorting:)`` sets it in KiB: negative.)
+            let cache = try Int.fetchOne(db, sql: "PRAGMA temp.cache_size"), cache < -Self.defaultCacheKiB
+        else { return }
         try db.inTransaction(.deferred) {
             // A statement that writes the temporary database opens its write transaction,
             // which the flush needs (the batch table is empty between batches).
