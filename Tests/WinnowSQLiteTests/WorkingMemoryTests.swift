@@ -27,7 +27,8 @@ final class WorkingMemoryTests: XCTestCase {
     }
 
     /// Each rule's discovery sets the caches for its own table: a small table's raised caches
-    /// (and no sorter thread) do not carry over to the next rule's large table.
+    /// (no sorter thread, the temporary journal in memory) do not carry over to the next rule's
+    /// large table.
     func testEachRuleSizesTheCachesForItsOwnTable() throws {
         let saved = DedupeExecutor.workingMemoryLimitKiB
         DedupeExecutor.workingMemoryLimitKiB = 4000
@@ -54,12 +55,15 @@ final class WorkingMemoryTests: XCTestCase {
             func caches() throws -> [Int] {
                 try ["PRAGMA main.cache_size", "PRAGMA temp.cache_size", "PRAGMA threads"].map { try Int.fetchOne(db, sql: $0) ?? 0 }
             }
+            func journal() throws -> String? { try String.fetchOne(db, sql: "PRAGMA temp.journal_mode") }
             let small = DedupeExecutor(db: db, rule: rules[0], writer: DryRunWriter(), settings: job.batch)
             XCTAssertEqual(try small.discover().losers, 10_000)
             XCTAssertEqual(try caches(), [-(30_000 * 80 / 1024), -(30_000 * 80 / 1024), 0])
+            XCTAssertEqual(try journal(), "memory", "the small table's temporary journal is kept in memory")
             let large = DedupeExecutor(db: db, rule: rules[1], writer: DryRunWriter(), settings: job.batch)
             XCTAssertEqual(try large.discover().losers, 10_000)
             XCTAssertEqual(try caches(), [-2000, -2000, DatabaseOpener.sorterThreads])
+            XCTAssertEqual(try journal(), "delete", "the large table's is a file again")
         }
     }
 

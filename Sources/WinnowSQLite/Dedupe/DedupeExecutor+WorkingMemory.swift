@@ -42,9 +42,17 @@ extension DedupeExecutor {
     /// window has run (`sorting` false). While the main cache is raised the sorter uses no
     /// helper thread: a sort that fits needs none, and one that does not (rows far wider than
     /// the estimate) then holds one run in memory at a time, not one per thread.
+    ///
+    /// With the raised caches the temporary database keeps its rollback journal in memory too
+    /// (`PRAGMA temp.journal_mode = MEMORY`): a batch that changes its small tables wrote the
+    /// pages' old contents to a journal file and truncated it at every commit (merge-archive-50:
+    /// 14 MB over 1,068 commits; merge-500 and merge-archive-50 wrote 4% fewer bytes with it,
+    /// peak memory unchanged). Such a journal holds at most the temporary database's pages, which
+    /// the raised cache is sized to hold; on a larger table it stays a file.
     func sizeWorkingMemory(rows: Int, sorting: Bool) throws {
         let raised = Self.workingMemoryKiB(rows: rows)
         try db.execute(sql: "PRAGMA temp.cache_size = -\(raised ?? Self.defaultCacheKiB)")
+        _ = try String.fetchOne(db, sql: "PRAGMA temp.journal_mode = \(raised == nil ? "DELETE" : "MEMORY")")
         let main = sorting ? nil : raised
         try db.execute(sql: "PRAGMA main.cache_size = -\(main ?? Self.defaultCacheKiB)")
         try db.execute(sql: "PRAGMA threads = \(main == nil ? DatabaseOpener.sorterThreads : 0)")
