@@ -168,4 +168,46 @@ final class WorkingMemoryTests: XCTestCase {
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), file, "the user's database is as it was")
         }
     }
+
+    /// A batch that fails on a table in the raised caches (the temporary journal in memory, the
+    /// temporary database written out before the batches) leaves the database as it was before
+    /// that batch: the batches before it stay committed, its own losers are all still there,
+    /// and the next run finishes the job with the same survivors.
+    func testAFailedBatchInTheRaisedCachesKeepsTheBatchesBeforeIt() throws {
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("failed.sqlite").path,
+            sql: """
+                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created INTEGER NOT NULL);
+                WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 30000)
+                INSERT INTO customers SELECT i, 'u' || (i % 10000) || '@x', i FROM s;
+                CREATE TRIGGER refuse BEFORE DELETE ON customers WHEN old.id = 25000
+                BEGIN SELECT RAISE(ABORT, 'refused'); END;
+                """)
+        // 30,000 rows: caches raised (80 B a row is over SQLite's 2,000 KiB); 10,000 groups in
+        // batches of 10: 1,000 batches, over the flush's threshold.
+        XCTAssertNotNil(DedupeExecutor.workingMemoryKiB(rows: 30000))
+        XCTAssertGreaterThanOrEqual(10000 / 10, DedupeExecutor.flushTemporaryFromBatches)
+        let yaml = """
+            version: 1
+            dedupe:
+              - {entity: customers, key: email, winner: [{created: asc}]}
+            batch:
+              size: 10
+            """
+        XCTAssertThrowsError(try ScenarioKit.run(yaml, db: path)) { error in
+            XCTAssertTrue("\(error)".contains("refused"), "\(error)")
+        }
+        // Losers are ids 10,001-30,000, deleted in batches by position: a stretch from the
+        // first loser on is gone, and the rest, 25,000 among them, is there.
+        let first = try ScenarioKit.int(path, "SELECT min(id) FROM customers WHERE id > 10000")
+        XCTAssertGreaterThan(first, 10001, "batches before the failed one stay committed")
+        XCTAssertLessThanOrEqual(first, 25000, "the failed batch's losers are all there")
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id > 10000"), 30000 - first + 1)
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id <= 10000"), 10000)
+        try ScenarioKit.execute(path, "DROP TRIGGER refuse")
+        try ScenarioKit.run(yaml, db: path)
+        XCTAssertEqual(
+            try ScenarioKit.rows(path, "SELECT count(*), min(id), max(id) FROM customers"),
+            [[10000.databaseValue, 1.databaseValue, 10000.databaseValue]])
+    }
 }
