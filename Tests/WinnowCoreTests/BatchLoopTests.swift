@@ -195,4 +195,54 @@ final class BatchLoopTests: XCTestCase {
         XCTAssertEqual(samples.count, 2, "one sample per batch, up to the limit")
         XCTAssertEqual(samples.first?.key, ["200"])
     }
+
+    /// A loop over row ranges takes a rest of at most a quarter of a stretch with that stretch
+    /// (a stretch of children rewrites an index whatever its size); batches of groups never do.
+    func testARowRangeLoopTakesAShortRestWithTheStretchBeforeIt() throws {
+        let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
+        func sizes(units: Int, sizer: BatchSizer) throws -> [Int64] {
+            let clock = FakeClock()
+            var source = Source(units: units, writes: true, clock: clock)
+            let (loop, _) = loop(clock: clock)
+            var number = 0
+            var totals = Counts()
+            var samples: [GroupSample] = []
+            _ = try loop.run(&source, sizer: sizer, batchNumber: &number, totals: &totals, samples: &samples)
+            XCTAssertEqual(source.applied.last?.upTo, Int64(units), "every unit taken")
+            return source.applied.map { $0.upTo - $0.after }
+        }
+        let rows = BatchSizer.rowRanges(settings, upTo: 256)
+        XCTAssertEqual(rows.current, 1000)
+        XCTAssertEqual(try sizes(units: 1250, sizer: rows), [1250], "a quarter more: one stretch")
+        XCTAssertEqual(try sizes(units: 1251, sizer: rows), [1000, 251], "more than a quarter: a stretch of its own")
+        XCTAssertEqual(try sizes(units: 900, sizer: rows), [900])
+        // The sizes the loop reports for the sizer's line are those of the stretches taken.
+        let groups = BatchSizer(configured: 1000, maxTransactionMilliseconds: 1000)
+        XCTAssertEqual(groups.tailAllowance, 0)
+        XCTAssertEqual(try sizes(units: 1200, sizer: groups), [1000, 200], "batches of groups keep the job's size")
+        // Never beyond the configured maximum.
+        var capped = BatchSizer.rowRanges(BatchSettings(size: 1, maxTransactionMilliseconds: 1000), upTo: 1)
+        XCTAssertEqual(capped.configured, 1000)
+        XCTAssertEqual(capped.tailAllowance, 0)
+        capped.record(size: 1000, seconds: 0.001)
+        XCTAssertEqual(try sizes(units: 1100, sizer: capped), [1000, 100])
+    }
+
+    /// Each stretch's bounds carry the size it was asked at, a taken rest included: sources
+    /// over row ranges report it to the sizer as the stretch's rows.
+    func testTheBoundsCarryTheSizeEachStretchWasAskedAt() throws {
+        let clock = FakeClock()
+        var source = Source(units: 18_100, writes: true, secondsPerUnit: 0.000_01, clock: clock)
+        let (loop, _) = loop(clock: clock)
+        var number = 0
+        var totals = Counts()
+        var samples: [GroupSample] = []
+        _ = try loop.run(
+            &source, sizer: BatchSizer.rowRanges(BatchSettings(size: 500, maxTransactionMilliseconds: 1000), upTo: 256),
+            batchNumber: &number, totals: &totals, samples: &samples)
+        // 1,000 rows in 10 ms grow the next stretch sixteen times; its rest of 1,100 rows is
+        // within a quarter of it.
+        XCTAssertEqual(source.applied.map(\.size), [1000, 16_000 + 4000])
+        XCTAssertEqual(source.applied.map { $0.upTo - $0.after }, [1000, 17_100])
+    }
 }

@@ -6,10 +6,14 @@ import Foundation
 public struct BatchBounds: Sendable, Equatable {
     public var after: Int64
     public var upTo: Int64
+    /// The units the stretch was laid out for: the size its end was asked at (a loop over row
+    /// ranges reports it to the sizer as the stretch's rows).
+    public var size: Int
 
-    public init(after: Int64, upTo: Int64) {
+    public init(after: Int64, upTo: Int64, size: Int = 0) {
         self.after = after
         self.upTo = upTo
+        self.size = size
     }
 }
 
@@ -122,9 +126,21 @@ public struct BatchLoop {
         var after = source.start
         var batches = 0
         while true {
-            guard let upTo = try source.nextBound(after: after, size: sizer.current) else {
+            guard var upTo = try source.nextBound(after: after, size: sizer.current) else {
                 result.finished = true
                 break
+            }
+            var size = sizer.current
+            // A short rest goes with the stretch before it (loops over row ranges only,
+            // ``BatchSizer/tailAllowance``): a stretch of children re-pointed through an index
+            // rewrites most of that index whatever its size, and one more for the last few
+            // thousand rows wrote it all again.
+            let tail = sizer.tailAllowance
+            if tail > 0, let end = try source.nextBound(after: upTo, size: tail),
+                try source.nextBound(after: end, size: 1) == nil
+            {
+                upTo = end
+                size += tail
             }
             if batches > 0 {  // between batches only, never before the first or after the last
                 if source.writes, deadline.passed(now()) { break }
@@ -138,7 +154,8 @@ public struct BatchLoop {
             let applied: BatchOutcome?
             do {
                 applied = try source.apply(
-                    BatchBounds(after: after, upTo: upTo), number: number, totals: totals, wantSamples: samples.count < sampleLimit)
+                    BatchBounds(after: after, upTo: upTo, size: size), number: number, totals: totals,
+                    wantSamples: samples.count < sampleLimit)
             } catch let partly as PartlyCommittedBatch {
                 totals = totals + partly.counts
                 throw partly.error

@@ -36,6 +36,7 @@ public struct BatchSizer {
             configured: max(settings.size, rowRangeStart) * multiple, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
             start: rowRangeStart)
         sizer.growthLimit = rowRangeMaxGrowth
+        sizer.takesTail = true
         return sizer
     }
 
@@ -90,6 +91,16 @@ public struct BatchSizer {
     public static let rowRangeMaxGrowth = 16.0
     /// The most this sizer grows a transaction by (``maxGrowth``, or ``rowRangeMaxGrowth``).
     public private(set) var growthLimit = BatchSizer.maxGrowth
+    /// Whether the rest of the work goes with the transaction before it when it is short
+    /// (loops over row ranges, ``tailAllowance``).
+    public private(set) var takesTail = false
+
+    /// The units a transaction may take beyond ``current`` when they are all that is left: a
+    /// quarter of it, within ``configured``, for loops over row ranges (0 for batches of groups,
+    /// whose size is the job's). Such a transaction is at most 1.25 times the size predicted at
+    /// half the target, and it saves a last one that may cost as much as a full one (a stretch
+    /// of children rewrites most of the child's index whatever its size).
+    public var tailAllowance: Int { takesTail ? max(0, min(current / 4, configured - current)) : 0 }
     /// Below this predicted growth the size stays (no creeping by a few percent).
     public static let minGrowth = 1.5
 }

@@ -27,8 +27,6 @@ struct AheadBatches: BatchSource {
     private let next: String?
     private let moves: String?
     private let map: String?
-    /// The size the last ``nextBound(after:size:)`` was asked for (a stretch's rows, for the sizer).
-    private var size = 0
 
     init(executor: DedupeExecutor, sql: BatchStatements, path: Int, foundAt: Int64) {
         self.executor = executor
@@ -47,9 +45,8 @@ struct AheadBatches: BatchSource {
     var writes: Bool { executor.writer.writes }
     var start: Int64 { .min }
 
-    mutating func nextBound(after: Int64, size: Int) throws -> Int64? {
+    func nextBound(after: Int64, size: Int) throws -> Int64? {
         guard let next else { return nil }
-        self.size = size
         return try Int64.fetchOne(db.cachedStatement(sql: next), arguments: [after, size])
     }
 
@@ -73,6 +70,6 @@ struct AheadBatches: BatchSource {
             return work
         }
         guard let work else { return nil }
-        return BatchOutcome(counts: work.counts, units: size, done: 0, isBatch: work.counts.repointed > 0)
+        return BatchOutcome(counts: work.counts, units: bounds.size, done: 0, isBatch: work.counts.repointed > 0)
     }
 }

@@ -25,7 +25,6 @@ struct MergeAheadBatches: BatchSource {
     let foundAt: Int64
     /// The sets of merge columns the decisions change (every stretch updates by each).
     let columnSets: [[Int]]
-    private var size = 0
 
     init(executor: DedupeExecutor, sql: BatchStatements, foundAt: Int64, columnSets: [[Int]]) {
         self.executor = executor
@@ -38,8 +37,7 @@ struct MergeAheadBatches: BatchSource {
     var writes: Bool { executor.writer.writes }
     var start: Int64 { .min }
 
-    mutating func nextBound(after: Int64, size: Int) throws -> Int64? {
-        self.size = size
+    func nextBound(after: Int64, size: Int) throws -> Int64? {
         return try Int64.fetchOne(db.cachedStatement(sql: sql.nextDecided), arguments: [after, size])
     }
 
@@ -60,6 +58,6 @@ struct MergeAheadBatches: BatchSource {
             return work
         }
         guard let work else { return nil }
-        return BatchOutcome(counts: work.counts, units: size, done: 0, isBatch: work.merges > 0)
+        return BatchOutcome(counts: work.counts, units: bounds.size, done: 0, isBatch: work.merges > 0)
     }
 }
