@@ -119,6 +119,29 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
+    /// The stretches ahead take a rest of at most a quarter of a stretch with them: 1,200 orders
+    /// are re-pointed in one stretch (its first 1,000 rows and the 200 left), 1,300 in two.
+    /// Either way each child moves once, one batch event per stretch, and the end is the one
+    /// batches by group give, which `restore` undoes exactly.
+    func testAShortRestOfTheChildrenGoesWithTheStretchBeforeIt() throws {
+        for (customers, stretches) in [(1200, 1), (1300, 2)] {
+            let path = try makeStore("rest-\(customers).sqlite", customers: customers)
+            let original = try ScenarioKit.userState(path)
+            let reference = try byGroup(path)
+            var children: [Counts] = []
+            let summary = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+                guard case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 else { return }
+                children.append(report.counts)
+            }
+            XCTAssertEqual(children.count, stretches, "\(customers) orders")
+            XCTAssertGreaterThan(summary.counts.repointed, 0)
+            XCTAssertEqual(children.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "\(customers) orders")
+            XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference), "\(customers) orders")
+            _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+            XCTAssertEqual(try ScenarioKit.userState(path), original, "\(customers) orders")
+        }
+    }
+
     /// Property: the batch size never changes the end. Each variant runs in batches of 3 (merges
     /// and children ahead, losers by position, or by group where a link table decides
     /// collisions) and in one batch (every group whole), on the same scattered data; both end

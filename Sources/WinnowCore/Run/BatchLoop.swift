@@ -10,7 +10,7 @@ public struct BatchBounds: Sendable, Equatable {
     /// ranges reports it to the sizer as the stretch's rows).
     public var size: Int
 
-    public init(after: Int64, upTo: Int64, size: Int = 0) {
+    public init(after: Int64, upTo: Int64, size: Int) {
         self.after = after
         self.upTo = upTo
         self.size = size
@@ -48,6 +48,9 @@ public protocol BatchSource {
     /// Where the work starts (the `after` of the first batch).
     var start: Int64 { get }
     /// The end of the next batch of about `size` units after `after`; nil when no work is left.
+    /// Only reads: the loop may also ask it past a batch's end, to see whether a short rest is
+    /// left (``BatchSizer/tailAllowance``), and the size a batch was laid out for comes with its
+    /// bounds.
     mutating func nextBound(after: Int64, size: Int) throws -> Int64?
     /// Applies one batch (in one transaction, with the run's progress `totals` plus its own
     /// counts recorded in it), or reads it without writing. Nil stops the loop: the source's
