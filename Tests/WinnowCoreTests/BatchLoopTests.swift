@@ -211,7 +211,7 @@ final class BatchLoopTests: XCTestCase {
             XCTAssertEqual(source.applied.last?.upTo, Int64(units), "every unit taken")
             return source.applied.map { $0.upTo - $0.after }
         }
-        let rows = BatchSizer.rowRanges(settings, upTo: 256)
+        let rows = BatchSizer.rowRanges(settings)
         XCTAssertEqual(rows.current, 1000)
         XCTAssertEqual(try sizes(units: 1250, sizer: rows), [1250], "a quarter more: one stretch")
         XCTAssertEqual(try sizes(units: 1251, sizer: rows), [1000, 251], "more than a quarter: a stretch of its own")
@@ -238,7 +238,7 @@ final class BatchLoopTests: XCTestCase {
         var totals = Counts()
         var samples: [GroupSample] = []
         _ = try loop.run(
-            &source, sizer: BatchSizer.rowRanges(BatchSettings(size: 500, maxTransactionMilliseconds: 1000), upTo: 256),
+            &source, sizer: BatchSizer.rowRanges(BatchSettings(size: 500, maxTransactionMilliseconds: 1000)),
             batchNumber: &number, totals: &totals, samples: &samples)
         // 1,000 rows in 10 ms grow the next stretch sixteen times; its rest of 1,100 rows is
         // within a quarter of it.

@@ -82,6 +82,37 @@ final class BatchSizerTests: XCTestCase {
         XCTAssertEqual(groups.current, 4000)
     }
 
+    /// The stretches ahead of a rule's deletions have no cap but the time limit: fast rows grow
+    /// them by sixteen a step past 256 times `batch.size` (where the capped sizer stops), up to
+    /// the size predicted at half the limit and no further; slow rows keep them small.
+    func testTheStretchesAheadGrowAsFarAsTheLimitAllows() {
+        let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
+        var fast = BatchSizer.rowRanges(settings)
+        XCTAssertEqual(fast.current, BatchSizer.rowRangeStart)
+        var sizes: [Int] = []
+        for _ in 0..<8 {
+            sizes.append(fast.current)
+            fast.record(size: fast.current, seconds: 0.000_000_1 * Double(fast.current))
+        }
+        XCTAssertEqual(Array(sizes.prefix(4)), [1000, 16_000, 256_000, 4_096_000])
+        XCTAssertEqual(Set(sizes.dropFirst(3)), [4_096_000], "0.41 s a stretch: under half the limit, and no growth by 1.5 left")
+        var capped = BatchSizer.rowRanges(settings, upTo: 256)
+        for _ in 0..<8 { capped.record(size: capped.current, seconds: 0.000_000_1 * Double(capped.current)) }
+        XCTAssertEqual(capped.current, 256_000)
+        // 10 µs a row: the limit, not a cap, keeps each stretch under half of it.
+        var slow = BatchSizer.rowRanges(settings)
+        for _ in 0..<8 {
+            XCTAssertLessThanOrEqual(0.000_01 * Double(slow.current), 0.5 + 1e-9)
+            slow.record(size: slow.current, seconds: 0.000_01 * Double(slow.current))
+        }
+        XCTAssertGreaterThan(slow.current, 40_000, "and grown toward half the limit: \(slow.current)")
+        // A limit of an hour lets one stretch take a child table of millions of rows.
+        var long = BatchSizer.rowRanges(BatchSettings(size: 500, maxTransactionMilliseconds: 3_600_000))
+        for _ in 0..<4 { long.record(size: long.current, seconds: 0.000_005 * Double(long.current)) }
+        XCTAssertEqual(long.current, 65_536_000)
+        XCTAssertEqual(long.tailAllowance, 16_384_000)
+    }
+
     /// Where most of a transaction's time is paid whatever its size (an index rewritten at
     /// every commit), a larger one costs little more: it grows past a quarter of the limit,
     /// as long as the line through the sizes seen predicts it under half of it.

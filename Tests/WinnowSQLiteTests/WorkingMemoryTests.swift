@@ -27,8 +27,8 @@ final class WorkingMemoryTests: XCTestCase {
     }
 
     /// Each rule's discovery sets the caches for its own table: a small table's raised caches
-    /// (no sorter thread, the temporary journal in memory) do not carry over to the next rule's
-    /// large table.
+    /// (no sorter thread, the temporary journal in memory, stretches ahead within 256 times
+    /// `batch.size`) do not carry over to the next rule's large table.
     func testEachRuleSizesTheCachesForItsOwnTable() throws {
         let saved = DedupeExecutor.workingMemoryLimitKiB
         DedupeExecutor.workingMemoryLimitKiB = 4000
@@ -60,10 +60,14 @@ final class WorkingMemoryTests: XCTestCase {
             XCTAssertEqual(try small.discover().losers, 10_000)
             XCTAssertEqual(try caches(), [-(30_000 * 80 / 1024), -(30_000 * 80 / 1024), 0])
             XCTAssertEqual(try journal(), "memory", "the small table's temporary journal is kept in memory")
+            XCTAssertEqual(
+                try small.aheadSizer().configured, 256_000,
+                "stretches ahead emptied into a journal in memory stay within 256 times batch.size")
             let large = DedupeExecutor(db: db, rule: rules[1], writer: DryRunWriter(), settings: job.batch)
             XCTAssertEqual(try large.discover().losers, 10_000)
             XCTAssertEqual(try caches(), [-2000, -2000, DatabaseOpener.sorterThreads])
             XCTAssertEqual(try journal(), "delete", "the large table's is a file again")
+            XCTAssertEqual(try large.aheadSizer().configured, BatchSizer.uncapped, "only max_transaction_ms bounds them")
         }
     }
 

@@ -40,6 +40,27 @@ public struct BatchSizer {
         return sizer
     }
 
+    /// The sizer of a loop over row ranges that only `max_transaction_ms` bounds: starting at
+    /// ``rowRangeStart`` rows and growing as ``rowRanges(_:upTo:)`` does, with no multiple of
+    /// `batch.size` as a cap (``uncapped`` rows). For the stretches ahead of a rule's deletions
+    /// (children re-pointed, merges applied): a stretch of children re-pointed through an index
+    /// rewrites most of that index whatever its rows, so a run that allows long transactions
+    /// takes fewer stretches and writes the index fewer times, where a cap of 256 times
+    /// `batch.size` kept at least one stretch per 256,000 rows of the child table whatever the
+    /// limit allowed.
+    public static func rowRanges(_ settings: BatchSettings) -> BatchSizer {
+        var sizer = BatchSizer(
+            configured: uncapped, maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: rowRangeStart)
+        sizer.growthLimit = rowRangeMaxGrowth
+        sizer.takesTail = true
+        return sizer
+    }
+
+    /// The configured size of a loop that only the time limit bounds (``rowRanges(_:)``): more
+    /// rows than a SQLite table can hold in practice, and far from `Int`'s overflow in the
+    /// sizer's arithmetic.
+    public static let uncapped = 1 << 40
+
     /// The sizer of a `hash_column`'s fill, on every engine: slices of rows in the table's
     /// identity order, up to ten times the configured batch size (at least 10,000).
     public static func hashFill(_ settings: BatchSettings) -> BatchSizer { rowRanges(settings, upTo: 10) }

@@ -68,7 +68,7 @@ extension DedupeExecutor {
                     var stretches = AheadBatches(executor: self, sql: sql, path: path, foundAt: foundAt)
                     guard stretches.ready else { continue }
                     let result = try loop(total: discovery.losers).run(
-                        &stretches, sizer: aheadSizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+                        &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
                     counts = counts + result.counts
                     if result.counts.batches > 0 { state.repointedAhead = true }
                     // Another connection has committed: the batches take the rest as it is now.
@@ -156,10 +156,19 @@ extension DedupeExecutor {
     }
 
     /// The sizer of the stretches ahead of the deletions (children re-pointed, merges applied):
-    /// row ranges up to 256 times `batch.size` (``BatchSizer/rowRanges(_:upTo:)``), each under
-    /// `max_transaction_ms`. A stretch of children rewrites most of the child's index whatever
-    /// its size: on a large table fewer, larger stretches write less.
-    var aheadSizer: BatchSizer { BatchSizer.rowRanges(settings, upTo: 256) }
+    /// row ranges bounded by `max_transaction_ms` alone (``BatchSizer/rowRanges(_:)``). A
+    /// stretch of children rewrites most of the child's index whatever its size: on a large
+    /// table fewer, larger stretches write less, as many fewer as the limit allows.
+    ///
+    /// Where the temporary database keeps its journal in memory (a small table's raised
+    /// caches, ``sizeWorkingMemory(rows:sorting:)``), a stretch's temporary tables are emptied
+    /// into that journal, which grows with the stretch's rows and not with the rule's table (a
+    /// child table may be far larger than its parent): there the stretches stay within 256
+    /// times `batch.size` (``BatchSizer/rowRanges(_:upTo:)``), as before.
+    func aheadSizer() throws -> BatchSizer {
+        let journal = try String.fetchOne(db, sql: "PRAGMA temp.journal_mode")
+        return journal?.lowercased() == "memory" ? BatchSizer.rowRanges(settings, upTo: 256) : BatchSizer.rowRanges(settings)
+    }
 
     /// Decides every group's merge once, over its rows as found, and applies the decisions
     /// in stretches of the winners' rowids (``MergeAheadBatches``). Sets `state.mergedAhead`
@@ -181,7 +190,7 @@ extension DedupeExecutor {
         }
         var stretches = MergeAheadBatches(executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets)
         let result = try loop(total: losers).run(
-            &stretches, sizer: aheadSizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+            &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
         if result.counts.batches > 0 { state.skipsTaken = true }
         state.mergedAhead = result.finished
         try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
