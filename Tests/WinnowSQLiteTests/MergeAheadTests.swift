@@ -119,6 +119,43 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
+    /// A job that allows long transactions re-points the children ahead in stretches that grow
+    /// past 256 times `batch.size` where the temporary database's journal is a file (a table too
+    /// small for raised caches, here 3,000 customers): 290,000 orders go in stretches of 1,000,
+    /// 16,000 and the 273,000 left (within a quarter of the 256,000 the sizer grew to), where a
+    /// cap of 256,000 rows would have taken four. Each child moves once, and the end is the one
+    /// batches by group give.
+    func testALongLimitTakesTheChildrenAheadInStretchesPastTheCap() throws {
+        let path = try makeStore("long-limit.sqlite", orders: false)
+        try ScenarioKit.execute(
+            path,
+            """
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 289999)
+            INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % 3000, i FROM s
+            """)
+        let reference = dir.appendingPathComponent("long-limit-reference.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: reference)
+        let yaml = Self.job(size: 20).replacingOccurrences(of: "archive: true", with: "archive: false")
+            .replacingOccurrences(of: "size: 20", with: "size: 20\n  max_transaction_ms: 3600000")
+        var stretches: [Counts] = []
+        let summary = try ScenarioKit.run(yaml, db: path) { event in
+            guard case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 else { return }
+            stretches.append(report.counts)
+        }
+        XCTAssertEqual(stretches.count, 3, "1,000, 16,000 and the rest: \(stretches.map(\.repointed))")
+        XCTAssertGreaterThan(stretches.last?.repointed ?? 0, 256_000 / 2, "the last stretch holds most of the children")
+        XCTAssertEqual(stretches.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "each child moved once")
+        XCTAssertEqual(
+            try ScenarioKit.int(path, "SELECT count(*) FROM orders WHERE customer_id NOT IN (SELECT id FROM customers)"), 0)
+        // The same job in one batch: every group settled whole.
+        var batches = 0
+        try ScenarioKit.run(yaml.replacingOccurrences(of: "size: 20", with: "size: 100000"), db: reference) { event in
+            if case .batch = event { batches += 1 }
+        }
+        XCTAssertEqual(batches, 1)
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+    }
+
     /// The stretches ahead take a rest of at most a quarter of a stretch with them: 1,200 orders
     /// are re-pointed in one stretch (its first 1,000 rows and the 200 left), 1,300 in two.
     /// Either way each child moves once, one batch event per stretch, and the end is the one
