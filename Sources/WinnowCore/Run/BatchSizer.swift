@@ -32,12 +32,7 @@ public struct BatchSizer {
     /// `multiple` times the configured batch size (at least ``rowRangeStart`` times it) while
     /// they stay under `max_transaction_ms`.
     public static func rowRanges(_ settings: BatchSettings, upTo multiple: Int) -> BatchSizer {
-        var sizer = BatchSizer(
-            configured: max(settings.size, rowRangeStart) * multiple, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
-            start: rowRangeStart)
-        sizer.growthLimit = rowRangeMaxGrowth
-        sizer.takesTail = true
-        return sizer
+        rowRanges(settings, configured: max(settings.size, rowRangeStart) * multiple)
     }
 
     /// The sizer of a loop over row ranges that only `max_transaction_ms` bounds: starting at
@@ -45,20 +40,23 @@ public struct BatchSizer {
     /// `batch.size` as a cap (``uncapped`` rows). For the stretches ahead of a rule's deletions
     /// (children re-pointed, merges applied): a stretch of children re-pointed through an index
     /// rewrites most of that index whatever its rows, so a run that allows long transactions
-    /// takes fewer stretches and writes the index fewer times, where a cap of 256 times
-    /// `batch.size` kept at least one stretch per 256,000 rows of the child table whatever the
-    /// limit allowed.
+    /// takes fewer stretches and writes the index fewer times (a cap of 256 times `batch.size`
+    /// kept at least one stretch per 256,000 rows of the child table whatever the limit allowed).
     public static func rowRanges(_ settings: BatchSettings) -> BatchSizer {
+        rowRanges(settings, configured: uncapped)
+    }
+
+    private static func rowRanges(_ settings: BatchSettings, configured: Int) -> BatchSizer {
         var sizer = BatchSizer(
-            configured: uncapped, maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: rowRangeStart)
+            configured: configured, maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: rowRangeStart)
         sizer.growthLimit = rowRangeMaxGrowth
         sizer.takesTail = true
         return sizer
     }
 
-    /// The configured size of a loop that only the time limit bounds (``rowRanges(_:)``): more
-    /// rows than a SQLite table can hold in practice, and far from `Int`'s overflow in the
-    /// sizer's arithmetic.
+    /// The configured size of a loop that only the time limit bounds (``rowRanges(_:)``): 2^40
+    /// rows, far beyond any table's rows in one transaction, and far from `Int`'s overflow in
+    /// the sizer's arithmetic.
     public static let uncapped = 1 << 40
 
     /// The sizer of a `hash_column`'s fill, on every engine: slices of rows in the table's
