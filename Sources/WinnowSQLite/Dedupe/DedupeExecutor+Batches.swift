@@ -161,13 +161,12 @@ extension DedupeExecutor {
     /// table fewer, larger stretches write less, as many fewer as the limit allows.
     ///
     /// Where the temporary database keeps its journal in memory (a small table's raised
-    /// caches, ``sizeWorkingMemory(rows:sorting:)``), a stretch's temporary tables are emptied
-    /// into that journal, which grows with the stretch's rows and not with the rule's table (a
-    /// child table may be far larger than its parent): there the stretches stay within 256
-    /// times `batch.size` (``BatchSizer/rowRanges(_:upTo:)``), as before.
+    /// caches, ``workingMemoryRaised()``), a stretch's temporary tables are emptied into that
+    /// journal, which grows with the stretch's rows and not with the rule's table (a child table
+    /// may be far larger than its parent): there the stretches stay within 256 times
+    /// `batch.size` (``BatchSizer/rowRanges(_:upTo:)``), as before.
     func aheadSizer() throws -> BatchSizer {
-        let journal = try String.fetchOne(db, sql: "PRAGMA temp.journal_mode")
-        return journal?.lowercased() == "memory" ? BatchSizer.rowRanges(settings, upTo: 256) : BatchSizer.rowRanges(settings)
+        try workingMemoryRaised() ? BatchSizer.rowRanges(settings, upTo: 256) : BatchSizer.rowRanges(settings)
     }
 
     /// Decides every group's merge once, over its rows as found, and applies the decisions

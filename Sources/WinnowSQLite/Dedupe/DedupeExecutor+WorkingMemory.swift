@@ -58,6 +58,14 @@ extension DedupeExecutor {
         try db.execute(sql: "PRAGMA threads = \(main == nil ? DatabaseOpener.sorterThreads : 0)")
     }
 
+    /// Whether this rule's caches are raised (``sizeWorkingMemory(rows:sorting:)``): the
+    /// temporary database's cache is above SQLite's default, and its journal is kept in memory.
+    func workingMemoryRaised() throws -> Bool {
+        // (``sizeWorkingMemory(rows:sorting:)`` sets it in KiB: negative.)
+        guard let cache = try Int.fetchOne(db, sql: "PRAGMA temp.cache_size") else { return false }
+        return cache < -Self.defaultCacheKiB
+    }
+
     /// The number of batches from which ``flushTemporaryPages(expectedBatches:sql:)`` writes
     /// the temporary database out before them.
     static let flushTemporaryFromBatches = 256
@@ -76,10 +84,7 @@ extension DedupeExecutor {
     /// SQLite's default one the walk is of at most 2,000 KiB of pages. Nothing of the user's
     /// database is written: the transaction writes the temporary database alone.
     func flushTemporaryPages(expectedBatches: Int, sql: BatchStatements) throws {
-        guard expectedBatches >= Self.flushTemporaryFromBatches,
-            // (``sizeWorkingMemory(rows:sorting:)`` sets it in KiB: negative.)
-            let cache = try Int.fetchOne(db, sql: "PRAGMA temp.cache_size"), cache < -Self.defaultCacheKiB
-        else { return }
+        guard expectedBatches >= Self.flushTemporaryFromBatches, try workingMemoryRaised() else { return }
         try db.inTransaction(.deferred) {
             // A statement that writes the temporary database opens its write transaction,
             // which the flush needs (the batch table is empty between batches).
