@@ -529,11 +529,15 @@ struct BatchStatements {
         let settled =
             aheadPaths.isEmpty
             ? "NULL" : "CASE WHEN winner NOT IN (SELECT winner FROM temp.winnow_queue WHERE rn = 2 AND tied) THEN winner END"
+        // Each row of the queue is one loser, and no loser is a winner (a row is in one group):
+        // the losers need no duplicates removed, only the winners, one row each however many
+        // losers they have. (A `UNION` of the two halves sorted every loser too: at 1,600,000
+        // customers 0.53 s and 50,000 blocks of temporary file, against 0.37 s and 25,000.)
         func fill(_ winners: String, settled: String) -> String {
             """
             DELETE FROM temp.winnow_mapped;
             INSERT INTO temp.winnow_mapped (rid, winner) SELECT rid, \(settled) FROM temp.winnow_queue
-            UNION SELECT winner, NULL FROM temp.winnow_queue\(winners)
+            UNION ALL SELECT DISTINCT winner, NULL FROM temp.winnow_queue\(winners)
             """
         }
         fillMapped = fill(collides ? "" : " WHERE tied", settled: "NULL")
