@@ -173,6 +173,34 @@ final class MergeAheadTests: XCTestCase {
         }
     }
 
+    /// A run that re-pointed a child table ahead in ``PlanAdvice/manyStretches`` stretches or
+    /// more says so in its rule's summary (here with the threshold lowered to 2: 1,300 orders go
+    /// in two stretches, 1,200 in one); `plan`, whose dry stretches are not the run's, does not.
+    func testARunThatTookManyStretchesOfChildrenSaysSo() throws {
+        let threshold = PlanAdvice.manyStretches
+        PlanAdvice.manyStretches = 2
+        defer { PlanAdvice.manyStretches = threshold }
+        for (customers, stretches) in [(1200, 1), (1300, 2)] {
+            let path = try makeStore("told-\(customers).sqlite", customers: customers)
+            let planned = try ScenarioKit.plan(Self.job(size: 20), db: path)
+            XCTAssertFalse(planned.rules[0].warnings.contains { $0.contains("stretches") }, "\(planned.rules[0].warnings)")
+            var children = 0
+            let summary = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+                guard case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 else { return }
+                children += 1
+            }
+            XCTAssertEqual(children, stretches, "\(customers) orders")
+            let told = summary.rules[0].warnings.filter { $0.contains("stretches") }
+            if stretches >= 2 {
+                XCTAssertEqual(told.count, 1, "\(summary.rules[0].warnings)")
+                XCTAssertTrue(told[0].hasPrefix("orders.customer_id was re-pointed in 2 stretches"), told[0])
+                XCTAssertTrue(told[0].contains("batch.max_transaction_ms (250)"), told[0])
+            } else {
+                XCTAssertEqual(told, [], "\(customers) orders")
+            }
+        }
+    }
+
     /// Property: the batch size never changes the end. Each variant runs in batches of 3 (merges
     /// and children ahead, losers by position, or by group where a link table decides
     /// collisions) and in one batch (every group whole), on the same scattered data; both end

@@ -64,6 +64,22 @@ final class PlanAdviceTests: XCTestCase {
             PlanAdvice.warnings(try compile(schema(orderIndexes: [partial])), discovery: found, settings: BatchSettings()).count, 1)
     }
 
+    /// `run` names a child table it re-pointed ahead in many stretches, with the limit that
+    /// bounded them; below ``PlanAdvice/manyStretches`` it says nothing.
+    func testManyStretchesOfChildrenAreToldWithTheLimitThatBoundedThem() throws {
+        let led = LiveIndex(name: "by_customer", columns: ["customer id"], unique: false, partial: false, origin: .createIndex)
+        let path = try compile(schema(orderIndexes: [led])).references[0]
+        let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
+        XCTAssertEqual(PlanAdvice.manyStretches, 16)
+        XCTAssertNil(PlanAdvice.stretchesWarning(path, stretches: 15, settings: settings))
+        let warning = try XCTUnwrap(PlanAdvice.stretchesWarning(path, stretches: 28, settings: settings))
+        XCTAssertTrue(
+            warning.hasPrefix("order lines.customer id was re-pointed in 28 stretches, each rewriting most of its index"), warning)
+        XCTAssertTrue(warning.contains(", since batch.max_transaction_ms (1000) bounds each one;"), warning)
+        XCTAssertTrue(
+            warning.hasSuffix("a longer batch.max_transaction_ms takes fewer stretches and writes the index fewer times"), warning)
+    }
+
     func testSmallBatchesAreWarnedAboutOnlyWhenThereAreManyGroups() throws {
         let led = LiveIndex(name: "by_customer", columns: ["customer id"], unique: false, partial: false, origin: .createIndex)
         let rule = try compile(schema(orderIndexes: [led]))

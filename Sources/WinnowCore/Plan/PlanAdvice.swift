@@ -30,6 +30,26 @@ public enum PlanAdvice {
         return rule.references.filter { !$0.indexed && $0.declared }.map { unindexed($0, rule: rule) }
     }
 
+    /// From this many stretches of one child table re-pointed ahead of a rule's deletions,
+    /// `run` says so (``stretchesWarning(_:stretches:settings:)``).
+    public static var manyStretches = 16
+
+    /// What `run` says of a child table whose rows it re-pointed ahead of the deletions in
+    /// ``manyStretches`` stretches or more. The children of scattered duplicates sit all over
+    /// the child's index, so each stretch rewrote most of that index whatever its rows, and
+    /// `max_transaction_ms` bounded each stretch: under a fixed limit that work grows with the
+    /// square of the table (docs/performance.md, "Limits that are the engine's"), and a longer
+    /// limit takes fewer stretches. Nil below the threshold.
+    public static func stretchesWarning(_ path: ReferencePath, stretches: Int, settings: BatchSettings) -> String? {
+        guard stretches >= manyStretches else { return nil }
+        return """
+            \(path.label) was re-pointed in \(stretches) stretches, each rewriting most of its index, since \
+            batch.max_transaction_ms (\(settings.maxTransactionMilliseconds)) bounds each one; where no other writer needs \
+            short transactions (a maintenance window), a longer batch.max_transaction_ms takes fewer stretches and writes \
+            the index fewer times
+            """
+    }
+
     private static func unindexed(_ path: ReferencePath, rule: CompiledRule) -> String {
         // Where enforcement cannot be suspended, the engine's own check of every deleted row
         // reads the child table again: time grows with the square of the rows.

@@ -103,7 +103,7 @@ extension JobRunner {
                 summary.warnings = PlanAdvice.warnings(rule, discovery: discovery, settings: settings)
                 if options.fingerprints { summary.deletionDigest = try execution.deletionDigest() }
             } else {
-                summary.warnings = PlanAdvice.runWarnings(rule, discovery: discovery)
+                summary.warnings = PlanAdvice.runWarnings(rule, discovery: discovery) + execution.runWarnings
             }
             try record?.record(rule: summary)
             summaries.append(summary)

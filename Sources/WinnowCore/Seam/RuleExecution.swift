@@ -39,4 +39,11 @@ public protocol RuleExecution {
     func deletionDigest() throws -> String?
     /// Stores the key hashes of the rows that remain (`key.hash_column`).
     func fillHashes(batchNumber: inout Int, totals: inout Counts) throws -> Counts
+    /// What the batches found worth telling once they are done, beside the rule's summary
+    /// (``PlanAdvice/stretchesWarning(_:stretches:settings:)``).
+    var runWarnings: [String] { get }
+}
+
+extension RuleExecution {
+    public var runWarnings: [String] { [] }
 }

@@ -71,6 +71,12 @@ extension DedupeExecutor {
                         &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
                     counts = counts + result.counts
                     if result.counts.batches > 0 { state.repointedAhead = true }
+                    if writer.writes,
+                        let warning = PlanAdvice.stretchesWarning(
+                            rule.references[path], stretches: result.counts.batches, settings: settings)
+                    {
+                        notes.warnings.append(warning)
+                    }
                     // Another connection has committed: the batches take the rest as it is now.
                     guard result.finished else {
                         asFound = false

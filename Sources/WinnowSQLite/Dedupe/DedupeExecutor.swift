@@ -20,6 +20,8 @@ struct DedupeExecutor {
     /// `--max-duration`: no batch starts once it has passed.
     var deadline = RunDeadline(at: nil)
     var onEvent: (RunEvent) -> Void = { _ in }
+    /// What the batches found worth telling (``RuleExecution/runWarnings``).
+    let notes = RuleNotes()
 
     static func prepareTemporaryTables(_ db: Database) throws {
         try db.execute(
@@ -189,7 +191,14 @@ struct DedupeExecutor {
     }
 }
 
+/// Kept by reference, so that the executor's non-mutating batches can add to it.
+final class RuleNotes {
+    var warnings: [String] = []
+}
+
 extension DedupeExecutor: RuleExecution {
+    var runWarnings: [String] { notes.warnings }
+
     func prepare() throws { try writer.prepare(rule, db: db) }
 
     func deletionDigest() throws -> String? {
