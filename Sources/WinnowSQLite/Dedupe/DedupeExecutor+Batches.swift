@@ -71,9 +71,8 @@ extension DedupeExecutor {
                         &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
                     counts = counts + result.counts
                     if result.counts.batches > 0 { state.repointedAhead = true }
-                    if writer.writes,
-                        let warning = PlanAdvice.stretchesWarning(
-                            rule.references[path], stretches: result.counts.batches, settings: settings)
+                    if let warning = PlanAdvice.stretchesWarning(
+                        rule.references[path], stretches: result.counts.batches, settings: settings)
                     {
                         notes.warnings.append(warning)
                     }
