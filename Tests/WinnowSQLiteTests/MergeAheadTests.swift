@@ -6,7 +6,8 @@ import XCTest
 import WinnowTestSupport
 
 /// A rule that merges applies its merges ahead of its deletions, in stretches of the winners'
-/// rowids, and then deletes the losers in stretches of theirs. These tests hold it to what the
+/// rowids, each deleting the losers in its rowids that the merges have taken, and then deletes
+/// the other losers in stretches of theirs. These tests hold it to what the
 /// batches by group give: the same survivors and merged values, every loser counted once (also
 /// when another connection commits between two stretches, or deletes a merged winner), and an
 /// exact `restore`.
@@ -76,20 +77,38 @@ final class MergeAheadTests: XCTestCase {
     }
 
     /// A copy of the store as a run killed right after its first stretch of merges leaves it
-    /// (merged winners, their losers recorded as taken and still there): the job runs on
-    /// `path` in batches of 20, and the file is copied once that stretch has committed. The lock
-    /// in the copy is this live process's; as a killed run's would be, it is gone.
+    /// (merged winners, their losers recorded as taken: those in the stretch's rowids deleted,
+    /// the others still there): the job runs on `path` in batches of 20, its stretches ahead
+    /// starting at 100 rows or winners, and the file is copied once that stretch has committed.
+    /// The lock in the copy is this live process's; as a killed run's would be, it is gone.
     func stoppedAfterFirstMergeStretch(_ path: String) throws -> String {
         let stopped = dir.appendingPathComponent("after-merges.sqlite").path
+        let start = DedupeExecutor.aheadStart
+        DedupeExecutor.aheadStart = 100
+        defer { DedupeExecutor.aheadStart = start }
         var copied = false
+        var first: Counts?
         try ScenarioKit.run(Self.job(size: 20), db: path) { event in
-            guard case .batch(let report) = event, !copied, report.counts.updated > 0, report.counts.deleted == 0 else { return }
+            guard case .batch(let report) = event, !copied, report.counts.updated > 0 else { return }
+            first = report.counts
             try? FileManager.default.copyItem(atPath: path, toPath: stopped)
             try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
             copied = true
         }
         XCTAssertTrue(copied)
+        XCTAssertGreaterThan(first?.deleted ?? 0, 0, "the stretch deleted the losers it took in its rowids")
+        XCTAssertGreaterThan(
+            try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser"), 0,
+            "and left the others it took")
         return stopped
+    }
+
+    /// Runs `body` with the stretches ahead starting at `start` rows or winners.
+    func withAheadStart<T>(_ start: Int, _ body: () throws -> T) rethrows -> T {
+        let before = DedupeExecutor.aheadStart
+        DedupeExecutor.aheadStart = start
+        defer { DedupeExecutor.aheadStart = before }
+        return try body()
     }
 
     func testMergesGoAheadByWinnerThenBatchesOnlyDeleteAndTheEndIsTheSameAsByGroup() throws {
@@ -97,21 +116,27 @@ final class MergeAheadTests: XCTestCase {
         let original = try ScenarioKit.userState(path)
         let reference = try byGroup(path)
         var batches: [Counts] = []
-        let summary = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
-            if case .batch(let report) = event { batches.append(report.counts) }
+        let summary = try withAheadStart(300) {
+            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+                if case .batch(let report) = event { batches.append(report.counts) }
+            }
         }
         // First the children, in stretches of the child table; then the merges, in stretches of
-        // the winners; then the losers, in stretches of theirs.
+        // the winners, each deleting the losers in its rowids whose winners are merged; then
+        // the losers whose winners came later, in stretches of theirs.
         let repointing = batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
         XCTAssertFalse(repointing.isEmpty, "the run starts with the children")
         XCTAssertEqual(repointing.reduce(0) { $0 + $1.repointed }, summary.counts.repointed)
         let merging = batches.dropFirst(repointing.count).prefix { $0.updated > 0 }
-        XCTAssertFalse(merging.isEmpty, "then the merges")
-        XCTAssertTrue(merging.allSatisfy { $0.deleted == 0 && $0.repointed == 0 })
+        XCTAssertGreaterThan(merging.count, 1, "then the merges, in stretches")
+        XCTAssertTrue(merging.allSatisfy { $0.repointed == 0 })
         XCTAssertEqual(merging.reduce(0) { $0 + $1.updated }, summary.counts.updated)
+        let deletedByMerges = merging.reduce(0) { $0 + $1.deleted }
+        XCTAssertGreaterThan(deletedByMerges, summary.counts.deleted / 2, "the stretches deleted most losers")
         let rest = batches.dropFirst(repointing.count + merging.count)
         XCTAssertTrue(rest.allSatisfy { $0.updated == 0 && $0.repointed == 0 && $0.deleted > 0 }, "then the batches only delete")
-        XCTAssertGreaterThan(rest.count, 20)
+        XCTAssertGreaterThan(rest.count, 2, "the losers whose winners a later stretch merged")
+        XCTAssertEqual(deletedByMerges + rest.reduce(0) { $0 + $1.deleted }, summary.counts.deleted)
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
         XCTAssertEqual(try takenRows(path), 0, "the record of taken losers is emptied once the rule is done")
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
@@ -212,8 +237,8 @@ final class MergeAheadTests: XCTestCase {
     func testShowListsEachGroupOnceWithItsMergeWhenItsLosersSpanBatches() throws {
         let path = try makeStore("show.sqlite")
         let reference = try byGroup(path)
-        let summary = try ScenarioKit.run(Self.job(size: 20), db: path)
-        XCTAssertGreaterThan(summary.counts.batches, 10)
+        let summary = try withAheadStart(100) { try ScenarioKit.run(Self.job(size: 20), db: path) }
+        XCTAssertGreaterThan(summary.counts.batches, 5)
         func listing(_ file: String) throws -> (groups: [String], updated: Int, repointedTables: Set<String>) {
             let rule = try XCTUnwrap(try SQLiteBackend.show(database: file, runID: 1).rules.first)
             XCTAssertEqual(rule.groups.count, rule.counts.groups, file)
@@ -264,7 +289,8 @@ final class MergeAheadTests: XCTestCase {
                     batch:
                       size: SIZE
                     """
-                let small = try ScenarioKit.run(job.replacingOccurrences(of: "SIZE", with: "3"), db: path)
+                // (Stretches ahead from 10 rows or winners: several of each on this small table.)
+                let small = try withAheadStart(10) { try ScenarioKit.run(job.replacingOccurrences(of: "SIZE", with: "3"), db: path) }
                 let one = try ScenarioKit.run(job.replacingOccurrences(of: "SIZE", with: "100000"), db: whole)
                 XCTAssertEqual(one.counts.batches, 1, label)
                 XCTAssertGreaterThan(small.counts.batches, 10, label)
@@ -300,45 +326,63 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try takenRows(path), 0)
     }
 
-    /// Another connection deletes a winner merged ahead: the values it took went with it. Its
-    /// group is left to the next run (its losers are skipped, as for any group whose winner
-    /// another connection deletes), which merges them into the group's new winner as if the
-    /// deleted one had never been there: a loser recorded as taken by a winner that is gone is
-    /// merged again.
+    /// Another connection deletes a winner merged ahead: the values it took went with it, and
+    /// so did the losers its stretch deleted (as when it deletes a winner whose whole group a
+    /// batch has settled). The group's other losers are left to the next run (skipped, as for
+    /// any group whose winner another connection deletes), which merges them into the group's
+    /// new winner as if the deleted rows had never been there: a loser recorded as taken by a
+    /// winner that is gone is merged again.
     func testLosersOfAMergedWinnerThatIsDeletedAreMergedIntoTheNewWinnerByTheNextRun() throws {
         // (No orders: a winner's children may be re-pointed ahead of its merge, and this
         // connection deletes the winner alone.)
         let path = try makeStore("store.sqlite", customers: 6000, orders: false)
         let other = try DatabaseQueue(path: path)
         defer { try? other.close() }
-        // The winner of the largest group among the first winners (merged by the first stretch).
+        // The first stretch merges the first 100 winners (by rowid) and deletes their losers
+        // up to the last of them; the group deleted is one of those with a loser on each side.
+        let order = "created_at, email, visits, phone, id"
+        let ranked = """
+            SELECT id, lower(email) AS k, row_number() OVER (PARTITION BY lower(email) ORDER BY \(order)) AS rn,
+                   count(*) OVER (PARTITION BY lower(email)) AS n FROM customers
+            """
+        let lastOfFirst = try ScenarioKit.int(
+            path, "SELECT max(id) FROM (SELECT id FROM (\(ranked)) WHERE rn = 1 AND n > 1 ORDER BY id LIMIT 100)")
         let winner = try ScenarioKit.int(
             path,
             """
-            SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY lower(email) ORDER BY created_at, email, visits, phone, id) AS rn,
-                                   count(*) OVER (PARTITION BY lower(email)) AS n FROM customers)
-            WHERE rn = 1 AND n >= 3 AND id < 300 ORDER BY n DESC, id LIMIT 1
+            SELECT w.id FROM (\(ranked)) AS w JOIN (\(ranked)) AS l ON l.k = w.k AND l.rn > 1
+            WHERE w.rn = 1 AND w.id <= \(lastOfFirst) GROUP BY w.id
+            HAVING min(l.id) <= \(lastOfFirst) AND max(l.id) > \(lastOfFirst) AND count(*) >= 3 ORDER BY w.id LIMIT 1
             """)
-        let size = try ScenarioKit.int(
-            path, "SELECT count(*) FROM customers WHERE lower(email) = (SELECT lower(email) FROM customers WHERE id = \(winner))")
-        // The reference: the winner deleted before the run.
-        let reference = dir.appendingPathComponent("reference.sqlite").path
-        try FileManager.default.copyItem(atPath: path, toPath: reference)
+        let key = try XCTUnwrap(
+            try ScenarioKit.column(path, "SELECT lower(email) FROM customers WHERE id = \(winner)", as: String.self).first ?? nil)
+        let group = "SELECT id FROM customers WHERE lower(email) = '\(key)'"
+        let members = try ScenarioKit.column(path, group, as: Int64.self).compactMap { $0 }
         let gone = "DELETE FROM customers WHERE id = \(winner)"
-        try ScenarioKit.execute(reference, gone)
-        try ScenarioKit.run(Self.job(size: 100_000), db: reference)
         var deleted = false
-        let first = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
-            guard case .batch(let report) = event, !deleted, report.counts.updated > 0 else { return }
-            try? other.write { db in try db.execute(sql: gone) }
-            deleted = true
+        let first = try withAheadStart(100) {
+            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+                guard case .batch(let report) = event, !deleted, report.counts.updated > 0 else { return }
+                try? other.write { db in try db.execute(sql: gone) }
+                deleted = true
+            }
         }
         XCTAssertTrue(deleted)
-        XCTAssertEqual(first.counts.skipped, size - 1, "the group of the deleted winner is left as it is")
+        let left = try ScenarioKit.column(path, group, as: Int64.self).compactMap { $0 }
+        let takenAway = members.filter { $0 != winner && !left.contains($0) }
+        XCTAssertFalse(takenAway.isEmpty, "the first stretch deleted some of the group's losers")
+        XCTAssertGreaterThanOrEqual(left.count, 2, "and left others")
+        XCTAssertEqual(first.counts.skipped, left.count, "the rest of the group of the deleted winner is left as it is")
         XCTAssertEqual(try takenRows(path), 0)
+        // The reference: the winner and the losers that went with it deleted before the run.
+        let reference = try makeStore("reference.sqlite", customers: 6000, orders: false)
+        try ScenarioKit.execute(
+            reference,
+            "DELETE FROM customers WHERE id IN (\(([winner] + takenAway.map(Int.init)).map(String.init).joined(separator: ", ")))")
+        try ScenarioKit.run(Self.job(size: 100_000), db: reference)
         let second = try ScenarioKit.run(Self.job(size: 20), db: path)
         XCTAssertEqual(second.counts.groups, 1)
-        XCTAssertEqual(second.counts.deleted, size - 2)
+        XCTAssertEqual(second.counts.deleted, left.count - 1)
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
     }
 
@@ -446,25 +490,33 @@ final class MergeAheadTests: XCTestCase {
     func testALoserRecordedForAWinnerThatIsGoneAndForItsNewWinnerCountsOnce() throws {
         let path = try makeStore("store.sqlite", orders: false)
         let stopped = try stoppedAfterFirstMergeStretch(path)
-        // Every merged winner of the killed run with 3 or more rows in its group is deleted
-        // (by another connection); the reference is the same deletion from the original rows.
+        // Five merged winners of the killed run with 2 or more of their taken losers still there
+        // are deleted (by another connection); the reference is the same deletion from the
+        // original rows, with the losers of those groups that the killed run's stretch deleted
+        // (their values went with their winner).
         let winners = try ScenarioKit.column(
             stopped,
             """
-            SELECT m.winner FROM winnow_merged_losers AS m GROUP BY m.winner HAVING count(*) >= 2 ORDER BY m.winner LIMIT 5
+            SELECT m.winner FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser
+            GROUP BY m.winner HAVING count(*) >= 2 ORDER BY m.winner LIMIT 5
             """, as: Int64.self
         ).compactMap { $0 }
         XCTAssertEqual(winners.count, 5)
-        let gone = "DELETE FROM customers WHERE id IN (\(winners.map(String.init).joined(separator: ", ")))"
-        try ScenarioKit.execute(stopped, gone)
+        let list = winners.map(String.init).joined(separator: ", ")
+        let stretchDeleted = try ScenarioKit.column(
+            stopped, "SELECT loser FROM winnow_merged_losers WHERE winner IN (\(list)) AND loser NOT IN (SELECT id FROM customers)",
+            as: Int64.self
+        ).compactMap { $0 }
+        try ScenarioKit.execute(stopped, "DELETE FROM customers WHERE id IN (\(list))")
         let reference = try makeStore("reference.sqlite", orders: false)
-        try ScenarioKit.execute(reference, gone)
+        try ScenarioKit.execute(
+            reference, "DELETE FROM customers WHERE id IN (\((winners + stretchDeleted).map(String.init).joined(separator: ", ")))")
         try ScenarioKit.run(Self.job(size: 100_000), db: reference)
         // The next run takes the losers of those groups again, into their new winners: each is
         // then recorded twice, once for a winner that is gone.
         var doubled = 0
         try ScenarioKit.run(Self.job(size: 20), db: stopped) { event in
-            guard case .batch(let report) = event, report.counts.updated > 0, report.counts.deleted == 0 else { return }
+            guard case .batch(let report) = event, report.counts.updated > 0 else { return }
             doubled = max(
                 doubled,
                 (try? ScenarioKit.int(

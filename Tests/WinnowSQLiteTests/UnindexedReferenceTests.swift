@@ -138,26 +138,27 @@ final class UnindexedReferenceTests: XCTestCase {
     }
 
     /// The children of losers whose winner is settled by the winner terms go ahead of the
-    /// batches, in stretches of the child table: the first batches only re-point, the batches
-    /// that merge and delete find nothing left to re-point, and the end is the same as through
-    /// an index.
+    /// batches, in stretches of the child table: the first batches only re-point, the stretches
+    /// that merge (and delete the losers they took) and the batches that delete the rest find
+    /// nothing left to re-point, and the end is the same as through an index.
     func testChildrenOfSettledGroupsAreRepointedAheadOfTheirBatches() throws {
         let path = try makeStore(customers: 600, indexed: false)
         var batches: [Counts] = []
         let summary = try ScenarioKit.run(Self.job, db: path) { event in
             if case .batch(let report) = event { batches.append(report.counts) }
         }
-        let ahead = batches.prefix { $0.deleted == 0 }
-        let repointing = ahead.prefix { $0.repointed > 0 }
+        let repointing = batches.prefix { $0.repointed > 0 && $0.deleted == 0 }
         XCTAssertFalse(repointing.isEmpty, "the run starts by re-pointing children")
         XCTAssertTrue(repointing.allSatisfy { $0.updated == 0 && $0.groups == 0 })
         XCTAssertEqual(repointing.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "every child went ahead (no group ties)")
-        // Then the merges, in stretches of the winners, and the batches only delete.
-        let merging = ahead.dropFirst(repointing.count)
+        // Then the merges, in stretches of the winners (each deleting the losers it took in
+        // its rowids), and the batches only delete.
+        let merging = batches.dropFirst(repointing.count).prefix { $0.updated > 0 }
         XCTAssertFalse(merging.isEmpty, "then the winners are merged")
-        XCTAssertTrue(merging.allSatisfy { $0.updated > 0 && $0.repointed == 0 && $0.groups == 0 })
+        XCTAssertTrue(merging.allSatisfy { $0.repointed == 0 })
         XCTAssertEqual(merging.reduce(0) { $0 + $1.updated }, summary.counts.updated, "every merge went ahead")
-        XCTAssertTrue(batches.dropFirst(ahead.count).allSatisfy { $0.deleted > 0 && $0.repointed == 0 && $0.updated == 0 })
+        XCTAssertTrue(
+            batches.dropFirst(repointing.count + merging.count).allSatisfy { $0.deleted > 0 && $0.repointed == 0 && $0.updated == 0 })
         XCTAssertEqual(summary.counts.batches, batches.count)
         let indexed = try makeStore(customers: 600, indexed: true)
         try ScenarioKit.run(Self.job, db: indexed)
@@ -166,8 +167,8 @@ final class UnindexedReferenceTests: XCTestCase {
 
     /// docs/reference.md section 1: `plan` reports the counts a run would have. A run that re-points
     /// children ahead of its batches counts each moved child once, in the stretch that moved
-    /// it, so it ends with the counts its plan gave (only its batch count is higher: `plan`
-    /// counts the batches by group).
+    /// it, so it ends with the counts its plan gave (only its batches differ: `plan` counts the
+    /// batches by group, the run its stretches ahead and the batches after them).
     func testPlanCountsWhatARunThatRepointsAheadDoes() throws {
         let path = try makeStore(customers: 600, indexed: false)
         let plan = try ScenarioKit.plan(Self.job, db: path)
@@ -180,7 +181,6 @@ final class UnindexedReferenceTests: XCTestCase {
         XCTAssertEqual(run.counts.deleted, plan.counts.deleted)
         XCTAssertEqual(run.counts.updated, plan.counts.updated)
         XCTAssertEqual(run.counts.repointed, plan.counts.repointed)
-        XCTAssertEqual(run.counts.batches, plan.counts.batches + ahead)
     }
 
     /// Groups that fit in one batch are re-pointed by that batch alone (it writes each child
@@ -364,6 +364,10 @@ final class UnindexedReferenceTests: XCTestCase {
             let other = try DatabaseQueue(path: path)
             var inserted = false
             let job = Self.job.replacingOccurrences(of: "    archive: true", with: "    archive: true\n    references: restrict")
+            // (The merges go ahead in stretches from 10 winners: the insert follows the first.)
+            let start = DedupeExecutor.aheadStart
+            DedupeExecutor.aheadStart = 10
+            defer { DedupeExecutor.aheadStart = start }
             XCTAssertThrowsError(
                 try ScenarioKit.run(job, db: path) { event in
                     guard case .batch = event, !inserted else { return }

@@ -28,11 +28,11 @@ public struct BatchSizer {
     /// The first size of loops over row ranges (copies, hashes, emptying a table).
     public static let rowRangeStart = 1000
 
-    /// The sizer of a loop over row ranges: starting at ``rowRangeStart`` rows and growing up to
+    /// The sizer of a loop over row ranges: starting at `start` rows (``rowRangeStart``) and growing up to
     /// `multiple` times the configured batch size (at least ``rowRangeStart`` times it) while
     /// they stay under `max_transaction_ms`.
-    public static func rowRanges(_ settings: BatchSettings, upTo multiple: Int) -> BatchSizer {
-        rowRanges(settings, configured: max(settings.size, rowRangeStart) * multiple)
+    public static func rowRanges(_ settings: BatchSettings, upTo multiple: Int, start: Int = rowRangeStart) -> BatchSizer {
+        rowRanges(settings, configured: max(settings.size, rowRangeStart) * multiple, start: start)
     }
 
     /// The sizer of a loop over row ranges that only `max_transaction_ms` bounds: starting at
@@ -42,13 +42,13 @@ public struct BatchSizer {
     /// rewrites most of that index whatever its rows, so a run that allows long transactions
     /// takes fewer stretches and writes the index fewer times (a cap of 256 times `batch.size`
     /// kept at least one stretch per 256,000 rows of the child table whatever the limit allowed).
-    public static func rowRanges(_ settings: BatchSettings) -> BatchSizer {
-        rowRanges(settings, configured: uncapped)
+    public static func rowRanges(_ settings: BatchSettings, start: Int = rowRangeStart) -> BatchSizer {
+        rowRanges(settings, configured: uncapped, start: start)
     }
 
-    private static func rowRanges(_ settings: BatchSettings, configured: Int) -> BatchSizer {
+    private static func rowRanges(_ settings: BatchSettings, configured: Int, start: Int) -> BatchSizer {
         var sizer = BatchSizer(
-            configured: configured, maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: rowRangeStart)
+            configured: configured, maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: start)
         sizer.growthLimit = rowRangeMaxGrowth
         sizer.takesTail = true
         return sizer

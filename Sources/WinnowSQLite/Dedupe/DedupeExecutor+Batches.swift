@@ -87,10 +87,14 @@ extension DedupeExecutor {
         }
         // Then the merges, ahead of the deletions (only where the groups take more than one
         // batch, as for the children).
+        // Each stretch deletes the losers its merges have taken in its rowids; the batches take the rest.
+        var left = discovery.losers
         if mergesAhead, discovery.losers > 0, discovery.groups > settings.size, !state.refiled {
             let merged = try mergeAhead(
-                sql, state: &state, losers: discovery.losers, batchNumber: &batchNumber, totals: &totals, samples: &samples)
-            counts = counts + merged
+                sql, state: &state, losers: discovery.losers, checksReferences: suspended, batchNumber: &batchNumber,
+                totals: &totals, samples: &samples)
+            counts = counts + merged.counts
+            left = max(0, left - merged.done)
         }
         // (Not for a dry run: `plan` of merge-archive-50 took 4% longer with the flush.)
         if writer.writes { try flushTemporaryPages(expectedBatches: discovery.groups / max(1, settings.size), sql: sql) }
@@ -99,7 +103,7 @@ extension DedupeExecutor {
         var batches = QueueBatches(executor: self, sql: sql, state: state, checksReferences: suspended, perGroup: perGroup)
         let sizer = BatchSizer(
             configured: Int((Double(settings.size) * perGroup).rounded()), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
-        let result = try loop(total: discovery.losers).run(
+        let result = try loop(total: left).run(
             &batches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
         counts = counts + result.counts
         // Every loser a merge took is gone now (or no longer a loser): the record has served.
@@ -171,17 +175,27 @@ extension DedupeExecutor {
     /// may be far larger than its parent): there the stretches stay within 256 times
     /// `batch.size` (``BatchSizer/rowRanges(_:upTo:)``), as before.
     func aheadSizer() throws -> BatchSizer {
-        try workingMemoryRaised() ? BatchSizer.rowRanges(settings, upTo: 256) : BatchSizer.rowRanges(settings)
+        try workingMemoryRaised()
+            ? BatchSizer.rowRanges(settings, upTo: 256, start: Self.aheadStart) : BatchSizer.rowRanges(settings, start: Self.aheadStart)
     }
 
+    /// The size of the first stretch ahead (rows of a child table, or winners): SQLite's
+    /// executor starts where every loop over row ranges does (``BatchSizer/rowRangeStart``).
+    /// Tests lower it to see several stretches on a small table.
+    static var aheadStart = BatchSizer.rowRangeStart
+
     /// Decides every group's merge once, over its rows as found, and applies the decisions
-    /// in stretches of the winners' rowids (``MergeAheadBatches``). Sets `state.mergedAhead`
-    /// when every stretch was applied as found; else the batches settle the rest by group.
+    /// in stretches of the winners' rowids (``MergeAheadBatches``), each deleting the losers in
+    /// its rowids that the merges have taken. Sets `state.mergedAhead` when every stretch was
+    /// applied as found; else the batches settle the rest by group. Returns the stretches'
+    /// counts and the losers they handled.
     func mergeAhead(
-        _ sql: BatchStatements, state: inout BatchState, losers: Int, batchNumber: inout Int, totals: inout Counts,
-        samples: inout [GroupSample]
-    ) throws -> Counts {
-        guard let foundAt = state.foundAt, try Int64.fetchOne(db, sql: "PRAGMA main.data_version") == foundAt else { return Counts() }
+        _ sql: BatchStatements, state: inout BatchState, losers: Int, checksReferences: Bool, batchNumber: inout Int,
+        totals: inout Counts, samples: inout [GroupSample]
+    ) throws -> (counts: Counts, done: Int) {
+        guard let foundAt = state.foundAt, try Int64.fetchOne(db, sql: "PRAGMA main.data_version") == foundAt else {
+            return (Counts(), 0)
+        }
         // One transaction (it writes temporary tables only): one read of the rows, and no
         // commit of the temporary database after each of the decisions.
         var decided = BatchWork(number: 0)
@@ -192,13 +206,20 @@ extension DedupeExecutor {
             try db.execute(sql: sql.keepDecided)
             return .commit
         }
-        var stretches = MergeAheadBatches(executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets)
+        var stretches = MergeAheadBatches(
+            executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets, state: state,
+            checksReferences: checksReferences)
         let result = try loop(total: losers).run(
             &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
+        // What the stretches' deletions read and mapped carries on to the batches.
+        let (mergedAhead, skipsTaken) = (state.mergedAhead, state.skipsTaken)
+        state = stretches.state
+        state.mergedAhead = mergedAhead
+        state.skipsTaken = skipsTaken
         if result.counts.batches > 0 { state.skipsTaken = true }
         state.mergedAhead = result.finished
         try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
-        return result.counts
+        return (result.counts, result.done)
     }
 
     /// Settles, before the batches, the winner of every group whose candidate ties its second

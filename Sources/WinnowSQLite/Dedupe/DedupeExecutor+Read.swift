@@ -9,15 +9,22 @@ extension DedupeExecutor {
     /// discovery (`PRAGMA data_version` still as found, read inside the batch's transaction),
     /// the losers are as found and are taken without looking them up again; likewise the map of
     /// children is mapped again only after another connection's commit.
+    ///
+    /// `takenUpTo`: only the losers whose winner is at or below it (a stretch of merges ahead,
+    /// ``MergeAheadBatches``, deletes the losers its merges and the ones before it took). Only as
+    /// found: a stretch stops at another connection's commit before it reads.
     func read(
         batch number: Int, after: Int64, upTo: Int64, sql: BatchStatements, state: inout BatchState,
-        wantSamples: Bool
+        wantSamples: Bool, takenUpTo: Int64? = nil
     ) throws -> BatchWork {
         var work = BatchWork(number: number)
         let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version"))
         let previous = state.version
         state.version = version
         let unchanged = state.foundAt != nil && version == state.foundAt
+        if takenUpTo != nil, !unchanged {
+            throw WinnowError.internal("\(rule.table): a stretch of merges read its losers after another connection's commit")
+        }
         if !unchanged, version != previous {
             // Child rows another connection wrote since are numbered before the batch looks
             // for the children of its losers (tables without rowids only).
@@ -40,7 +47,11 @@ extension DedupeExecutor {
             state.refiled = true
         }
         try db.cachedStatement(sql: sql.clearBatch).execute()
-        try db.cachedStatement(sql: unchanged ? sql.fillBatchAsFound : sql.fillBatchRevalidated).execute(arguments: [after, upTo])
+        if let takenUpTo {
+            try db.cachedStatement(sql: sql.fillBatchTaken).execute(arguments: [after, upTo, takenUpTo])
+        } else {
+            try db.cachedStatement(sql: unchanged ? sql.fillBatchAsFound : sql.fillBatchRevalidated).execute(arguments: [after, upTo])
+        }
         let planned =
             unchanged
             ? db.changesCount
