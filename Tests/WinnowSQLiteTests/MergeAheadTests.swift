@@ -226,10 +226,6 @@ final class MergeAheadTests: XCTestCase {
         }
     }
 
-    /// Property: the batch size never changes the end. Each variant runs in batches of 3 (merges
-    /// and children ahead, losers by position, or by group where a link table decides
-    /// collisions) and in one batch (every group whole), on the same scattered data; both end
-    /// with the same rows, and `restore` brings back the same original.
     /// `show` of a run whose merges went ahead and whose losers were deleted by position (a
     /// group's losers in several batches): every group once, with all its deleted rows and its
     /// merged winner, as `show` gives them for the same job settled group by group; the merged
@@ -259,6 +255,11 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertFalse(ahead.repointedTables.contains("customers"), "\(ahead.repointedTables)")
     }
 
+    /// Property: the batch size never changes the end. Each variant runs in batches of 3 (merges
+    /// and children ahead in stretches, each stretch of merges in pieces of 3 winners, losers by
+    /// position, or by group where a link table decides collisions) and in one batch (every
+    /// group whole), on the same scattered data; both end with the same rows, and `restore`
+    /// brings back the same original.
     func testTheEndIsTheSameWhateverTheBatchSize() throws {
         let winners = ["winner: [{created_at: asc}]", "winner: most_complete", "winner: [{visits: desc}]", ""]
         for (index, winner) in winners.enumerated() {
@@ -289,7 +290,11 @@ final class MergeAheadTests: XCTestCase {
                     batch:
                       size: SIZE
                     """
-                // (Stretches ahead from 10 rows or winners: several of each on this small table.)
+                // (Stretches ahead from 10 rows or winners: several of each on this small table,
+                // each stretch of merges in pieces of 3 winners.)
+                let pieces = MergeAheadBatches.pieceWinners
+                MergeAheadBatches.pieceWinners = 1
+                defer { MergeAheadBatches.pieceWinners = pieces }
                 let small = try withAheadStart(10) { try ScenarioKit.run(job.replacingOccurrences(of: "SIZE", with: "3"), db: path) }
                 let one = try ScenarioKit.run(job.replacingOccurrences(of: "SIZE", with: "100000"), db: whole)
                 XCTAssertEqual(one.counts.batches, 1, label)

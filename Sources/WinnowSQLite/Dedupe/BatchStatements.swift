@@ -134,8 +134,8 @@ struct BatchStatements {
     let hasTaken = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
     /// Every loser of the queue with its own merge columns and its winner's, in winner order,
     /// the losers of a group in their order: one merge decision for the whole rule
-    /// (``DedupeExecutor/readMerges(_:into:skipsTaken:wholeQueue:)``). Read through the queue's
-    /// index by winner (``indexQueueWinner``), so that nothing is sorted.
+    /// (``DedupeExecutor/readMerges(_:into:skipsTaken:wholeQueue:)``). Read from the queue's
+    /// copy by winner (``createTakeable``), so that nothing is sorted.
     let queueMergeRows: String
     /// ``queueMergeRows`` without the losers a merge already took (see ``mergeRowsUntaken``).
     let queueMergeRowsUntaken: String
@@ -145,11 +145,25 @@ struct BatchStatements {
     let keepDecided = "INSERT INTO temp.winnow_decided SELECT * FROM temp.winnow_merged"
     let nextDecided = "SELECT max(winner) FROM (SELECT winner FROM temp.winnow_decided WHERE winner > ? ORDER BY winner LIMIT ?)"
     let stageDecided = "INSERT INTO temp.winnow_merged SELECT * FROM temp.winnow_decided WHERE winner > ? AND winner <= ?"
-    /// The queue by winner, each group's losers in their order: ``queueMergeRows`` reads the
-    /// groups in order from it, and ``recordTaken`` a stretch's losers from the index alone (by
-    /// winner only, each loser was a look-up in the queue: merge-500's recording took 67 ms
-    /// instead of 24 ms).
+    /// The queue by winner, each group's losers in their order (samples of batches filed by
+    /// position find a group's other losers through it).
     let indexQueueWinner = "CREATE INDEX IF NOT EXISTS temp.winnow_queue_winner ON winnow_queue (winner, rn, rid)"
+    /// The queue's losers by winner, each group's in their order, copied once before the
+    /// stretches of merges ahead (``MergeAheadBatches``): ``queueMergeRows`` reads the groups in
+    /// order from it, and ``recordTaken`` a stretch's losers (by winner only, each loser was a
+    /// look-up in the queue: merge-500's recording took 67 ms instead of 24 ms). A copy, not an
+    /// index of the queue: the stretches delete the losers they take from the queue, and an
+    /// index by winner would be updated at a random place for each (above about 310,000 rows,
+    /// where the temporary database is not held in memory, merge-500 at 1,600,000 customers
+    /// wrote 2.5 GB to temporary files doing it).
+    let createTakeable = """
+        DROP TABLE IF EXISTS temp.winnow_takeable;
+        CREATE TEMP TABLE winnow_takeable (
+            winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (winner, rn, rid)
+        ) WITHOUT ROWID;
+        INSERT INTO temp.winnow_takeable (winner, rn, rid) SELECT winner, rn, rid FROM temp.winnow_queue ORDER BY 1, 2, 3;
+        """
+    let dropTakeable = "DROP TABLE IF EXISTS temp.winnow_takeable"
     /// ``rankTiedQueue`` for every group of the queue with any tied row (a merge follows the
     /// order of the losers too), and the queue's losers numbered by it.
     let rankEveryTiedQueue: String
@@ -310,7 +324,7 @@ struct BatchStatements {
             .joined(separator: ", ")
         func queueRows(_ filter: String) -> String {
             """
-            SELECT q.winner, \(winnerSelected), \(mergeSelected) FROM temp.winnow_queue AS q INDEXED BY winnow_queue_winner
+            SELECT q.winner, \(winnerSelected), \(mergeSelected) FROM temp.winnow_takeable AS q
             \(numbers.join("t", numbered: "q.rid"))
             \(numbers.join("v", numbered: "q.winner"))\(filter) ORDER BY q.winner, q.rn
             """
@@ -323,7 +337,7 @@ struct BatchStatements {
         // keeps a record an earlier release keyed by loser one row per loser until it is recreated.
         recordTaken = """
             INSERT OR REPLACE INTO main.winnow_merged_losers (tbl, loser, winner, run_id)
-            SELECT \(tableLiteral), q.rid, q.winner, ? FROM temp.winnow_queue AS q WHERE q.winner IN (SELECT winner FROM temp.winnow_merged)
+            SELECT \(tableLiteral), q.rid, q.winner, ? FROM temp.winnow_takeable AS q WHERE q.winner IN (SELECT winner FROM temp.winnow_merged)
             """
         fillTaken = [
             """

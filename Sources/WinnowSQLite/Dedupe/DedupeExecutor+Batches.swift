@@ -200,7 +200,7 @@ extension DedupeExecutor {
         // commit of the temporary database after each of the decisions.
         var decided = BatchWork(number: 0)
         try db.inTransaction(.deferred) {
-            try db.execute(sql: sql.indexQueueWinner)
+            try db.execute(sql: sql.createTakeable)
             try readMerges(sql, into: &decided, skipsTaken: state.skipsTaken, wholeQueue: true)
             try db.execute(sql: sql.createDecided)
             try db.execute(sql: sql.keepDecided)
@@ -219,6 +219,7 @@ extension DedupeExecutor {
         if result.counts.batches > 0 { state.skipsTaken = true }
         state.mergedAhead = result.finished
         try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
+        try db.execute(sql: sql.dropTakeable)
         return (result.counts, result.done)
     }
 

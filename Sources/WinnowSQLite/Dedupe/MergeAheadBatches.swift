@@ -68,40 +68,55 @@ struct MergeAheadBatches: BatchSource {
         let last = try nextBound(after: bounds.upTo, size: 1) == nil
         let losersUpTo = last ? Int64.max : bounds.upTo
         let takenUpTo = last ? Int64.max : bounds.upTo
+        let piece = max(executor.settings.size, Self.pieceWinners)
         var state = self.state
         defer { self.state = state }
-        let applied = try executor.writer.transaction(db) { () -> (merged: BatchWork, deleted: BatchWork)? in
+        let applied = try executor.writer.transaction(db) { () -> (counts: Counts, done: Int, samples: [GroupSample])? in
             let db = executor.db
             guard try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version")) == foundAt else { return nil }
-            try db.cachedStatement(sql: sql.clearMerged).execute()
-            try db.cachedStatement(sql: sql.stageDecided).execute(arguments: [bounds.after, bounds.upTo])
-            var merged = BatchWork(number: number)
-            merged.merges = db.changesCount
-            merged.mergeColumnSets = columnSets
-            merged.recordsTakenLosers = true
-            if merged.merges > 0 { try executor.writer.apply(merged, rule: executor.rule, sql: sql, db: db) }
-            var deleted = try executor.read(
-                batch: number, after: bounds.after, upTo: losersUpTo, sql: sql, state: &state, wantSamples: wantSamples,
-                takenUpTo: takenUpTo)
-            deleted.checksReferences = checksReferences
-            if deleted.deleted > 0 || !deleted.moved.isEmpty {
-                try executor.writer.apply(deleted, rule: executor.rule, sql: sql, db: db)
+            var merges = 0
+            var counts = Counts()
+            var samples: [GroupSample] = []
+            // The stretch in pieces of its winners, each piece's merges and then its losers'
+            // deletions: a page holding both is changed twice while it is in the cache, and
+            // written once (a stretch larger than the cache, updating all its winners before
+            // deleting any loser, wrote each page twice).
+            var after = bounds.after
+            while after < bounds.upTo {
+                let upTo = min(try nextBound(after: after, size: piece) ?? bounds.upTo, bounds.upTo)
+                try db.cachedStatement(sql: sql.clearMerged).execute()
+                try db.cachedStatement(sql: sql.stageDecided).execute(arguments: [after, upTo])
+                var merged = BatchWork(number: number)
+                merged.merges = db.changesCount
+                merged.mergeColumnSets = columnSets
+                merged.recordsTakenLosers = true
+                if merged.merges > 0 { try executor.writer.apply(merged, rule: executor.rule, sql: sql, db: db) }
+                merges += merged.merges
+                var deleted = try executor.read(
+                    batch: number, after: after, upTo: upTo == bounds.upTo ? losersUpTo : upTo, sql: sql, state: &state,
+                    wantSamples: wantSamples && samples.isEmpty, takenUpTo: takenUpTo)
+                deleted.checksReferences = checksReferences
+                if deleted.deleted > 0 || !deleted.moved.isEmpty {
+                    try executor.writer.apply(deleted, rule: executor.rule, sql: sql, db: db)
+                }
+                counts = counts + merged.counts + deleted.counts
+                samples += deleted.samples
+                after = upTo
             }
             try db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [bounds.after, losersUpTo, takenUpTo])
-            guard merged.merges > 0 || deleted.deleted > 0 else { return (merged, deleted) }
-            try executor.writer.recordProgress(totals + Self.counts(merged, deleted), db: db)
-            return (merged, deleted)
+            counts.batches = 1
+            guard merges > 0 || counts.deleted > 0 else { return (counts, 0, []) }
+            try executor.writer.recordProgress(totals + counts, db: db)
+            return (counts, counts.deleted + counts.skipped, samples)
         }
-        guard let (merged, deleted) = applied else { return nil }
+        guard let applied else { return nil }
         return BatchOutcome(
-            counts: Self.counts(merged, deleted), units: bounds.size, done: deleted.deleted + deleted.skipped,
-            samples: deleted.samples, isBatch: merged.merges > 0 || deleted.deleted > 0)
+            counts: applied.counts, units: bounds.size, done: applied.done, samples: applied.samples,
+            isBatch: applied.counts.updated > 0 || applied.counts.deleted > 0)
     }
 
-    /// One stretch's counts: its merges and its deletions, as one batch.
-    static func counts(_ merged: BatchWork, _ deleted: BatchWork) -> Counts {
-        var counts = merged.counts + deleted.counts
-        counts.batches = 1
-        return counts
-    }
+    /// The fewest winners in a piece of a stretch (or `batch.size`, where larger): a piece's
+    /// rows, winners and losers around them, are a few hundred kilobytes of a table of short
+    /// rows, well within SQLite's default page cache. Tests lower it to see many pieces.
+    static var pieceWinners = 1000
 }
