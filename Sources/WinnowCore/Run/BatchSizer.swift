@@ -109,7 +109,7 @@ public struct BatchSizer {
     /// puts at half the limit.
     public static let rowRangeMaxGrowth = 16.0
     /// The most this sizer grows a transaction by (``maxGrowth``, or ``rowRangeMaxGrowth``).
-    public private(set) var growthLimit = BatchSizer.maxGrowth
+    public var growthLimit = BatchSizer.maxGrowth
     /// Whether the rest of the work goes with the transaction before it when it is short
     /// (loops over row ranges, ``tailAllowance``).
     public private(set) var takesTail = false
