@@ -178,6 +178,19 @@ final class BatchLoopTests: XCTestCase {
         XCTAssertEqual(number, 3)
     }
 
+    /// A loop after an earlier one of the same rule reports its progress from what that one
+    /// handled, toward the same total; its own result counts its own losers.
+    func testProgressCarriesOnFromAnEarlierLoop() throws {
+        let clock = FakeClock()
+        var source = Source(units: 4, writes: true, clock: clock)
+        var (loop, box) = loop(clock: clock)
+        loop.handledBefore = 6
+        let result = try run(loop, &source, size: 2)
+        XCTAssertEqual(box.reports.map(\.done), [8, 10])
+        XCTAssertEqual(box.reports.map(\.total), [10, 10])
+        XCTAssertEqual(result.done, 4)
+    }
+
     /// Batches shrink when they take longer than `max_transaction_ms`, and samples stop at the limit.
     func testTheSizerShrinksSlowBatchesAndSamplesStopAtTheLimit() throws {
         let clock = FakeClock()

@@ -116,9 +116,12 @@ final class MergeAheadTests: XCTestCase {
         let original = try ScenarioKit.userState(path)
         let reference = try byGroup(path)
         var batches: [Counts] = []
+        var progress: [(done: Int, total: Int)] = []
         let summary = try withAheadStart(300) {
             try ScenarioKit.run(Self.job(size: 20), db: path) { event in
-                if case .batch(let report) = event { batches.append(report.counts) }
+                guard case .batch(let report) = event else { return }
+                batches.append(report.counts)
+                progress.append((report.done, report.total))
             }
         }
         // First the children, in stretches of the child table; then the merges, in stretches of
@@ -137,6 +140,10 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertTrue(rest.allSatisfy { $0.updated == 0 && $0.repointed == 0 && $0.deleted > 0 }, "then the batches only delete")
         XCTAssertGreaterThan(rest.count, 2, "the losers whose winners a later stretch merged")
         XCTAssertEqual(deletedByMerges + rest.reduce(0) { $0 + $1.deleted }, summary.counts.deleted)
+        // Progress counts toward one total, from the stretches on through the batches.
+        XCTAssertEqual(Set(progress.map(\.total)), [summary.counts.deleted + summary.counts.skipped])
+        XCTAssertEqual(progress.map(\.done), progress.map(\.done).sorted(), "progress never goes back")
+        XCTAssertEqual(progress.last?.done, summary.counts.deleted + summary.counts.skipped)
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
         XCTAssertEqual(try takenRows(path), 0, "the record of taken losers is emptied once the rule is done")
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)

@@ -87,6 +87,9 @@ public struct BatchLoop {
     public var table: String
     /// Losers the rule found (the progress total).
     public var total: Int
+    /// Losers an earlier loop of the same rule handled: the progress this loop reports starts
+    /// from them (a rule's stretches ahead and its batches count toward one total).
+    public var handledBefore = 0
     public var pauseMilliseconds: Int
     public var deadline: RunDeadline
     public var sampleLimit: Int
@@ -176,8 +179,8 @@ public struct BatchLoop {
             onEvent(
                 .batch(
                     BatchReport(
-                        rule: rule, table: table, batch: number, counts: outcome.counts, seconds: seconds, done: result.done,
-                        total: total)))
+                        rule: rule, table: table, batch: number, counts: outcome.counts, seconds: seconds,
+                        done: handledBefore + result.done, total: total)))
             batchNumber += 1
         }
         return result

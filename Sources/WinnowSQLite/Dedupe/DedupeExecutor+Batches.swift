@@ -88,13 +88,13 @@ extension DedupeExecutor {
         // Then the merges, ahead of the deletions (only where the groups take more than one
         // batch, as for the children).
         // Each stretch deletes the losers its merges have taken in its rowids; the batches take the rest.
-        var left = discovery.losers
+        var handledAhead = 0
         if mergesAhead, discovery.losers > 0, discovery.groups > settings.size, !state.refiled {
             let merged = try mergeAhead(
                 sql, state: &state, losers: discovery.losers, checksReferences: suspended, batchNumber: &batchNumber,
                 totals: &totals, samples: &samples)
             counts = counts + merged.counts
-            left = max(0, left - merged.done)
+            handledAhead = merged.done
         }
         // (Not for a dry run: `plan` of merge-archive-50 took 4% longer with the flush.)
         if writer.writes { try flushTemporaryPages(expectedBatches: discovery.groups / max(1, settings.size), sql: sql) }
@@ -103,8 +103,9 @@ extension DedupeExecutor {
         var batches = QueueBatches(executor: self, sql: sql, state: state, checksReferences: suspended, perGroup: perGroup)
         let sizer = BatchSizer(
             configured: Int((Double(settings.size) * perGroup).rounded()), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
-        let result = try loop(total: left).run(
-            &batches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+        var batchLoop = loop(total: discovery.losers)
+        batchLoop.handledBefore = handledAhead
+        let result = try batchLoop.run(&batches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
         counts = counts + result.counts
         // Every loser a merge took is gone now (or no longer a loser): the record has served.
         if result.finished, writer.writes, batches.state.skipsTaken {
@@ -214,10 +215,7 @@ extension DedupeExecutor {
         let result = try loop(total: losers).run(
             &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
         // What the stretches' deletions read and mapped carries on to the batches.
-        let (mergedAhead, skipsTaken) = (state.mergedAhead, state.skipsTaken)
         state = stretches.state
-        state.mergedAhead = mergedAhead
-        state.skipsTaken = skipsTaken
         if result.counts.batches > 0 { state.skipsTaken = true }
         state.mergedAhead = result.finished
         try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
