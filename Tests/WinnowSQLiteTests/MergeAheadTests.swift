@@ -151,6 +151,29 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
+    /// With the map of losers held in a raised temporary cache while the children go ahead
+    /// (here because each loser is taken to need 4 KiB of it), the end is the one batches by
+    /// group give, and `restore` is exact.
+    func testChildrenAheadWithTheMapInARaisedTemporaryCacheEndAsByGroup() throws {
+        let path = try makeStore("held.sqlite")
+        let original = try ScenarioKit.userState(path)
+        let reference = try byGroup(path)
+        let perLoser = DedupeExecutor.mappedBytesPerLoser
+        DedupeExecutor.mappedBytesPerLoser = 4096
+        defer { DedupeExecutor.mappedBytesPerLoser = perLoser }
+        var repointing = 0
+        let summary = try withAheadStart(300) {
+            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+                if case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 { repointing += 1 }
+            }
+        }
+        XCTAssertGreaterThan(repointing, 1, "the children went ahead in stretches")
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
     /// A job that allows long transactions re-points the children ahead in stretches that grow
     /// past 256 times `batch.size` where the temporary database's journal is a file (a table too
     /// small for raised caches, here 3,000 customers): 290,000 orders go in stretches of 1,000,

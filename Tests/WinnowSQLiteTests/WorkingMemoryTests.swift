@@ -71,6 +71,33 @@ final class WorkingMemoryTests: XCTestCase {
         }
     }
 
+    /// While children are re-pointed ahead, the temporary database's cache is raised to hold
+    /// the map of losers where SQLite's default would not and the map fits the limit; a cache
+    /// already raised for a small table, a small map and a map over the limit leave it as it is.
+    func testTheTemporaryCacheHoldsTheMapOfLosersOnlyWhereItFits() throws {
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("map.sqlite").path,
+            sql: "CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created INTEGER);")
+        let job = try ScenarioKit.job("version: 1\ndedupe:\n  - {entity: customers, key: email, winner: [{created: asc}]}\n")
+        try DatabaseOpener.open(path: path, mode: .readOnly).inDatabase { db in
+            let rules = try JobRunner.compile(job, db)
+            let executor = DedupeExecutor(db: db, rule: rules[0], writer: DryRunWriter(), settings: job.batch)
+            func cache() throws -> Int? { try Int.fetchOne(db, sql: "PRAGMA temp.cache_size") }
+            try db.execute(sql: "PRAGMA temp.cache_size = -\(DedupeExecutor.defaultCacheKiB)")
+            XCTAssertNil(try executor.raiseTemporaryCacheForMap(losers: 100_000), "1.9 MiB with room: the default holds it")
+            XCTAssertEqual(try cache(), -2000)
+            XCTAssertEqual(try executor.raiseTemporaryCacheForMap(losers: 1_000_000), -2000, "returns what to restore")
+            XCTAssertEqual(try cache(), -(1_000_000 * 16 / 1024 * 5 / 4), "15.3 MiB of map and a quarter more")
+            try db.execute(sql: "PRAGMA temp.cache_size = -2000")
+            XCTAssertNil(try executor.raiseTemporaryCacheForMap(losers: 1_300_000), "over 24 MiB: left as it is")
+            XCTAssertNil(try executor.raiseTemporaryCacheForMap(losers: .max), "no overflow")
+            XCTAssertEqual(try cache(), -2000)
+            try db.execute(sql: "PRAGMA temp.cache_size = -15000")
+            XCTAssertNil(try executor.raiseTemporaryCacheForMap(losers: 1_000_000), "a small table's raised cache stays")
+            XCTAssertEqual(try cache(), -15000)
+        }
+    }
+
     /// The temporary database's freed pages are not zeroed: its file is this connection's and
     /// is deleted when it closes.
     func testTheTemporaryDatabaseDoesNotZeroFreedPages() throws {

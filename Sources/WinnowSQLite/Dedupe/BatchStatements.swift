@@ -148,21 +148,19 @@ struct BatchStatements {
     /// The queue by winner, each group's losers in their order (samples of batches filed by
     /// position find a group's other losers through it).
     let indexQueueWinner = "CREATE INDEX IF NOT EXISTS temp.winnow_queue_winner ON winnow_queue (winner, rn, rid)"
-    /// The queue's losers by winner, each group's in their order, copied once before the
+    /// The queue's losers by winner, each group's in their order, with their merge columns
+    /// (`c0`, `c1`, ...: ``queueMergeRows`` reads them from here), copied once before the
     /// stretches of merges ahead (``MergeAheadBatches``): ``queueMergeRows`` reads the groups in
     /// order from it, and ``recordTaken`` a stretch's losers (by winner only, each loser was a
     /// look-up in the queue: merge-500's recording took 67 ms instead of 24 ms). A copy, not an
     /// index of the queue: the stretches delete the losers they take from the queue, and an
     /// index by winner would be updated at a random place for each (above about 310,000 rows,
     /// where the temporary database is not held in memory, merge-500 at 1,600,000 customers
-    /// wrote 2.5 GB to temporary files doing it).
-    let createTakeable = """
-        DROP TABLE IF EXISTS temp.winnow_takeable;
-        CREATE TEMP TABLE winnow_takeable (
-            winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (winner, rn, rid)
-        ) WITHOUT ROWID;
-        INSERT INTO temp.winnow_takeable (winner, rn, rid) SELECT winner, rn, rid FROM temp.winnow_queue ORDER BY 1, 2, 3;
-        """
+    /// wrote 2.5 GB to temporary files doing it). The losers' values are read as the queue is
+    /// filed, in their rowids' order, and sorted with them: read by winner, each loser was a
+    /// look-up at a random place of the table, a read from the file for most of them where the
+    /// table is larger than the page cache.
+    let createTakeable: String
     let dropTakeable = "DROP TABLE IF EXISTS temp.winnow_takeable"
     /// ``rankTiedQueue`` for every group of the queue with any tied row (a merge follows the
     /// order of the losers too), and the queue's losers numbered by it.
@@ -302,6 +300,18 @@ struct BatchStatements {
         let mergeSelected =
             (rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" } + (rule.mergesRanked ? rule.mergeRankColumns(alias: "t") : []))
             .joined(separator: ", ")
+        let mergeCount = rule.mergeColumns.count + (rule.mergesRanked ? rule.mergeRankColumns(alias: "t").count : 0)
+        let carried = (0..<mergeCount).map { "c\($0)" }
+        createTakeable = """
+            DROP TABLE IF EXISTS temp.winnow_takeable;
+            CREATE TEMP TABLE winnow_takeable (
+                winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL\(carried.map { ", \($0)" }.joined()),
+                PRIMARY KEY (winner, rn, rid)
+            ) WITHOUT ROWID;
+            INSERT INTO temp.winnow_takeable (winner, rn, rid\(carried.map { ", \($0)" }.joined()))
+            SELECT q.winner, q.rn, q.rid\(mergeSelected.isEmpty ? "" : ", \(mergeSelected)") FROM temp.winnow_queue AS q
+            \(numbers.join("t", numbered: "q.rid")) ORDER BY 1, 2, 3;
+            """
         func mergeRows(_ filter: String) -> String {
             """
             SELECT g.winner, \(mergeSelected) FROM \(groupRows) AS g
@@ -324,8 +334,7 @@ struct BatchStatements {
             .joined(separator: ", ")
         func queueRows(_ filter: String) -> String {
             """
-            SELECT q.winner, \(winnerSelected), \(mergeSelected) FROM temp.winnow_takeable AS q
-            \(numbers.join("t", numbered: "q.rid"))
+            SELECT q.winner, \(winnerSelected), \(carried.map { "q.\($0)" }.joined(separator: ", ")) FROM temp.winnow_takeable AS q
             \(numbers.join("v", numbered: "q.winner"))\(filter) ORDER BY q.winner, q.rn
             """
         }

@@ -57,6 +57,10 @@ extension DedupeExecutor {
             let cache = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
             try db.execute(sql: "PRAGMA cache_size = -32768")
             defer { try? db.execute(sql: "PRAGMA cache_size = \(cache)") }
+            // (Sized before the temporary cache is raised: that sizer reads it.)
+            let sizer = try aheadSizer()
+            let temporaryCache = try raiseTemporaryCacheForMap(losers: discovery.losers)
+            defer { if let temporaryCache { try? db.execute(sql: "PRAGMA temp.cache_size = \(temporaryCache)") } }
             try db.execute(sql: sql.clearAhead)
             // The map of these paths is complete only once every stretch is done as found;
             // else the next batch maps every path again.
@@ -68,7 +72,7 @@ extension DedupeExecutor {
                     var stretches = AheadBatches(executor: self, sql: sql, path: path, foundAt: foundAt)
                     guard stretches.ready else { continue }
                     let result = try loop(total: discovery.losers).run(
-                        &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
+                        &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
                     counts = counts + result.counts
                     if result.counts.batches > 0 { state.repointedAhead = true }
                     if let warning = PlanAdvice.stretchesWarning(
