@@ -151,6 +151,44 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
+    /// Merges that rank the rows by another column (`latest`, `prefer`) and a merge that follows
+    /// the losers' order (`concat`) decide from the losers' values as the copy
+    /// of the queue carries them (each merge column and its ranking column): the end is the one
+    /// batches by group give, and `restore` is exact.
+    func testRankedAndOrderedMergesAheadEndAsByGroup() throws {
+        let path = try makeStore("ranked.sqlite")
+        let original = try ScenarioKit.userState(path)
+        let job = { (size: Int) in
+            """
+            version: 1
+            dedupe:
+              - entity: customers
+                key: email
+                normalize: [lowercase]
+                winner:
+                  - created_at: asc
+                merge:
+                  visits: {prefer: {column: phone, order: [p7, p3]}}
+                  phone: concat
+                  created_at: {latest: visits}
+                archive: true
+            batch:
+              size: \(size)
+            """
+        }
+        let reference = try byGroup(path, job: job(100_000))
+        var merging = 0
+        let summary = try withAheadStart(300) {
+            try ScenarioKit.run(job(20), db: path) { event in
+                if case .batch(let report) = event, report.counts.updated > 0 { merging += 1 }
+            }
+        }
+        XCTAssertGreaterThan(merging, 1, "the merges went ahead in stretches")
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
     /// With the map of losers held in a raised temporary cache while the children go ahead
     /// (here because each loser is taken to need 4 KiB of it), the end is the one batches by
     /// group give, and `restore` is exact.
