@@ -44,7 +44,7 @@ final class MergeAheadTests: XCTestCase {
         return path
     }
 
-    static func job(size: Int) -> String {
+    static func job(size: Int, merge: String = "{visits: sum, phone: fill_null}") -> String {
         """
         version: 1
         dedupe:
@@ -53,7 +53,7 @@ final class MergeAheadTests: XCTestCase {
             normalize: [lowercase]
             winner:
               - created_at: asc
-            merge: {visits: sum, phone: fill_null}
+            merge: \(merge)
             archive: true
         batch:
           size: \(size)
@@ -159,22 +159,7 @@ final class MergeAheadTests: XCTestCase {
         let path = try makeStore("ranked.sqlite")
         let original = try ScenarioKit.userState(path)
         let job = { (size: Int) in
-            """
-            version: 1
-            dedupe:
-              - entity: customers
-                key: email
-                normalize: [lowercase]
-                winner:
-                  - created_at: asc
-                merge:
-                  visits: {prefer: {column: phone, order: [p7, p3]}}
-                  phone: concat
-                  created_at: {latest: visits}
-                archive: true
-            batch:
-              size: \(size)
-            """
+            Self.job(size: size, merge: "{visits: {prefer: {column: phone, order: [p7, p3]}}, phone: concat, created_at: {latest: visits}}")
         }
         let reference = try byGroup(path, job: job(100_000))
         var merging = 0
@@ -187,6 +172,36 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
         _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
         XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
+    /// A merge column without a declared type holding integers, reals, text and blobs: the
+    /// losers' values go through the copy of the queue (whose columns have no type either) and
+    /// reach their winners with their exact type, as batches by group leave them.
+    func testMergedValuesAheadKeepTheirExactType() throws {
+        let path = try makeStore("typed.sqlite")
+        try ScenarioKit.execute(
+            path,
+            """
+            ALTER TABLE customers ADD COLUMN extra;
+            UPDATE customers SET extra = CASE id % 5 WHEN 0 THEN 5 WHEN 1 THEN 5.0 WHEN 2 THEN '5' WHEN 3 THEN x'05' END
+            """)
+        let reference = try byGroup(path, job: Self.job(size: 100_000, merge: "{visits: sum, extra: fill_null}"))
+        var merging = 0
+        try withAheadStart(300) {
+            try ScenarioKit.run(Self.job(size: 20, merge: "{visits: sum, extra: fill_null}"), db: path) { event in
+                if case .batch(let report) = event, report.counts.updated > 0 { merging += 1 }
+            }
+        }
+        XCTAssertGreaterThan(merging, 1, "the merges went ahead in stretches")
+        let typed = "SELECT id, typeof(extra), quote(extra) FROM customers ORDER BY id"
+        let types = try ScenarioKit.rows(path, typed)
+        XCTAssertEqual(types, try ScenarioKit.rows(reference, typed))
+        XCTAssertEqual(
+            Set(types.compactMap { String.fromDatabaseValue($0[1]) }), ["integer", "real", "text", "blob", "null"],
+            "every kind of value is among the survivors")
+        XCTAssertGreaterThan(
+            try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id % 5 = 4 AND extra IS NOT NULL"), 0,
+            "winners that held NULL took a loser's value")
     }
 
     /// With the map of losers held in a raised temporary cache while the children go ahead
