@@ -297,11 +297,10 @@ struct BatchStatements {
             """
         // A rule whose merges rank rows by another column reads that column after the merge
         // columns (``MergeResolver/changes(strategies:orders:flat:ranked:)``).
-        let mergeSelected =
-            (rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" } + (rule.mergesRanked ? rule.mergeRankColumns(alias: "t") : []))
-            .joined(separator: ", ")
-        let mergeCount = rule.mergeColumns.count + (rule.mergesRanked ? rule.mergeRankColumns(alias: "t").count : 0)
-        let carried = (0..<mergeCount).map { "c\($0)" }
+        let mergeColumns =
+            rule.mergeColumns.map { "t.\($0.name.sqlIdentifier)" } + (rule.mergesRanked ? rule.mergeRankColumns(alias: "t") : [])
+        let mergeSelected = mergeColumns.joined(separator: ", ")
+        let carried = mergeColumns.indices.map { "c\($0)" }
         createTakeable = """
             DROP TABLE IF EXISTS temp.winnow_takeable;
             CREATE TEMP TABLE winnow_takeable (

@@ -63,11 +63,11 @@ struct MergeAheadBatches: BatchSource {
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
         let (executor, sql, foundAt, columnSets, checksReferences) = (executor, sql, foundAt, columnSets, checksReferences)
-        // The last stretch deletes the losers after its last winner too, and those of the
-        // winners after it (no merge of theirs changes anything: none was decided).
-        let last = try nextBound(after: bounds.upTo, size: 1) == nil
-        let losersUpTo = last ? Int64.max : bounds.upTo
-        let takenUpTo = last ? Int64.max : bounds.upTo
+        // The losers in the stretch's rowids whose winners are merged, its own or an earlier
+        // stretch's: both bounds are its last winner. The last stretch deletes the losers after
+        // its last winner too, and those of the winners after it (no merge of theirs changes
+        // anything: none was decided).
+        let reach = try nextBound(after: bounds.upTo, size: 1) == nil ? Int64.max : bounds.upTo
         let piece = max(executor.settings.size, Self.pieceWinners)
         var state = self.state
         defer { self.state = state }
@@ -93,8 +93,8 @@ struct MergeAheadBatches: BatchSource {
                 if merged.merges > 0 { try executor.writer.apply(merged, rule: executor.rule, sql: sql, db: db) }
                 merges += merged.merges
                 var deleted = try executor.read(
-                    batch: number, after: after, upTo: upTo == bounds.upTo ? losersUpTo : upTo, sql: sql, state: &state,
-                    wantSamples: wantSamples && samples.isEmpty, takenUpTo: takenUpTo)
+                    batch: number, after: after, upTo: upTo == bounds.upTo ? reach : upTo, sql: sql, state: &state,
+                    wantSamples: wantSamples && samples.isEmpty, takenUpTo: reach)
                 deleted.checksReferences = checksReferences
                 if deleted.deleted > 0 || !deleted.moved.isEmpty {
                     try executor.writer.apply(deleted, rule: executor.rule, sql: sql, db: db)
@@ -103,7 +103,7 @@ struct MergeAheadBatches: BatchSource {
                 samples += deleted.samples
                 after = upTo
             }
-            try db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [bounds.after, losersUpTo, takenUpTo])
+            try db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [bounds.after, reach, reach])
             counts.batches = 1
             guard merges > 0 || counts.deleted > 0 else { return (counts, 0, []) }
             try executor.writer.recordProgress(totals + counts, db: db)
