@@ -137,9 +137,14 @@ final class MergeAheadTests: XCTestCase {
         let deletedByMerges = merging.reduce(0) { $0 + $1.deleted }
         XCTAssertGreaterThan(deletedByMerges, summary.counts.deleted / 2, "the stretches deleted most losers")
         let rest = batches.dropFirst(repointing.count + merging.count)
-        XCTAssertTrue(rest.allSatisfy { $0.updated == 0 && $0.repointed == 0 && $0.deleted > 0 }, "then the batches only delete")
-        XCTAssertGreaterThan(rest.count, 2, "the losers whose winners a later stretch merged")
-        XCTAssertEqual(deletedByMerges + rest.reduce(0) { $0 + $1.deleted }, summary.counts.deleted)
+        XCTAssertTrue(rest.allSatisfy { $0.updated == 0 && $0.repointed == 0 && $0.deleted > 0 }, "then the rest only delete")
+        let deletedAfter = rest.reduce(0) { $0 + $1.deleted }
+        XCTAssertGreaterThan(deletedAfter, 0, "the losers whose winners a later stretch merged")
+        // In stretches of their rowids that grow with the time limit, not in batches of 20
+        // groups' losers (at most 3 times as many losers as groups).
+        let perGroup = Double(summary.counts.deleted) / Double(summary.counts.groups)
+        XCTAssertGreaterThan(Double(deletedAfter) / Double(rest.count), 3 * 20 * perGroup, "stretches, not batches of 20 groups")
+        XCTAssertEqual(deletedByMerges + deletedAfter, summary.counts.deleted)
         // Progress counts toward one total, from the stretches on through the batches.
         XCTAssertEqual(Set(progress.map(\.total)), [summary.counts.deleted + summary.counts.skipped])
         XCTAssertEqual(progress.map(\.done), progress.map(\.done).sorted(), "progress never goes back")
@@ -412,6 +417,44 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertLessThan(firstStretch.updated, summary.counts.updated, "some merges were left to the batches by group")
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
         XCTAssertEqual(try takenRows(path), 0)
+    }
+
+    /// Another connection commits after the first stretch of the losers left by the merges: the
+    /// batches delete the rest, as they are then, each loser once, and the end is the one
+    /// batches by group give (the other connection's row aside).
+    func testACommitBetweenTheStretchesOfLosersLeavesTheRestToTheBatches() throws {
+        let path = try makeStore("store.sqlite", customers: 6000)
+        let original = try ScenarioKit.userState(path)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        let reference = try byGroup(path)
+        try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
+        var wrote = false
+        var merged = false
+        var after: [Counts] = []
+        let summary = try withAheadStart(50) {
+            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+                guard case .batch(let report) = event else { return }
+                if report.counts.updated > 0 { merged = true }
+                guard merged, report.counts.updated == 0 else { return }
+                after.append(report.counts)
+                guard !wrote else { return }
+                try? other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") }
+                wrote = true
+            }
+        }
+        XCTAssertTrue(wrote)
+        let first = try XCTUnwrap(after.first)
+        XCTAssertEqual(first.deleted, 50, "a first stretch of the losers left")
+        XCTAssertGreaterThan(after.count, 2, "then batches of 20 groups")
+        // (Batches of 20 groups' losers: at most 3 times as many losers as groups.)
+        XCTAssertTrue(after.dropFirst().allSatisfy { $0.deleted <= 60 }, "the batches of the job's size take the rest")
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try takenRows(path), 0)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        try ScenarioKit.execute(path, "DELETE FROM notes")
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
     /// Another connection deletes a winner merged ahead: the values it took went with it, and

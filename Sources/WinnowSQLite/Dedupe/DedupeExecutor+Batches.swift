@@ -99,6 +99,17 @@ extension DedupeExecutor {
                 totals: &totals, samples: &samples)
             counts = counts + merged.counts
             handledAhead = merged.done
+            if state.mergedAhead, let foundAt = state.foundAt {
+                var stretches = DeleteAheadBatches(
+                    executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: suspended)
+                var sweep = loop(total: discovery.losers)
+                sweep.handledBefore = handledAhead
+                let swept = try sweep.run(
+                    &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
+                state = stretches.state
+                counts = counts + swept.counts
+                handledAhead += swept.done
+            }
         }
         // (Not for a dry run: `plan` of merge-archive-50 took 4% longer with the flush.)
         if writer.writes { try flushTemporaryPages(expectedBatches: discovery.groups / max(1, settings.size), sql: sql) }

@@ -24,8 +24,8 @@ import WinnowCore
 /// or an earlier one's. The stretch has just written those pages for its winners, and a
 /// loser whose values its winner holds is deleted without merging it again, whenever that
 /// happens (also by a run that finishes the job after this one was killed), so no loser's
-/// values need keeping. Only the losers whose winner lies in a later stretch wait for the
-/// batches after the stretches; the last stretch takes every loser after it too, and every
+/// values need keeping. Only the losers whose winner lies in a later stretch wait, for the
+/// stretches of their rowids after these (``DeleteAheadBatches``); the last stretch takes every loser after it too, and every
 /// loser of a winner after its last (those winners' merges change nothing).
 struct MergeAheadBatches: BatchSource {
     let executor: DedupeExecutor
