@@ -156,37 +156,6 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
-    /// A rule that does not merge: once its children went ahead as found, its losers go in
-    /// stretches of their rowids too, not in batches of `batch.size` groups; the end is the
-    /// one batches by group give, and `restore` is exact.
-    func testARuleThatDoesNotMergeDeletesInStretchesAfterItsChildren() throws {
-        let path = try makeStore("plain.sqlite")
-        let original = try ScenarioKit.userState(path)
-        func plain(_ size: Int) -> String {
-            Self.job(size: size).replacingOccurrences(of: "    merge: {visits: sum, phone: fill_null}\n", with: "")
-        }
-        let job = plain(20)
-        XCTAssertFalse(job.contains("merge"))
-        let reference = try byGroup(path, job: plain(100_000))
-        var batches: [Counts] = []
-        let summary = try withAheadStart(300) {
-            try ScenarioKit.run(job, db: path) { event in
-                if case .batch(let report) = event { batches.append(report.counts) }
-            }
-        }
-        let repointing = batches.prefix { $0.repointed > 0 && $0.deleted == 0 }
-        XCTAssertFalse(repointing.isEmpty, "the children go ahead")
-        let rest = batches.dropFirst(repointing.count)
-        XCTAssertTrue(rest.allSatisfy { $0.updated == 0 && $0.deleted > 0 })
-        XCTAssertEqual(rest.reduce(0) { $0 + $1.deleted }, summary.counts.deleted)
-        // (Batches of 20 groups would hold at most 60 losers each: more than twenty of them.)
-        XCTAssertLessThan(rest.count, summary.counts.deleted / 60, "stretches, not batches of 20 groups")
-        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
-        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
-        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
-        XCTAssertEqual(try ScenarioKit.userState(path), original)
-    }
-
     /// Merges that rank the rows by another column (`latest`, `prefer`) and a merge that follows
     /// the losers' order (`concat`) decide from the losers' values as the copy
     /// of the queue carries them (each merge column and its ranking column): the end is the one

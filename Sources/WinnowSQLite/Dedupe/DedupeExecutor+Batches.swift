@@ -46,7 +46,6 @@ extension DedupeExecutor {
         if suspended {
             for check in sql.danglingInTable { danglingBefore.append(try Int.fetchOne(db, sql: check.sql) ?? 0) }
         }
-        var childrenAheadAsFound = false
         if ahead {
             // A page cache of 32 MiB while children are re-pointed ahead (SQLite's default is
             // 2 MiB): a stretch re-points children through an index all over it, and a cache
@@ -88,7 +87,6 @@ extension DedupeExecutor {
                     }
                 }
                 if asFound { state.mappedAt = mappedAt }
-                childrenAheadAsFound = asFound && state.repointedAhead
             }
         }
         // Then the merges, ahead of the deletions (only where the groups take more than one
@@ -101,21 +99,17 @@ extension DedupeExecutor {
                 totals: &totals, samples: &samples)
             counts = counts + merged.counts
             handledAhead = merged.done
-        }
-        // Then the losers left, in stretches of their rowids (``DeleteAheadBatches``), where
-        // all that goes ahead of them went as found: the merges (every one applied), or, for a
-        // rule that does not merge, the children.
-        if state.mergedAhead || (rule.mergeColumns.isEmpty && childrenAheadAsFound), filesByPosition, !state.refiled,
-            let foundAt = state.foundAt
-        {
-            var stretches = DeleteAheadBatches(executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: suspended)
-            var sweep = loop(total: discovery.losers)
-            sweep.handledBefore = handledAhead
-            let swept = try sweep.run(
-                &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
-            state = stretches.state
-            counts = counts + swept.counts
-            handledAhead += swept.done
+            if state.mergedAhead, let foundAt = state.foundAt {
+                var stretches = DeleteAheadBatches(
+                    executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: suspended)
+                var sweep = loop(total: discovery.losers)
+                sweep.handledBefore = handledAhead
+                let swept = try sweep.run(
+                    &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
+                state = stretches.state
+                counts = counts + swept.counts
+                handledAhead += swept.done
+            }
         }
         // (Not for a dry run: `plan` of merge-archive-50 took 4% longer with the flush.)
         if writer.writes { try flushTemporaryPages(expectedBatches: discovery.groups / max(1, settings.size), sql: sql) }
