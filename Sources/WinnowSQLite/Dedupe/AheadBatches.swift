@@ -56,7 +56,7 @@ struct AheadBatches: BatchSource {
         let (executor, sql, path, foundAt) = (executor, sql, path, foundAt)
         let work = try executor.writer.transaction(db) { () -> BatchWork? in
             let db = executor.db
-            guard try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version")) == foundAt else { return nil }
+            guard try executor.unchanged(since: foundAt) else { return nil }
             try db.cachedStatement(sql: sql.clearMoves).execute()
             try db.cachedStatement(sql: moves).execute(arguments: [bounds.after, bounds.upTo])
             var work = BatchWork(number: number)

@@ -30,7 +30,7 @@ extension DedupeExecutor {
             writer.writes && !sql.aheadPaths.isEmpty && discovery.groups > settings.size && deadline.at == nil && deadline.stop == nil
         if sql.mapsChildren, discovery.losers > 0 {
             try mapChildren(sql, state: &state, ahead: ahead)
-        } else if ahead, let foundAt = state.foundAt, try Int64.fetchOne(db, sql: "PRAGMA main.data_version") == foundAt {
+        } else if ahead, let foundAt = state.foundAt, try unchanged(since: foundAt) {
             // Only paths with an index on the reference: no map, but each loser's settled winner.
             try db.execute(sql: sql.fillMappedSettled)
             state.mappedAt = foundAt
@@ -99,17 +99,6 @@ extension DedupeExecutor {
                 totals: &totals, samples: &samples)
             counts = counts + merged.counts
             handledAhead = merged.done
-            if state.mergedAhead, let foundAt = state.foundAt {
-                var stretches = DeleteAheadBatches(
-                    executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: suspended)
-                var sweep = loop(total: discovery.losers)
-                sweep.handledBefore = handledAhead
-                let swept = try sweep.run(
-                    &stretches, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
-                state = stretches.state
-                counts = counts + swept.counts
-                handledAhead += swept.done
-            }
         }
         // (Not for a dry run: `plan` of merge-archive-50 took 4% longer with the flush.)
         if writer.writes { try flushTemporaryPages(expectedBatches: discovery.groups / max(1, settings.size), sql: sql) }
@@ -202,16 +191,15 @@ extension DedupeExecutor {
 
     /// Decides every group's merge once, over its rows as found, and applies the decisions
     /// in stretches of the winners' rowids (``MergeAheadBatches``), each deleting the losers in
-    /// its rowids that the merges have taken. Sets `state.mergedAhead` when every stretch was
-    /// applied as found; else the batches settle the rest by group. Returns the stretches'
+    /// its rowids that the merges have taken, then deletes the losers they left in stretches of
+    /// theirs (``DeleteAheadBatches``). Sets `state.mergedAhead` when every stretch of merges
+    /// was applied as found; else the batches settle the rest by group. Returns the stretches'
     /// counts and the losers they handled.
     func mergeAhead(
         _ sql: BatchStatements, state: inout BatchState, losers: Int, checksReferences: Bool, batchNumber: inout Int,
         totals: inout Counts, samples: inout [GroupSample]
     ) throws -> (counts: Counts, done: Int) {
-        guard let foundAt = state.foundAt, try Int64.fetchOne(db, sql: "PRAGMA main.data_version") == foundAt else {
-            return (Counts(), 0)
-        }
+        guard let foundAt = state.foundAt, try unchanged(since: foundAt) else { return (Counts(), 0) }
         // One transaction (it writes temporary tables only): one read of the rows, and no
         // commit of the temporary database after each of the decisions.
         var decided = BatchWork(number: 0)
@@ -235,7 +223,35 @@ extension DedupeExecutor {
         state.mergedAhead = result.finished
         try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
         try db.execute(sql: sql.dropTakeable)
-        return (result.counts, result.done)
+        guard result.finished else { return (result.counts, result.done) }
+        var left = DeleteAheadBatches(executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: checksReferences)
+        var sweep = loop(total: losers)
+        sweep.handledBefore = result.done
+        let swept = try sweep.run(&left, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
+        state = left.state
+        return (result.counts + swept.counts, result.done + swept.done)
+    }
+
+    /// Whether no other connection has committed since the losers were found (`PRAGMA
+    /// data_version` still `foundAt`). Inside a write transaction the answer holds until its
+    /// commit: each stretch ahead asks first and stops where the rows are no longer as found.
+    func unchanged(since foundAt: Int64) throws -> Bool {
+        try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version")) == foundAt
+    }
+
+    /// Reads the losers filed in `(after, upTo]` whose winner's merge is applied (a winner at
+    /// or below `takenUpTo`) and deletes them as a batch would, checking the references they
+    /// touch where `checksReferences`: a stretch of merges and a stretch of the losers the
+    /// merges left. Only as found (``read(batch:after:upTo:sql:state:wantSamples:takenUpTo:)``).
+    func deleteTaken(
+        batch number: Int, after: Int64, upTo: Int64, takenUpTo: Int64, sql: BatchStatements, state: inout BatchState,
+        wantSamples: Bool, checksReferences: Bool
+    ) throws -> BatchWork {
+        var work = try read(
+            batch: number, after: after, upTo: upTo, sql: sql, state: &state, wantSamples: wantSamples, takenUpTo: takenUpTo)
+        work.checksReferences = checksReferences
+        if work.deleted > 0 || !work.moved.isEmpty { try writer.apply(work, rule: rule, sql: sql, db: db) }
+        return work
     }
 
     /// The most a stretch of merges grows from one to the next (``BatchSizer/rowRangeMaxGrowth``

@@ -25,8 +25,9 @@ import WinnowCore
 /// loser whose values its winner holds is deleted without merging it again, whenever that
 /// happens (also by a run that finishes the job after this one was killed), so no loser's
 /// values need keeping. Only the losers whose winner lies in a later stretch wait, for the
-/// stretches of their rowids after these (``DeleteAheadBatches``); the last stretch takes every loser after it too, and every
-/// loser of a winner after its last (those winners' merges change nothing).
+/// stretches of their rowids after these (``DeleteAheadBatches``); the last stretch takes
+/// every loser after it too, and every loser of a winner after its last (those winners'
+/// merges change nothing).
 struct MergeAheadBatches: BatchSource {
     let executor: DedupeExecutor
     let sql: BatchStatements
@@ -73,7 +74,7 @@ struct MergeAheadBatches: BatchSource {
         defer { self.state = state }
         let applied = try executor.writer.transaction(db) { () -> (counts: Counts, done: Int, samples: [GroupSample])? in
             let db = executor.db
-            guard try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.data_version")) == foundAt else { return nil }
+            guard try executor.unchanged(since: foundAt) else { return nil }
             var merges = 0
             var counts = Counts()
             var samples: [GroupSample] = []
@@ -92,13 +93,9 @@ struct MergeAheadBatches: BatchSource {
                 merged.recordsTakenLosers = true
                 if merged.merges > 0 { try executor.writer.apply(merged, rule: executor.rule, sql: sql, db: db) }
                 merges += merged.merges
-                var deleted = try executor.read(
-                    batch: number, after: after, upTo: upTo == bounds.upTo ? reach : upTo, sql: sql, state: &state,
-                    wantSamples: wantSamples && samples.isEmpty, takenUpTo: reach)
-                deleted.checksReferences = checksReferences
-                if deleted.deleted > 0 || !deleted.moved.isEmpty {
-                    try executor.writer.apply(deleted, rule: executor.rule, sql: sql, db: db)
-                }
+                let deleted = try executor.deleteTaken(
+                    batch: number, after: after, upTo: upTo == bounds.upTo ? reach : upTo, takenUpTo: reach, sql: sql,
+                    state: &state, wantSamples: wantSamples && samples.isEmpty, checksReferences: checksReferences)
                 counts = counts + merged.counts + deleted.counts
                 samples += deleted.samples
                 after = upTo
