@@ -552,6 +552,41 @@ final class MergeAheadTests: XCTestCase {
         _ = reference
     }
 
+    /// A run killed between two stretches of the losers its merges left (copied right after
+    /// the first committed): the next run deletes the losers still there without merging them
+    /// again, and the two runs end as one uninterrupted run, each loser counted once.
+    func testARunKilledAmidTheStretchesOfLosersLeftFinishesLikeAnUninterruptedRun() throws {
+        let path = try makeStore("store.sqlite", customers: 6000)
+        let reference = try byGroup(path)
+        let stopped = dir.appendingPathComponent("amid-losers-left.sqlite").path
+        var merged = false
+        var copied: Counts?
+        let first = try withAheadStart(50) {
+            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+                guard case .batch(let report) = event else { return }
+                if report.counts.updated > 0 { merged = true }
+                guard merged, report.counts.updated == 0, copied == nil else { return }
+                try? FileManager.default.copyItem(atPath: path, toPath: stopped)
+                // (The lock in the copy is this live process's: as a killed run's would be, it is gone.)
+                try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+                copied = report.counts
+            }
+        }
+        XCTAssertEqual(copied?.deleted, 50, "the copy is taken after the first stretch of the losers left")
+        let leftInCopy = try ScenarioKit.int(
+            stopped, "SELECT count(*) FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser")
+        XCTAssertGreaterThan(leftInCopy, 0, "the copy still holds losers the merges took")
+        let updatedBefore = try ScenarioKit.int(stopped, "SELECT sum(updated) FROM winnow_runs")
+        let deletedBefore = try ScenarioKit.int(stopped, "SELECT sum(deleted) FROM winnow_runs")
+        let second = try ScenarioKit.run(Self.job(size: 20), db: stopped)
+        XCTAssertEqual(second.counts.updated, 0, "no loser is merged again")
+        XCTAssertEqual(deletedBefore + second.counts.deleted, first.counts.deleted, "each loser is counted once")
+        XCTAssertEqual(updatedBefore, first.counts.updated)
+        XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try takenRows(stopped), 0)
+        XCTAssertEqual(try ScenarioKit.rows(stopped, "PRAGMA foreign_key_check").count, 0)
+    }
+
     /// docs/reference.md section 5: `restore` of a run killed between its merges and its
     /// deletions undoes exactly what it changed (the merged winners) and forgets the losers
     /// that run's merges took, so a later run merges them again, like an uninterrupted run.
