@@ -1,0 +1,226 @@
+import Foundation
+import GRDB
+import XCTest
+import WinnowTestSupport
+
+/// A rule whose children and merges go ahead in stretches (docs/performance.md, "A stretch of
+/// merges deletes the losers it took in its rowids"), killed with SIGKILL at seeded random
+/// moments of its run: docs/reference.md section 5 holds there as it does for batches by group.
+///
+/// After each kill, before anything runs again:
+/// - no `orders` row points at a customer that is gone (children move before their losers go);
+/// - no visit is lost or counted twice: the customers' visits, less those of every loser still
+///   there that a merge already took (`winnow_merged_losers`, its winner still there), add up
+///   to the original total.
+///
+/// Then `run` again finishes the job with the same rows as an uninterrupted run, and
+/// `restore` of every run, newest first, gives back the original rows.
+///
+/// The crash harness (CrashHarnessTests) kills a rule whose link table has a unique key, which
+/// takes its losers by group; this suite kills the stretches. `WINNOW_CRASH_SEED` moves its
+/// seeds as it moves the harness's.
+final class MergeAheadKillTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws { dir = try TestSupport.scratchDirectory() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    static let customers = 30_000
+
+    /// `customers` with keys drawn at random (groups of 1 to about 8 rows scattered over the
+    /// table), NULLs in `phone`; `orders` (indexed, no unique key: its children go ahead)
+    /// pointing at customers all over the table.
+    func makeStore() throws -> String {
+        let path = dir.appendingPathComponent("template.sqlite").path
+        var rng = SplitMix64(seed: 26)
+        var rows: [String] = []
+        for id in 1...Self.customers {
+            let key = Int.random(in: 0..<(Self.customers / 3), using: &rng)
+            let email = (Bool.random(using: &rng) ? "U" : "u") + "\(key)@x.org"
+            let phone = Int.random(in: 0..<3, using: &rng) == 0 ? "NULL" : "'p\(Int.random(in: 0..<50, using: &rng))'"
+            rows.append("(\(id), '\(email)', \(Int.random(in: 0..<1000, using: &rng)), \(Int.random(in: 0..<9, using: &rng)), \(phone))")
+        }
+        _ = try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL, phone TEXT);
+                CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), amount INTEGER);
+                CREATE INDEX orders_customer ON orders (customer_id);
+                INSERT INTO customers VALUES \(rows.joined(separator: ", "));
+                WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(Self.customers * 2) - 1)
+                INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(Self.customers), i FROM s;
+                """)
+        return path
+    }
+
+    /// Groups far beyond one batch, and a limit that keeps each stretch short, so that a run
+    /// takes several stretches of children, of merges and of the losers they leave.
+    static let job = """
+        version: 1
+        dedupe:
+          - entity: customers
+            key: email
+            normalize: [lowercase]
+            winner:
+              - created_at: asc
+            merge: {visits: sum, phone: fill_null}
+            archive: true
+        batch:
+          size: 20
+          max_transaction_ms: 40
+        """
+
+    /// What a run's batch events say it did, transaction by transaction.
+    enum Stage: String { case children, merges, deletions }
+
+    static func stage(_ event: [String: Any]) -> Stage? {
+        guard (event["event"] as? String) == "batch" else { return nil }
+        let count = { (key: String) in (event[key] as? NSNumber)?.intValue ?? 0 }
+        if count("updated") > 0 { return .merges }
+        if count("repointed") > 0, count("deleted") == 0 { return .children }
+        return .deletions
+    }
+
+    /// An event's `time`.
+    static func date(_ value: Any?) -> Date? {
+        guard let text = value as? String else { return nil }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: text)
+    }
+
+    /// Runs `winnow ARGS` and kills it with SIGKILL after `delay` seconds if it still runs;
+    /// returns whether it was killed and its JSON events.
+    func runAndKill(_ arguments: [String], after delay: Double) throws -> (killed: Bool, status: Int32, events: [[String: Any]]) {
+        let out = dir.appendingPathComponent("out-\(UUID().uuidString).jsonl")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: out)
+        let process = Process()
+        process.executableURL = TestSupport.executable
+        process.arguments = arguments
+        process.standardOutput = handle
+        process.standardError = FileHandle.nullDevice
+        let started = Date()
+        try process.run()
+        // (Polled: a run that ends before the delay is not waited for.)
+        while process.isRunning, Date().timeIntervalSince(started) < delay { Thread.sleep(forTimeInterval: 0.001) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try handle.close()
+        let killed = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+        let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+        let events = text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        return (killed, process.terminationStatus, events)
+    }
+
+    /// The invariants of a store between two runs (see the type's documentation).
+    func problemsBetweenRuns(_ path: String, totalVisits: Int) throws -> [String] {
+        var problems: [String] = []
+        let dangling = try ScenarioKit.int(
+            path,
+            "SELECT count(*) FROM orders AS o WHERE o.customer_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM customers AS c WHERE c.id = o.customer_id)"
+        )
+        if dangling > 0 { problems.append("\(dangling) order(s) point at a customer that is gone") }
+        let hasRecord = try ScenarioKit.int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'winnow_merged_losers'") > 0
+        let takenVisits =
+            hasRecord
+            ? try ScenarioKit.int(
+                path,
+                """
+                SELECT coalesce(sum(c.visits), 0) FROM customers AS c WHERE c.id IN (
+                  SELECT m.loser FROM winnow_merged_losers AS m
+                  WHERE m.tbl = 'customers' AND EXISTS (SELECT 1 FROM customers AS w WHERE w.id = m.winner))
+                """) : 0
+        let visits = try ScenarioKit.int(path, "SELECT coalesce(sum(visits), 0) FROM customers")
+        if visits - takenVisits != totalVisits {
+            problems.append("visits add up to \(visits - takenVisits) (\(visits) less \(takenVisits) of losers taken), not \(totalVisits)")
+        }
+        return problems
+    }
+
+    func testRunsKilledAmidTheStretchesResumeToTheSameRowsAndRestoreExactly() throws {
+        let template = try makeStore()
+        let original = try ScenarioKit.userState(template)
+        let totalVisits = try ScenarioKit.int(template, "SELECT sum(visits) FROM customers")
+        let jobPath = dir.appendingPathComponent("job.yaml")
+        try Self.job.write(to: jobPath, atomically: true, encoding: .utf8)
+
+        // An uninterrupted run: the end to reach, and when each stage's transactions ran, in
+        // seconds from the process's launch.
+        let reference = dir.appendingPathComponent("reference.sqlite").path
+        try FileManager.default.copyItem(atPath: template, toPath: reference)
+        let launched = Date()
+        let whole = try runAndKill(["run", jobPath.path, "--database", reference, "--format", "json", "--verbose"], after: 600)
+        XCTAssertFalse(whole.killed)
+        XCTAssertEqual(whole.status, 0)
+        var windows: [Stage: ClosedRange<Double>] = [:]
+        for event in whole.events {
+            guard let stage = Self.stage(event), let end = Self.date(event["time"]) else { continue }
+            let seconds = (event["seconds"] as? NSNumber)?.doubleValue ?? 0
+            let span = (end.timeIntervalSince(launched) - seconds)...end.timeIntervalSince(launched)
+            windows[stage] = windows[stage].map { min($0.lowerBound, span.lowerBound)...max($0.upperBound, span.upperBound) } ?? span
+        }
+        let stages = whole.events.compactMap(Self.stage)
+        for stage in [Stage.children, .merges, .deletions] {
+            XCTAssertGreaterThan(stages.filter { $0 == stage }.count, 1, "the uninterrupted run takes several transactions of \(stage)")
+        }
+        let expected = try ScenarioKit.userState(reference)
+        XCTAssertNotEqual(expected, original)
+
+        let seeds: UInt64 = {
+            guard let text = ProcessInfo.processInfo.environment["WINNOW_CRASH_SEED"] else { return 0xA4EA_D000 }
+            return UInt64(text.lowercased().replacingOccurrences(of: "0x", with: ""), radix: 16) ?? 0xA4EA_D000
+        }()
+        var landed: [Stage: Int] = [:]
+        for scenario in 0..<10 {
+            var rng = SplitMix64(seed: seeds &+ UInt64(scenario))
+            let tag = "scenario \(scenario) (seed 0x\(String(seeds &+ UInt64(scenario), radix: 16)))"
+            let path = dir.appendingPathComponent("s\(scenario).sqlite").path
+            try FileManager.default.copyItem(atPath: template, toPath: path)
+            // The first kill within the span of one stage of an uninterrupted run (the stages in
+            // turn); one scenario in three kills the resumed run again, anywhere in its span.
+            let aimed = [Stage.children, .merges, .deletions][scenario % 3]
+            guard let window = windows[aimed], let last = windows.values.map(\.upperBound).max() else { return XCTFail("no \(aimed)") }
+            let kills = scenario % 3 == 2 ? 2 : 1
+            for attempt in 0..<kills {
+                let delay =
+                    attempt == 0
+                    ? Double.random(in: window.lowerBound..<window.upperBound, using: &rng)
+                    : Double.random(in: 0.2 * last..<last, using: &rng)
+                let result = try runAndKill(["run", jobPath.path, "--database", path, "--format", "json", "--verbose"], after: delay)
+                guard result.killed else {
+                    XCTAssertEqual(result.status, 0, "\(tag): the run exited \(result.status)")
+                    break
+                }
+                let last = result.events.compactMap(Self.stage).last
+                if let last { landed[last, default: 0] += 1 }
+                for problem in try problemsBetweenRuns(path, totalVisits: totalVisits) {
+                    XCTFail(
+                        "\(tag): after kill \(attempt + 1) at \(String(format: "%.2f", delay)) s (last: \(last?.rawValue ?? "none")): \(problem)"
+                    )
+                }
+            }
+            let resumed = try TestSupport.winnow(["run", jobPath.path, "--database", path, "--format", "json"])
+            XCTAssertEqual(resumed.status, 0, "\(tag): \(resumed.stderr)")
+            XCTAssertEqual(try ScenarioKit.userState(path), expected, "\(tag): the end differs from an uninterrupted run's")
+            XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM pragma_foreign_key_check"), 0, "\(tag)")
+            // Every run that changed rows, killed or not, restored newest first: the original
+            // rows. (A run killed before its first commit changed none and has nothing to restore.)
+            let runs = try ScenarioKit.column(
+                path,
+                "SELECT id FROM winnow_runs WHERE command = 'run' AND deleted + updated + repointed + children_deleted > 0 ORDER BY id DESC",
+                as: Int64.self)
+            XCTAssertGreaterThanOrEqual(runs.count, 1, "\(tag)")
+            for case let run? in runs {
+                let restored = try TestSupport.winnow(["restore", "--database", path, "--run", "\(run)", "--quiet"])
+                XCTAssertEqual(restored.status, 0, "\(tag): restore of run \(run): \(restored.stderr)")
+            }
+            XCTAssertEqual(try ScenarioKit.userState(path), original, "\(tag): restore did not give back the original rows")
+        }
+        // The kills must reach the stretches of more than one stage (a loaded machine moves them).
+        XCTAssertGreaterThanOrEqual(landed.count, 2, "kills by the stage of the last transaction before them: \(landed)")
+        print("MergeAheadKillTests: kills by the last transaction before them: \(landed)")
+    }
+}
