@@ -113,6 +113,42 @@ final class BatchSizerTests: XCTestCase {
         XCTAssertEqual(long.tailAllowance, 16_384_000)
     }
 
+    /// The rest taken with a loop's last stretch stays within 5/8 of the limit by the latest
+    /// cost per unit: where that cost rose so that the current size already took more than half
+    /// the limit, no rest (or only what fits) goes with it.
+    func testTheRestTakenWithTheLastStretchStaysWithinTheLimitByTheLatestCost() {
+        let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
+        var sizer = BatchSizer.rowRanges(settings)
+        // 4 µs a unit: the stretches settle at the size the line puts under half the limit.
+        for _ in 0..<6 { sizer.record(size: sizer.current, seconds: 0.000_004 * Double(sizer.current)) }
+        let settled = sizer.current
+        XCTAssertLessThanOrEqual(0.000_004 * Double(settled), 0.5 + 1e-9)
+        XCTAssertEqual(sizer.tailAllowance, settled / 4, "a quarter more: 1.25 times half the limit")
+        // Risen by a fifth at the same size: still under 5/8 of the limit, the size stays, and
+        // the rest taken with it is what fits within 0.625 s.
+        sizer.record(size: settled, seconds: 0.000_004 * 1.2 * Double(settled))
+        XCTAssertEqual(sizer.current, settled)
+        let allowed = sizer.tailAllowance
+        XCTAssertGreaterThan(allowed, 0)
+        XCTAssertLessThan(allowed, settled / 4)
+        XCTAssertLessThanOrEqual(0.000_004 * 1.2 * Double(settled + allowed), 0.625 + 1e-6)
+        // Risen by two thirds: 0.8 s of a 1 s limit. Back to the size that cost puts at half.
+        let rate = 0.000_004 * 5 / 3
+        sizer.record(size: settled, seconds: rate * Double(settled))
+        XCTAssertLessThan(sizer.current, settled)
+        XCTAssertEqual(rate * Double(sizer.current), 0.5, accuracy: 0.01)
+        XCTAssertEqual(sizer.tailAllowance, sizer.current / 4)
+    }
+
+    /// Batches of groups keep the job's size while they stay under the limit, however close.
+    func testBatchesOfGroupsKeepTheirSizeUpToTheLimit() {
+        var sizer = BatchSizer(configured: 500, maxTransactionMilliseconds: 1000)
+        sizer.record(size: 500, seconds: 0.9)
+        XCTAssertEqual(sizer.current, 500)
+        sizer.record(size: 500, seconds: 1.2)
+        XCTAssertLessThan(sizer.current, 500)
+    }
+
     /// Where most of a transaction's time is paid whatever its size (an index rewritten at
     /// every commit), a larger one costs little more: it grows past a quarter of the limit,
     /// as long as the line through the sizes seen predicts it under half of it.
