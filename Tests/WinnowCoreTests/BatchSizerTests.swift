@@ -113,9 +113,9 @@ final class BatchSizerTests: XCTestCase {
         XCTAssertEqual(long.tailAllowance, 16_384_000)
     }
 
-    /// The rest taken with a loop's last stretch stays within 5/8 of the limit by the latest
-    /// cost per unit: where that cost rose so that the current size already took more than half
-    /// the limit, no rest (or only what fits) goes with it.
+    /// The rest taken with a loop's last stretch stays within 3/4 of the limit by the latest
+    /// cost per unit, and a stretch past 5/8 of the limit shrinks the next back to half: where
+    /// that cost rose, no rest (or only what fits) goes with the last stretch.
     func testTheRestTakenWithTheLastStretchStaysWithinTheLimitByTheLatestCost() {
         let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
         var sizer = BatchSizer.rowRanges(settings)
@@ -123,15 +123,18 @@ final class BatchSizerTests: XCTestCase {
         for _ in 0..<6 { sizer.record(size: sizer.current, seconds: 0.000_004 * Double(sizer.current)) }
         let settled = sizer.current
         XCTAssertLessThanOrEqual(0.000_004 * Double(settled), 0.5 + 1e-9)
+        XCTAssertGreaterThan(0.000_004 * Double(settled), 0.45)
         XCTAssertEqual(sizer.tailAllowance, settled / 4, "a quarter more: 1.25 times half the limit")
-        // Risen by a fifth at the same size: still under 5/8 of the limit, the size stays, and
-        // the rest taken with it is what fits within 0.625 s.
-        sizer.record(size: settled, seconds: 0.000_004 * 1.2 * Double(settled))
+        // Risen by a quarter at the same size: at most 5/8 of the limit, the size stays, and
+        // the rest taken with it is what that cost keeps within 0.75 s.
+        let risen = 0.000_004 * 1.25
+        sizer.record(size: settled, seconds: risen * Double(settled))
         XCTAssertEqual(sizer.current, settled)
         let allowed = sizer.tailAllowance
+        XCTAssertEqual(allowed, min(settled / 4, Int(0.75 / risen) - settled), accuracy: 1)
+        XCTAssertLessThanOrEqual(risen * Double(settled + allowed), 0.75 + 1e-6)
         XCTAssertGreaterThan(allowed, 0)
-        XCTAssertLessThan(allowed, settled / 4)
-        XCTAssertLessThanOrEqual(0.000_004 * 1.2 * Double(settled + allowed), 0.625 + 1e-6)
+        XCTAssertLessThan(allowed, settled / 4, "a quarter more would take \(risen * Double(settled + settled / 4)) s")
         // Risen by two thirds: 0.8 s of a 1 s limit. Back to the size that cost puts at half.
         let rate = 0.000_004 * 5 / 3
         sizer.record(size: settled, seconds: rate * Double(settled))

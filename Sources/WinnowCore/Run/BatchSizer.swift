@@ -85,7 +85,7 @@ public struct BatchSizer {
         if seconds > target, current > 1 {
             let fitted = Int(Double(size) * (target - fixedCost) / max(seconds - fixedCost, 1e-6) * 0.8)
             current = max(1, min(current - 1, fitted))
-        } else if takesTail, seconds > target * Self.tailShare, current > 1 {
+        } else if takesTail, seconds > target * Self.shrinkShare, current > 1 {
             // A loop over row ranges sizes its stretches at half the target; where the cost per
             // unit rose past that (merge-500's stretches of merges at 1,600,000 customers: each
             // deletes more of the losers taken before it, 0.67 s then 0.85 s for the same
@@ -128,9 +128,11 @@ public struct BatchSizer {
     /// half the target, and it saves a last one that may cost as much as a full one (a stretch
     /// of children rewrites most of the child's index whatever its size). Where the latest
     /// transaction's cost per unit puts ``current`` itself past half the target (a cost per
-    /// unit that rose since the size was set), only what that cost keeps within 5/8 of the
+    /// unit that rose since the size was set), only what that cost keeps within 3/4 of the
     /// target: merge-500's last stretch of merges at 1,600,000 customers took its 18% more
-    /// winners in 0.94 s under a 1 s limit, after 0.66 s for the stretch before it.
+    /// winners in 0.94 s under a 1 s limit, after 0.66 s for the stretch before it. (Not 5/8:
+    /// that left a stretch of children of its own for a rest of 15,000-20,000 rows at
+    /// 1,600,000 customers, and the child's index written once more.)
     public var tailAllowance: Int {
         guard takesTail else { return 0 }
         var allowance = min(current / 4, configured - current)
@@ -140,9 +142,11 @@ public struct BatchSizer {
         }
         return max(0, allowance)
     }
-    /// The share of the target a transaction with the rest taken is predicted within (1.25
-    /// times half of it).
-    public static let tailShare = 0.625
+    /// The share of the target a transaction with the rest taken is predicted within.
+    public static let tailShare = 0.75
+    /// The share of the target above which a loop over row ranges shrinks back to half of it
+    /// (1.25 times half).
+    public static let shrinkShare = 0.625
     /// The cost per unit beyond the fixed cost of the latest transaction (nil before one).
     public private(set) var latestPerUnit: Double?
     /// Below this predicted growth the size stays (no creeping by a few percent).
