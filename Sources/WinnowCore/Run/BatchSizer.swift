@@ -80,18 +80,15 @@ public struct BatchSizer {
             }
         }
         previous = (size, seconds)
-        latestPerUnit = max(0, seconds - fixedCost) / Double(size)
         let target = target
         if seconds > target, current > 1 {
-            let fitted = Int(Double(size) * (target - fixedCost) / max(seconds - fixedCost, 1e-6) * 0.8)
-            current = max(1, min(current - 1, fitted))
+            shrink(size: size, seconds: seconds, toward: target, margin: 0.8)
         } else if takesTail, seconds > target * Self.shrinkShare, current > 1 {
             // A loop over row ranges sizes its stretches at half the target; where the cost per
             // unit rose past that (merge-500's stretches of merges at 1,600,000 customers: each
             // deletes more of the losers taken before it, 0.67 s then 0.85 s for the same
             // winners under a 1 s limit), back to the size that cost puts at half.
-            let fitted = Int(Double(size) * (target / 2 - fixedCost) / max(seconds - fixedCost, 1e-6))
-            current = max(1, min(current - 1, fitted))
+            shrink(size: size, seconds: seconds, toward: target / 2)
         } else if current < configured {
             // Grows to the size whose transaction the same line puts at half the target, by
             // ``minGrowth`` to ``maxGrowth`` times the size measured (a short last batch predicts
@@ -135,12 +132,11 @@ public struct BatchSizer {
     /// 1,600,000 customers, and the child's index written once more.)
     public var tailAllowance: Int {
         guard takesTail else { return 0 }
-        var allowance = min(current / 4, configured - current)
-        if let latestPerUnit, latestPerUnit > 0 {
-            let within = (target * Self.tailShare - fixedCost) / latestPerUnit - Double(current)
-            allowance = min(allowance, within.isFinite ? Int(max(0, min(within, Double(Int.max / 2)))) : 0)
-        }
-        return max(0, allowance)
+        let quarter = min(current / 4, configured - current)
+        guard let latestPerUnit, latestPerUnit > 0 else { return quarter }
+        // (The fixed cost is at most half the target, so the share left is positive.)
+        let within = (target * Self.tailShare - fixedCost) / latestPerUnit - Double(current)
+        return max(0, Int(min(within, Double(quarter))))
     }
     /// The share of the target a transaction with the rest taken is predicted within.
     public static let tailShare = 0.75
@@ -148,7 +144,14 @@ public struct BatchSizer {
     /// (1.25 times half).
     public static let shrinkShare = 0.625
     /// The cost per unit beyond the fixed cost of the latest transaction (nil before one).
-    public private(set) var latestPerUnit: Double?
+    private var latestPerUnit: Double? { previous.map { max(0, $0.seconds - fixedCost) / Double($0.size) } }
+
+    /// Sets the next size to the one the latest transaction's line puts at `goal` seconds
+    /// (times `margin`), at least one unit less than now.
+    private mutating func shrink(size: Int, seconds: TimeInterval, toward goal: TimeInterval, margin: Double = 1) {
+        let fitted = Int(Double(size) * (goal - fixedCost) / max(seconds - fixedCost, 1e-6) * margin)
+        current = max(1, min(current - 1, fitted))
+    }
     /// Below this predicted growth the size stays (no creeping by a few percent).
     public static let minGrowth = 1.5
 }
