@@ -22,25 +22,11 @@ final class MergeAheadTests: XCTestCase {
     /// a `notes` table the tests write to as another connection.
     func makeStore(_ name: String, customers: Int = 3000, seed: UInt64 = 7, orders: Bool = true) throws -> String {
         let path = dir.appendingPathComponent(name).path
-        var rng = SplitMix64(seed: seed)
-        var rows: [String] = []
-        for id in 1...customers {
-            let key = Int.random(in: 0..<(customers / 3), using: &rng)
-            let email = (Bool.random(using: &rng) ? "U" : "u") + "\(key)@x.org"
-            let phone = Int.random(in: 0..<3, using: &rng) == 0 ? "NULL" : "'p\(Int.random(in: 0..<50, using: &rng))'"
-            rows.append("(\(id), '\(email)', \(Int.random(in: 0..<40, using: &rng)), \(Int.random(in: 0..<9, using: &rng)), \(phone))")
-        }
         try TestSupport.makeDatabase(
             at: path,
-            sql: """
-                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL, phone TEXT);
-                CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), amount INTEGER);
-                CREATE INDEX orders_customer ON orders (customer_id);
-                CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
-                INSERT INTO customers VALUES \(rows.joined(separator: ", "));
-                WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(customers) - 1)
-                INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(customers), i FROM s WHERE \(orders ? 1 : 0);
-                """)
+            sql: ScenarioKit.scatteredCustomersSQL(
+                customers: customers, orders: orders ? customers : 0, seed: seed, createdAt: 0..<40,
+                alsoCreate: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"))
         return path
     }
 

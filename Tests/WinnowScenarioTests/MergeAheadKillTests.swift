@@ -32,24 +32,9 @@ final class MergeAheadKillTests: XCTestCase {
     /// pointing at customers all over the table.
     func makeStore() throws -> String {
         let path = dir.appendingPathComponent("template.sqlite").path
-        var rng = SplitMix64(seed: 26)
-        var rows: [String] = []
-        for id in 1...Self.customers {
-            let key = Int.random(in: 0..<(Self.customers / 3), using: &rng)
-            let email = (Bool.random(using: &rng) ? "U" : "u") + "\(key)@x.org"
-            let phone = Int.random(in: 0..<3, using: &rng) == 0 ? "NULL" : "'p\(Int.random(in: 0..<50, using: &rng))'"
-            rows.append("(\(id), '\(email)', \(Int.random(in: 0..<1000, using: &rng)), \(Int.random(in: 0..<9, using: &rng)), \(phone))")
-        }
         _ = try TestSupport.makeDatabase(
             at: path,
-            sql: """
-                CREATE TABLE customers (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER NOT NULL, visits INTEGER NOT NULL, phone TEXT);
-                CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), amount INTEGER);
-                CREATE INDEX orders_customer ON orders (customer_id);
-                INSERT INTO customers VALUES \(rows.joined(separator: ", "));
-                WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(Self.customers * 2) - 1)
-                INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(Self.customers), i FROM s;
-                """)
+            sql: ScenarioKit.scatteredCustomersSQL(customers: Self.customers, orders: Self.customers * 2, seed: 26, createdAt: 0..<1000))
         return path
     }
 
