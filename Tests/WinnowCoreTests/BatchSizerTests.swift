@@ -113,10 +113,10 @@ final class BatchSizerTests: XCTestCase {
         XCTAssertEqual(long.tailAllowance, 16_384_000)
     }
 
-    /// The rest taken with a loop's last stretch stays within 3/4 of the limit by the latest
-    /// cost per unit, and a stretch past 5/8 of the limit shrinks the next back to half: where
-    /// that cost rose, no rest (or only what fits) goes with the last stretch.
-    func testTheRestTakenWithTheLastStretchStaysWithinTheLimitByTheLatestCost() {
+    /// A loop over row ranges whose cost per unit rises from one stretch to the next shrinks
+    /// before the stretch that the same rise would take past the limit, and takes the rest
+    /// with its last stretch only within 3/4 of the limit at the risen cost.
+    func testARisingCostShrinksTheStretchBeforeItPassesTheLimit() {
         let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
         var sizer = BatchSizer.rowRanges(settings)
         // 4 µs a unit: the stretches settle at the size the line puts under half the limit.
@@ -124,23 +124,42 @@ final class BatchSizerTests: XCTestCase {
         let settled = sizer.current
         XCTAssertLessThanOrEqual(0.000_004 * Double(settled), 0.5 + 1e-9)
         XCTAssertGreaterThan(0.000_004 * Double(settled), 0.45)
+        XCTAssertEqual(sizer.rise, 1)
         XCTAssertEqual(sizer.tailAllowance, settled / 4, "a quarter more: 1.25 times half the limit")
-        // Risen by a quarter at the same size: at most 5/8 of the limit, the size stays, and
-        // the rest taken with it is what that cost keeps within 0.75 s.
+        // Risen by a quarter at the same size (about 0.62 s): the next, risen as much, stays
+        // under the limit, so the size stays; a quarter more at that cost would not.
         let risen = 0.000_004 * 1.25
         sizer.record(size: settled, seconds: risen * Double(settled))
+        XCTAssertEqual(sizer.rise, 1.25, accuracy: 1e-9)
         XCTAssertEqual(sizer.current, settled)
         let allowed = sizer.tailAllowance
-        XCTAssertEqual(allowed, min(settled / 4, Int(0.75 / risen) - settled), accuracy: 1)
-        XCTAssertLessThanOrEqual(risen * Double(settled + allowed), 0.75 + 1e-6)
-        XCTAssertGreaterThan(allowed, 0)
-        XCTAssertLessThan(allowed, settled / 4, "a quarter more would take \(risen * Double(settled + settled / 4)) s")
-        // Risen by two thirds: 0.8 s of a 1 s limit. Back to the size that cost puts at half.
-        let rate = 0.000_004 * 5 / 3
-        sizer.record(size: settled, seconds: rate * Double(settled))
+        XCTAssertEqual(allowed, max(0, min(settled / 4, Int(0.75 / (risen * 1.25)) - settled)), accuracy: 1)
+        XCTAssertLessThan(allowed, settled / 4, "a quarter more would take \(risen * 1.25 * Double(settled + settled / 4)) s")
+        // Risen by 28% again (about 0.80 s): the next would take about 1.02 s. Shrunk to what
+        // that cost puts at 0.8 s.
+        let again = risen * 1.28
+        sizer.record(size: settled, seconds: again * Double(settled))
         XCTAssertLessThan(sizer.current, settled)
-        XCTAssertEqual(rate * Double(sizer.current), 0.5, accuracy: 0.01)
-        XCTAssertEqual(sizer.tailAllowance, sizer.current / 4)
+        XCTAssertEqual(again * 1.28 * Double(sizer.current), 0.8, accuracy: 0.01)
+    }
+
+    /// A cost per unit that rises slowly (a `hash_column`'s fill, whose index grows with each
+    /// slice) keeps the size until the rise would take the next stretch past the limit.
+    func testASlowlyRisingCostKeepsItsSizeUntilTheLimitNears() {
+        let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
+        var sizer = BatchSizer.rowRanges(settings)
+        for _ in 0..<6 { sizer.record(size: sizer.current, seconds: 0.000_004 * Double(sizer.current)) }
+        let settled = sizer.current
+        var seconds = 0.000_004 * Double(settled)
+        var kept = 0
+        while sizer.current == settled, kept < 100 {
+            seconds *= 1.02
+            sizer.record(size: settled, seconds: seconds)
+            if sizer.current == settled { kept += 1 }
+        }
+        XCTAssertGreaterThan(kept, 25, "two percent a stretch from under half the limit")
+        XCTAssertGreaterThan(seconds * 1.02, 1, "shrunk only when the next would pass the limit")
+        XCTAssertLessThanOrEqual(seconds, 1)
     }
 
     /// Batches of groups keep the job's size while they stay under the limit, however close.

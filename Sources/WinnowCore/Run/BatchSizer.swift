@@ -79,16 +79,22 @@ public struct BatchSizer {
                 fixedCost = min(shortest, max(0, small.seconds - perUnit * Double(small.size)))
             }
         }
+        let earlier = latestPerUnit
         previous = (size, seconds)
+        if let earlier, earlier > 0, let latest = latestPerUnit {
+            rise = max(1, latest / earlier)
+        }
         let target = target
+        // The next transaction at this size, where the cost per unit rises again as it rose.
+        let predicted = fixedCost + (seconds - fixedCost) * rise
         if seconds > target, current > 1 {
             shrink(size: size, seconds: seconds, toward: target, margin: 0.8)
-        } else if takesTail, seconds > target * Self.shrinkShare, current > 1 {
-            // A loop over row ranges sizes its stretches at half the target; where the cost per
-            // unit rose past that (merge-500's stretches of merges at 1,600,000 customers: each
-            // deletes more of the losers taken before it, 0.67 s then 0.85 s for the same
-            // winners under a 1 s limit), back to the size that cost puts at half.
-            shrink(size: size, seconds: seconds, toward: target / 2)
+        } else if takesTail, predicted > target, current > 1 {
+            // A loop over row ranges whose cost per unit rises from one stretch to the next
+            // (merge-archive-50's stretches of merges at 1,600,000 customers: each deletes more
+            // of the losers taken before it, 0.65 s, 0.75 s, then 1.07 s under a 1 s limit):
+            // shrunk before the stretch that would pass the limit, not after it.
+            shrink(size: size, seconds: predicted, toward: target, margin: 0.8)
         } else if current < configured {
             // Grows to the size whose transaction the same line puts at half the target, by
             // ``minGrowth`` to ``maxGrowth`` times the size measured (a short last batch predicts
@@ -124,25 +130,25 @@ public struct BatchSizer {
     /// whose size is the job's). Such a transaction is at most 1.25 times the size predicted at
     /// half the target, and it saves a last one that may cost as much as a full one (a stretch
     /// of children rewrites most of the child's index whatever its size). Where the latest
-    /// transaction's cost per unit puts ``current`` itself past half the target (a cost per
-    /// unit that rose since the size was set), only what that cost keeps within 3/4 of the
-    /// target: merge-500's last stretch of merges at 1,600,000 customers took its 18% more
-    /// winners in 0.94 s under a 1 s limit, after 0.66 s for the stretch before it. (Not 5/8:
-    /// that left a stretch of children of its own for a rest of 15,000-20,000 rows at
-    /// 1,600,000 customers, and the child's index written once more.)
+    /// transaction's cost per unit, risen again as it last rose (``rise``), puts ``current``
+    /// itself past half the target, only what that cost keeps within 3/4 of the target:
+    /// merge-500's last stretch of merges at 1,600,000 customers took its 18% more winners in
+    /// 0.94 s under a 1 s limit, after 0.66 s for the stretch before it. (Not 5/8: that left a
+    /// stretch of children of its own for a rest of 15,000-20,000 rows at 1,600,000
+    /// customers, and the child's index written once more.)
     public var tailAllowance: Int {
         guard takesTail else { return 0 }
         let quarter = min(current / 4, configured - current)
         guard let latestPerUnit, latestPerUnit > 0 else { return quarter }
         // (The fixed cost is at most half the target, so the share left is positive.)
-        let within = (target * Self.tailShare - fixedCost) / latestPerUnit - Double(current)
+        let within = (target * Self.tailShare - fixedCost) / (latestPerUnit * rise) - Double(current)
         return max(0, Int(min(within, Double(quarter))))
     }
     /// The share of the target a transaction with the rest taken is predicted within.
     public static let tailShare = 0.75
-    /// The share of the target above which a loop over row ranges shrinks back to half of it
-    /// (1.25 times half).
-    public static let shrinkShare = 0.625
+    /// How much the cost per unit rose from the transaction before the latest to the latest
+    /// (1 where it fell or stayed). A loop over row ranges expects the next to rise as much.
+    public private(set) var rise = 1.0
     /// The cost per unit beyond the fixed cost of the latest transaction (nil before one).
     private var latestPerUnit: Double? { previous.map { max(0, $0.seconds - fixedCost) / Double($0.size) } }
 
