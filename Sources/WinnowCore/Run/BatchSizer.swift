@@ -50,6 +50,8 @@ public struct BatchSizer {
         var sizer = BatchSizer(
             configured: configured, maxTransactionMilliseconds: settings.maxTransactionMilliseconds, start: start)
         sizer.growthLimit = rowRangeMaxGrowth
+        sizer.aim = rowRangeAim
+        sizer.leastGrowth = rowRangeMinGrowth
         sizer.takesTail = true
         return sizer
     }
@@ -96,15 +98,24 @@ public struct BatchSizer {
             // shrunk before the stretch that would pass the limit, not after it.
             shrink(size: size, seconds: predicted, toward: target, margin: 0.8)
         } else if current < configured {
-            // Grows to the size whose transaction the same line puts at half the target, by
-            // ``minGrowth`` to ``maxGrowth`` times the size measured (a short last batch predicts
-            // little). Without a fixed cost that bound is the same as doubling below a quarter
-            // of the target, reached in fewer steps; where most of a transaction's time is paid
-            // whatever its size (an index rewritten at each commit), a larger one costs little
-            // more, and fewer of them write less.
-            let growth = (target / 2 - fixedCost) / max(seconds - fixedCost, 1e-6)
+            // Grows to the size whose transaction the same line puts at ``aim`` of the target
+            // (half, or ``rowRangeAim``), by ``minGrowth`` (``rowRangeMinGrowth``) to
+            // ``maxGrowth`` times the size measured (a short last batch predicts little).
+            // Without a fixed cost that bound is the same as doubling below a quarter of the
+            // target, reached in fewer steps; where most of a transaction's time is paid whatever
+            // its size (an index rewritten at each commit), a larger one costs little more, and
+            // fewer of them write less.
+            //
+            // One step grows no more than the latest transaction's time, taken as all per unit,
+            // puts at the aim: a line through two short transactions, the first of them stalled,
+            // takes the stall for a fixed cost and the rest for next to nothing a unit
+            // (merge-archive-50 at 1,600,000 customers: 1,000 winners in 0.04 s, 12,990 in 0.06
+            // s, then 305,033 in 2.32 s under a 1 s limit). A transaction that is mostly fixed
+            // cost still grows, in more steps.
+            let growth = min(
+                (target * aim - fixedCost) / max(seconds - fixedCost, 1e-6), target * aim / max(seconds, 1e-6))
             let grown = Int(Double(size) * min(growth, growthLimit))
-            if growth >= Self.minGrowth, grown > current { current = min(configured, grown) }
+            if growth >= leastGrowth, grown > current { current = min(configured, grown) }
         }
     }
 
@@ -117,7 +128,7 @@ public struct BatchSizer {
     /// re-pointed ahead), every step of the ramp writes that index again: merge-500 at 200,000
     /// customers took 5 stretches of children and 4 of merges growing by 4, and 3 and 3 growing
     /// by 16 (267,000 blocks written against 242,000-253,000). Still only up to the size the line
-    /// puts at half the limit.
+    /// puts at ``rowRangeAim`` of the limit.
     public static let rowRangeMaxGrowth = 16.0
     /// The most this sizer grows a transaction by (``maxGrowth``, or ``rowRangeMaxGrowth``).
     public var growthLimit = BatchSizer.maxGrowth
@@ -128,10 +139,11 @@ public struct BatchSizer {
     /// The units a transaction may take beyond ``current`` when they are all that is left: a
     /// quarter of it, within ``configured``, for loops over row ranges (0 for batches of groups,
     /// whose size is the job's). Such a transaction is at most 1.25 times the size predicted at
-    /// half the target, and it saves a last one that may cost as much as a full one (a stretch
-    /// of children rewrites most of the child's index whatever its size). Where the latest
+    /// the aim (at ``rowRangeAim``, 3/4 of the target), and it saves a last one that may cost
+    /// as much as a full one (a stretch of children rewrites most of the child's index whatever
+    /// its size). Where the latest
     /// transaction's cost per unit, risen again as it last rose (``rise``), puts ``current``
-    /// itself past half the target, only what that cost keeps within 3/4 of the target:
+    /// itself past the aim, only what that cost keeps within 3/4 of the target:
     /// merge-500's last stretch of merges at 1,600,000 customers took its 18% more winners in
     /// 0.94 s under a 1 s limit, after 0.66 s for the stretch before it. (Not 5/8: that left a
     /// stretch of children of its own for a rest of 15,000-20,000 rows at 1,600,000
@@ -160,4 +172,26 @@ public struct BatchSizer {
     }
     /// Below this predicted growth the size stays (no creeping by a few percent).
     public static let minGrowth = 1.5
+    /// The same for loops over row ranges. A stretch of children re-pointed ahead pays most of
+    /// its time whatever its size (the child's index rewritten at its commit), and with 1.5 the
+    /// stretches settled wherever the ramp's third one left them, anywhere between two thirds
+    /// of the aim and the aim (merge-500 at 1,600,000 customers: 12 to 17 stretches from one
+    /// run to the next).
+    public static let rowRangeMinGrowth = 1.1
+    /// The least growth this sizer takes (``minGrowth``, or ``rowRangeMinGrowth`` unless the
+    /// loop's owner sets it back).
+    public var leastGrowth = BatchSizer.minGrowth
+
+    /// The share of the target a transaction grows toward: half for batches of groups, whose
+    /// size is the job's; ``rowRangeAim`` for loops over row ranges, unless their owner sets
+    /// it back (stretches whose cost per unit rises from one to the next).
+    public var aim = 0.5
+    /// What loops over row ranges grow toward. Each stretch of children re-pointed ahead
+    /// rewrites most of the child's index whatever its rows, so the number of stretches sets
+    /// the bytes a run writes: merge-500 at 1,600,000 customers under the contract's default of
+    /// 250 ms took 80 and 71 stretches of children and wrote 4.3 and 3.9 GB aiming at 0.6, 98
+    /// and 96 and 5.1 and 5.0 GB aiming at half (docs/performance.md, "Sizes adapt"). A cost that rises from one stretch to
+    /// the next is shrunk before it passes the limit (``record(size:seconds:)``), and the rest
+    /// taken with the last stretch stays within ``tailShare``.
+    public static let rowRangeAim = 0.6
 }
