@@ -121,7 +121,7 @@ final class BatchSizerTests: XCTestCase {
     /// transaction's time, as if all per unit, puts at the aim (not the 21 times the line said).
     func testAStalledFirstTransactionDoesNotMakeTheNextHuge() {
         var sizer = BatchSizer.rowRanges(BatchSettings(size: 50, maxTransactionMilliseconds: 1000))
-        sizer.aim = 0.5
+        sizer.growLikeBatches()
         sizer.growthLimit = 64
         sizer.record(size: 1000, seconds: 0.04)
         XCTAssertEqual(sizer.current, 12_500)
@@ -130,11 +130,11 @@ final class BatchSizerTests: XCTestCase {
         XCTAssertEqual(sizer.current, 104_166, accuracy: 1)
     }
 
-    /// A loop over row ranges whose owner sets its aim back to half (stretches of merges, whose
-    /// cost rises from one to the next) settles under half the limit.
+    /// A loop over row ranges that grows like batches (stretches of merges, whose cost rises
+    /// from one to the next) settles under half the limit.
     func testARowRangeLoopAimedAtHalfSettlesUnderHalf() {
         var sizer = BatchSizer.rowRanges(BatchSettings(size: 500, maxTransactionMilliseconds: 1000))
-        sizer.aim = 0.5
+        sizer.growLikeBatches()
         for _ in 0..<8 { sizer.record(size: sizer.current, seconds: 0.000_01 * Double(sizer.current)) }
         XCTAssertEqual(0.000_01 * Double(sizer.current), 0.5, accuracy: 0.001)
     }

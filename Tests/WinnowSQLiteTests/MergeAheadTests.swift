@@ -30,24 +30,8 @@ final class MergeAheadTests: XCTestCase {
         return path
     }
 
-    static func job(size: Int, merge: String = "{visits: sum, phone: fill_null}") -> String {
-        """
-        version: 1
-        dedupe:
-          - entity: customers
-            key: email
-            normalize: [lowercase]
-            winner:
-              - created_at: asc
-            merge: \(merge)
-            archive: true
-        batch:
-          size: \(size)
-        """
-    }
-
     /// The same job in one batch: every group settled whole, the merges with their deletions.
-    func byGroup(_ path: String, job: String = MergeAheadTests.job(size: 100_000)) throws -> String {
+    func byGroup(_ path: String, job: String = ScenarioKit.customersJob(size: 100_000)) throws -> String {
         let reference = dir.appendingPathComponent("reference-\(UUID().uuidString).sqlite").path
         try FileManager.default.copyItem(atPath: path, toPath: reference)
         var events: [Counts] = []
@@ -74,7 +58,7 @@ final class MergeAheadTests: XCTestCase {
         defer { DedupeExecutor.aheadStart = start }
         var copied = false
         var first: Counts?
-        try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+        try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
             guard case .batch(let report) = event, !copied, report.counts.updated > 0 else { return }
             first = report.counts
             try? FileManager.default.copyItem(atPath: path, toPath: stopped)
@@ -104,7 +88,7 @@ final class MergeAheadTests: XCTestCase {
         var batches: [Counts] = []
         var progress: [(done: Int, total: Int)] = []
         let summary = try withAheadStart(300) {
-            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 guard case .batch(let report) = event else { return }
                 batches.append(report.counts)
                 progress.append((report.done, report.total))
@@ -150,7 +134,8 @@ final class MergeAheadTests: XCTestCase {
         let path = try makeStore("ranked.sqlite")
         let original = try ScenarioKit.userState(path)
         let job = { (size: Int) in
-            Self.job(size: size, merge: "{visits: {prefer: {column: phone, order: [p7, p3]}}, phone: concat, created_at: {latest: visits}}")
+            ScenarioKit.customersJob(
+                size: size, merge: "{visits: {prefer: {column: phone, order: [p7, p3]}}, phone: concat, created_at: {latest: visits}}")
         }
         let reference = try byGroup(path, job: job(100_000))
         var merging = 0
@@ -176,10 +161,10 @@ final class MergeAheadTests: XCTestCase {
             ALTER TABLE customers ADD COLUMN extra;
             UPDATE customers SET extra = CASE id % 5 WHEN 0 THEN 5 WHEN 1 THEN 5.0 WHEN 2 THEN '5' WHEN 3 THEN x'05' END
             """)
-        let reference = try byGroup(path, job: Self.job(size: 100_000, merge: "{visits: sum, extra: fill_null}"))
+        let reference = try byGroup(path, job: ScenarioKit.customersJob(size: 100_000, merge: "{visits: sum, extra: fill_null}"))
         var merging = 0
         try withAheadStart(300) {
-            try ScenarioKit.run(Self.job(size: 20, merge: "{visits: sum, extra: fill_null}"), db: path) { event in
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, merge: "{visits: sum, extra: fill_null}"), db: path) { event in
                 if case .batch(let report) = event, report.counts.updated > 0 { merging += 1 }
             }
         }
@@ -207,7 +192,7 @@ final class MergeAheadTests: XCTestCase {
         defer { DedupeExecutor.mappedBytesPerLoser = perLoser }
         var repointing = 0
         let summary = try withAheadStart(300) {
-            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 if case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 { repointing += 1 }
             }
         }
@@ -232,7 +217,7 @@ final class MergeAheadTests: XCTestCase {
             WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 289999)
             INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % 3000, i FROM s
             """)
-        let yaml = Self.job(size: 20).replacingOccurrences(of: "archive: true", with: "archive: false")
+        let yaml = ScenarioKit.customersJob(size: 20).replacingOccurrences(of: "archive: true", with: "archive: false")
             .replacingOccurrences(of: "size: 20", with: "size: 20\n  max_transaction_ms: 3600000")
         // The same job in one batch: every group settled whole.
         let reference = try byGroup(path, job: yaml.replacingOccurrences(of: "size: 20", with: "size: 100000"))
@@ -259,7 +244,7 @@ final class MergeAheadTests: XCTestCase {
             let original = try ScenarioKit.userState(path)
             let reference = try byGroup(path)
             var children: [Counts] = []
-            let summary = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            let summary = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 guard case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 else { return }
                 children.append(report.counts)
             }
@@ -281,10 +266,10 @@ final class MergeAheadTests: XCTestCase {
         defer { PlanAdvice.manyStretches = threshold }
         for (customers, stretches) in [(1200, 1), (1300, 2)] {
             let path = try makeStore("told-\(customers).sqlite", customers: customers)
-            let planned = try ScenarioKit.plan(Self.job(size: 20), db: path)
+            let planned = try ScenarioKit.plan(ScenarioKit.customersJob(size: 20), db: path)
             XCTAssertFalse(planned.rules[0].warnings.contains { $0.contains("stretches") }, "\(planned.rules[0].warnings)")
             var children = 0
-            let summary = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            let summary = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 guard case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 else { return }
                 children += 1
             }
@@ -307,7 +292,7 @@ final class MergeAheadTests: XCTestCase {
     func testShowListsEachGroupOnceWithItsMergeWhenItsLosersSpanBatches() throws {
         let path = try makeStore("show.sqlite")
         let reference = try byGroup(path)
-        let summary = try withAheadStart(100) { try ScenarioKit.run(Self.job(size: 20), db: path) }
+        let summary = try withAheadStart(100) { try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) }
         XCTAssertGreaterThan(summary.counts.batches, 5)
         func listing(_ file: String) throws -> (groups: [String], updated: Int, repointedTables: Set<String>) {
             let rule = try XCTUnwrap(try SQLiteBackend.show(database: file, runID: 1).rules.first)
@@ -392,7 +377,7 @@ final class MergeAheadTests: XCTestCase {
         try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
         var wrote = false
         var first: Counts?
-        let summary = try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+        let summary = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
             guard case .batch(let report) = event, !wrote, report.counts.updated > 0 else { return }
             first = report.counts
             try? other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") }
@@ -419,7 +404,7 @@ final class MergeAheadTests: XCTestCase {
         var merged = false
         var after: [Counts] = []
         let summary = try withAheadStart(50) {
-            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 guard case .batch(let report) = event else { return }
                 if report.counts.updated > 0 { merged = true }
                 guard merged, report.counts.updated == 0 else { return }
@@ -478,7 +463,7 @@ final class MergeAheadTests: XCTestCase {
         let gone = "DELETE FROM customers WHERE id = \(winner)"
         var deleted = false
         let first = try withAheadStart(100) {
-            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 guard case .batch(let report) = event, !deleted, report.counts.updated > 0 else { return }
                 try? other.write { db in try db.execute(sql: gone) }
                 deleted = true
@@ -496,8 +481,8 @@ final class MergeAheadTests: XCTestCase {
         try ScenarioKit.execute(
             reference,
             "DELETE FROM customers WHERE id IN (\(([winner] + takenAway.map(Int.init)).map(String.init).joined(separator: ", ")))")
-        try ScenarioKit.run(Self.job(size: 100_000), db: reference)
-        let second = try ScenarioKit.run(Self.job(size: 20), db: path)
+        try ScenarioKit.run(ScenarioKit.customersJob(size: 100_000), db: reference)
+        let second = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path)
         XCTAssertEqual(second.counts.groups, 1)
         XCTAssertEqual(second.counts.deleted, left.count - 1)
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
@@ -512,7 +497,7 @@ final class MergeAheadTests: XCTestCase {
         let reference = try byGroup(path)
         // The merges of an interrupted run, as its stretches left them (`sum` moves winners to
         // the end of a content order; `created_at: desc` would too).
-        let job = Self.job(size: 20).replacingOccurrences(of: "- created_at: asc", with: "- visits: asc")
+        let job = ScenarioKit.customersJob(size: 20).replacingOccurrences(of: "- created_at: asc", with: "- visits: asc")
         let referenceByVisits = dir.appendingPathComponent("by-visits.sqlite").path
         try FileManager.default.copyItem(atPath: path, toPath: referenceByVisits)
         try ScenarioKit.run(job.replacingOccurrences(of: "size: 20", with: "size: 100000"), db: referenceByVisits)
@@ -548,7 +533,7 @@ final class MergeAheadTests: XCTestCase {
         var merged = false
         var copied: Counts?
         let first = try withAheadStart(50) {
-            try ScenarioKit.run(Self.job(size: 20), db: path) { event in
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 guard case .batch(let report) = event else { return }
                 if report.counts.updated > 0 { merged = true }
                 guard merged, report.counts.updated == 0, copied == nil else { return }
@@ -564,7 +549,7 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertGreaterThan(leftInCopy, 0, "the copy still holds losers the merges took")
         let updatedBefore = try ScenarioKit.int(stopped, "SELECT sum(updated) FROM winnow_runs")
         let deletedBefore = try ScenarioKit.int(stopped, "SELECT sum(deleted) FROM winnow_runs")
-        let second = try ScenarioKit.run(Self.job(size: 20), db: stopped)
+        let second = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped)
         XCTAssertEqual(second.counts.updated, 0, "no loser is merged again")
         XCTAssertEqual(deletedBefore + second.counts.deleted, first.counts.deleted, "each loser is counted once")
         XCTAssertEqual(updatedBefore, first.counts.updated)
@@ -586,7 +571,7 @@ final class MergeAheadTests: XCTestCase {
         _ = try Restorer.restore(database: stopped, runID: runID)
         XCTAssertEqual(try ScenarioKit.userState(stopped), original, "restore undoes the merges")
         XCTAssertEqual(try takenRows(stopped), 0, "and forgets the losers they took")
-        try ScenarioKit.run(Self.job(size: 20), db: stopped)
+        try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped)
         XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
     }
 
@@ -610,7 +595,7 @@ final class MergeAheadTests: XCTestCase {
             """)
         let definition = "SELECT sql FROM sqlite_master WHERE name = 'winnow_merged_losers'"
         XCTAssertGreaterThan(try takenRows(stopped), 0)
-        try ScenarioKit.run(Self.job(size: 20), db: stopped)
+        try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped)
         XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
         XCTAssertEqual(try takenRows(stopped), 0)
         let recreated = try XCTUnwrap(try ScenarioKit.column(stopped, definition, as: String.self).first ?? nil)
@@ -626,7 +611,7 @@ final class MergeAheadTests: XCTestCase {
         try ScenarioKit.execute(
             path,
             SQLiteDialect.mergedLosersTable + ";\nINSERT INTO winnow_merged_losers (tbl, loser, winner, run_id) VALUES ('other', 5, 4, 99)")
-        try ScenarioKit.run(Self.job(size: 20), db: path)
+        try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path)
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
         XCTAssertEqual(
             try ScenarioKit.column(
@@ -663,11 +648,11 @@ final class MergeAheadTests: XCTestCase {
         let reference = try makeStore("reference.sqlite", orders: false)
         try ScenarioKit.execute(
             reference, "DELETE FROM customers WHERE id IN (\((winners + stretchDeleted).map(String.init).joined(separator: ", ")))")
-        try ScenarioKit.run(Self.job(size: 100_000), db: reference)
+        try ScenarioKit.run(ScenarioKit.customersJob(size: 100_000), db: reference)
         // The next run takes the losers of those groups again, into their new winners: each is
         // then recorded twice, once for a winner that is gone.
         var doubled = 0
-        try ScenarioKit.run(Self.job(size: 20), db: stopped) { event in
+        try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped) { event in
             guard case .batch(let report) = event, report.counts.updated > 0 else { return }
             doubled = max(
                 doubled,
@@ -694,7 +679,7 @@ final class MergeAheadTests: XCTestCase {
         defer { try? other.close() }
         var wrote = false
         var takenByBoth = 0
-        let summary = try ScenarioKit.run(Self.job(size: 20), db: stopped) { event in
+        let summary = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped) { event in
             guard case .batch(let report) = event, !wrote, report.counts.updated > 0 else { return }
             takenByBoth = (try? ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_merged_losers")) ?? 0
             try? other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") }
@@ -715,9 +700,9 @@ final class MergeAheadTests: XCTestCase {
         let stopped = try stoppedAfterFirstMergeStretch(path)
         XCTAssertGreaterThan(try takenRows(stopped), 0)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: stopped))
-        let planned = try ScenarioKit.plan(Self.job(size: 20), db: stopped)
+        let planned = try ScenarioKit.plan(ScenarioKit.customersJob(size: 20), db: stopped)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stopped)), bytes, "plan writes nothing")
-        let done = try ScenarioKit.run(Self.job(size: 20), db: stopped)
+        let done = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped)
         XCTAssertGreaterThan(done.counts.deleted, 0)
         XCTAssertEqual(planned.counts.groups, done.counts.groups)
         XCTAssertEqual(planned.counts.deleted, done.counts.deleted)

@@ -37,19 +37,7 @@ final class UnindexedReferenceTests: XCTestCase {
         return path
     }
 
-    static let job = """
-        version: 1
-        dedupe:
-          - entity: customers
-            key: email
-            normalize: [lowercase]
-            winner:
-              - created_at: asc
-            merge: {visits: sum}
-            archive: true
-        batch:
-          size: 7
-        """
+    static let job = ScenarioKit.customersJob(size: 7, merge: "{visits: sum}")
 
     /// Every order points at a surviving customer, and at the one its old customer lost to.
     func assertRepointed(_ path: String, before: [Int64: String], file: StaticString = #filePath, line: UInt = #line) throws {

@@ -40,20 +40,7 @@ final class MergeAheadKillTests: XCTestCase {
 
     /// Groups far beyond one batch, and a limit that keeps each stretch short, so that a run
     /// takes several stretches of children, of merges and of the losers they leave.
-    static let job = """
-        version: 1
-        dedupe:
-          - entity: customers
-            key: email
-            normalize: [lowercase]
-            winner:
-              - created_at: asc
-            merge: {visits: sum, phone: fill_null}
-            archive: true
-        batch:
-          size: 20
-          max_transaction_ms: 40
-        """
+    static let job = ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 40)
 
     /// What a run's batch events say it did, transaction by transaction.
     enum Stage: String { case children, merges, deletions }

@@ -28,4 +28,27 @@ extension ScenarioKit {
             INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % \(customers), i FROM s WHERE \(orders > 0 ? 1 : 0);
             """
     }
+
+    /// The job that deduplicates a `customers` table (as ``scatteredCustomersSQL(customers:orders:seed:createdAt:alsoCreate:)``
+    /// makes one) by lower-cased e-mail, the earliest `created_at` winning, with `merge` and
+    /// `archive: true`, in batches of `size` groups (and `max_transaction_ms` where given).
+    package static func customersJob(
+        size: Int, merge: String = "{visits: sum, phone: fill_null}", maxTransactionMilliseconds: Int? = nil
+    )
+        -> String
+    {
+        """
+        version: 1
+        dedupe:
+          - entity: customers
+            key: email
+            normalize: [lowercase]
+            winner:
+              - created_at: asc
+            merge: \(merge)
+            archive: true
+        batch:
+          size: \(size)\(maxTransactionMilliseconds.map { "\n  max_transaction_ms: \($0)" } ?? "")
+        """
+    }
 }

@@ -141,9 +141,9 @@ public struct BatchSizer {
     /// whose size is the job's). Such a transaction is at most 1.25 times the size predicted at
     /// the aim (at ``rowRangeAim``, 3/4 of the target), and it saves a last one that may cost
     /// as much as a full one (a stretch of children rewrites most of the child's index whatever
-    /// its size). Where the latest
-    /// transaction's cost per unit, risen again as it last rose (``rise``), puts ``current``
-    /// itself past the aim, only what that cost keeps within 3/4 of the target:
+    /// its size). Where the latest transaction's cost per unit, risen again as it last rose
+    /// (``rise``), puts ``current`` itself past the aim, only what that cost keeps within 3/4
+    /// of the target:
     /// merge-500's last stretch of merges at 1,600,000 customers took its 18% more winners in
     /// 0.94 s under a 1 s limit, after 0.66 s for the stretch before it. (Not 5/8: that left a
     /// stretch of children of its own for a rest of 15,000-20,000 rows at 1,600,000
@@ -178,20 +178,32 @@ public struct BatchSizer {
     /// of the aim and the aim (merge-500 at 1,600,000 customers: 12 to 17 stretches from one
     /// run to the next).
     public static let rowRangeMinGrowth = 1.1
-    /// The least growth this sizer takes (``minGrowth``, or ``rowRangeMinGrowth`` unless the
-    /// loop's owner sets it back).
-    public var leastGrowth = BatchSizer.minGrowth
+    /// The least growth this sizer takes (``minGrowth``, or ``rowRangeMinGrowth``).
+    public private(set) var leastGrowth = BatchSizer.minGrowth
 
     /// The share of the target a transaction grows toward: half for batches of groups, whose
-    /// size is the job's; ``rowRangeAim`` for loops over row ranges, unless their owner sets
-    /// it back (stretches whose cost per unit rises from one to the next).
-    public var aim = 0.5
+    /// size is the job's (``batchAim``); ``rowRangeAim`` for loops over row ranges.
+    public private(set) var aim = BatchSizer.batchAim
+    /// What batches grow toward: half the target.
+    public static let batchAim = 0.5
     /// What loops over row ranges grow toward. Each stretch of children re-pointed ahead
     /// rewrites most of the child's index whatever its rows, so the number of stretches sets
     /// the bytes a run writes: merge-500 at 1,600,000 customers under the contract's default of
     /// 250 ms took 80 and 71 stretches of children and wrote 4.3 and 3.9 GB aiming at 0.6, 98
-    /// and 96 and 5.1 and 5.0 GB aiming at half (docs/performance.md, "Sizes adapt"). A cost that rises from one stretch to
-    /// the next is shrunk before it passes the limit (``record(size:seconds:)``), and the rest
-    /// taken with the last stretch stays within ``tailShare``.
+    /// and 96 and 5.1 and 5.0 GB aiming at half (docs/performance.md, "Sizes adapt"). A cost
+    /// that rises from one stretch to the next is shrunk before it passes the limit
+    /// (``record(size:seconds:)``), and the rest taken with the last stretch stays within
+    /// ``tailShare``.
     public static let rowRangeAim = 0.6
+
+    /// Grows this loop over row ranges as batches grow: toward half the target, by at least
+    /// ``minGrowth``. For stretches whose cost per unit rises from one to the next (each
+    /// stretch of merges deletes more of the losers taken before it), which the sizer sees
+    /// only once it has happened: growing toward ``rowRangeAim``, merge-archive-50 at
+    /// 1,600,000 customers took 0.80, 0.77 and 0.80 s, then 1.17 s under a 1 s limit (0.61-0.83
+    /// s growing as batches do).
+    public mutating func growLikeBatches() {
+        aim = Self.batchAim
+        leastGrowth = Self.minGrowth
+    }
 }

@@ -215,8 +215,8 @@ extension DedupeExecutor {
             checksReferences: checksReferences)
         var sizer = try aheadSizer()
         sizer.growthLimit = Self.mergeStretchMaxGrowth
-        sizer.aim = Self.mergeStretchAim
-        sizer.leastGrowth = BatchSizer.minGrowth
+        // Their cost per winner rises from one stretch to the next.
+        sizer.growLikeBatches()
         let result = try loop(total: losers).run(
             &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
         // What the stretches' deletions read and mapped carries on to the batches.
@@ -264,15 +264,6 @@ extension DedupeExecutor {
     /// 95,400 blocks, of 1,000 and 32,000 growing by 64 and wrote 71,000-72,000 (129,000-130,000
     /// instead of 158,500 at 200,000). Still only up to the size the line puts at half the limit.
     static let mergeStretchMaxGrowth = 64.0
-
-    /// The share of `max_transaction_ms` the stretches of merges grow toward: half, not the
-    /// 0.6 of other stretches ahead (``BatchSizer/rowRangeAim``), and by at least 1.5 times
-    /// (``BatchSizer/minGrowth``), not 1.1. Each stretch deletes more of the losers taken
-    /// before it, so its cost per winner rises from one stretch to the next (merge-archive-50
-    /// at 1,600,000 customers: 0.80, 0.77 and 0.80 s, then 1.17 s under a 1 s limit growing
-    /// toward 0.6; 0.61-0.83 s toward half), and the sizer sees the rise only once it has
-    /// happened.
-    static let mergeStretchAim = 0.5
 
     /// Settles, before the batches, the winner of every group whose candidate ties its second
     /// row on the winner terms (by the full winner order, as a batch of a rule filed by group
