@@ -603,20 +603,7 @@ final class OperatorTests: CLITestCase {
                 """)
     }
 
-    static let customersJob = """
-        version: 1
-        database: data.sqlite
-        dedupe:
-          - entity: customers
-            key: email
-            normalize: [lowercase]
-            winner:
-              - created_at: asc
-            merge: {visits: sum}
-            archive: true
-        batch:
-          size: 7
-        """
+    static let customersJob = ScenarioKit.customersJob(size: 7, merge: "{visits: sum}", database: "data.sqlite")
 
     /// --max-duration on heavy duplication, tiny batches, merges and an unindexed reference:
     /// every stopped run leaves the references whole, the runs together end where one run does,

@@ -31,14 +31,16 @@ extension ScenarioKit {
 
     /// The job that deduplicates a `customers` table (as ``scatteredCustomersSQL(customers:orders:seed:createdAt:alsoCreate:)``
     /// makes one) by lower-cased e-mail, the earliest `created_at` winning, with `merge` and
-    /// `archive: true`, in batches of `size` groups (and `max_transaction_ms` where given).
+    /// `archive: true`, in batches of `size` groups (and `max_transaction_ms` where given), on
+    /// `database` where given (else the caller names the file).
     package static func customersJob(
-        size: Int, merge: String = "{visits: sum, phone: fill_null}", maxTransactionMilliseconds: Int? = nil
+        size: Int, merge: String = "{visits: sum, phone: fill_null}", maxTransactionMilliseconds: Int? = nil,
+        database: String? = nil
     )
         -> String
     {
         """
-        version: 1
+        version: 1\(database.map { "\ndatabase: \($0)" } ?? "")
         dedupe:
           - entity: customers
             key: email

@@ -98,20 +98,18 @@ public struct BatchSizer {
             // shrunk before the stretch that would pass the limit, not after it.
             shrink(size: size, seconds: predicted, toward: target, margin: 0.8)
         } else if current < configured {
-            // Grows to the size whose transaction the same line puts at ``aim`` of the target
-            // (half, or ``rowRangeAim``), by ``minGrowth`` (``rowRangeMinGrowth``) to
-            // ``maxGrowth`` times the size measured (a short last batch predicts little).
-            // Without a fixed cost that bound is the same as doubling below a quarter of the
-            // target, reached in fewer steps; where most of a transaction's time is paid whatever
-            // its size (an index rewritten at each commit), a larger one costs little more, and
-            // fewer of them write less.
-            //
-            // One step grows no more than the latest transaction's time, taken as all per unit,
-            // puts at the aim: a line through two short transactions, the first of them stalled,
-            // takes the stall for a fixed cost and the rest for next to nothing a unit
-            // (merge-archive-50 at 1,600,000 customers: 1,000 winners in 0.04 s, 12,990 in 0.06
-            // s, then 305,033 in 2.32 s under a 1 s limit). A transaction that is mostly fixed
-            // cost still grows, in more steps.
+            // Grows to the size that the latest transaction's time, taken as all per unit, puts
+            // at ``aim`` of the target (half, or ``rowRangeAim``), by ``minGrowth``
+            // (``rowRangeMinGrowth``) to ``maxGrowth`` times the size measured (a short last
+            // batch predicts little), and no further than the line through the two latest
+            // transactions puts there. Below the aim the first is the smaller (the line's fixed
+            // cost is at most the shortest time seen), so a transaction whose time is mostly paid
+            // whatever its size (an index rewritten at each commit) still grows toward the aim,
+            // in more steps, and a line through two short transactions, the first of them
+            // stalled, which takes the stall for a fixed cost and the rest for next to nothing a
+            // unit, makes no huge step (merge-archive-50 at 1,600,000 customers, by the line
+            // alone: 1,000 winners in 0.04 s, 12,990 in 0.06 s, then 305,033 in 2.32 s under a
+            // 1 s limit). The line stops the growth where its fixed cost fills the aim.
             let growth = min(
                 (target * aim - fixedCost) / max(seconds - fixedCost, 1e-6), target * aim / max(seconds, 1e-6))
             let grown = Int(Double(size) * min(growth, growthLimit))
@@ -127,8 +125,8 @@ public struct BatchSizer {
     /// limit, and where each one rewrites most of an index whatever its size (children
     /// re-pointed ahead), every step of the ramp writes that index again: merge-500 at 200,000
     /// customers took 5 stretches of children and 4 of merges growing by 4, and 3 and 3 growing
-    /// by 16 (267,000 blocks written against 242,000-253,000). Still only up to the size the line
-    /// puts at ``rowRangeAim`` of the limit.
+    /// by 16 (267,000 blocks written against 242,000-253,000). Still only up to the size the
+    /// latest transaction's time puts at ``rowRangeAim`` of the limit.
     public static let rowRangeMaxGrowth = 16.0
     /// The most this sizer grows a transaction by (``maxGrowth``, or ``rowRangeMaxGrowth``).
     public var growthLimit = BatchSizer.maxGrowth

@@ -262,7 +262,8 @@ extension DedupeExecutor {
     /// winners lie after it to the batches, which write their pages again. merge-500 at 100,000
     /// customers took stretches of 1,000, 16,000 and 16,000 winners growing by 16 and wrote
     /// 95,400 blocks, of 1,000 and 32,000 growing by 64 and wrote 71,000-72,000 (129,000-130,000
-    /// instead of 158,500 at 200,000). Still only up to the size the line puts at half the limit.
+    /// instead of 158,500 at 200,000). Still only up to the size the latest stretch's time puts at
+    /// half the limit.
     static let mergeStretchMaxGrowth = 64.0
 
     /// Settles, before the batches, the winner of every group whose candidate ties its second
