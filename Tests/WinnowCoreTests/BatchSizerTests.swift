@@ -1,4 +1,5 @@
 import Foundation
+import WinnowTestFiles
 import XCTest
 
 @testable import WinnowCore
@@ -238,5 +239,40 @@ final class BatchSizerTests: XCTestCase {
         var steady = BatchSizer(configured: 1_000_000, maxTransactionMilliseconds: 1000, start: 100_000)
         steady.record(size: 100_000, seconds: 0.4)
         XCTAssertEqual(steady.current, 100_000)
+    }
+
+    /// The contract's `max_transaction_ms` ("keep each write transaction under this") for the
+    /// stretches of children re-pointed ahead (``rowRanges(_:start:)``), on costs drawn at
+    /// random: a fixed cost of up to 0.4 of the limit, 10 ns to 30 µs a row, tables of 10,000 to
+    /// 50,000,000 rows (at most about 200 transactions' worth), and one transaction in five
+    /// stalled by up to 0.3 of the limit more (a busy disk, a writer's lock). Every transaction
+    /// after the first, the rest taken with the last one included, stays within 3/4 of the
+    /// limit without its stall, and the run within 1,000 transactions. (Without the cap on one
+    /// step's growth, a line through a stalled transaction grew the next to 1.78 times the
+    /// limit on these draws.)
+    func testRowRangeLoopsStayWithinTheLimitOnRandomCostsWithStalls() {
+        let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
+        var rng = SplitMix64(seed: 26)
+        var worst = 0.0
+        for _ in 0..<300 {
+            var sizer = BatchSizer.rowRanges(settings)
+            let fixed = Double.random(in: 0...0.4, using: &rng)
+            let perRow = pow(10, Double.random(in: -8 ... -4.5, using: &rng))
+            // At most about 200 full transactions' worth of rows (a debug build steps slowly).
+            var left = Int.random(in: 10_000...max(10_001, min(50_000_000, Int(120 / perRow))), using: &rng)
+            var transactions = 0
+            while left > 0, transactions < 100_000 {
+                let rows = left <= sizer.current + sizer.tailAllowance ? left : sizer.current
+                let cost = fixed + perRow * Double(rows)
+                if transactions > 0 { worst = max(worst, cost) }
+                transactions += 1
+                let stalled = Double.random(in: 0..<1, using: &rng) < 0.2
+                let stall = stalled ? Double.random(in: 0...0.3, using: &rng) : 0
+                sizer.record(size: rows, seconds: cost + stall)
+                left -= rows
+            }
+            XCTAssertLessThanOrEqual(transactions, 1000, "fixed cost \(fixed) s, \(perRow) s a row")
+        }
+        XCTAssertLessThanOrEqual(worst, 0.75, "the longest transaction took \(worst) of the limit")
     }
 }
