@@ -12,10 +12,17 @@ public struct BatchSizer {
     public let configured: Int
     public let limit: TimeInterval
     public private(set) var current: Int
-    /// The estimated cost of a transaction whatever its size (0 until two sizes were seen).
+    /// The estimated cost of a transaction whatever its size (0 until two sizes were seen): the
+    /// line through the two latest sizes, each at the least time seen for it.
     public private(set) var fixedCost: TimeInterval = 0
     private var previous: (size: Int, seconds: TimeInterval)?
+    private var lineNear: (size: Int, seconds: TimeInterval)?
+    private var lineFar: (size: Int, seconds: TimeInterval)?
     private var shortest = TimeInterval.infinity
+    /// Whether two sizes were seen (the fixed cost is estimated).
+    private var sizesVaried = false
+    /// The largest size shrunk from (0 before a shrink).
+    private var shrunkFrom = 0
 
     /// `start`: the first size, when smaller than `configured` (row-range loops start small and
     /// double while fast, so the first transaction is never the long one).
@@ -72,19 +79,28 @@ public struct BatchSizer {
     public mutating func record(size: Int, seconds: TimeInterval) {
         guard size > 0 else { return }
         shortest = min(shortest, seconds)
-        if let previous, previous.size != size {
-            // The line through the two latest transactions: its value at size 0 is the fixed
-            // cost (never more than the shortest transaction seen).
-            let perUnit = (seconds - previous.seconds) / Double(size - previous.size)
+        // The two latest sizes, each with the least time seen for it since it began: a stall
+        // (a checkpoint, another connection's lock) only adds to a transaction's time.
+        if let near = lineNear, near.size == size {
+            lineNear = (size, min(near.seconds, seconds))
+        } else {
+            lineFar = lineNear
+            lineNear = (size, seconds)
+        }
+        if let far = lineFar, let near = lineNear {
+            sizesVaried = true
+            // The line through them: its value at size 0 is the fixed cost (never more than the
+            // shortest transaction seen).
+            let perUnit = (near.seconds - far.seconds) / Double(near.size - far.size)
             if perUnit > 0 {
-                let small = size < previous.size ? (size: size, seconds: seconds) : previous
+                let small = near.size < far.size ? near : far
                 fixedCost = min(shortest, max(0, small.seconds - perUnit * Double(small.size)))
             }
         }
         let earlier = latestPerUnit
         previous = (size, seconds)
         if let earlier, earlier > 0, let latest = latestPerUnit {
-            rise = max(1, latest / earlier)
+            rise = min(Self.maxRise, max(1, latest / earlier))
         }
         let target = target
         // The next transaction at this size, where the cost per unit rises again as it rose.
@@ -110,10 +126,34 @@ public struct BatchSizer {
             // unit, makes no huge step (merge-archive-50 at 1,600,000 customers, by the line
             // alone: 1,000 winners in 0.04 s, 12,990 in 0.06 s, then 305,033 in 2.32 s under a
             // 1 s limit). The line stops the growth where its fixed cost fills the aim.
-            let growth = min(
-                (target * aim - fixedCost) / max(seconds - fixedCost, 1e-6), target * aim / max(seconds, 1e-6))
+            let byLine = (target * aim - fixedCost) / max(seconds - fixedCost, 1e-6)
+            let safe = target * Self.tailShare / max(seconds * rise, 1e-6)
+            var growth = min(byLine, target * aim / max(seconds, 1e-6))
+            // What keeps the next transaction within ``tailShare`` of the target were all of
+            // the latest one's time per unit, risen again as it last rose.
+            if takesTail, growth < leastGrowth, !sizesVaried || byLine >= leastGrowth {
+                // A loop over row ranges whose time, taken as all per unit, is too long to grow
+                // toward the aim, but short enough to grow within the tail's share: while it
+                // has seen one size only, it takes one step of ``leastGrowth`` so that two
+                // sizes tell its fixed cost from its cost per unit (it kept its first size to
+                // the end before, where the fixed cost passed the aim over ``leastGrowth``);
+                // once they have, it grows as far as the line says, within that share.
+                growth = min(sizesVaried ? byLine : leastGrowth, safe)
+            }
             let grown = Int(Double(size) * min(growth, growthLimit))
-            if growth >= leastGrowth, grown > current { current = min(configured, grown) }
+            if growth >= leastGrowth, grown > current {
+                current = min(configured, grown)
+            } else if current < shrunkFrom {
+                // A size shrunk from comes back as far as the latest transaction allows (by
+                // the tail's share for loops over row ranges, by the aim for batches): a
+                // stall read as a rising cost, or as a transaction past the target, shrinks
+                // the next one, and where growth toward the aim is under ``leastGrowth`` (a
+                // fixed cost over a third of the target) nothing else would undo it. Every
+                // stall took another quarter off for good: 1,000 winners a stretch, then 727,
+                // then 546, down to one.
+                let back = (Double(size) * min(takesTail ? safe : growth, growthLimit)).rounded(.up)
+                current = max(current, min(shrunkFrom, Int(back)))
+            }
         }
     }
 
@@ -159,6 +199,11 @@ public struct BatchSizer {
     /// How much the cost per unit rose from the transaction before the latest to the latest
     /// (1 where it fell or stayed). A loop over row ranges expects the next to rise as much.
     public private(set) var rise = 1.0
+    /// The most ``rise`` is taken as. A stall in a transaction whose time is mostly its fixed
+    /// cost reads as a cost per unit risen thousands of times, which shrank the next one to
+    /// one unit; a real rise (the stretches of merges, each deleting more of the losers taken
+    /// before it) is 1.1 to 1.4 times.
+    public static let maxRise = 2.0
     /// The cost per unit beyond the fixed cost of the latest transaction (nil before one).
     private var latestPerUnit: Double? { previous.map { max(0, $0.seconds - fixedCost) / Double($0.size) } }
 
@@ -166,6 +211,7 @@ public struct BatchSizer {
     /// (times `margin`), at least one unit less than now.
     private mutating func shrink(size: Int, seconds: TimeInterval, toward goal: TimeInterval, margin: Double = 1) {
         let fitted = Int(Double(size) * (goal - fixedCost) / max(seconds - fixedCost, 1e-6) * margin)
+        shrunkFrom = max(shrunkFrom, current)
         current = max(1, min(current - 1, fitted))
     }
     /// Below this predicted growth the size stays (no creeping by a few percent).
