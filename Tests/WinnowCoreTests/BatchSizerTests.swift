@@ -290,7 +290,7 @@ final class BatchSizerTests: XCTestCase {
     /// took as a multiple of the fewest its costs allow at `aim` (one per `aim` of the limit
     /// less the fixed cost, plus 20 for the ramp).
     func runOnRandomCostsWithStalls(
-        trials: Int, aim: Double, _ make: (BatchSettings) -> BatchSizer, file: StaticString = #filePath, line: UInt = #line
+        trials: Int, aim: Double, _ make: (BatchSettings) -> BatchSizer
     ) -> (worst: Double, excess: Double) {
         let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
         var rng = SplitMix64(seed: 26)
@@ -321,7 +321,7 @@ final class BatchSizerTests: XCTestCase {
 
     /// The contract's `max_transaction_ms` ("keep each write transaction under this") for the
     /// stretches of children re-pointed ahead (``rowRanges(_:start:)``), on random costs
-    /// (``runOnRandomCostsWithStalls(trials:aim:_:file:line:)``): every transaction after the
+    /// (``runOnRandomCostsWithStalls(trials:aim:_:)``): every transaction after the
     /// first, the rest taken with the last one included, stays within 3/4 of the limit without
     /// its stall, and no run takes more than twice the transactions its costs need (1.17 times;
     /// 1.37 before the fixed cost was taken from each size's least time). (Without the

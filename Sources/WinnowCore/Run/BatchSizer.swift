@@ -19,8 +19,6 @@ public struct BatchSizer {
     private var lineNear: (size: Int, seconds: TimeInterval)?
     private var lineFar: (size: Int, seconds: TimeInterval)?
     private var shortest = TimeInterval.infinity
-    /// Whether two sizes were seen (the fixed cost is estimated).
-    private var sizesVaried = false
     /// The largest size shrunk from (0 before a shrink).
     private var shrunkFrom = 0
 
@@ -88,7 +86,6 @@ public struct BatchSizer {
             lineNear = (size, seconds)
         }
         if let far = lineFar, let near = lineNear {
-            sizesVaried = true
             // The line through them: its value at size 0 is the fixed cost (never more than the
             // shortest transaction seen).
             let perUnit = (near.seconds - far.seconds) / Double(near.size - far.size)
@@ -127,10 +124,11 @@ public struct BatchSizer {
             // alone: 1,000 winners in 0.04 s, 12,990 in 0.06 s, then 305,033 in 2.32 s under a
             // 1 s limit). The line stops the growth where its fixed cost fills the aim.
             let byLine = (target * aim - fixedCost) / max(seconds - fixedCost, 1e-6)
-            let safe = target * Self.tailShare / max(seconds * rise, 1e-6)
             var growth = min(byLine, target * aim / max(seconds, 1e-6))
             // What keeps the next transaction within ``tailShare`` of the target were all of
             // the latest one's time per unit, risen again as it last rose.
+            let safe = target * Self.tailShare / max(seconds * rise, 1e-6)
+            let sizesVaried = lineFar != nil
             if takesTail, growth < leastGrowth, !sizesVaried || byLine >= leastGrowth {
                 // A loop over row ranges whose time, taken as all per unit, is too long to grow
                 // toward the aim, but short enough to grow within the tail's share: while it
