@@ -282,15 +282,16 @@ final class BatchSizerTests: XCTestCase {
         XCTAssertEqual(steady.current, 100_000)
     }
 
-    /// Runs `trials` loops over row ranges on costs drawn at random: a fixed cost of up to 0.4
-    /// of the limit, 10 ns to 30 µs a row, tables of 10,000 to 50,000,000 rows (at most about
+    /// Runs `trials` loops on costs drawn at random: a fixed cost of up to `fixedUpTo` (0.4) of
+    /// the limit, 10 ns to 30 µs a row, tables of 10,000 to 50,000,000 rows (at most about
     /// 200 transactions' worth at the limit), and one transaction in five stalled by up to 0.3
     /// of the limit more (a busy disk, a writer's lock). Returns the longest transaction after
     /// the first, without its stall, as a share of the limit, and the most transactions a run
     /// took as a multiple of the fewest its costs allow at `aim` (one per `aim` of the limit
-    /// less the fixed cost, plus 20 for the ramp).
+    /// less the fixed cost, at least 0.05, plus 20 for the ramp; at least one per `configured`
+    /// units).
     func runOnRandomCostsWithStalls(
-        trials: Int, aim: Double, _ make: (BatchSettings) -> BatchSizer
+        trials: Int, aim: Double, fixedUpTo: Double = 0.4, _ make: (BatchSettings) -> BatchSizer
     ) -> (worst: Double, excess: Double) {
         let settings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)
         var rng = SplitMix64(seed: 26)
@@ -298,10 +299,11 @@ final class BatchSizerTests: XCTestCase {
         var excess = 0.0
         for _ in 0..<trials {
             var sizer = make(settings)
-            let fixed = Double.random(in: 0...0.4, using: &rng)
+            let fixed = Double.random(in: 0...fixedUpTo, using: &rng)
             let perRow = pow(10, Double.random(in: -8 ... -4.5, using: &rng))
             let rows = Int.random(in: 10_000...max(10_001, min(50_000_000, Int(120 / perRow))), using: &rng)
-            let fewest = perRow * Double(rows) / (aim - fixed) + 20
+            let fewest = max(
+                perRow * Double(rows) / max(aim - fixed, 0.05) + 20, Double(rows) / Double(sizer.configured))
             var left = rows
             var transactions = 0
             while left > 0, Double(transactions) < 100 * fewest {
@@ -349,5 +351,17 @@ final class BatchSizerTests: XCTestCase {
         }
         XCTAssertLessThanOrEqual(worst, 0.75, "the longest transaction took \(worst) of the limit")
         XCTAssertLessThanOrEqual(excess, 8, "a run took \(excess) times the transactions its costs need")
+    }
+
+    /// Batches of groups (the job's `batch.size`, 5,000) where a transaction's fixed cost may
+    /// come near the limit (up to 0.8 of it) and one in five stalls: a batch shrunk after a
+    /// stall comes back, so no run takes more than 12 times the batches its costs need (7.2
+    /// times on these draws; before sizes shrunk from came back, the worst run was cut off at
+    /// 100 times).
+    func testBatchesShrunkByAStallComeBack() {
+        let (_, excess) = runOnRandomCostsWithStalls(trials: 300, aim: BatchSizer.batchAim, fixedUpTo: 0.8) {
+            BatchSizer(configured: 5000, maxTransactionMilliseconds: $0.maxTransactionMilliseconds)
+        }
+        XCTAssertLessThanOrEqual(excess, 12, "a run took \(excess) times the batches its costs need")
     }
 }
