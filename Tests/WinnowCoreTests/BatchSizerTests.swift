@@ -343,12 +343,7 @@ final class BatchSizerTests: XCTestCase {
     /// (down to one winner each: the worst run was cut off at 100 times the transactions its
     /// costs need; now 1.14 times).
     func testStretchesOfMergesDoNotRatchetDownOnRandomCostsWithStalls() {
-        let (worst, excess) = runOnRandomCostsWithStalls(trials: 300, aim: BatchSizer.batchAim) {
-            var sizer = BatchSizer.rowRanges($0)
-            sizer.growLikeBatches()
-            sizer.growthLimit = 64
-            return sizer
-        }
+        let (worst, excess) = runOnRandomCostsWithStalls(trials: 300, aim: BatchSizer.batchAim) { mergeStretches($0) }
         XCTAssertLessThanOrEqual(worst, 0.75, "the longest transaction took \(worst) of the limit")
         XCTAssertLessThanOrEqual(excess, 8, "a run took \(excess) times the transactions its costs need")
     }
@@ -364,7 +359,9 @@ final class BatchSizerTests: XCTestCase {
         }
         XCTAssertLessThanOrEqual(excess, 12, "a run took \(excess) times the batches its costs need")
     }
-    /// The sizer of the stretches of merges ahead, as SQLite's executor makes it.
+
+    /// The sizer of the stretches of merges ahead, as SQLite's executor makes it (its
+    /// `mergeStretchMaxGrowth` is 64).
     func mergeStretches(_ settings: BatchSettings = BatchSettings(size: 500, maxTransactionMilliseconds: 1000)) -> BatchSizer {
         var sizer = BatchSizer.rowRanges(settings)
         sizer.growLikeBatches()
