@@ -791,7 +791,7 @@ final class DedupeEngineTests: XCTestCase {
 
     // MARK: batches
 
-    func makeGroups(_ n: Int) throws -> String {
+    func makeGroups(_ n: Int, name: String = "db.sqlite") throws -> String {
         var values: [String] = []
         for g in 0..<n { for r in 0..<3 { values.append("(\(g * 3 + r + 1), 'k\(g)', \(r))") } }
         values.append("(1000, 'single', 0)")
@@ -799,7 +799,7 @@ final class DedupeEngineTests: XCTestCase {
             """
             CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER);
             INSERT INTO t VALUES \(values.joined(separator: ", "));
-            """)
+            """, name: name)
     }
 
     func testBatchSizeOneCommitsOneBatchPerGroup() throws {
@@ -822,6 +822,35 @@ final class DedupeEngineTests: XCTestCase {
         let run = try ScenarioKit.rows(path, "SELECT status, batches, groups, deleted FROM winnow_runs ORDER BY id DESC LIMIT 1")
         XCTAssertEqual(run, [["completed".databaseValue, n.databaseValue, n.databaseValue, (2 * n).databaseValue]])
         XCTAssertEqual(try ScenarioKit.intOverJournal(path, "SELECT count(DISTINCT batch) FROM {entries}"), n)
+    }
+
+    /// Beside another writer (a commit by another connection between discovery and the first
+    /// batch), the first batch takes an eighth of `batch.size` and the sizer grows the next ones
+    /// from its time, so a size too large for `max_transaction_ms` never holds SQLite's lock
+    /// past it before the sizer has a time to go by; without such a commit the first batch
+    /// takes the whole size. Both runs settle every group.
+    func testFirstBatchBesideAnotherWriterIsAnEighthOfTheSize() throws {
+        for besideWriter in [false, true] {
+            let n = 200
+            let path = try makeGroups(n, name: "beside-\(besideWriter).sqlite")
+            var groups: [Int] = []
+            let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path, batchSize: 80) { event in
+                switch event {
+                case .ruleStarted where besideWriter:
+                    // A row of its own key: nothing for the rule, but a commit since discovery.
+                    try? ScenarioKit.execute(path, "INSERT INTO t VALUES (5000, 'lonely', 0)")
+                case let .batch(report):
+                    groups.append(report.counts.groups)
+                default:
+                    break
+                }
+            }
+            XCTAssertEqual(groups.first, besideWriter ? 10 : 80, "beside a writer: \(besideWriter)")
+            XCTAssertEqual(groups.max(), 80, "beside a writer: \(besideWriter)")
+            XCTAssertEqual(groups.reduce(0, +), n)
+            XCTAssertEqual(summary.counts.deleted, 2 * n)
+            XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM t"), n + 1 + (besideWriter ? 1 : 0))
+        }
     }
 
     /// Runs `job` in batches of one group while another connection runs `sql` once, right after

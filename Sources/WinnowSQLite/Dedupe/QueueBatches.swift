@@ -27,6 +27,12 @@ struct QueueBatches: BatchSource {
         self.gap = WriteGap(settings: executor.settings, version: state.foundAt)
     }
 
+    /// The first batch's share of `batch.size` when another connection has committed since the
+    /// duplicates were found: 1/8. Beside merge-500's writer under `max_transaction_ms: 50`
+    /// (docs/performance.md, "A writer beside the batches"), a first batch of 500 groups held the
+    /// lock for 80-98 ms and set that writer's worst wait in WAL.
+    static let firstBatchShareBesideWriter = 8
+
     /// How long the last batch's transaction held the write lock.
     private var held: TimeInterval = 0
 
