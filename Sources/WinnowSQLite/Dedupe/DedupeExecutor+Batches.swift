@@ -105,16 +105,9 @@ extension DedupeExecutor {
         // A batch filed by position holds the losers of about `batch.size` groups.
         let perGroup = filesByPosition && discovery.groups > 0 ? max(1, Double(discovery.losers) / Double(discovery.groups)) : 1
         var batches = QueueBatches(executor: self, sql: sql, state: state, checksReferences: suspended, perGroup: perGroup)
-        let configured = Int((Double(settings.size) * perGroup).rounded())
-        // Beside another writer (a connection has committed since the duplicates were found),
-        // the first batch is a fraction of `batch.size` (``QueueBatches/firstBatchShareBesideWriter``)
-        // and the sizer grows it from its time: a `batch.size` too large for
-        // `max_transaction_ms` would otherwise hold SQLite's lock past the limit once, before
-        // the sizer has a time to go by, and that writer waits for all of it.
-        let besideWriter = writer.writes && batches.gap.observe(db)
-        let sizer = BatchSizer(
-            configured: configured, maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
-            start: besideWriter ? max(1, configured / QueueBatches.firstBatchShareBesideWriter) : nil)
+        var sizer = BatchSizer(
+            configured: Int((Double(settings.size) * perGroup).rounded()), maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        batches.holdBackFirstBatch(&sizer)
         var batchLoop = loop(total: discovery.losers)
         batchLoop.handledBefore = handledAhead
         let result = try batchLoop.run(&batches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)

@@ -33,6 +33,16 @@ struct QueueBatches: BatchSource {
     /// lock for 80-98 ms and set that writer's worst wait in WAL.
     static let firstBatchShareBesideWriter = 8
 
+    /// Beside another writer (a connection has committed since the duplicates were found, as
+    /// ``WriteGap`` sees it), holds the first batch back to ``firstBatchShareBesideWriter`` of
+    /// the size, and the sizer grows the next from its time (``BatchSizer/holdBack(to:)``): a
+    /// `batch.size` too large for `max_transaction_ms` would otherwise hold SQLite's lock past
+    /// the limit once, before the sizer has a time to go by, and that writer waits for all of it.
+    mutating func holdBackFirstBatch(_ sizer: inout BatchSizer) {
+        guard writes, gap.observe(db) else { return }
+        sizer.holdBack(to: sizer.configured / Self.firstBatchShareBesideWriter)
+    }
+
     /// How long the last batch's transaction held the write lock.
     private var held: TimeInterval = 0
 
