@@ -1002,7 +1002,7 @@ final class DedupeEngineTests: XCTestCase {
                 let rule = try JobRunner.compile(job, db)[0]
                 let executor = DedupeExecutor(db: db, rule: rule, writer: DryRunWriter(), settings: job.batch)
                 XCTAssertTrue(executor.countsKeysFirst)
-                return try Row.fetchOne(db, sql: executor.duplicateShareSQL)!
+                return try Row.fetchOne(db, sql: executor.duplicateShareSQL())!
             }
             let (sampledRows, inGroups): (Int, Int) = (sample[0], sample[1])
             XCTAssertGreaterThan(sampledRows, 4000 / DedupeExecutor.sampledKeys / 3, "\(name): about a sixteenth of the rows")

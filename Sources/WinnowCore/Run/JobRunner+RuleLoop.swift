@@ -46,7 +46,7 @@ extension JobRunner {
         /// the rows as they are now.
         var links: [Int: ComponentFinder.Outcome] = [:]
         func discover(_ rule: CompiledRule, _ execution: any RuleExecution) throws -> Discovery {
-            try phase("discovery of dedupe[\(rule.rule.index)] \(rule.table)") {
+            try phase(RunEvent.discoveryPhase(of: rule)) {
                 if rule.components != nil { links[rule.rule.index] = try ComponentFinder.build(rule, session: session) }
                 return try execution.discover()
             }

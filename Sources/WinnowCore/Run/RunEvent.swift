@@ -15,6 +15,12 @@ public enum RunEvent: Sendable {
     /// The run is waiting for a lock (`--wait`): what holds it, and the seconds waited so far.
     /// Heard repeatedly while the wait lasts; nothing marks its end but the next event.
     case waiting(String, seconds: Double)
+
+    /// The name of a rule's discovery phase (`discovery of dedupe[0] contacts`), which its
+    /// progress events name too.
+    public static func discoveryPhase(of rule: CompiledRule) -> String {
+        "discovery of dedupe[\(rule.rule.index)] \(rule.table)"
+    }
 }
 
 /// One committed batch (or, in a dry run, one batch that would be).

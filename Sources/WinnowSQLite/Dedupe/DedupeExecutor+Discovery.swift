@@ -33,6 +33,13 @@ extension DedupeExecutor {
     private func discover(version: Int64?) throws -> Discovery {
         let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
         try sizeWorkingMemory(rows: rows, sorting: true)
+        // Groups whose losers a merge of an unfinished run took keep that merge's winner (read
+        // from the main database, so such a discovery reads the table itself).
+        let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false)
+        // In a rollback journal, a read too long for `max_transaction_ms` is a copy first.
+        let copy = pins ? nil : try copyForDiscovery(rows: rows)
+        // (The copy holds the candidate rows only; the table's rows stay counted as above.)
+        let source = copy ?? rule.qualifiedTable
         // The grouped count first keeps the keys that occur once out of the window: on a table
         // with few duplicates the window then sorts a fraction of it. Where most rows are
         // duplicates, the window over every row costs less than looking up each row's key, so
@@ -42,17 +49,16 @@ extension DedupeExecutor {
         var duplicateKeys = false
         var counts = countsKeysFirst
         if counts, rows >= Self.estimateFromRows {
-            let sample = try Row.fetchOne(db, sql: duplicateShareSQL)!
+            let sample = try Row.fetchOne(db, sql: duplicateShareSQL(from: source))!
             counts = !Self.skipsGroupedCount(sampledRows: sample[0], sampledInGroups: sample[1])
         }
         if counts {
-            try db.execute(sql: duplicateKeysSQL)
+            try db.execute(sql: duplicateKeysSQL(from: source))
             let inGroups = try Int.fetchOne(db, sql: "SELECT coalesce(sum(n), 0) FROM temp.winnow_dupkeys") ?? 0
             duplicateKeys = inGroups * 3 <= rows
         }
-        // Groups whose losers a merge of an unfinished run took keep that merge's winner.
-        let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false)
-        try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins))
+        try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins, from: source))
+        if let copy { try db.execute(sql: "DROP TABLE \(copy)") }
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         try sizeWorkingMemory(rows: rows, sorting: false)
         // The losers, the groups, and the losers tied with the row before them on the winner

@@ -100,13 +100,14 @@ struct DedupeExecutor {
 
     /// The grouped count of ``countsKeysFirst``: every key that occurs more than once, with its
     /// rows (`n`), into `temp.winnow_dupkeys`.
-    var duplicateKeysSQL: String {
+    /// `source`: where the rows are read (the rule's table, or discovery's copy of it).
+    func duplicateKeysSQL(from source: String? = nil) -> String {
         let groups = rule.groupExpressions()
         return """
             DROP TABLE IF EXISTS temp.winnow_dupkeys;
             CREATE TEMP TABLE winnow_dupkeys AS
             SELECT \(groups.enumerated().map { "\($1) AS k\($0)" }.joined(separator: ", ")), count(*) AS n
-            FROM \(rule.qualifiedTable) WHERE \(rule.candidateFilter()) GROUP BY \(groups.joined(separator: ", ")) HAVING count(*) > 1;
+            FROM \(source ?? rule.qualifiedTable) WHERE \(rule.candidateFilter()) GROUP BY \(groups.joined(separator: ", ")) HAVING count(*) > 1;
             """
     }
 
@@ -121,17 +122,17 @@ struct DedupeExecutor {
     /// the sample, so the share of its rows that are in groups estimates the table's without
     /// the bias of a sample of rows), and how many of them are in groups. One scan, and a sort
     /// of a sixteenth of the rows.
-    var duplicateShareSQL: String {
+    func duplicateShareSQL(from source: String? = nil) -> String {
         let groups = rule.groupExpressions()
         return """
             SELECT coalesce(sum(n), 0), coalesce(sum(n) FILTER (WHERE n > 1), 0) FROM (
-                SELECT count(*) AS n FROM \(rule.qualifiedTable)
+                SELECT count(*) AS n FROM \(source ?? rule.qualifiedTable)
                 WHERE \(rule.candidateFilter()) AND winnow_bucket(\(groups.joined(separator: ", "))) % \(Self.sampledKeys) = 0
                 GROUP BY \(groups.joined(separator: ", ")))
             """
     }
 
-    /// Whether a sample (``duplicateShareSQL``) shows clearly more rows in groups than the
+    /// Whether a sample (``duplicateShareSQL(from:)``) shows clearly more rows in groups than the
     /// grouped count's filter pays for (a third): then the count is skipped. Near the line the
     /// count decides, exactly, as it does without an estimate.
     static func skipsGroupedCount(sampledRows: Int, sampledInGroups: Int) -> Bool {
@@ -139,10 +140,11 @@ struct DedupeExecutor {
     }
 
     /// The discovery: `duplicateKeys`, the window takes only the rows whose key
-    /// `temp.winnow_dupkeys` holds (filled by ``duplicateKeysSQL``).
+    /// `temp.winnow_dupkeys` holds (filled by ``duplicateKeysSQL(from:)``).
     /// `pinsTaken`: the winner of losers a merge already took stays first in its group
-    /// (``BatchStatements/takenPin(_:alias:)``).
-    func discoverySQL(duplicateKeys: Bool, pinsTaken: Bool = false) -> String {
+    /// (``BatchStatements/takenPin(_:alias:)``). `source`: where the rows are read (the rule's
+    /// table, or discovery's copy of it: ``copyForDiscovery(rows:)``).
+    func discoverySQL(duplicateKeys: Bool, pinsTaken: Bool = false, from source: String? = nil) -> String {
         var terms: [String] = pinsTaken ? [BatchStatements.takenPin(rule, alias: nil)] : []
         if let winner = rule.winnerOrderBy() { terms.append(winner) }
         let order = terms.isEmpty ? "" : " ORDER BY \(terms.joined(separator: ", "))"
@@ -166,7 +168,7 @@ struct DedupeExecutor {
         let first = filesByPosition ? "winnow_r" : "winnow_w"
         let numbers = RowNumbers(rule)
         var partition = rule.groupExpressions().joined(separator: ", ")
-        var from = rule.qualifiedTable
+        var from = source ?? rule.qualifiedTable
         var candidates = rule.candidateFilter()
         // An `any:` rule's groups are read by a join to their scratch table, once per row.
         if let components = rule.componentJoin() {

@@ -15,7 +15,7 @@ import GRDBSQLite
 /// - `winnow_pack(v1, ..., vn)`: the ``ValueCodec`` encoding of the tuple, as a BLOB.
 /// - `winnow_bucket(v1, ..., vn)`: a non-negative integer hash (FNV-1a) of the tuple, equal for
 ///   tuples SQLite's GROUP BY puts together byte for byte (1 and 1.0 alike): rows sampled by it
-///   bring every row of their key with them (``DedupeExecutor/duplicateShareSQL``).
+///   bring every row of their key with them (``DedupeExecutor/duplicateShareSQL(from:)``).
 enum SQLFunctions {
     static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 

@@ -1,0 +1,178 @@
+import Foundation
+import GRDB
+import XCTest
+@testable import WinnowCore
+@testable import WinnowSQLite
+import WinnowTestSupport
+
+/// Discovery read from a copy made in short reads (``DedupeExecutor/copyForDiscovery(rows:)``):
+/// the same groups, winners and ties as the one-statement read, every other connection's commit
+/// let in between the reads, and no copy where nothing waits for a read.
+final class DiscoveryCopyTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws {
+        dir = try TestSupport.scratchDirectory("DiscoveryCopy")
+    }
+
+    override func tearDownWithError() throws {
+        DedupeExecutor.copiesDiscoveryAlways = false
+        if let dir { try? FileManager.default.removeItem(at: dir) }
+    }
+
+    /// A table `t` of `count` groups of `size` rows each, ids in group order (`k0`, `k0`, ...).
+    func groups(_ count: Int, of size: Int, name: String) throws -> String {
+        var values: [String] = []
+        for g in 0..<count { for r in 0..<size { values.append("(\(g * size + r + 1), 'k\(g)', \(r))") } }
+        return try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("\(name).sqlite").path,
+            sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO t VALUES \(values.joined(separator: ", "));")
+    }
+
+    /// Fails with the first row where two outcomes differ (not with every row of both).
+    func assertSameRows(_ a: [String], _ b: [String], _ message: String, file: StaticString = #filePath, line: UInt = #line) {
+        guard a != b else { return }
+        let first = zip(a, b).first { $0 != $1 }.map { "\($0) / \($1)" } ?? "\(a.count) rows / \(b.count) rows"
+        XCTFail("\(message): the rows left differ, first: \(first)", file: file, line: line)
+    }
+
+    /// Runs `job` on a fresh database made by `setup`, reading discovery from a copy or not;
+    /// returns the rows left (every column, quoted), the deletions and how many pieces of
+    /// discovery's read were reported.
+    func outcome(
+        _ setup: String, _ job: String, table: String, copied: Bool, name: String, batchSize: Int = 37
+    )
+        throws -> (rows: [String], deleted: Int, pieces: Int)
+    {
+        let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("\(name)-\(copied).sqlite").path, sql: setup)
+        DedupeExecutor.copiesDiscoveryAlways = copied
+        defer { DedupeExecutor.copiesDiscoveryAlways = false }
+        var pieces = 0
+        let summary = try ScenarioKit.run(job, db: path, batchSize: batchSize) { event in
+            if case let .phaseProgress(name, _, _) = event, name.hasPrefix("discovery of ") { pieces += 1 }
+        }
+        let columns = try ScenarioKit.column(path, "SELECT name FROM pragma_table_info('\(table)') ORDER BY cid", as: String.self)
+        let rows = try ScenarioKit.column(
+            path,
+            "SELECT rowid || ':' || \(columns.map { "quote(\"\($0!)\")" }.joined(separator: " || ',' || ")) FROM \(table) ORDER BY rowid",
+            as: String.self)
+        return (rows.map { $0 ?? "NULL" }, summary.counts.deleted, pieces)
+    }
+
+    /// 6,000 rows in scattered groups, with a NOCASE key column, a NOCASE winner column whose
+    /// values tie under it but not in bytes, NULL keys, and several types in one column.
+    static let peopleSetup: String = {
+        var values: [String] = []
+        let spellings = ["a", "A", "b", "B"]
+        for id in 1...6000 {
+            let key = (id * 7919) % 2500
+            let email = id % 211 == 0 ? "NULL" : "'\((id / 7) % 2 == 0 ? "User" : "USER")\(key)@X' || '\(id % 3 == 0 ? "" : " ")'"
+            let name = "'\(spellings[(id * 31) % 4])'"
+            let created = (id * 104_729) % 50
+            let score = id % 5 == 0 ? "NULL" : id % 7 == 0 ? "'\(id % 9)'" : "\(Double(id % 9))"
+            values.append("(\(id), \(email), \(name), \(created), \(score), \(id % 4 == 0 ? "NULL" : "'n\(id % 13)'"))")
+        }
+        return """
+            CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT COLLATE NOCASE, name VARCHAR(20) COLLATE NOCASE,
+                                 created BIGINT, score, note TEXT);
+            INSERT INTO people VALUES \(values.joined(separator: ", "));
+            """
+    }()
+
+    func testDiscoveryFromACopyKeepsTheSameRowsAsFromTheTable() throws {
+        let jobs: [(String, String)] = [
+            ("nocase-key", "key: email\n    winner:\n      - name: asc\n      - created: desc"),
+            ("lowercase-trim", "key: email\n    normalize: [trim, lowercase]\n    winner:\n      - created: asc"),
+            ("hash", "key: [email, name]\n    hash: true\n    normalize: {email: [trim]}\n    winner:\n      - score: desc"),
+            ("most-complete", "key: [name, created]\n    winner: most_complete"),
+            ("nulls-equal", "key: [note]\n    nulls: equal\n    winner: {latest: score}"),
+        ]
+        for (name, rule) in jobs {
+            let job = "version: 1\ndedupe:\n  - entity: people\n    \(rule)\n    archive: true\n"
+            let direct = try outcome(Self.peopleSetup, job, table: "people", copied: false, name: name)
+            let copy = try outcome(Self.peopleSetup, job, table: "people", copied: true, name: name)
+            XCTAssertEqual(direct.pieces, 0, "\(name): a small table is read in one statement")
+            XCTAssertGreaterThan(copy.pieces, 0, "\(name): the copy was made in pieces")
+            XCTAssertGreaterThan(direct.deleted, 100, name)
+            XCTAssertEqual(copy.deleted, direct.deleted, name)
+            assertSameRows(copy.rows, direct.rows, name)
+        }
+    }
+
+    /// The estimate before the grouped count reads the copy too (tables of `estimateFromRows`
+    /// rows and more, lowered here), on a table whose rowid has no alias column and whose key
+    /// column has no type: 1 and 1.0 are one key, '1' another.
+    func testHiddenRowidAndUntypedKeyFromACopy() throws {
+        let saved = DedupeExecutor.estimateFromRows
+        DedupeExecutor.estimateFromRows = 100
+        defer { DedupeExecutor.estimateFromRows = saved }
+        var values: [String] = []
+        for i in 1...5000 {
+            let k = (i * 7919) % 1800
+            let code = i % 3 == 0 ? "\(k)" : i % 3 == 1 ? "\(k).0" : "'\(k)'"
+            values.append("(\(code), 'l\((i * 13) % 97)', \(i % 11))")
+        }
+        let setup = "CREATE TABLE u (code, label TEXT, rank INT); INSERT INTO u VALUES \(values.joined(separator: ", "));"
+        let job = "version: 1\ndedupe:\n  - entity: u\n    key: code\n    winner:\n      - rank: desc\n      - label: asc\n"
+        let direct = try outcome(setup, job, table: "u", copied: false, name: "hidden")
+        let copy = try outcome(setup, job, table: "u", copied: true, name: "hidden")
+        XCTAssertGreaterThan(copy.pieces, 0)
+        XCTAssertGreaterThan(direct.deleted, 1000)
+        XCTAssertEqual(copy.deleted, direct.deleted)
+        assertSameRows(copy.rows, direct.rows, "hidden rowid")
+    }
+
+    /// Between two reads of the copy another connection commits at once (it would wait out a
+    /// read in a rollback journal): it moves a row of an already copied range out of its group
+    /// and deletes a winner. The batches then find their groups changed since discovery and
+    /// decide on the rows as they are: the moved row stays, its group loses only its other loser,
+    /// and the losers of the deleted winner are skipped, as after a commit between a
+    /// one-statement discovery and the batches.
+    func testAnotherConnectionCommitsBetweenTheReads() throws {
+        let path = try groups(1500, of: 3, name: "writer")
+        DedupeExecutor.copiesDiscoveryAlways = true
+        var wrote: Result<Void, Error>?
+        let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path, batchSize: 100) { event in
+            guard case let .phaseProgress(name, _, _) = event, name.hasPrefix("discovery of "), wrote == nil else { return }
+            wrote = Result {
+                let queue = try DatabaseQueue(path: path)
+                defer { try? queue.close() }
+                // No busy timeout: a shared lock still held would fail the commit.
+                try queue.write { db in
+                    try db.execute(sql: "UPDATE t SET k = 'moved' WHERE id = 5; DELETE FROM t WHERE id = 7")
+                }
+            }
+        }
+        XCTAssertNoThrow(try XCTUnwrap(wrote).get(), "the other connection committed between two reads")
+        // Group k1 (4, 5, 6) lost 5; group k2 (7, 8, 9) lost its winner 7.
+        XCTAssertEqual(try ScenarioKit.column(path, "SELECT id FROM t WHERE id BETWEEN 4 AND 9 ORDER BY id", as: Int.self), [4, 5, 8, 9])
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM t"), 1500 + 2)
+        XCTAssertEqual(summary.counts.deleted, 2 * 1500 - 3)
+    }
+
+    /// In WAL (readers never hold a writer back) discovery reads the table itself whatever the
+    /// estimate.
+    func testNoCopyInWAL() throws {
+        let path = try groups(1500, of: 2, name: "wal")
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+        try queue.close()
+        DedupeExecutor.copiesDiscoveryAlways = true
+        var pieces = 0
+        let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path) { event in
+            if case let .phaseProgress(name, _, _) = event, name.hasPrefix("discovery of ") { pieces += 1 }
+        }
+        XCTAssertEqual(try ScenarioKit.column(path, "PRAGMA journal_mode", as: String.self), ["wal"])
+        XCTAssertEqual(pieces, 0)
+        XCTAssertEqual(summary.counts.deleted, 1500)
+    }
+
+    func testAffinityOfDeclaredTypes() {
+        let cases = [
+            ("INTEGER", " INTEGER"), ("bigint", " INTEGER"), ("VARCHAR(20)", " TEXT"), ("CLOB", " TEXT"), ("", ""), ("BLOB", ""),
+            ("double precision", " REAL"), ("FLOAT", " REAL"), ("DECIMAL(10,5)", " NUMERIC"), ("BOOLEAN", " NUMERIC"),
+            ("CHARINT", " INTEGER"), ("POINT", " INTEGER"), ("STRING", " NUMERIC"),
+        ]
+        for (declared, expected) in cases { XCTAssertEqual(DedupeExecutor.affinityType(declared), expected, declared) }
+    }
+}
