@@ -150,6 +150,33 @@ final class DiscoveryCopyTests: XCTestCase {
         XCTAssertEqual(summary.counts.deleted, 2 * 1500 - 3)
     }
 
+    /// `max_delete_percent` is a share of the table's rows, with the copy too (which holds only
+    /// the rows that can be in a group): 1,000 losers of 3,000 rows, 1,000 of them with a NULL
+    /// key, are 33.3%, not the 50% of the copied rows. And `plan` reading from the copy changes
+    /// no byte of the file.
+    func testDeleteShareAndPlanFromACopy() throws {
+        var values: [String] = []
+        for id in 1...3000 { values.append("(\(id), \(id <= 1000 ? "NULL" : "'k\((id * 7919) % 1000)'"))") }
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("share.sqlite").path,
+            sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT); INSERT INTO t VALUES \(values.joined(separator: ", "));")
+        DedupeExecutor.copiesDiscoveryAlways = true
+        func job(_ percent: Double) -> String { "version: 1\ndedupe:\n  - entity: t\n    key: k\n    max_delete_percent: \(percent)\n" }
+        let bytes = try TestSupport.fileBytes(path)
+        var pieces = 0
+        let plan = try SQLiteBackend.plan(try ScenarioKit.job(job(40)), options: RunOptions(database: path, sampleLimit: nil)) { event in
+            if case let .phaseProgress(name, _, _) = event, name.hasPrefix("discovery of ") { pieces += 1 }
+        }
+        XCTAssertGreaterThan(pieces, 0, "plan read a copy")
+        XCTAssertEqual(plan.counts.deleted, 1000)
+        XCTAssertEqual(try TestSupport.fileBytes(path), bytes, "plan wrote to the database")
+        let before = try ScenarioKit.userState(path)
+        ScenarioKit.expectExit(65) { try ScenarioKit.run(job(33), db: path) }
+        XCTAssertEqual(try ScenarioKit.userState(path), before, "a refused run changed the table")
+        XCTAssertEqual(try ScenarioKit.run(job(34), db: path).counts.deleted, 1000)
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM t"), 2000)
+    }
+
     /// In WAL (readers never hold a writer back) discovery reads the table itself whatever the
     /// estimate.
     func testNoCopyInWAL() throws {

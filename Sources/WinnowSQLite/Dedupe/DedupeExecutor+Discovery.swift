@@ -31,15 +31,15 @@ extension DedupeExecutor {
     }
 
     private func discover(version: Int64?) throws -> Discovery {
-        let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
-        try sizeWorkingMemory(rows: rows, sorting: true)
         // Groups whose losers a merge of an unfinished run took keep that merge's winner (read
         // from the main database, so such a discovery reads the table itself).
         let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false)
-        // In a rollback journal, a read too long for `max_transaction_ms` is a copy first.
-        let copy = pins ? nil : try copyForDiscovery(rows: rows)
-        // (The copy holds the candidate rows only; the table's rows stay counted as above.)
-        let source = copy ?? rule.qualifiedTable
+        // In a rollback journal, a read too long for `max_transaction_ms` is a copy first, which
+        // counts the table's rows as it goes.
+        let copy = pins ? nil : try copyForDiscovery()
+        let rows = try copy?.rows ?? Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
+        try sizeWorkingMemory(rows: rows, sorting: true)
+        let source = copy?.table ?? rule.qualifiedTable
         // The grouped count first keeps the keys that occur once out of the window: on a table
         // with few duplicates the window then sorts a fraction of it. Where most rows are
         // duplicates, the window over every row costs less than looking up each row's key, so
@@ -58,7 +58,7 @@ extension DedupeExecutor {
             duplicateKeys = inGroups * 3 <= rows
         }
         try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins, from: source))
-        if let copy { try db.execute(sql: "DROP TABLE \(copy)") }
+        if let copy { try db.execute(sql: "DROP TABLE \(copy.table)") }
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         try sizeWorkingMemory(rows: rows, sorting: false)
         // The losers, the groups, and the losers tied with the row before them on the winner
