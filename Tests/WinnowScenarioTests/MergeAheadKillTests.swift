@@ -53,17 +53,28 @@ final class MergeAheadKillTests: XCTestCase {
         return .deletions
     }
 
-    /// An event's `time`.
-    static func date(_ value: Any?) -> Date? {
-        guard let text = value as? String else { return nil }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: text)
+    /// The JSON events in `text`, one per line (a line cut short by a kill is skipped).
+    static func events(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
     }
 
-    /// Runs `winnow ARGS` and kills it with SIGKILL after `delay` seconds if it still runs;
-    /// returns whether it was killed and its JSON events.
-    func runAndKill(_ arguments: [String], after delay: Double) throws -> (killed: Bool, status: Int32, events: [[String: Any]]) {
+    /// When a run is killed: after it has printed `count` batch events of `stage`, `extra`
+    /// seconds later (so that a kill lands inside the next transaction as well as between two);
+    /// or, with no stage, `extra` seconds after its launch.
+    struct Trigger {
+        var stage: Stage?
+        var count: Int
+        var extra: Double
+    }
+
+    /// Runs `winnow ARGS` and kills it with SIGKILL at `trigger` if it still runs; returns
+    /// whether it was killed and its JSON events.
+    ///
+    /// A kill is aimed by what the run itself has printed, not by the times of another run:
+    /// on a loaded machine a run's stages move by seconds from one run to the next.
+    func runAndKill(_ arguments: [String], at trigger: Trigger?) throws -> (killed: Bool, status: Int32, events: [[String: Any]]) {
         let out = dir.appendingPathComponent("out-\(UUID().uuidString).jsonl")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         let handle = try FileHandle(forWritingTo: out)
@@ -72,19 +83,24 @@ final class MergeAheadKillTests: XCTestCase {
         process.arguments = arguments
         process.standardOutput = handle
         process.standardError = FileHandle.nullDevice
-        let started = Date()
         try process.run()
-        // (Polled: a run that ends before the delay is not waited for.)
-        while process.isRunning, Date().timeIntervalSince(started) < delay { Thread.sleep(forTimeInterval: 0.001) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if let trigger {
+            var reached: Date? = trigger.stage == nil ? Date() : nil
+            while process.isRunning {
+                if let reached {
+                    if Date().timeIntervalSince(reached) >= trigger.extra { break }
+                } else if let stage = trigger.stage {
+                    let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+                    if Self.events(text).lazy.compactMap(Self.stage).filter({ $0 == stage }).count >= trigger.count { reached = Date() }
+                }
+                Thread.sleep(forTimeInterval: 0.002)
+            }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
         process.waitUntilExit()
         try handle.close()
         let killed = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
-        let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-        let events = text.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-        return (killed, process.terminationStatus, events)
+        return (killed, process.terminationStatus, Self.events((try? String(contentsOf: out, encoding: .utf8)) ?? ""))
     }
 
     /// The invariants of a store between two runs (see the type's documentation).
@@ -119,25 +135,22 @@ final class MergeAheadKillTests: XCTestCase {
         let jobPath = dir.appendingPathComponent("job.yaml")
         try Self.job.write(to: jobPath, atomically: true, encoding: .utf8)
 
-        // An uninterrupted run: the end to reach, and when each stage's transactions ran, in
-        // seconds from the process's launch.
+        // An uninterrupted run: the end to reach, and how many transactions of each stage a
+        // run takes and how long the longest lasts.
         let reference = dir.appendingPathComponent("reference.sqlite").path
         try FileManager.default.copyItem(atPath: template, toPath: reference)
         let launched = Date()
-        let whole = try runAndKill(["run", jobPath.path, "--database", reference, "--format", "json", "--verbose"], after: 600)
+        let whole = try runAndKill(["run", jobPath.path, "--database", reference, "--format", "json", "--verbose"], at: nil)
+        let wholeSeconds = Date().timeIntervalSince(launched)
         XCTAssertFalse(whole.killed)
         XCTAssertEqual(whole.status, 0)
-        var windows: [Stage: ClosedRange<Double>] = [:]
-        for event in whole.events {
-            guard let stage = Self.stage(event), let end = Self.date(event["time"]) else { continue }
-            let seconds = (event["seconds"] as? NSNumber)?.doubleValue ?? 0
-            let span = (end.timeIntervalSince(launched) - seconds)...end.timeIntervalSince(launched)
-            windows[stage] = windows[stage].map { min($0.lowerBound, span.lowerBound)...max($0.upperBound, span.upperBound) } ?? span
-        }
         let stages = whole.events.compactMap(Self.stage)
+        var counts: [Stage: Int] = [:]
+        for stage in stages { counts[stage, default: 0] += 1 }
         for stage in [Stage.children, .merges, .deletions] {
-            XCTAssertGreaterThan(stages.filter { $0 == stage }.count, 1, "the uninterrupted run takes several transactions of \(stage)")
+            XCTAssertGreaterThan(counts[stage] ?? 0, 1, "the uninterrupted run takes several transactions of \(stage)")
         }
+        let longest = whole.events.compactMap { Self.stage($0) == nil ? nil : ($0["seconds"] as? NSNumber)?.doubleValue }.max() ?? 0.05
         let expected = try ScenarioKit.userState(reference)
         XCTAssertNotEqual(expected, original)
 
@@ -151,17 +164,20 @@ final class MergeAheadKillTests: XCTestCase {
             let tag = "scenario \(scenario) (seed 0x\(String(seeds &+ UInt64(scenario), radix: 16)))"
             let path = dir.appendingPathComponent("s\(scenario).sqlite").path
             try FileManager.default.copyItem(atPath: template, toPath: path)
-            // The first kill within the span of one stage of an uninterrupted run (the stages in
-            // turn); one scenario in three kills the resumed run again, anywhere in its span.
+            // The first kill after a random number of one stage's transactions (the stages in
+            // turn), at a random moment before the next one ends; one scenario in three kills
+            // the resumed run again, at a random moment of its span.
             let aimed = [Stage.children, .merges, .deletions][scenario % 3]
-            guard let window = windows[aimed], let last = windows.values.map(\.upperBound).max() else { return XCTFail("no \(aimed)") }
+            guard let count = counts[aimed], count > 1 else { return XCTFail("no \(aimed)") }
             let kills = scenario % 3 == 2 ? 2 : 1
             for attempt in 0..<kills {
-                let delay =
+                let trigger =
                     attempt == 0
-                    ? Double.random(in: window.lowerBound..<window.upperBound, using: &rng)
-                    : Double.random(in: 0.2 * last..<last, using: &rng)
-                let result = try runAndKill(["run", jobPath.path, "--database", path, "--format", "json", "--verbose"], after: delay)
+                    ? Trigger(
+                        stage: aimed, count: Int.random(in: 1..<count, using: &rng),
+                        extra: Double.random(in: 0..<longest, using: &rng))
+                    : Trigger(stage: nil, count: 0, extra: Double.random(in: 0.2 * wholeSeconds..<wholeSeconds, using: &rng))
+                let result = try runAndKill(["run", jobPath.path, "--database", path, "--format", "json", "--verbose"], at: trigger)
                 guard result.killed else {
                     XCTAssertEqual(result.status, 0, "\(tag): the run exited \(result.status)")
                     break
@@ -170,7 +186,7 @@ final class MergeAheadKillTests: XCTestCase {
                 if let last { landed[last, default: 0] += 1 }
                 for problem in try problemsBetweenRuns(path, totalVisits: totalVisits) {
                     XCTFail(
-                        "\(tag): after kill \(attempt + 1) at \(String(format: "%.2f", delay)) s (last: \(last?.rawValue ?? "none")): \(problem)"
+                        "\(tag): after kill \(attempt + 1) (\(trigger)) (last: \(last?.rawValue ?? "none")): \(problem)"
                     )
                 }
             }
@@ -191,8 +207,8 @@ final class MergeAheadKillTests: XCTestCase {
             }
             XCTAssertEqual(try ScenarioKit.userState(path), original, "\(tag): restore did not give back the original rows")
         }
-        // The kills must reach the stretches of more than one stage (a loaded machine moves them).
-        XCTAssertGreaterThanOrEqual(landed.count, 2, "kills by the stage of the last transaction before them: \(landed)")
+        // The kills reach the stretches of every stage.
+        XCTAssertGreaterThanOrEqual(landed.count, 3, "kills by the stage of the last transaction before them: \(landed)")
         print("MergeAheadKillTests: kills by the last transaction before them: \(landed)")
     }
 }
