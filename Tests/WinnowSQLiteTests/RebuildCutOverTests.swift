@@ -125,8 +125,10 @@ final class RebuildCutOverTests: XCTestCase {
                 INSERT INTO winnow_retired_t SELECT i, 'v' || i FROM n;
                 """)
         let queue = try DatabaseQueue(path: path)
+        let settings = BatchSettings(size: 100, maxTransactionMilliseconds: 10)
         let batches = try queue.inDatabase { db in
-            try TableRebuilder.drain(db, table: "winnow_retired_t", settings: BatchSettings(size: 100, maxTransactionMilliseconds: 10))
+            var gap = WriteGap(settings: settings, db: db)
+            return try TableRebuilder.drain(db, table: "winnow_retired_t", settings: settings, gap: &gap)
         }
         try queue.close()
         XCTAssertGreaterThan(batches, 5)
@@ -172,6 +174,26 @@ final class WriteGapTests: XCTestCase {
         try mine.inDatabase { db in
             XCTAssertEqual(gap.gap(after: 0.02, db: db), 0.02 * WriteGap.sharedShare, accuracy: 1e-9)
             XCTAssertEqual(gap.gap(after: 0.01, db: db), 0.01 * WriteGap.sharedShare, accuracy: 1e-9, "stays wide for a while")
+        }
+    }
+
+    /// A gap created from the connection before a loop's first transaction counts a commit made
+    /// before that transaction: a writer that got in while the loop was getting ready is seen
+    /// from the first gap, not only after it manages to get in between two batches.
+    func testGapCreatedBeforeTheLoopSeesACommitBeforeItsFirstTransaction() throws {
+        let dir = try TestSupport.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("gap.sqlite").path
+        try TestSupport.makeDatabase(at: path, sql: "CREATE TABLE t (x)")
+        let mine = try DatabaseQueue(path: path)
+        let other = try DatabaseQueue(path: path)
+        let settings = BatchSettings(size: 10, maxTransactionMilliseconds: 50)
+        var early = try mine.inDatabase { db in WriteGap(settings: settings, db: db) }
+        var late = WriteGap(settings: settings)
+        try other.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") }
+        try mine.inDatabase { db in
+            XCTAssertEqual(early.gap(after: 0.02, db: db), 0.02 * WriteGap.sharedShare, accuracy: 1e-9)
+            XCTAssertEqual(late.gap(after: 0.02, db: db), 0.02 * WriteGap.idleShare, accuracy: 1e-9, "one that starts at the loop does not")
         }
     }
 }

@@ -29,6 +29,7 @@ extension DedupeExecutor {
             return counts
         }
         var sizer = BatchSizer.hashFill(settings)
+        var gap = WriteGap(settings: settings, db: db)
         var after = Int64.min
         // A table without rowids goes in ranges of its numbers; rows written since its
         // discovery are numbered first (the numbers it has keep theirs: a plan's would-be
@@ -37,9 +38,6 @@ extension DedupeExecutor {
         if let topUp = numbers.topUp { try db.execute(sql: topUp) }
         while true {
             guard let upTo = try Int64.fetchOne(db, sql: numbers.nextBound, arguments: [after, sizer.current]) else { break }
-            if counts.batches > 0, settings.pauseMilliseconds > 0, writer.writes {
-                Thread.sleep(forTimeInterval: Double(settings.pauseMilliseconds) / 1000)
-            }
             let started = Date()
             let filled = try writer.transaction(db) { () -> Int in
                 let filled = try writer.fillHashes(
@@ -53,7 +51,11 @@ extension DedupeExecutor {
                 }
                 return filled
             }
-            sizer.record(size: sizer.current, seconds: Date().timeIntervalSince(started))
+            let seconds = Date().timeIntervalSince(started)
+            sizer.record(size: sizer.current, seconds: seconds)
+            // Back to back, these transactions would leave a waiting writer no gap (a dry run
+            // takes no lock that lasts: it has nothing to let through).
+            if writer.writes { gap.wait(after: seconds, db: db) }
             if filled > 0 {
                 counts.hashed += filled
                 counts.batches += 1

@@ -34,15 +34,16 @@ struct TableRebuilder {
     static let captureTriggers = ["winnow_capture_insert", "winnow_capture_update", "winnow_capture_delete"]
 
     /// Empties and drops the old tables that finished cut-overs set aside and a killed run left
-    /// (in short transactions; see ``drain(_:table:settings:)``). The runner calls it before any
+    /// (in short transactions; see ``drain(_:table:settings:gap:)``). The runner calls it before any
     /// migration step, so a rebuild never finds its table's retired copy in the way.
     static func finishRetired(_ db: Database, settings: BatchSettings) throws {
+        var gap = WriteGap(settings: settings, db: db)
         let retired = try String.fetchAll(
             db,
             sql: """
                 SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE 'winnow\\_retired\\_%' ESCAPE '\\'
                 """)
-        for name in retired { try drain(db, table: name, settings: settings) }
+        for name in retired { try drain(db, table: name, settings: settings, gap: &gap) }
     }
 
     /// Removes what a rebuild killed before its cut-over left behind: the capture triggers on
@@ -78,13 +79,12 @@ struct TableRebuilder {
     /// then drops it: the write lock is never held for a time that grows with the table.
     /// Returns the number of batches.
     @discardableResult
-    static func drain(_ db: Database, table: String, settings: BatchSettings) throws -> Int {
+    static func drain(_ db: Database, table: String, settings: BatchSettings, gap: inout WriteGap) throws -> Int {
         var sizer = BatchSizer(
             configured: max(1000, settings.size * 10), maxTransactionMilliseconds: settings.maxTransactionMilliseconds,
             start: BatchSizer.rowRangeStart)
         let name = "main.\(table.sqlIdentifier)"
         var batches = 0
-        var gap = WriteGap(settings: settings)
         while true {
             let started = Date()
             var deleted = 0
@@ -155,6 +155,9 @@ struct TableRebuilder {
             throw WinnowError.io("cannot switch foreign keys off before rebuilding \(rebuild.table); nothing was changed")
         }
         defer { if foreignKeys { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
+        // From here on, every commit of another connection is seen: the copy, the replay and
+        // the emptying of the old table leave writers the gap they need from their first batch.
+        var gap = WriteGap(settings: settings, db: db)
         var outcome = Outcome()
         let copy = try prepare()
         // A rebuild of this same change killed before its cut-over left the new table, the log
@@ -167,12 +170,11 @@ struct TableRebuilder {
         } else {
             try createNewTable(copy)
         }
-        var gap = WriteGap(settings: settings)
         let (copySeconds, chunk) = try copyRows(copy, after: after, outcome: &outcome, gap: &gap)
         try replayChanges(copy, chunk: chunk, outcome: &outcome, gap: &gap)
         try cutOver(copy, chunk: chunk, outcome: &outcome)
         if foreignKeys { try checkForeignKeys(copy) }
-        try retireOldRows(copy, copySeconds: copySeconds, outcome: &outcome)
+        try retireOldRows(copy, copySeconds: copySeconds, outcome: &outcome, gap: &gap)
         return outcome
     }
 
@@ -375,7 +377,7 @@ struct TableRebuilder {
     /// 6. The old rows: dropped at once when that fits in `max_transaction_ms` (a DROP frees a
     /// row's pages in about half the time its copy took; docs/reference.md section 3), else
     /// emptied in short transactions first.
-    private func retireOldRows(_ copy: Copy, copySeconds: Double, outcome: inout Outcome) throws {
+    private func retireOldRows(_ copy: Copy, copySeconds: Double, outcome: inout Outcome, gap: inout WriteGap) throws {
         if Self.dropsAtOnce(
             copySeconds: copySeconds, copied: outcome.copied, rows: outcome.copied + outcome.replayed,
             maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
@@ -383,7 +385,7 @@ struct TableRebuilder {
             try db.writeTransaction { try db.execute(sql: "DROP TABLE main.\(copy.retired.sqlIdentifier)") }
             outcome.batches += 1
         } else {
-            outcome.batches += try Self.drain(db, table: copy.retired, settings: settings)
+            outcome.batches += try Self.drain(db, table: copy.retired, settings: settings, gap: &gap)
         }
     }
 

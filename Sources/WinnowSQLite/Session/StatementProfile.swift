@@ -6,11 +6,19 @@ import GRDB
 /// the environment, every connection winnow opens reports each statement's duration here, and
 /// the totals go to standard error when the process exits (most expensive first), each
 /// statement cut at 160 characters (`WINNOW_SQL_PROFILE=full`: whole).
+///
+/// `WINNOW_SQL_PROFILE=trace` also prints, as they end, every statement of 5 ms or more and every
+/// transaction (from its `BEGIN` to its `COMMIT` or `ROLLBACK`) of 20 ms or more, each with the
+/// wall-clock time it ended at (seconds since 1970): what held a lock, and when, to set beside
+/// another connection's waits.
 final class StatementProfile: @unchecked Sendable {
     static let shared = StatementProfile()
     private let lock = NSLock()
     private var totals: [String: (count: Int, seconds: Double)] = [:]
     private var registered = false
+    let traces = ProcessInfo.processInfo.environment["WINNOW_SQL_PROFILE"] == "trace"
+    /// When the transaction in progress began, in seconds since 1970 (trace only).
+    private var began: Double?
 
     func attach(to db: Database) {
         lock.lock()
@@ -31,6 +39,28 @@ final class StatementProfile: @unchecked Sendable {
         let key = sql.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         let old = totals[key] ?? (0, 0)
         totals[key] = (old.count + 1, old.seconds + seconds)
+        if traces { trace(key, seconds) }
+    }
+
+    /// Prints `what` with the time now, in trace mode.
+    func note(_ what: @autoclosure () -> String) {
+        guard traces else { return }
+        let line = String(format: "-- %.3f ", Date().timeIntervalSince1970) + what() + "\n"
+        FileHandle.standardError.write(line.data(using: .utf8)!)
+    }
+
+    private func trace(_ sql: String, _ seconds: Double) {
+        let now = Date().timeIntervalSince1970
+        var lines: [String] = []
+        if seconds >= 0.005 { lines.append(String(format: "-- %.3f statement %8.1f ms %@", now, seconds * 1000, String(sql.prefix(160)))) }
+        let word = sql.prefix(8).uppercased()
+        if word.hasPrefix("BEGIN") {
+            began = now - seconds
+        } else if word.hasPrefix("COMMIT") || word.hasPrefix("ROLLBACK") || word.hasPrefix("END"), let start = began {
+            began = nil
+            if now - start >= 0.020 { lines.append(String(format: "-- %.3f transaction %6.1f ms", now, (now - start) * 1000)) }
+        }
+        if !lines.isEmpty { FileHandle.standardError.write((lines.joined(separator: "\n") + "\n").data(using: .utf8)!) }
     }
 
     private func report() {

@@ -3,8 +3,9 @@ import WinnowCore
 import GRDB
 
 /// The pause between two write transactions of a long loop (a rebuild's copy, its replay,
-/// emptying a retired table; a rule's batches, which take only the gap while another connection
-/// commits, ``QueueBatches/betweenBatches()``), so that other writers get the lock.
+/// emptying a retired table; a `hash_column` fill; a rule's batches, which take only the gap
+/// while another connection commits, ``QueueBatches/betweenBatches()``), so that other writers
+/// get the lock.
 ///
 /// SQLite has no queue for its write lock: a connection that finds it taken sleeps and tries
 /// again (1, 2, 5, 10, ... 100 ms apart with the default busy handler), and succeeds only if
@@ -28,6 +29,15 @@ struct WriteGap {
     init(settings: BatchSettings, version: Int64? = nil) {
         fixed = settings.pauseMilliseconds > 0 ? Double(settings.pauseMilliseconds) / 1000 : nil
         self.version = version
+    }
+
+    /// A gap that counts as seen any commit of another connection from now on: create it before
+    /// the reads that precede a loop's first transaction. One created only at the loop would
+    /// see none while a writer waits behind its back-to-back transactions (a waiting writer
+    /// commits nothing), so it would leave that writer a tenth of the time until it happened to
+    /// get in: 100-830 ms beside a table rebuild in batches of 20 ms.
+    init(settings: BatchSettings, db: Database) {
+        self.init(settings: settings, version: try? Int64.fetchOne(db, sql: "PRAGMA main.data_version"))
     }
 
     private var checkpointShared = false
@@ -60,6 +70,10 @@ struct WriteGap {
     /// Sleeps for ``gap(after:db:)``.
     mutating func wait(after seconds: TimeInterval, db: Database) {
         let pause = gap(after: seconds, db: db)
+        StatementProfile.shared.note(
+            String(format: "gap %.1f ms after %.1f ms", pause * 1000, seconds * 1000)
+                + (seenOther.map { String(format: " (another connection committed %.2f s ago)", Date().timeIntervalSince($0)) }
+                    ?? " (no commit of another connection seen)"))
         if pause > 0 { Thread.sleep(forTimeInterval: pause) }
     }
 }
