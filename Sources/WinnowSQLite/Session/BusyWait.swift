@@ -39,6 +39,7 @@ public struct BusyWait: Sendable {
         let observer = observer
         return { tries in
             let waited = clock.elapsed(restart: tries == 0)
+            StatementProfile.shared.note(String(format: "busy try %d after %.1f ms", tries, waited * 1000))
             guard waited < limit else { return false }
             if waited >= Self.reportAfter { observer?(waited) }
             Thread.sleep(forTimeInterval: min(Self.delays[min(tries, Self.delays.count - 1)], limit - waited))

@@ -9,7 +9,8 @@ import GRDB
 ///
 /// `WINNOW_SQL_PROFILE=trace` also prints, as they end, every statement of 5 ms or more and every
 /// transaction (from its `BEGIN` to its `COMMIT` or `ROLLBACK`) of 20 ms or more, each with the
-/// wall-clock time it ended at (seconds since 1970): what held a lock, and when, to set beside
+/// wall-clock time it ended at (seconds since 1970), and (``note(_:)``) each gap ``WriteGap``
+/// leaves and each try of ``BusyWait``'s handler: what held a lock, and when, to set beside
 /// another connection's waits.
 final class StatementProfile: @unchecked Sendable {
     static let shared = StatementProfile()
