@@ -177,6 +177,58 @@ final class DiscoveryCopyTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM t"), 2000)
     }
 
+    /// `check`'s grouped count from the copy: the same groups, surplus rows and table rows as the
+    /// one statement over the table, under the key's collation (NOCASE), a normalised key, a
+    /// hashed key and NULL keys; the copy is dropped afterwards, and `check` itself (a read-only
+    /// connection) reports the same counts either way and writes nothing.
+    func testCheckCountsFromACopyAsFromTheTable() throws {
+        let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("check.sqlite").path, sql: Self.peopleSetup)
+        let bytes = try TestSupport.fileBytes(path)
+        let keys = [
+            "key: email", "key: email\n    normalize: [lowercase]", "key: [email, name]\n    hash: true",
+            "key: [email, score]\n    nulls: equal",
+        ]
+        for key in keys {
+            let job = try ScenarioKit.job("version: 1\ndedupe:\n  - entity: people\n    \(key)\n")
+            let queue = try DatabaseOpener.open(path: path, mode: .readOnly)
+            try queue.inDatabase { db in
+                let rule = try XCTUnwrap(JobRunner.compile(job, SQLiteSession(db)).first)
+                DedupeExecutor.copiesDiscoveryAlways = true
+                defer { DedupeExecutor.copiesDiscoveryAlways = false }
+                let executor = DedupeExecutor(
+                    db: db, rule: rule, writer: DryRunWriter(), settings: BatchSettings(size: 100, maxTransactionMilliseconds: 1000))
+                let copied = try XCTUnwrap(executor.countDuplicates(), "\(key): counted from a copy")
+                let table = try XCTUnwrap(Row.fetchOne(db, sql: JobRunner.duplicateCountSQL(rule)))
+                XCTAssertGreaterThan(copied.groups, 10, key)
+                XCTAssertEqual(copied.groups, table[0], key)
+                XCTAssertEqual(copied.losers, table[1], key)
+                XCTAssertEqual(copied.tableRows, 6000, key)
+                XCTAssertEqual(try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.sqlite_master WHERE name = 'winnow_rows'"), 0, key)
+            }
+            try queue.close()
+            DedupeExecutor.copiesDiscoveryAlways = true
+            let fromCopy = try SQLiteBackend.check(job, options: RunOptions(database: path))
+            DedupeExecutor.copiesDiscoveryAlways = false
+            let fromTable = try SQLiteBackend.check(job, options: RunOptions(database: path))
+            XCTAssertEqual(fromCopy.status, .duplicates, key)
+            XCTAssertEqual(fromCopy.rules.map(\.counts), fromTable.rules.map(\.counts), key)
+            XCTAssertEqual(fromCopy.rules.map(\.discovery), fromTable.rules.map(\.discovery), key)
+        }
+        XCTAssertEqual(try TestSupport.fileBytes(path), bytes, "check wrote to the database")
+        // A clean table: check's summary is the count itself (no plan after it).
+        let clean = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("clean.sqlite").path,
+            sql: """
+                CREATE TABLE u (id INTEGER PRIMARY KEY, k TEXT COLLATE NOCASE);
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) INSERT INTO u SELECT i, 'k' || i FROM n;
+                """)
+        DedupeExecutor.copiesDiscoveryAlways = true
+        let summary = try SQLiteBackend.check(
+            try ScenarioKit.job("version: 1\ndedupe:\n  - entity: u\n    key: k\n"), options: RunOptions(database: clean))
+        XCTAssertEqual(summary.status, .clean)
+        XCTAssertEqual(summary.rules.map(\.discovery), [Discovery(groups: 0, losers: 0, tableRows: 3000)])
+    }
+
     /// In WAL (readers never hold a writer back) discovery reads the table itself whatever the
     /// estimate.
     func testNoCopyInWAL() throws {
@@ -192,6 +244,13 @@ final class DiscoveryCopyTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.column(path, "PRAGMA journal_mode", as: String.self), ["wal"])
         XCTAssertEqual(pieces, 0)
         XCTAssertEqual(summary.counts.deleted, 1500)
+    }
+
+    /// The rows the estimate goes by: the span's rowids as densely filled as the first range's.
+    func testEstimatedRowsFollowTheDensityOfTheFirstRange() {
+        XCTAssertEqual(DedupeExecutor.estimatedRows(span: 1_600_000, sampled: 16_000, sampledWidth: 48_000), 533_333.33, accuracy: 0.01)
+        XCTAssertEqual(DedupeExecutor.estimatedRows(span: 200_000, sampled: 2_000, sampledWidth: 2_000), 200_000)
+        XCTAssertEqual(DedupeExecutor.estimatedRows(span: 200_000, sampled: 700, sampledWidth: nil), 700, "the whole table in the range")
     }
 
     func testAffinityOfDeclaredTypes() {

@@ -8,6 +8,7 @@ extension JobRunner {
     public static func check(_ job: Job, options: RunOptions = .init(), backend: any DatabaseBackend) throws -> RunSummary {
         let path = try databasePath(job, options)
         let target = try target(job)
+        let settings = settings(job, options)
         let started = Date()
         var drift: [SchemaDrift] = []
         var notes: [String] = []
@@ -40,6 +41,13 @@ extension JobRunner {
                     counts.groups = outcome.groups
                     counts.deleted = outcome.members - outcome.groups
                 } else {
+                    let execution = session.ruleExecution(
+                        rule, runID: nil, options: RuleExecutionOptions(settings: settings))
+                    if let found = try execution.countDuplicates() {
+                        counts.groups = found.groups
+                        counts.deleted = found.losers
+                        return ruleSummary(rule, found, counts, [])
+                    }
                     let row = try session.row(duplicateCountSQL(rule))
                     counts.groups = try row?.int(0) ?? 0
                     counts.deleted = try row?.int(1) ?? 0
@@ -79,10 +87,11 @@ extension JobRunner {
     /// deterministic collation, and for any other a coarser grouping, never a finer one: rows
     /// equal byte for byte are equal under every collation. So it may only find duplicates that
     /// a run would not delete, and when it finds any, `check` counts them again by a dry run.
-    package static func duplicateCountSQL(_ rule: CompiledRule) -> String {
+    /// `source`: where the rows are read (the rule's table, or a backend's copy of its columns).
+    package static func duplicateCountSQL(_ rule: CompiledRule, from source: String? = nil) -> String {
         """
         SELECT count(*), coalesce(sum(n - 1), 0) FROM (
-            SELECT count(*) AS n FROM \(rule.qualifiedTable) WHERE \(rule.candidateFilter())
+            SELECT count(*) AS n FROM \(source ?? rule.qualifiedTable) WHERE \(rule.candidateFilter())
             GROUP BY \(rule.groupExpressions().joined(separator: ", ")) HAVING count(*) > 1) AS winnow_groups
         """
     }

@@ -42,8 +42,13 @@ public protocol RuleExecution {
     /// What the batches found worth telling once they are done, beside the rule's summary
     /// (``PlanAdvice/stretchesWarning(_:stretches:settings:)``).
     var runWarnings: [String] { get }
+    /// `check`'s grouped count (``JobRunner/duplicateCountSQL(_:from:)``), where the backend reads
+    /// it otherwise than by one statement over the table: duplicate groups, their surplus rows
+    /// and the table's rows. Nil: `check` runs the statement itself.
+    func countDuplicates() throws -> Discovery?
 }
 
 extension RuleExecution {
     public var runWarnings: [String] { [] }
+    public func countDuplicates() throws -> Discovery? { nil }
 }

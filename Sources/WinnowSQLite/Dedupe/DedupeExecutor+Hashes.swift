@@ -36,8 +36,13 @@ extension DedupeExecutor {
         // deletions are remembered by number).
         let numbers = RowNumbers(rule)
         if let topUp = numbers.topUp { try db.execute(sql: topUp) }
+        var held: TimeInterval?
         while true {
             guard let upTo = try Int64.fetchOne(db, sql: numbers.nextBound, arguments: [after, sizer.current]) else { break }
+            // Between two transactions only (none after the last): back to back, they would
+            // leave a waiting writer no gap. A dry run holds no lock that lasts: nothing to let
+            // through.
+            if let held, writer.writes { gap.wait(after: held, db: db) }
             let started = Date()
             let filled = try writer.transaction(db) { () -> Int in
                 let filled = try writer.fillHashes(
@@ -53,9 +58,7 @@ extension DedupeExecutor {
             }
             let seconds = Date().timeIntervalSince(started)
             sizer.record(size: sizer.current, seconds: seconds)
-            // Back to back, these transactions would leave a waiting writer no gap (a dry run
-            // takes no lock that lasts: it has nothing to let through).
-            if writer.writes { gap.wait(after: seconds, db: db) }
+            held = seconds
             if filled > 0 {
                 counts.hashed += filled
                 counts.batches += 1
