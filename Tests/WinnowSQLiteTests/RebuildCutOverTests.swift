@@ -151,6 +151,18 @@ extension RebuildCutOverTests {
 
 /// The pause between a loop's write transactions: wide while another connection commits.
 final class WriteGapTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws { dir = try TestSupport.scratchDirectory() }
+    override func tearDownWithError() throws { if let dir { try? FileManager.default.removeItem(at: dir) } }
+
+    /// Two connections to one file with a table `t (x)`: winnow's and another's.
+    func twoConnections() throws -> (mine: DatabaseQueue, other: DatabaseQueue) {
+        let path = dir.appendingPathComponent("gap.sqlite").path
+        try TestSupport.makeDatabase(at: path, sql: "CREATE TABLE t (x)")
+        return (try DatabaseQueue(path: path), try DatabaseQueue(path: path))
+    }
+
     func testPauseFromTheJobIsUsedAsItIs() throws {
         let queue = try DatabaseQueue()
         var gap = WriteGap(settings: BatchSettings(size: 10, maxTransactionMilliseconds: 50, pauseMilliseconds: 7))
@@ -158,12 +170,7 @@ final class WriteGapTests: XCTestCase {
     }
 
     func testGapWidensAfterAnotherConnectionCommits() throws {
-        let dir = try TestSupport.scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let path = dir.appendingPathComponent("gap.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: "CREATE TABLE t (x)")
-        let mine = try DatabaseQueue(path: path)
-        let other = try DatabaseQueue(path: path)
+        let (mine, other) = try twoConnections()
         var gap = WriteGap(settings: BatchSettings(size: 10, maxTransactionMilliseconds: 50))
         try mine.inDatabase { db in
             XCTAssertEqual(gap.gap(after: 0.02, db: db), 0.02 * WriteGap.idleShare, accuracy: 1e-9)
@@ -181,12 +188,7 @@ final class WriteGapTests: XCTestCase {
     /// before that transaction: a writer that got in while the loop was getting ready is seen
     /// from the first gap, not only after it manages to get in between two batches.
     func testGapCreatedBeforeTheLoopSeesACommitBeforeItsFirstTransaction() throws {
-        let dir = try TestSupport.scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let path = dir.appendingPathComponent("gap.sqlite").path
-        try TestSupport.makeDatabase(at: path, sql: "CREATE TABLE t (x)")
-        let mine = try DatabaseQueue(path: path)
-        let other = try DatabaseQueue(path: path)
+        let (mine, other) = try twoConnections()
         let settings = BatchSettings(size: 10, maxTransactionMilliseconds: 50)
         var early = try mine.inDatabase { db in WriteGap(settings: settings, db: db) }
         var late = WriteGap(settings: settings)

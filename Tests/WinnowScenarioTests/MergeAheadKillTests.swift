@@ -85,13 +85,24 @@ final class MergeAheadKillTests: XCTestCase {
         process.standardError = FileHandle.nullDevice
         try process.run()
         if let trigger {
+            // Only the lines appended since the last look are read (the run shares the cores
+            // with this loop): `pending` holds a line not yet ended.
+            let reader = try FileHandle(forReadingFrom: out)
+            defer { try? reader.close() }
+            var pending = Data()
+            var seen = 0
             var reached: Date? = trigger.stage == nil ? Date() : nil
             while process.isRunning {
                 if let reached {
                     if Date().timeIntervalSince(reached) >= trigger.extra { break }
                 } else if let stage = trigger.stage {
-                    let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-                    if Self.events(text).lazy.compactMap(Self.stage).filter({ $0 == stage }).count >= trigger.count { reached = Date() }
+                    pending.append(reader.availableData)
+                    if let end = pending.lastIndex(of: UInt8(ascii: "\n")) {
+                        let lines = String(decoding: pending[..<end], as: UTF8.self)
+                        pending = Data(pending[pending.index(after: end)...])
+                        seen += Self.events(lines).lazy.compactMap(Self.stage).filter { $0 == stage }.count
+                        if seen >= trigger.count { reached = Date() }
+                    }
                 }
                 Thread.sleep(forTimeInterval: 0.002)
             }

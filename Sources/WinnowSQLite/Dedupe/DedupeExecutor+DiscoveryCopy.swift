@@ -109,14 +109,6 @@ extension DedupeExecutor {
         return " NUMERIC"
     }
 
-    /// Copies what discovery reads into ``discoveryCopy`` in short reads, when reading the table
-    /// in one statement would hold a rollback journal's writers back longer than
-    /// `max_transaction_ms`; returns the copy's name and the table's rows it holds (every row up
-    /// to the highest rowid when it began, NULL keys too), or nil for discovery to read the table.
-    /// The first range decides: from its time, the window over the table is estimated
-    /// (``windowPerCopy``), the rows taken as the rowids' span (no count of the table first: on a
-    /// table of wide rows without an index, a count is itself a long read); where that fits the
-    /// limit, the range is dropped and the table read in one statement.
     /// The table's rows, estimated from the first range: `sampled` rows over `sampledWidth`
     /// rowids (nil: the range reached the end of the table, which holds just those rows), spread
     /// over the rowids' `span`. A table whose losers are gone may keep a third of its rowids: read
@@ -127,7 +119,16 @@ extension DedupeExecutor {
         return Double(span) * Double(sampled) / max(1, width)
     }
 
-    /// `readPerCopy`: how many times a copy's time the read it spares takes.
+    /// Copies what discovery reads into ``discoveryCopy`` in short reads, when reading the table
+    /// in one statement would hold a rollback journal's writers back longer than
+    /// `max_transaction_ms`; returns the copy's name and the table's rows it holds (every row up
+    /// to the highest rowid when it began, NULL keys too), or nil for discovery to read the table.
+    /// The first range decides: from its time, the read it spares over the table is estimated
+    /// (`readPerCopy` times the copy's: ``windowPerCopy`` for discovery, ``countPerCopy`` for
+    /// `check`), the rows taken from the rowids' span as densely filled as the first range
+    /// (``estimatedRows(span:sampled:sampledWidth:)``; no count of the table first: on a table
+    /// of wide rows without an index, a count is itself a long read); where that fits the
+    /// limit, the range is dropped and the table read in one statement.
     func copyForDiscovery(readPerCopy: Double = windowPerCopy) throws -> (table: String, rows: Int)? {
         guard !db.isInsideTransaction, try keepsRollbackJournal(), let shape = try discoveryCopyShape() else { return nil }
         let table = rule.qualifiedTable
