@@ -7,6 +7,11 @@ import GRDB
 /// the totals go to standard error when the process exits (most expensive first), each
 /// statement cut at 160 characters (`WINNOW_SQL_PROFILE=full`: whole).
 ///
+/// A statement is timed from its first step to its reset, so one whose rows are read while other
+/// statements run (a merge read that inserts each group's decision) is charged their time and
+/// the recording of each of them too: read such a total as an upper bound. Each statement's
+/// text is folded into its key once, not at every run of it.
+///
 /// `WINNOW_SQL_PROFILE=trace` also prints, as they end, every statement of 5 ms or more and every
 /// transaction (from its `BEGIN` to its `COMMIT` or `ROLLBACK`) of 20 ms or more, each with the
 /// wall-clock time it ended at (seconds since 1970), and (``note(_:)``) each gap ``WriteGap``
@@ -16,6 +21,8 @@ final class StatementProfile: @unchecked Sendable {
     static let shared = StatementProfile()
     private let lock = NSLock()
     private var totals: [String: (count: Int, seconds: Double)] = [:]
+    /// Each statement's text folded onto one line, by its text.
+    private var keys: [String: String] = [:]
     private var registered = false
     let traces = ProcessInfo.processInfo.environment["WINNOW_SQL_PROFILE"] == "trace"
     /// When the transaction in progress began, in seconds since 1970 (trace only).
@@ -37,7 +44,13 @@ final class StatementProfile: @unchecked Sendable {
     private func record(_ sql: String, _ seconds: Double) {
         lock.lock()
         defer { lock.unlock() }
-        let key = sql.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        let key: String
+        if let known = keys[sql] {
+            key = known
+        } else {
+            key = sql.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+            keys[sql] = key
+        }
         let old = totals[key] ?? (0, 0)
         totals[key] = (old.count + 1, old.seconds + seconds)
         if traces { trace(key, seconds) }
