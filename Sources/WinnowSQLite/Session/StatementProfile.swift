@@ -9,8 +9,9 @@ import GRDB
 ///
 /// A statement is timed from its first step to its reset, so one whose rows are read while other
 /// statements run (a merge read that inserts each group's decision) is charged their time and
-/// the recording of each of them too: read such a total as an upper bound. Each statement's
-/// text is folded into its key once, not at every run of it.
+/// the recording of each of them too: read such a total as an upper bound. Statements are
+/// totalled by their text as run and folded onto one line only for printing, so a run of one
+/// costs a lookup.
 ///
 /// `WINNOW_SQL_PROFILE=trace` also prints, as they end, every statement of 5 ms or more and every
 /// transaction (from its `BEGIN` to its `COMMIT` or `ROLLBACK`) of 20 ms or more, each with the
@@ -20,9 +21,8 @@ import GRDB
 final class StatementProfile: @unchecked Sendable {
     static let shared = StatementProfile()
     private let lock = NSLock()
+    /// By each statement's text as run.
     private var totals: [String: (count: Int, seconds: Double)] = [:]
-    /// Each statement's text folded onto one line, by its text.
-    private var keys: [String: String] = [:]
     private var registered = false
     let traces = ProcessInfo.processInfo.environment["WINNOW_SQL_PROFILE"] == "trace"
     /// When the transaction in progress began, in seconds since 1970 (trace only).
@@ -44,16 +44,14 @@ final class StatementProfile: @unchecked Sendable {
     private func record(_ sql: String, _ seconds: Double) {
         lock.lock()
         defer { lock.unlock() }
-        let key: String
-        if let known = keys[sql] {
-            key = known
-        } else {
-            key = sql.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
-            keys[sql] = key
-        }
-        let old = totals[key] ?? (0, 0)
-        totals[key] = (old.count + 1, old.seconds + seconds)
-        if traces { trace(key, seconds) }
+        let old = totals[sql] ?? (0, 0)
+        totals[sql] = (old.count + 1, old.seconds + seconds)
+        if traces { trace(sql, seconds) }
+    }
+
+    /// A statement's text on one line: each line trimmed, joined by spaces.
+    private static func folded(_ sql: String) -> String {
+        sql.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
     }
 
     /// Prints `what` with the time now, in trace mode.
@@ -66,8 +64,10 @@ final class StatementProfile: @unchecked Sendable {
     private func trace(_ sql: String, _ seconds: Double) {
         let now = Date().timeIntervalSince1970
         var lines: [String] = []
-        if seconds >= 0.005 { lines.append(String(format: "-- %.3f statement %8.1f ms %@", now, seconds * 1000, String(sql.prefix(160)))) }
-        let word = sql.prefix(8).uppercased()
+        if seconds >= 0.005 {
+            lines.append(String(format: "-- %.3f statement %8.1f ms %@", now, seconds * 1000, String(Self.folded(sql).prefix(160))))
+        }
+        let word = sql.drop(while: \.isWhitespace).prefix(8).uppercased()
         if word.hasPrefix("BEGIN") {
             began = now - seconds
         } else if word.hasPrefix("COMMIT") || word.hasPrefix("ROLLBACK") || word.hasPrefix("END"), let start = began {
@@ -80,6 +80,13 @@ final class StatementProfile: @unchecked Sendable {
     private func report() {
         lock.lock()
         defer { lock.unlock() }
+        // Texts that differ only in their line breaks and indentation are one statement.
+        var totals: [String: (count: Int, seconds: Double)] = [:]
+        for (sql, total) in self.totals {
+            let key = Self.folded(sql)
+            let old = totals[key] ?? (0, 0)
+            totals[key] = (old.count + total.count, old.seconds + total.seconds)
+        }
         let all = totals.values.reduce(0) { $0 + $1.seconds }
         let width = ProcessInfo.processInfo.environment["WINNOW_SQL_PROFILE"] == "full" ? Int.max : 160
         var lines = ["-- SQL profile: \(String(format: "%.3f", all)) s in \(totals.values.reduce(0) { $0 + $1.count }) statements"]
