@@ -107,7 +107,7 @@ public struct CompiledRule: Sendable {
     /// Normalisers per canonical key column.
     package var normalizers: [String: [Normalizer]]
     /// Declared collations of the winner columns (ties follow them); nil when unknown.
-    var winnerCollations: [String: String]? = [:]
+    package var winnerCollations: [String: String]? = [:]
     /// Whether batches may turn SQLite's foreign-key enforcement off and check the references
     /// they touch themselves: deleting a parent row with enforcement on scans every child table
     /// whose referencing columns have no index, once per row (quadratic). Decided by

@@ -57,7 +57,11 @@ extension DedupeExecutor {
             let inGroups = try Int.fetchOne(db, sql: "SELECT coalesce(sum(n), 0) FROM temp.winnow_dupkeys") ?? 0
             duplicateKeys = inGroups * 3 <= rows
         }
-        try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins, from: source))
+        if Self.discoversSorted, let exact = try sortedComparisons() {
+            try discoverSorted(exact, duplicateKeys: duplicateKeys, pinsTaken: pins, from: source)
+        } else {
+            try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins, from: source))
+        }
         if let copy { try db.execute(sql: "DROP TABLE \(copy.table)") }
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         try sizeWorkingMemory(rows: rows, sorting: false)

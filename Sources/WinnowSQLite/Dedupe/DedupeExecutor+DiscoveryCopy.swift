@@ -85,7 +85,7 @@ extension DedupeExecutor {
     }
 
     /// A column's declared type and collation, as SQLite parsed them.
-    private func declaration(of column: String) throws -> (type: String, collation: String)? {
+    func declaration(of column: String) throws -> (type: String, collation: String)? {
         var type: UnsafePointer<CChar>?
         var collation: UnsafePointer<CChar>?
         var notNull: Int32 = 0

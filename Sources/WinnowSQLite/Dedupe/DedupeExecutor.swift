@@ -145,9 +145,46 @@ struct DedupeExecutor {
     /// (``BatchStatements/takenPin(_:alias:)``). `source`: where the rows are read (the rule's
     /// table, or discovery's copy of it: ``copyForDiscovery(rows:)``).
     func discoverySQL(duplicateKeys: Bool, pinsTaken: Bool = false, from source: String? = nil) -> String {
-        var terms: [String] = pinsTaken ? [BatchStatements.takenPin(rule, alias: nil)] : []
-        if let winner = rule.winnerOrderBy() { terms.append(winner) }
-        let order = terms.isEmpty ? "" : " ORDER BY \(terms.joined(separator: ", "))"
+        let read = discoveryRead(duplicateKeys: duplicateKeys, pinsTaken: pinsTaken, from: source)
+        let order = read.order.isEmpty ? "" : " ORDER BY \(read.order.joined(separator: ", "))"
+        // Each loser is filed under a rowid (`first`), and batches take the queue in that order,
+        // so that the rows a batch writes lie together. A rule that writes at the winner (merged
+        // values into its row, re-pointed children into the child index at its key) files every
+        // loser of a group under the winner: a group is settled in one batch. A rule that only
+        // deletes files each loser under its own rowid (``filesByPosition``): a batch is a
+        // stretch of the table, and over the run every page is rewritten about once, whatever
+        // the size of the groups and wherever their rows lie.
+        let first = filesByPosition ? "winnow_r" : "winnow_w"
+        let numbers = RowNumbers(rule)
+        return """
+            INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
+            SELECT \(first), winnow_w, winnow_n, winnow_r, winnow_p FROM (
+                SELECT \(numbers.number(of: nil)) AS winnow_r,
+                       row_number() OVER winnow_window AS winnow_n,
+                       first_value(\(numbers.number(of: nil))) OVER winnow_window AS winnow_w,
+                       (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_p
+                FROM \(read.from)
+                WHERE \(read.filter)
+                WINDOW winnow_window AS (PARTITION BY \(read.partition.joined(separator: ", "))\(order)
+                                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+            ) WHERE winnow_n > 1
+            ORDER BY 1, 2, 3
+            """
+    }
+
+    /// What discovery reads, however it numbers the groups (``discoverySQL`` with a window,
+    /// ``discoverSorted(_:)`` over one sorted read): the rows (`from`, with an `any:` rule's join
+    /// to its groups), which of them (`filter`: the candidates, and with `duplicateKeys` only
+    /// the keys `temp.winnow_dupkeys` holds), what a group is (`partition`, in the order the
+    /// rows are sorted) and the winner terms within a group (`order`: with `pinsTaken`, the
+    /// winner of losers a merge already took first, ``BatchStatements/takenPin(_:alias:)``).
+    func discoveryRead(
+        duplicateKeys: Bool, pinsTaken: Bool, from source: String?
+    ) -> (
+        from: String, filter: String, partition: [String], order: [String]
+    ) {
+        var order: [String] = pinsTaken ? [BatchStatements.takenPin(rule, alias: nil)] : []
+        if let winner = rule.winnerOrderBy() { order.append(winner) }
         var duplicatesOnly = ""
         if let scope {
             duplicatesOnly = " AND \(scope)"
@@ -158,38 +195,16 @@ struct DedupeExecutor {
             let tuple = groups.count == 1 ? groups[0] : "(\(groups.joined(separator: ", ")))"
             duplicatesOnly = " AND \(tuple) IN (SELECT \(groups.indices.map { "k\($0)" }.joined(separator: ", ")) FROM temp.winnow_dupkeys)"
         }
-        // Each loser is filed under a rowid (`first`), and batches take the queue in that order,
-        // so that the rows a batch writes lie together. A rule that writes at the winner (merged
-        // values into its row, re-pointed children into the child index at its key) files every
-        // loser of a group under the winner: a group is settled in one batch. A rule that only
-        // deletes files each loser under its own rowid (``filesByPosition``): a batch is a
-        // stretch of the table, and over the run every page is rewritten about once, whatever
-        // the size of the groups and wherever their rows lie.
-        let first = filesByPosition ? "winnow_r" : "winnow_w"
-        let numbers = RowNumbers(rule)
-        var partition = rule.groupExpressions().joined(separator: ", ")
+        var partition = rule.groupExpressions()
         var from = source ?? rule.qualifiedTable
         var candidates = rule.candidateFilter()
         // An `any:` rule's groups are read by a join to their scratch table, once per row.
         if let components = rule.componentJoin() {
             from += " " + components.join
-            partition = components.group
+            partition = [components.group]
             candidates = "1"
         }
-        return """
-            INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied)
-            SELECT \(first), winnow_w, winnow_n, winnow_r, winnow_p FROM (
-                SELECT \(numbers.number(of: nil)) AS winnow_r,
-                       row_number() OVER winnow_window AS winnow_n,
-                       first_value(\(numbers.number(of: nil))) OVER winnow_window AS winnow_w,
-                       (\(rule.tiedWithPrevious(window: "winnow_window"))) AS winnow_p
-                FROM \(from)
-                WHERE \(candidates)\(duplicatesOnly)
-                WINDOW winnow_window AS (PARTITION BY \(partition)\(order)
-                                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-            ) WHERE winnow_n > 1
-            ORDER BY 1, 2, 3
-            """
+        return (from, candidates + duplicatesOnly, partition, order)
     }
 }
 
