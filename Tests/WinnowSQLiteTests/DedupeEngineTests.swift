@@ -978,48 +978,55 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     /// The estimate before the grouped count (tables of `estimateFromRows` rows and more, here
-    /// lowered to reach the small tables): where most rows are duplicates the sample skips the
-    /// count, where few are the count runs and filters; either way the run keeps exactly the rows
-    /// the window over every row keeps.
+    /// lowered to reach the small tables), which discovery by SQLite's window runs (the sorted
+    /// read has no count before it; both are run here): where most rows are duplicates the sample
+    /// skips the count, where few are the count runs and filters; either way the run keeps
+    /// exactly the rows the window over every row keeps.
     func testDuplicateShareEstimateChoosesAPathAndEveryPathFindsTheSameGroups() throws {
         let saved = DedupeExecutor.estimateFromRows
         DedupeExecutor.estimateFromRows = 100
-        defer { DedupeExecutor.estimateFromRows = saved }
+        defer {
+            DedupeExecutor.estimateFromRows = saved
+            DedupeExecutor.discoversSorted = true
+        }
         for (name, distinctKeys, skips) in [("few", 3800, false), ("most", 400, true)] {
-            var values: [String] = []
-            for id in 1...4000 {
-                let key = (id * 7919) % distinctKeys
-                let email = id % 97 == 0 ? "NULL" : "'user\(key)@x'"
-                values.append("(\(id), \(email), \((id * 104_729) % 4000))")
+            for sorted in [false, true] {
+                DedupeExecutor.discoversSorted = sorted
+                var values: [String] = []
+                for id in 1...4000 {
+                    let key = (id * 7919) % distinctKeys
+                    let email = id % 97 == 0 ? "NULL" : "'user\(key)@x'"
+                    values.append("(\(id), \(email), \((id * 104_729) % 4000))")
+                }
+                let setup = """
+                    CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT, created INTEGER);
+                    INSERT INTO t VALUES \(values.joined(separator: ", "));
+                    """
+                let path = try db(setup, name: "\(name)-\(sorted).sqlite")
+                let job = try ScenarioKit.job("version: 1\ndedupe:\n  - {entity: t, key: email, winner: [{created: asc}]}\n")
+                let sample = try DatabaseOpener.open(path: path, mode: .readOnly).inDatabase { db -> Row in
+                    let rule = try JobRunner.compile(job, db)[0]
+                    let executor = DedupeExecutor(db: db, rule: rule, writer: DryRunWriter(), settings: job.batch)
+                    XCTAssertTrue(executor.countsKeysFirst)
+                    return try Row.fetchOne(db, sql: executor.duplicateShareSQL())!
+                }
+                let (sampledRows, inGroups): (Int, Int) = (sample[0], sample[1])
+                XCTAssertGreaterThan(sampledRows, 4000 / DedupeExecutor.sampledKeys / 3, "\(name): about a sixteenth of the rows")
+                XCTAssertLessThan(sampledRows, 4000 / DedupeExecutor.sampledKeys * 3, name)
+                XCTAssertEqual(
+                    DedupeExecutor.skipsGroupedCount(sampledRows: sampledRows, sampledInGroups: inGroups), skips, "\(name): \(sample)")
+                let expected = try ScenarioKit.column(
+                    path,
+                    """
+                    SELECT id FROM t WHERE id NOT IN (SELECT id FROM (SELECT id, row_number() OVER
+                      (PARTITION BY email ORDER BY created, id) AS rn FROM t WHERE email IS NOT NULL) WHERE rn > 1)
+                    ORDER BY id
+                    """, as: Int64.self)
+                let summary = try ScenarioKit.run(
+                    "version: 1\ndedupe:\n  - entity: t\n    key: email\n    winner:\n      - created: asc\n", db: path, batchSize: 97)
+                XCTAssertEqual(try ids(path, "t"), expected, name)
+                XCTAssertEqual(summary.counts.deleted, 4000 - expected.count, name)
             }
-            let setup = """
-                CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT, created INTEGER);
-                INSERT INTO t VALUES \(values.joined(separator: ", "));
-                """
-            let path = try db(setup, name: "\(name).sqlite")
-            let job = try ScenarioKit.job("version: 1\ndedupe:\n  - {entity: t, key: email, winner: [{created: asc}]}\n")
-            let sample = try DatabaseOpener.open(path: path, mode: .readOnly).inDatabase { db -> Row in
-                let rule = try JobRunner.compile(job, db)[0]
-                let executor = DedupeExecutor(db: db, rule: rule, writer: DryRunWriter(), settings: job.batch)
-                XCTAssertTrue(executor.countsKeysFirst)
-                return try Row.fetchOne(db, sql: executor.duplicateShareSQL())!
-            }
-            let (sampledRows, inGroups): (Int, Int) = (sample[0], sample[1])
-            XCTAssertGreaterThan(sampledRows, 4000 / DedupeExecutor.sampledKeys / 3, "\(name): about a sixteenth of the rows")
-            XCTAssertLessThan(sampledRows, 4000 / DedupeExecutor.sampledKeys * 3, name)
-            XCTAssertEqual(
-                DedupeExecutor.skipsGroupedCount(sampledRows: sampledRows, sampledInGroups: inGroups), skips, "\(name): \(sample)")
-            let expected = try ScenarioKit.column(
-                path,
-                """
-                SELECT id FROM t WHERE id NOT IN (SELECT id FROM (SELECT id, row_number() OVER
-                  (PARTITION BY email ORDER BY created, id) AS rn FROM t WHERE email IS NOT NULL) WHERE rn > 1)
-                ORDER BY id
-                """, as: Int64.self)
-            let summary = try ScenarioKit.run(
-                "version: 1\ndedupe:\n  - entity: t\n    key: email\n    winner:\n      - created: asc\n", db: path, batchSize: 97)
-            XCTAssertEqual(try ids(path, "t"), expected, name)
-            XCTAssertEqual(summary.counts.deleted, 4000 - expected.count, name)
         }
     }
 
