@@ -9,7 +9,7 @@ import WinnowTestSupport
 /// against the window it stands in for (``DedupeExecutor/discoverySQL(duplicateKeys:pinsTaken:from:)``):
 /// the same queue where no row ties another, the same rows left where some do, the window kept
 /// where only SQLite's comparison under a collation tells the groups apart, and the losers
-/// staged when more are found than are held in memory.
+/// written out in runs when more are found than are held in memory.
 final class SortedDiscoveryTests: XCTestCase {
     var dir: URL!
 
@@ -64,7 +64,7 @@ final class SortedDiscoveryTests: XCTestCase {
     func queue(
         _ rule: String, sorted: Bool, sql: String = setup
     ) throws -> (
-        rows: [[Int64]], sortable: Bool, found: Discovery, staging: Int
+        rows: [[Int64]], sortable: Bool, found: Discovery, temporaryTables: Int
     ) {
         let path = try database("queue", sql: sql)
         let job = try ScenarioKit.job("version: 1\ndedupe:\n  - entity: t\n    \(rule)\n")
@@ -77,8 +77,8 @@ final class SortedDiscoveryTests: XCTestCase {
             let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: job.batch)
             let found = try executor.discover()
             let rows = try Row.fetchAll(db, sql: "SELECT first, winner, rn, rid, tied FROM temp.winnow_queue ORDER BY first, winner, rn")
-            let staging = try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.sqlite_master WHERE name = 'winnow_sorted_losers'") ?? 0
-            return (rows.map { row in (0..<5).map { row[$0] as Int64 } }, try executor.sortedComparisons() != nil, found, staging)
+            let temporary = try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.sqlite_master WHERE type = 'table'") ?? 0
+            return (rows.map { row in (0..<5).map { row[$0] as Int64 } }, try executor.sortedComparisons() != nil, found, temporary)
         }
     }
 
@@ -172,20 +172,32 @@ final class SortedDiscoveryTests: XCTestCase {
         XCTAssertTrue(try queue("key: e\n    normalize: [lowercase]\n    winner:\n      - created: asc", sorted: true).sortable)
     }
 
-    /// More losers than are held in memory are staged and filed by SQLite's sorter: the same
-    /// queue, and the staging table is gone after.
-    func testStagedLosersFileTheSameQueue() throws {
-        for rule in [
-            "key: k\n    winner:\n      - created: asc", "key: k\n    winner:\n      - created: asc\n    merge:\n      visits: sum",
-        ] {
-            let held = try queue(rule, sorted: true)
-            DedupeExecutor.sortedLosersInMemory = 7
-            let staged = try queue(rule, sorted: true)
-            DedupeExecutor.sortedLosersInMemory = 1 << 19
-            XCTAssertGreaterThan(held.rows.count, 300)
-            XCTAssertEqual(staged.rows, held.rows, rule)
-            XCTAssertEqual(staged.staging, 0, "\(rule): the staging table is dropped")
+    /// More losers than are held in memory are written out in sorted runs and merged as they
+    /// are filed: the same queue (runs of 7 and of 50, the held rest shorter), no table more in
+    /// the temporary database, and no file left where the runs were written.
+    func testLosersWrittenOutInRunsFileTheSameQueue() throws {
+        let spillDirectory = dir.appendingPathComponent("spill")
+        try FileManager.default.createDirectory(at: spillDirectory, withIntermediateDirectories: true)
+        let saved = ProcessInfo.processInfo.environment["SQLITE_TMPDIR"]
+        setenv("SQLITE_TMPDIR", spillDirectory.path, 1)
+        defer {
+            if let saved { setenv("SQLITE_TMPDIR", saved, 1) } else { unsetenv("SQLITE_TMPDIR") }
         }
+        let rules = [
+            "key: k\n    winner:\n      - created: asc", "key: k\n    winner:\n      - created: desc\n    merge:\n      visits: sum",
+        ]
+        for rule in rules {
+            let held = try queue(rule, sorted: true)
+            XCTAssertGreaterThan(held.rows.count, 300)
+            for limit in [7, 50, held.rows.count] {
+                DedupeExecutor.sortedLosersInMemory = limit
+                let written = try queue(rule, sorted: true)
+                XCTAssertEqual(written.rows, held.rows, "\(rule), runs of \(limit)")
+                XCTAssertEqual(written.temporaryTables, held.temporaryTables, "\(rule), runs of \(limit)")
+            }
+            DedupeExecutor.sortedLosersInMemory = 1 << 19
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: spillDirectory.path), [])
         DedupeExecutor.sortedLosersInMemory = 7
         let rule = "key: k\n    winner:\n      - score: desc"
         XCTAssertEqual(try outcome(rule, sorted: true), try outcome(rule, sorted: false))
