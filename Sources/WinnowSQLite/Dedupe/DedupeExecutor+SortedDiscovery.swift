@@ -323,13 +323,8 @@ final class SpillFile {
     /// Writes `losers` from loser number `index` on.
     func write(_ losers: [SortedFiling.Loser], at index: Int) throws {
         try losers.withUnsafeBytes { bytes in
-            var done = 0
-            while done < bytes.count {
-                let wrote = pwrite(
-                    descriptor, bytes.baseAddress! + done, bytes.count - done,
-                    off_t((index * MemoryLayout<SortedFiling.Loser>.stride) + done))
-                guard wrote > 0 else { throw Self.failure("writing losers to a temporary file") }
-                done += wrote
+            try whole(bytes.count, doing: "writing losers to a temporary file") { done in
+                pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, Self.offset(index, done))
             }
         }
     }
@@ -338,15 +333,26 @@ final class SpillFile {
     func read(_ count: Int, at index: Int) throws -> [SortedFiling.Loser] {
         var losers = [SortedFiling.Loser](repeating: SortedFiling.Loser(rid: 0, winner: 0, rn: 0, tied: false), count: count)
         try losers.withUnsafeMutableBytes { bytes in
-            var done = 0
-            while done < bytes.count {
-                let got = pread(
-                    descriptor, bytes.baseAddress! + done, bytes.count - done,
-                    off_t((index * MemoryLayout<SortedFiling.Loser>.stride) + done))
-                guard got > 0 else { throw Self.failure("reading losers back from a temporary file") }
-                done += got
+            try whole(bytes.count, doing: "reading losers back from a temporary file") { done in
+                pread(descriptor, bytes.baseAddress! + done, bytes.count - done, Self.offset(index, done))
             }
         }
         return losers
+    }
+
+    /// The file offset of byte `byte` from loser number `index` on.
+    private static func offset(_ index: Int, _ byte: Int) -> off_t {
+        off_t(index * MemoryLayout<SortedFiling.Loser>.stride + byte)
+    }
+
+    /// Repeats `step` (a `pwrite` or `pread` of what is left from byte `done` on, returning the
+    /// bytes it moved) until `count` bytes are moved; a step that moves none fails.
+    private func whole(_ count: Int, doing: String, _ step: (_ done: Int) -> Int) throws {
+        var done = 0
+        while done < count {
+            let moved = step(done)
+            guard moved > 0 else { throw Self.failure(doing) }
+            done += moved
+        }
     }
 }
