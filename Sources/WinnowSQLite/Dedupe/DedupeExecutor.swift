@@ -81,18 +81,11 @@ struct DedupeExecutor {
             && referencesByPosition
     }
 
-    /// The window query that groups the candidate rows by key and ranks them by the rule's own
-    /// winner terms. Sorting by the full order (every content column) would make the sort carry
-    /// whole rows; instead a loser that ties the row before it on the winner terms is flagged
-    /// `tied`, and such groups get their winner and their losers' order from the full order when
-    /// their batch is read. (Any row that ties the group's first row is flagged so, also when a
-    /// row between them has changed since: the rows are sorted, so every row from the first to it
-    /// ties its predecessor. Testing the first row as well took a second window function per row:
-    /// 10% of this query at 200,000 rows.)
     /// Whether the discovery can leave the keys that occur once out of its window by a grouped
     /// count first: the key is plain columns (normalised or hashed keys would be computed twice
     /// for every row, which costs more than the window saves), and a NULL key part, which cannot
-    /// pass IN, is never a duplicate (`nulls: distinct`).
+    /// pass IN, is never a duplicate (`nulls: distinct`). Only discovery by the window counts
+    /// first: the sorted read costs about what the count itself does.
     var countsKeysFirst: Bool {
         scope == nil && rule.rule.nulls == .distinct && !rule.rule.hash && rule.components == nil
             && rule.keyColumns.allSatisfy { rule.normalizers[$0, default: []].isEmpty }
@@ -139,7 +132,17 @@ struct DedupeExecutor {
         sampledRows > 0 && sampledInGroups * 5 > sampledRows * 2
     }
 
-    /// The discovery: `duplicateKeys`, the window takes only the rows whose key
+    /// The window query that groups the candidate rows by key and ranks them by the rule's own
+    /// winner terms, where only SQLite's comparison tells the groups apart (``sortedComparisons()``;
+    /// elsewhere ``discoverSorted(_:duplicateKeys:pinsTaken:from:)`` fills the same queue). Sorting
+    /// by the full order (every content column) would make the sort carry whole rows; instead a
+    /// loser that ties the row before it on the winner terms is flagged `tied`, and such groups
+    /// get their winner and their losers' order from the full order when their batch is read.
+    /// (Any row that ties the group's first row is flagged so, also when a row between them has
+    /// changed since: the rows are sorted, so every row from the first to it ties its
+    /// predecessor. Testing the first row as well took a second window function per row: 10% of
+    /// this query at 200,000 rows.)
+    /// `duplicateKeys`: the window takes only the rows whose key
     /// `temp.winnow_dupkeys` holds (filled by ``duplicateKeysSQL(from:)``).
     /// `pinsTaken`: the winner of losers a merge already took stays first in its group
     /// (``BatchStatements/takenPin(_:alias:)``). `source`: where the rows are read (the rule's
