@@ -14,20 +14,10 @@ extension DedupeExecutor {
         // (``RowNumbers``).
         let maps = ([RowNumbers(rule)] + rule.references.indices.map { RowNumbers(rule, path: $0) }).compactMap(\.fillMap)
         guard !maps.isEmpty else { return try discover(version: version) }
-        var discovery: Discovery?
-        func numbered() throws {
+        return try db.readTransaction {
             for map in maps { try db.execute(sql: map) }
-            discovery = try discover(version: version)
+            return try discover(version: version)
         }
-        if db.isInsideTransaction {
-            try numbered()
-        } else {
-            try db.inTransaction(.deferred) {
-                try numbered()
-                return .commit
-            }
-        }
-        return discovery!
     }
 
     private func discover(version: Int64?) throws -> Discovery {
@@ -63,7 +53,7 @@ extension DedupeExecutor {
             duplicateKeys = inGroups * 3 <= rows
         }
         if let exact {
-            try discoverSorted(exact, duplicateKeys: duplicateKeys, pinsTaken: pins, from: source)
+            try discoverSorted(exact, pinsTaken: pins, from: source)
         } else {
             try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins, from: source))
         }

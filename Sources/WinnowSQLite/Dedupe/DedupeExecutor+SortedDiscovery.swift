@@ -45,10 +45,11 @@ extension DedupeExecutor {
         }
     }
 
-    /// Fills the queue from one sorted read (``sortedComparisons()`` said how ties are told;
-    /// the arguments are ``discoverySQL(duplicateKeys:pinsTaken:from:)``'s).
-    func discoverSorted(_ exact: [Bool], duplicateKeys: Bool, pinsTaken: Bool, from source: String?) throws {
-        let read = discoveryRead(duplicateKeys: duplicateKeys, pinsTaken: pinsTaken, from: source)
+    /// Fills the queue from one sorted read of every candidate row (``sortedComparisons()`` said
+    /// how ties are told; `pinsTaken` and `source` as for ``discoverySQL(duplicateKeys:pinsTaken:from:)``,
+    /// which alone reads after a grouped count).
+    func discoverSorted(_ exact: [Bool], pinsTaken: Bool, from source: String?) throws {
+        let read = discoveryRead(duplicateKeys: false, pinsTaken: pinsTaken, from: source)
         let keys = read.partition.count
         // The winner terms told by value (a row ties the one before it when these are equal:
         // the others are taken as equal, and without a term every row after its group's first
@@ -67,20 +68,11 @@ extension DedupeExecutor {
             """
         var filing = SortedFiling(db: db, byPosition: filesByPosition, limit: Self.sortedLosersInMemory)
         func numberGroups() throws {
-            let statement = try db.makeStatement(sql: select)
-            let row = statement.sqliteStatement
-            defer { sqlite3_reset(row) }
             var groupValues = [SortedValue](repeating: SortedValue(), count: keys)
             var termValues = [SortedValue](repeating: SortedValue(), count: compared.count)
             var winner: Int64 = 0
             var number: Int32 = 0
-            while true {
-                let code = sqlite3_step(row)
-                if code == SQLITE_DONE { break }
-                guard code == SQLITE_ROW else {
-                    throw DatabaseError(
-                        resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: select)
-                }
+            try RawStatement(db.makeStatement(sql: select)).forEachRow { row in
                 guard sqlite3_column_type(row, 0) == SQLITE_INTEGER else {
                     throw WinnowError.internal("\(rule.table): discovery read a row without a number")
                 }
@@ -98,19 +90,11 @@ extension DedupeExecutor {
                 }
             }
         }
-        func numberAndFile() throws {
+        // One read of the table, and the losers filed beside it, in one transaction (each
+        // insert on its own would be a transaction of the temporary database).
+        try db.readTransaction {
             try numberGroups()
             try filing.finish()
-        }
-        if db.isInsideTransaction {
-            try numberAndFile()
-        } else {
-            // One read of the table, and the losers filed beside it, in one transaction (each
-            // insert on its own would be a transaction of the temporary database).
-            try db.inTransaction(.deferred) {
-                try numberAndFile()
-                return .commit
-            }
         }
     }
 }
@@ -173,8 +157,8 @@ struct SortedFiling {
     let limit: Int
     private var held: [Loser] = []
     private var spill: SpillFile?
-    /// Each run written to the spill file: its first loser's place and its length.
-    private var runs: [(start: Int, count: Int)] = []
+    /// The runs written to the spill file: run `i` holds losers `i * limit` to `(i + 1) * limit`.
+    private var runs = 0
 
     init(db: Database, byPosition: Bool, limit: Int) {
         self.db = db
@@ -196,9 +180,8 @@ struct SortedFiling {
     private mutating func writeRun() throws {
         held.sort(by: precedes)
         if spill == nil { spill = try SpillFile() }
-        let start = runs.last.map { $0.start + $0.count } ?? 0
-        try spill!.write(held, at: start)
-        runs.append((start, held.count))
+        try spill!.write(held, at: runs * limit)
+        runs += 1
         held.removeAll(keepingCapacity: true)
     }
 
@@ -206,7 +189,7 @@ struct SortedFiling {
     mutating func finish() throws {
         held.sort(by: precedes)
         guard let spill else {
-            try insert(held[...], into: "temp.winnow_queue")
+            try insert(held[...])
             held = []
             return
         }
@@ -219,7 +202,7 @@ struct SortedFiling {
             var left: Int
         }
         let piece = 4096
-        var sources = runs.map { Source(start: $0.start, left: $0.count) }
+        var sources = (0..<runs).map { Source(start: $0 * limit, left: limit) }
         func head(_ index: Int) throws -> Loser? {
             if sources[index].next == sources[index].buffer.count {
                 guard sources[index].left > 0 else { return nil }
@@ -249,31 +232,37 @@ struct SortedFiling {
                 break
             }
             if out.count == piece {
-                try insert(out[...], into: "temp.winnow_queue")
+                try insert(out[...])
                 out.removeAll(keepingCapacity: true)
             }
         }
-        try insert(out[...], into: "temp.winnow_queue")
+        try insert(out[...])
         held = []
-        runs = []
+        runs = 0
     }
 
-    /// Rows a statement of ``insert(_:into:)`` inserts at once: each statement started costs
-    /// about as much as a few rows inserted.
+    /// Rows a statement of ``insert(_:)`` inserts at once: each statement started costs about
+    /// as much as a few rows inserted.
     static let rowsPerInsert = 64
 
-    private func insert(_ losers: ArraySlice<Loser>, into table: String) throws {
-        var start = losers.startIndex
-        while start < losers.endIndex {
-            let rows = min(Self.rowsPerInsert, losers.endIndex - start)
-            let values = Array(repeating: "(?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
-            // (The full statement is prepared once and kept; only the last, shorter one is not.)
-            let sql = "INSERT INTO \(table) (first, winner, rn, rid, tied) VALUES \(values)"
-            let statement = rows == Self.rowsPerInsert ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
-            let handle = statement.sqliteStatement
-            while start + rows <= losers.endIndex {
-                for offset in 0..<rows {
-                    let loser = losers[start + offset]
+    /// The queue's insert of `rows` losers.
+    static func insertSQL(rows: Int) -> String {
+        "INSERT INTO temp.winnow_queue (first, winner, rn, rid, tied) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+    }
+
+    static let fullInsert = insertSQL(rows: rowsPerInsert)
+
+    /// Inserts `losers` into the queue, ``rowsPerInsert`` rows a statement (the full statement
+    /// is prepared once and kept; only a last, shorter one is not).
+    private func insert(_ losers: ArraySlice<Loser>) throws {
+        let full = RawStatement(try db.cachedStatement(sql: Self.fullInsert))
+        for start in stride(from: losers.startIndex, to: losers.endIndex, by: Self.rowsPerInsert) {
+            let rows = losers[start..<min(start + Self.rowsPerInsert, losers.endIndex)]
+            let statement =
+                rows.count == Self.rowsPerInsert ? full : RawStatement(try db.makeStatement(sql: Self.insertSQL(rows: rows.count)))
+            try statement.execute { handle in
+                for (offset, loser) in rows.enumerated() {
                     let base = CInt(offset * 5)
                     sqlite3_bind_int64(handle, base + 1, byPosition ? loser.rid : loser.winner)
                     sqlite3_bind_int64(handle, base + 2, loser.winner)
@@ -281,15 +270,6 @@ struct SortedFiling {
                     sqlite3_bind_int64(handle, base + 4, loser.rid)
                     sqlite3_bind_int64(handle, base + 5, loser.tied ? 1 : 0)
                 }
-                let code = sqlite3_step(handle)
-                sqlite3_reset(handle)
-                guard code == SQLITE_DONE else {
-                    throw DatabaseError(
-                        resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                        sql: statement.sql)
-                }
-                start += rows
-                if rows < Self.rowsPerInsert { break }
             }
         }
     }

@@ -30,13 +30,7 @@ struct DryRunWriter: BatchWriter {
     /// once per statement (merge-500 at 200,000 rows: `plan` wrote 495 MB of temporary files,
     /// one page and its journal for each of 52,463 merged winners; docs/performance.md).
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
-        guard !db.isInsideTransaction else { return try body() }
-        var result: T?
-        try db.inTransaction(.deferred) {
-            result = try body()
-            return .commit
-        }
-        return result!
+        try db.readTransaction(body)
     }
     func apply(_ work: BatchWork, rule: CompiledRule, sql: BatchStatements, db: Database) throws {
         try db.cachedStatement(sql: "INSERT INTO temp.winnow_dry_logged (rid) SELECT rid FROM temp.winnow_batch").execute()

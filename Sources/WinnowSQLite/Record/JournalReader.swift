@@ -63,11 +63,7 @@ enum JournalReader {
 
     /// Runs `body` in a read transaction of its own, or in the one already open.
     static func reading(_ db: Database, _ body: () throws -> Void) throws {
-        guard !db.isInsideTransaction else { return try body() }
-        try db.inTransaction(.deferred) {
-            try body()
-            return .commit
-        }
+        try db.readTransaction(body)
     }
 
     static func groups(_ db: Database, runID: Int64) throws -> [GroupRecord] {

@@ -7,6 +7,19 @@ extension Database {
     /// busy timeout, before giving up with exit 75.
     static let writeAttempts = 3
 
+    /// Runs `body` in a deferred transaction of its own, or in the one already open: its reads
+    /// see one snapshot, and what it writes to temporary tables is committed once, not once per
+    /// statement.
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        guard !isInsideTransaction else { return try body() }
+        var result: T?
+        try inTransaction(.deferred) {
+            result = try body()
+            return .commit
+        }
+        return result!
+    }
+
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction and commits it.
     ///
     /// A busy timeout does not cover a read transaction's promotion to a write, so every write

@@ -65,6 +65,15 @@ struct RawStatement {
         try run()
     }
 
+    /// Runs the statement to its end with the parameters `bind` sets (every one of them: the
+    /// bindings are not cleared between runs, which a statement of many parameters run many
+    /// times would pay for), then resets it.
+    func execute(binding bind: (SQLiteStatement) -> Void) throws {
+        defer { sqlite3_reset(handle) }
+        bind(handle)
+        try run()
+    }
+
     /// Steps the bound statement to its end.
     private func run() throws {
         while true {
