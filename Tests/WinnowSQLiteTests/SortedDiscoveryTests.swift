@@ -20,6 +20,7 @@ final class SortedDiscoveryTests: XCTestCase {
     override func tearDownWithError() throws {
         DedupeExecutor.discoversSorted = true
         DedupeExecutor.sortedLosersInMemory = 1 << 19
+        DedupeExecutor.atFiling = nil
         if let dir { try? FileManager.default.removeItem(at: dir) }
     }
 
@@ -92,6 +93,39 @@ final class SortedDiscoveryTests: XCTestCase {
         let rows = try ScenarioKit.column(
             path, "SELECT \(columns.map { "quote(\"\($0!)\")" }.joined(separator: " || ',' || ")) FROM t", as: String.self)
         return rows.map { $0 ?? "NULL" }.sorted()
+    }
+
+    /// The losers are filed after the read's transaction has ended: in a rollback journal,
+    /// another connection commits while they are filed without waiting (its busy timeout is
+    /// zero), and the queue is the one filed without it.
+    func testAnotherConnectionCommitsWhileTheLosersAreFiled() throws {
+        let rule = "key: k\n    winner:\n      - created: asc"
+        let alone = try queue(rule, sorted: true)
+        var committed = 0
+        var writerPath = ""
+        DedupeExecutor.atFiling = {
+            var configuration = Configuration()
+            configuration.busyMode = .immediateError
+            let other = try DatabaseQueue(path: writerPath, configuration: configuration)
+            try other.write { try $0.execute(sql: "UPDATE t SET visits = visits + 1 WHERE id = 1") }
+            committed += 1
+        }
+        let path = try database("filing")
+        writerPath = path
+        XCTAssertEqual(try ScenarioKit.column(path, "PRAGMA journal_mode", as: String.self), ["delete"], "a rollback journal")
+        let job = try ScenarioKit.job("version: 1\ndedupe:\n  - entity: t\n    \(rule)\n")
+        let connection = try DatabaseOpener.open(path: path, mode: .readOnly)
+        defer { try? connection.close() }
+        let rows = try connection.inDatabase { db in
+            let compiled = try XCTUnwrap(JobRunner.compile(job, SQLiteSession(db)).first)
+            let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: job.batch)
+            XCTAssertEqual(try executor.discover(), alone.found)
+            return try Row.fetchAll(db, sql: "SELECT first, winner, rn, rid, tied FROM temp.winnow_queue ORDER BY first, winner, rn")
+                .map { row in (0..<5).map { row[$0] as Int64 } }
+        }
+        XCTAssertEqual(committed, 1)
+        XCTAssertEqual(rows, alone.rows)
+        XCTAssertEqual(try ScenarioKit.column(path, "SELECT visits FROM t WHERE id = 1", as: Int.self), [2])
     }
 
     /// Where every row of a group has its own place in the winner order, the sorted read files

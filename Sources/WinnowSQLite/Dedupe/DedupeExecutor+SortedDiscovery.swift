@@ -22,6 +22,10 @@ extension DedupeExecutor {
     /// this size. Tests lower it to see the runs merged.
     static var sortedLosersInMemory = 1 << 19
 
+    /// Runs as the losers' filing begins, inside its transaction (tests: another connection
+    /// commits there, which the read's transaction would hold back).
+    static var atFiling: (() throws -> Void)?
+
     /// Whether the groups and ties of this rule can be told from the sorted rows' values: every
     /// group expression compares under BINARY (a normalised key, a hash and an `any:` rule's
     /// group number always do; a plain key column does when declared so); nil where discovery
@@ -90,10 +94,15 @@ extension DedupeExecutor {
                 }
             }
         }
-        // One read of the table, and the losers filed beside it, in one transaction (each
-        // insert on its own would be a transaction of the temporary database).
+        // One read of the table; then the losers filed, in a transaction of their own (each
+        // insert on its own would be a transaction of the temporary database). Filing writes
+        // only the temporary database, so in a rollback journal another connection's commit
+        // waits for the read alone, not for the filing too (dup67's 200,000 rows: 0.17 s of
+        // the 0.37 s the two took in one transaction). Inside a transaction already open (a
+        // table numbered through a map first) both stay in it.
+        try db.readTransaction { try numberGroups() }
         try db.readTransaction {
-            try numberGroups()
+            try Self.atFiling?()
             try filing.finish()
         }
     }
