@@ -1051,7 +1051,7 @@ final class DedupeEngineTests: XCTestCase {
             XCTAssertEqual(spread.count, 16)
             for row in spread {
                 let count: Int = row[1]
-                XCTAssertTrue((800...1200).contains(count), "bucket \(row[0]): \(count) of 16,000")
+                XCTAssertTrue((800...1200).contains(count), "bucket \(row[0] as DatabaseValue): \(count) of 16,000")
             }
         }
     }

@@ -78,6 +78,17 @@ final class SortedDiscoveryTests: XCTestCase {
             let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: job.batch)
             let found = try executor.discover()
             let rows = try Row.fetchAll(db, sql: "SELECT first, winner, rn, rid, tied FROM temp.winnow_queue ORDER BY first, winner, rn")
+            // What discovery counted (as it filed, after a sorted read) is what the queue holds.
+            let counted = try XCTUnwrap(
+                Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*), count(*) FILTER (WHERE rn = 2), count(*) FILTER (WHERE tied),
+                               count(*) FILTER (WHERE rn = 2 AND tied) FROM temp.winnow_queue
+                        """))
+            let recorded = try XCTUnwrap(Row.fetchOne(db, sql: "SELECT tied_rows, tied_groups FROM temp.winnow_found"))
+            XCTAssertEqual([found.losers, found.groups], [counted[0], counted[1]] as [Int], rule)
+            XCTAssertEqual([recorded[0], recorded[1]] as [Int], [counted[2], counted[3]] as [Int], rule)
             let temporary = try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.sqlite_master WHERE type = 'table'") ?? 0
             return (rows.map { row in (0..<5).map { row[$0] as Int64 } }, try executor.sortedComparisons() != nil, found, temporary)
         }

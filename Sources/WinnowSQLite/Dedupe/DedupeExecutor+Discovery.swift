@@ -52,8 +52,9 @@ extension DedupeExecutor {
             let inGroups = try Int.fetchOne(db, sql: "SELECT coalesce(sum(n), 0) FROM temp.winnow_dupkeys") ?? 0
             duplicateKeys = inGroups * 3 <= rows
         }
+        var filed: SortedFiling.Counts?
         if let exact {
-            try discoverSorted(exact, pinsTaken: pins, from: source)
+            filed = try discoverSorted(exact, pinsTaken: pins, from: source)
         } else {
             try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins, from: source))
         }
@@ -61,15 +62,21 @@ extension DedupeExecutor {
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         try sizeWorkingMemory(rows: rows, sorting: false)
         // The losers, the groups, and the losers tied with the row before them on the winner
-        // terms (those that are their group's second row: ties with the winner), counted in
-        // one pass over the queue.
-        let row = try Row.fetchOne(
-            db,
-            sql: """
-                SELECT count(*), \(filesByPosition ? "count(*) FILTER (WHERE rn = 2)" : "count(DISTINCT first)"),
-                       count(*) FILTER (WHERE tied), count(*) FILTER (WHERE rn = 2 AND tied)
-                FROM temp.winnow_queue
-                """)!
+        // terms (those that are their group's second row: ties with the winner): counted as the
+        // sorted read filed them, else in one pass over the queue.
+        let counted: SortedFiling.Counts
+        if let filed {
+            counted = filed
+        } else {
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*), \(filesByPosition ? "count(*) FILTER (WHERE rn = 2)" : "count(DISTINCT first)"),
+                           count(*) FILTER (WHERE tied), count(*) FILTER (WHERE rn = 2 AND tied)
+                    FROM temp.winnow_queue
+                    """)!
+            counted = SortedFiling.Counts(losers: row[0], groups: row[1], tied: row[2], tiedGroups: row[3])
+        }
         // The queue is as of this data version: while it is unchanged, no other connection has
         // committed since, and the batches take the losers as found (kept beside the queue, so
         // the runner may hand this discovery to another executor on the same connection), with
@@ -77,8 +84,8 @@ extension DedupeExecutor {
         try db.execute(sql: "DELETE FROM temp.winnow_found")
         try db.execute(
             sql: "INSERT INTO temp.winnow_found (version, tied_rows, tied_groups) VALUES (?, ?, ?)",
-            arguments: [version, row[2] as Int, row[3] as Int])
-        return Discovery(groups: row[1], losers: row[0], tableRows: rows)
+            arguments: [version, counted.tied, counted.tiedGroups])
+        return Discovery(groups: counted.groups, losers: counted.losers, tableRows: rows)
     }
 
     /// `max_delete_percent` and `references: restrict`, checked before anything is written.

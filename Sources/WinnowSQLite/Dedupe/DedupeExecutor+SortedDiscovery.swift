@@ -52,7 +52,8 @@ extension DedupeExecutor {
     /// Fills the queue from one sorted read of every candidate row (``sortedComparisons()`` said
     /// how ties are told; `pinsTaken` and `source` as for ``discoverySQL(duplicateKeys:pinsTaken:from:)``,
     /// which alone reads after a grouped count).
-    func discoverSorted(_ exact: [Bool], pinsTaken: Bool, from source: String?) throws {
+    /// Returns what the queue holds, counted as the losers were filed.
+    func discoverSorted(_ exact: [Bool], pinsTaken: Bool, from source: String?) throws -> SortedFiling.Counts {
         let read = discoveryRead(duplicateKeys: false, pinsTaken: pinsTaken, from: source)
         let keys = read.partition.count
         // The winner terms told by value (a row ties the one before it when these are equal:
@@ -105,6 +106,7 @@ extension DedupeExecutor {
             try Self.atFiling?()
             try filing.finish()
         }
+        return filing.counts
     }
 }
 
@@ -164,6 +166,18 @@ struct SortedFiling {
     /// Each loser under its own rowid (``DedupeExecutor/filesByPosition``), else under its winner.
     let byPosition: Bool
     let limit: Int
+    /// What a queue of losers holds: losers, groups (each has one loser numbered 2), losers
+    /// tied with the row before them, and groups whose second row ties their winner.
+    struct Counts {
+        var losers = 0
+        var groups = 0
+        var tied = 0
+        var tiedGroups = 0
+    }
+
+    /// The losers added so far, counted (the queue's counts once they are filed: counting the
+    /// queue again read every row of it, 0.19 s of dup67's 5.9 s at 2,000,000 rows).
+    private(set) var counts = Counts()
     private var held: [Loser] = []
     private var spill: SpillFile?
     /// The runs written to the spill file: run `i` holds losers `i * limit` to `(i + 1) * limit`.
@@ -181,6 +195,12 @@ struct SortedFiling {
     }
 
     mutating func add(_ loser: Loser) throws {
+        counts.losers += 1
+        if loser.rn == 2 { counts.groups += 1 }
+        if loser.tied {
+            counts.tied += 1
+            if loser.rn == 2 { counts.tiedGroups += 1 }
+        }
         held.append(loser)
         if held.count >= limit { try writeRun() }
     }
