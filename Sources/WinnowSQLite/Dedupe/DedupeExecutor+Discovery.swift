@@ -24,15 +24,15 @@ extension DedupeExecutor {
         // Groups whose losers a merge of an unfinished run took keep that merge's winner (read
         // from the main database, so such a discovery reads the table itself).
         let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false)
-        // In a rollback journal, a read too long for `max_transaction_ms` is a copy first, which
-        // counts the table's rows as it goes.
-        let copy = pins ? nil : try copyForDiscovery()
-        let rows = try copy?.rows ?? Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
-        try sizeWorkingMemory(rows: rows, sorting: true)
-        let source = copy?.table ?? rule.qualifiedTable
         // The groups are numbered over one sorted read where the rows' values tell them apart,
         // else by SQLite's window (``sortedComparisons()``).
         let exact = Self.discoversSorted ? try sortedComparisons() : nil
+        // In a rollback journal, a read too long for `max_transaction_ms` is a copy first, which
+        // counts the table's rows as it goes.
+        let copy = pins ? nil : try copyForDiscovery(readPerCopy: exact == nil ? Self.windowPerCopy : Self.sortedPerCopy)
+        let rows = try copy?.rows ?? Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
+        try sizeWorkingMemory(rows: rows, sorting: true)
+        let source = copy?.table ?? rule.qualifiedTable
         // Before the window, the grouped count keeps the keys that occur once out of it: on a
         // table with few duplicates the window then sorts a fraction of it. Where most rows are
         // duplicates, the window over every row costs less than looking up each row's key, so

@@ -29,6 +29,12 @@ extension DedupeExecutor {
     /// window 0.63-0.88 s, on a lowercased and on a plain key).
     static let windowPerCopy = 6.0
 
+    /// The same for the sorted read, whose transaction ends before the losers are filed
+    /// (``discoverSorted(_:pinsTaken:from:)``): 2.6-3.1 times the copy on dup67's rows at 200,000
+    /// and 600,000, 4.1 times on lower-500's lowercased key (the sqlite3 shell's copy of the
+    /// same columns against the read's statement in `WINNOW_SQL_PROFILE=trace`, three runs each).
+    static let sortedPerCopy = 4.5
+
     /// The same for `check`'s grouped count (``countDuplicates()``), which only counts: the
     /// sqlite3 shell on 533,501 customers, the copy 0.40 s, the count 0.60 s on the key and 0.88
     /// s on its lowercase (the window 1.53 s).
@@ -124,7 +130,7 @@ extension DedupeExecutor {
     /// `max_transaction_ms`; returns the copy's name and the table's rows it holds (every row up
     /// to the highest rowid when it began, NULL keys too), or nil for discovery to read the table.
     /// The first range decides: from its time, the read it spares over the table is estimated
-    /// (`readPerCopy` times the copy's: ``windowPerCopy`` for discovery, ``countPerCopy`` for
+    /// (`readPerCopy` times the copy's: ``sortedPerCopy`` or ``windowPerCopy`` for discovery, ``countPerCopy`` for
     /// `check`), the rows taken from the rowids' span as densely filled as the first range
     /// (``estimatedRows(span:sampled:sampledWidth:)``; no count of the table first: on a table
     /// of wide rows without an index, a count is itself a long read); where that fits the
