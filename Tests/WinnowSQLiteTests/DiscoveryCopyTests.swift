@@ -256,6 +256,52 @@ final class DiscoveryCopyTests: XCTestCase {
         XCTAssertEqual(summary.counts.deleted, 1500)
     }
 
+    /// In a rollback journal the first range's time decides: under a limit of 1 ms any read of
+    /// 6,000 rows is estimated too long and discovery reads a copy in pieces; under an hour it
+    /// reads the table in one statement. The same rows are left either way.
+    func testTheEstimateDecidesBetweenACopyAndOneRead() throws {
+        var outcomes: [(rows: [String], pieces: Int)] = []
+        for limit in [1, 3_600_000] {
+            let path = try TestSupport.makeDatabase(
+                at: dir.appendingPathComponent("estimate-\(limit).sqlite").path, sql: Self.peopleSetup)
+            var pieces = 0
+            _ = try ScenarioKit.run(
+                "version: 1\ndedupe:\n  - entity: people\n    key: note\n    winner:\n      - created: asc\nbatch:\n  max_transaction_ms: \(limit)\n",
+                db: path
+            ) { event in
+                if case let .phaseProgress(name, _, _) = event, name.hasPrefix("discovery of ") { pieces += 1 }
+            }
+            outcomes.append((try ScenarioKit.column(path, "SELECT id FROM people ORDER BY id", as: Int.self).map { "\($0 ?? 0)" }, pieces))
+        }
+        XCTAssertGreaterThan(outcomes[0].pieces, 1, "a copy in pieces under 1 ms")
+        XCTAssertEqual(outcomes[1].pieces, 0, "one read under an hour")
+        assertSameRows(outcomes[0].rows, outcomes[1].rows, "copy or one read")
+    }
+
+    /// The factor the estimate takes: the sorted read's where it computes at most a lowercase
+    /// per key, the window's for a hash key, other normalizers and the window itself.
+    func testTheEstimateTakesTheReadsOwnFactor() throws {
+        let path = try groups(10, of: 2, name: "factor")
+        let connection = try DatabaseOpener.open(path: path, mode: .readOnly)
+        defer { try? connection.close() }
+        let cases: [(String, sorted: Bool, Double)] = [
+            ("key: k", true, DedupeExecutor.sortedPerCopy),
+            ("key: k\n    normalize: [lowercase]", true, DedupeExecutor.sortedPerCopy),
+            ("key: k\n    normalize: [nfkc, lowercase]", true, DedupeExecutor.windowPerCopy),
+            ("key: [k, v]\n    hash: true", true, DedupeExecutor.windowPerCopy),
+            ("key: k", false, DedupeExecutor.windowPerCopy),
+        ]
+        try connection.inDatabase { db in
+            for (rule, sorted, factor) in cases {
+                let job = try ScenarioKit.job("version: 1\ndedupe:\n  - entity: t\n    \(rule)\n")
+                let compiled = try XCTUnwrap(JobRunner.compile(job, SQLiteSession(db)).first)
+                let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: job.batch)
+                XCTAssertEqual(executor.discoveryPerCopy(sorted: sorted), factor, rule)
+            }
+        }
+        XCTAssertLessThan(DedupeExecutor.sortedPerCopy, DedupeExecutor.windowPerCopy)
+    }
+
     /// The rows the estimate goes by: the span's rowids as densely filled as the first range's.
     func testEstimatedRowsFollowTheDensityOfTheFirstRange() {
         XCTAssertEqual(DedupeExecutor.estimatedRows(span: 1_600_000, sampled: 16_000, sampledWidth: 48_000), 533_333.33, accuracy: 0.01)

@@ -63,11 +63,11 @@ final class SortedDiscoveryTests: XCTestCase {
     /// Discovers `rule` (`plan`'s writer) on a fresh database, sorted or by the window; returns
     /// the queue in its order, whether the sorted read was possible, and the discovery.
     func queue(
-        _ rule: String, sorted: Bool, sql: String = setup
+        _ rule: String, sorted: Bool, sql: String = setup, path given: String? = nil
     ) throws -> (
         rows: [[Int64]], sortable: Bool, found: Discovery, temporaryTables: Int
     ) {
-        let path = try database("queue", sql: sql)
+        let path = try given ?? database("queue", sql: sql)
         let job = try ScenarioKit.job("version: 1\ndedupe:\n  - entity: t\n    \(rule)\n")
         DedupeExecutor.discoversSorted = sorted
         defer { DedupeExecutor.discoversSorted = true }
@@ -112,30 +112,20 @@ final class SortedDiscoveryTests: XCTestCase {
     func testAnotherConnectionCommitsWhileTheLosersAreFiled() throws {
         let rule = "key: k\n    winner:\n      - created: asc"
         let alone = try queue(rule, sorted: true)
+        let path = try database("filing")
         var committed = 0
-        var writerPath = ""
         DedupeExecutor.atFiling = {
             var configuration = Configuration()
             configuration.busyMode = .immediateError
-            let other = try DatabaseQueue(path: writerPath, configuration: configuration)
+            let other = try DatabaseQueue(path: path, configuration: configuration)
             try other.write { try $0.execute(sql: "UPDATE t SET visits = visits + 1 WHERE id = 1") }
             committed += 1
         }
-        let path = try database("filing")
-        writerPath = path
         XCTAssertEqual(try ScenarioKit.column(path, "PRAGMA journal_mode", as: String.self), ["delete"], "a rollback journal")
-        let job = try ScenarioKit.job("version: 1\ndedupe:\n  - entity: t\n    \(rule)\n")
-        let connection = try DatabaseOpener.open(path: path, mode: .readOnly)
-        defer { try? connection.close() }
-        let rows = try connection.inDatabase { db in
-            let compiled = try XCTUnwrap(JobRunner.compile(job, SQLiteSession(db)).first)
-            let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: job.batch)
-            XCTAssertEqual(try executor.discover(), alone.found)
-            return try Row.fetchAll(db, sql: "SELECT first, winner, rn, rid, tied FROM temp.winnow_queue ORDER BY first, winner, rn")
-                .map { row in (0..<5).map { row[$0] as Int64 } }
-        }
+        let filed = try queue(rule, sorted: true, path: path)
+        XCTAssertEqual(filed.found, alone.found)
+        XCTAssertEqual(filed.rows, alone.rows)
         XCTAssertEqual(committed, 1)
-        XCTAssertEqual(rows, alone.rows)
         XCTAssertEqual(try ScenarioKit.column(path, "SELECT visits FROM t WHERE id = 1", as: Int.self), [2])
     }
 

@@ -29,7 +29,7 @@ extension DedupeExecutor {
         let exact = Self.discoversSorted ? try sortedComparisons() : nil
         // In a rollback journal, a read too long for `max_transaction_ms` is a copy first, which
         // counts the table's rows as it goes.
-        let copy = pins ? nil : try copyForDiscovery(readPerCopy: exact == nil ? Self.windowPerCopy : Self.sortedPerCopy)
+        let copy = pins ? nil : try copyForDiscovery(readPerCopy: discoveryPerCopy(sorted: exact != nil))
         let rows = try copy?.rows ?? Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
         try sizeWorkingMemory(rows: rows, sorting: true)
         let source = copy?.table ?? rule.qualifiedTable

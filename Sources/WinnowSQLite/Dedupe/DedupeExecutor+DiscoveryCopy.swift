@@ -30,10 +30,20 @@ extension DedupeExecutor {
     static let windowPerCopy = 6.0
 
     /// The same for the sorted read, whose transaction ends before the losers are filed
-    /// (``discoverSorted(_:pinsTaken:from:)``): 2.6-3.1 times the copy on dup67's rows at 200,000
-    /// and 600,000, 4.1 times on lower-500's lowercased key (the sqlite3 shell's copy of the
-    /// same columns against the read's statement in `WINNOW_SQL_PROFILE=trace`, three runs each).
+    /// (``discoverSorted(_:pinsTaken:from:)``), where it computes at most a lowercase per key:
+    /// 2.1-3.1 times the copy on plain keys (dup67 at 200,000 and 600,000 rows, dup10 at
+    /// 600,000, `digits_only`) and 2.1-4.1 times lowercased (lower-500, merge-500-wide) (the
+    /// sqlite3 shell's copy of the same columns against the read's statement in
+    /// `WINNOW_SQL_PROFILE=trace`, three runs each). A hash key or a longer chain of normalizers
+    /// took 4.6-5.0 times (dup67's rows), so such a read keeps ``windowPerCopy``.
     static let sortedPerCopy = 4.5
+
+    /// The factor the copy's estimate takes for this rule's discovery (`sorted`: by the sorted
+    /// read, else by the window).
+    func discoveryPerCopy(sorted: Bool) -> Double {
+        let light = !rule.rule.hash && rule.normalizers.values.allSatisfy { $0.allSatisfy { $0 == .lowercase } }
+        return sorted && light ? Self.sortedPerCopy : Self.windowPerCopy
+    }
 
     /// The same for `check`'s grouped count (``countDuplicates()``), which only counts: the
     /// sqlite3 shell on 533,501 customers, the copy 0.40 s, the count 0.60 s on the key and 0.88
