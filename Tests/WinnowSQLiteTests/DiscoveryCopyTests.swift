@@ -302,6 +302,44 @@ final class DiscoveryCopyTests: XCTestCase {
         XCTAssertLessThan(DedupeExecutor.sortedPerCopy, DedupeExecutor.windowPerCopy)
     }
 
+    /// The copy numbers its own rows where a name for its rowid is left (`rowid`, `_rowid_` or
+    /// `oid`, whichever the columns it copies do not take) and reads the rowid copied last by
+    /// it; where they take all three, the table's rowid is the copy's. Either way discovery
+    /// from a copy in pieces leaves the rows a read of the table does.
+    func testTheCopyKeepsTheRowidWhateverItsColumnsAreNamed() throws {
+        let cases: [(columns: [String], key: String, winner: String, ownRowid: Bool)] = [
+            (["k", "w", "x"], "k", "w", true),
+            (["rowid", "oid", "x"], "rowid", "oid", true),
+            (["rowid", "_rowid_", "oid"], "rowid", "[_rowid_, oid]", false),
+        ]
+        for (index, testCase) in cases.enumerated() {
+            var values: [String] = []
+            for id in 1...4000 { values.append("(\(id), 'k\((id * 7919) % 1300)', \((id * 31) % 17), \(id % 5))") }
+            let quoted = testCase.columns.map { "\"\($0)\"" }
+            let setup = """
+                CREATE TABLE r (id INTEGER PRIMARY KEY, \(quoted[0]) TEXT, \(quoted[1]) INTEGER, \(quoted[2]) INTEGER);
+                INSERT INTO r VALUES \(values.joined(separator: ", "));
+                """
+            let winner = testCase.winner.hasPrefix("[") ? "most_complete" : "\n      - \(testCase.winner): desc"
+            let job = "version: 1\ndedupe:\n  - entity: r\n    key: \(testCase.key)\n    winner: \(winner)\n"
+            let direct = try outcome(setup, job, table: "r", copied: false, name: "names-\(index)")
+            let copy = try outcome(setup, job, table: "r", copied: true, name: "names-\(index)")
+            XCTAssertGreaterThan(copy.pieces, 0, "\(testCase.columns): the copy was made in pieces")
+            XCTAssertGreaterThan(direct.deleted, 2000, "\(testCase.columns)")
+            XCTAssertEqual(copy.deleted, direct.deleted, "\(testCase.columns)")
+            assertSameRows(copy.rows, direct.rows, "\(testCase.columns)")
+            let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("names-shape-\(index).sqlite").path, sql: setup)
+            let connection = try DatabaseOpener.open(path: path, mode: .readOnly)
+            defer { try? connection.close() }
+            try connection.inDatabase { db in
+                let compiled = try XCTUnwrap(JobRunner.compile(try ScenarioKit.job(job), SQLiteSession(db)).first)
+                let executor = DedupeExecutor(db: db, rule: compiled, writer: DryRunWriter(), settings: BatchSettings(size: 100))
+                let shape = try XCTUnwrap(executor.discoveryCopyShape())
+                XCTAssertEqual(!shape.create.contains("PRIMARY KEY"), testCase.ownRowid, "\(testCase.columns): \(shape.create)")
+            }
+        }
+    }
+
     /// The rows the estimate goes by: the span's rowids as densely filled as the first range's.
     func testEstimatedRowsFollowTheDensityOfTheFirstRange() {
         XCTAssertEqual(DedupeExecutor.estimatedRows(span: 1_600_000, sampled: 16_000, sampledWidth: 48_000), 533_333.33, accuracy: 0.01)

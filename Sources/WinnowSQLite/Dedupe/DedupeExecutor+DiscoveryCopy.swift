@@ -64,14 +64,22 @@ extension DedupeExecutor {
         return ["delete", "persist", "truncate"].contains(mode ?? "")
     }
 
-    /// The copy's table: the rowid as its `INTEGER PRIMARY KEY` (under the alias column's name,
-    /// or `winnow_rowid`, which the rowid expression then names), and every other column
-    /// discovery reads with its declared collation and an equivalent of its declared type (the
-    /// same affinity, so every comparison discovery makes converts values as on the table).
-    /// Nil where discovery cannot read a copy: a table without rowids, an `any:` rule, an
-    /// incremental scope, rows read through a pending migration, a column SQLite gives no
-    /// metadata for (a virtual table's).
-    func discoveryCopyShape() throws -> (create: String, columns: [String], rowid: String)? {
+    /// The copy's table: the rowid (under the alias column's name, or `winnow_rowid`), and every
+    /// other column discovery reads with its declared collation and an equivalent of its
+    /// declared type (the same affinity, so every comparison discovery makes converts values as
+    /// on the table), with `last`, the statement that reads the rowid copied last. Nil where
+    /// discovery cannot read a copy: a table without rowids, an `any:` rule, an incremental
+    /// scope, rows read through a pending migration, a column SQLite gives no metadata for (a
+    /// virtual table's).
+    ///
+    /// Where the table's rowid has an alias, the copy keeps it in an `INTEGER` column under that
+    /// name and numbers its own rows as they come: inserted under rowids of its own choosing,
+    /// each row is appended, where under given ones (an `INTEGER PRIMARY KEY`) each is first
+    /// looked for (the sqlite3 shell copying dup67's 2,000,000 rows: 0.72 s against 1.00 s). The
+    /// ranges are copied in rowid order, so the copy's last row holds the highest rowid copied.
+    /// Without an alias, the rowid expression discovery reads (`rowid`) names the copy's own
+    /// rowid, which is then the table's: `winnow_rowid INTEGER PRIMARY KEY`.
+    func discoveryCopyShape() throws -> (create: String, columns: [String], rowid: String, last: String)? {
         guard case let .rowid(expression, alias) = rule.identity, rule.components == nil, scope == nil, rule.sources.isEmpty
         else { return nil }
         var names: [String] = []
@@ -89,14 +97,21 @@ extension DedupeExecutor {
         }
         let rowidColumn = alias ?? "winnow_rowid"
         guard !names.contains(where: { $0.lowercased() == rowidColumn.lowercased() }) else { return nil }
-        var definitions = ["\(rowidColumn.sqlIdentifier) INTEGER PRIMARY KEY"]
+        // The name of the copy's own rowid, where a name for it is left (the copy's columns
+        // may take all three).
+        let taken = Set(([rowidColumn] + names).map { $0.lowercased() })
+        let ownRowid = alias == nil ? nil : ["rowid", "_rowid_", "oid"].first { !taken.contains($0) }
+        var definitions = ["\(rowidColumn.sqlIdentifier) INTEGER\(ownRowid == nil ? " PRIMARY KEY" : "")"]
         for name in names {
             guard let (type, collation) = try declaration(of: name) else { return nil }
             definitions.append("\(name.sqlIdentifier)\(Self.affinityType(type)) COLLATE \(collation.sqlIdentifier)")
         }
+        let last =
+            ownRowid.map { "SELECT \(rowidColumn.sqlIdentifier) FROM \(Self.discoveryCopy) ORDER BY \($0) DESC LIMIT 1" }
+            ?? "SELECT max(\(rowidColumn.sqlIdentifier)) FROM \(Self.discoveryCopy)"
         return (
             "CREATE TABLE \(Self.discoveryCopy) (\(definitions.joined(separator: ", ")))",
-            [expression] + names.map(\.sqlIdentifier), rowidColumn.sqlIdentifier
+            [expression] + names.map(\.sqlIdentifier), rowidColumn.sqlIdentifier, last
         )
     }
 
@@ -180,7 +195,7 @@ extension DedupeExecutor {
             let seconds = Date().timeIntervalSince(started)
             let count = db.changesCount
             copied += count
-            let next = count == size ? try Int64.fetchOne(db, sql: "SELECT max(\(shape.rowid)) FROM \(Self.discoveryCopy)") : nil
+            let next = count == size ? try Int64.fetchOne(db, sql: shape.last) : nil
             if first {
                 first = false
                 let rows = Self.estimatedRows(span: span, sampled: count, sampledWidth: next.map { Double($0) - Double(after) })
