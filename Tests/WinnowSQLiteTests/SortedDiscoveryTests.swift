@@ -238,6 +238,31 @@ final class SortedDiscoveryTests: XCTestCase {
         XCTAssertEqual(try outcome(rule, sorted: true), try outcome(rule, sorted: false))
     }
 
+    /// The runs go to the first of SQLite's own temporary folders that is a folder: one named
+    /// by a variable but a file, or gone, is passed over (as SQLite passes it over), not a run
+    /// that fails at discovery.
+    func testLosersWrittenOutPassOverAVariableNamingNoFolder() throws {
+        let folder = dir.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent("not-a-folder")
+        try Data("x".utf8).write(to: file)
+        let gone = dir.appendingPathComponent("gone").path
+        XCTAssertEqual(SpillFile.directory(environment: ["SQLITE_TMPDIR": file.path, "TMPDIR": folder.path]), folder.path)
+        XCTAssertEqual(SpillFile.directory(environment: ["SQLITE_TMPDIR": gone, "TMPDIR": folder.path]), folder.path)
+        XCTAssertEqual(SpillFile.directory(environment: ["SQLITE_TMPDIR": folder.path, "TMPDIR": file.path]), folder.path)
+        XCTAssertEqual(SpillFile.directory(environment: ["SQLITE_TMPDIR": "", "TMPDIR": folder.path]), folder.path)
+
+        let rule = "key: k\n    winner:\n      - created: asc"
+        let held = try queue(rule, sorted: true)
+        let saved = ProcessInfo.processInfo.environment["SQLITE_TMPDIR"]
+        setenv("SQLITE_TMPDIR", file.path, 1)
+        defer {
+            if let saved { setenv("SQLITE_TMPDIR", saved, 1) } else { unsetenv("SQLITE_TMPDIR") }
+        }
+        DedupeExecutor.sortedLosersInMemory = 7
+        XCTAssertEqual(try queue(rule, sorted: true).rows, held.rows, "runs written out with SQLITE_TMPDIR naming a file")
+    }
+
     /// A `WITHOUT ROWID` table's rows are numbered first; the sorted read reads their numbers.
     func testWithoutRowidTable() throws {
         let sql = """

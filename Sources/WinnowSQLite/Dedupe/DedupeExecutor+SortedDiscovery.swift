@@ -307,15 +307,23 @@ struct SortedFiling {
 /// A file of losers written out in runs by ``SortedFiling``, deleted as soon as it is made: it
 /// holds only this process's open descriptor, so a run killed at any point leaves nothing
 /// behind, and the space is given back when it is closed. It lives where SQLite keeps its own
-/// temporary files (`SQLITE_TMPDIR`, else `TMPDIR`, else `/var/tmp`, `/usr/tmp`, `/tmp`).
+/// temporary files: the first of `SQLITE_TMPDIR`, `TMPDIR`, `/var/tmp`, `/usr/tmp` and `/tmp`
+/// that is a directory this process may create files in, else the working directory (a
+/// variable naming a file, or a folder that is gone, is passed over, as SQLite passes it over).
 final class SpillFile {
     private let descriptor: CInt
 
+    /// The folder the file goes in.
+    static func directory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        [environment["SQLITE_TMPDIR"], environment["TMPDIR"], "/var/tmp", "/usr/tmp", "/tmp"].compactMap { $0 }.first { path in
+            var isDirectory: ObjCBool = false
+            return !path.isEmpty && FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+                && access(path, W_OK | X_OK) == 0
+        } ?? "."
+    }
+
     init() throws {
-        let environment = ProcessInfo.processInfo.environment
-        let directory =
-            [environment["SQLITE_TMPDIR"], environment["TMPDIR"], "/var/tmp", "/usr/tmp", "/tmp"]
-            .compactMap { $0 }.first { !$0.isEmpty && FileManager.default.isWritableFile(atPath: $0) } ?? "."
+        let directory = Self.directory()
         var template = Array((directory + "/winnow-losers-XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw Self.failure("creating a temporary file in \(directory)") }
