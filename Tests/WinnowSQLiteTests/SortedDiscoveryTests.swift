@@ -207,17 +207,24 @@ final class SortedDiscoveryTests: XCTestCase {
         XCTAssertTrue(try queue("key: e\n    normalize: [lowercase]\n    winner:\n      - created: asc", sorted: true).sortable)
     }
 
+    /// Sets `SQLITE_TMPDIR` (where SQLite and the runs of losers put their temporary files);
+    /// returns what puts the variable back as it was.
+    func settingSQLiteTemporaryDirectory(_ path: String) -> () -> Void {
+        let saved = ProcessInfo.processInfo.environment["SQLITE_TMPDIR"]
+        setenv("SQLITE_TMPDIR", path, 1)
+        return {
+            if let saved { setenv("SQLITE_TMPDIR", saved, 1) } else { unsetenv("SQLITE_TMPDIR") }
+        }
+    }
+
     /// More losers than are held in memory are written out in sorted runs and merged as they
     /// are filed: the same queue (runs of 7 and of 50, the held rest shorter), no table more in
     /// the temporary database, and no file left where the runs were written.
     func testLosersWrittenOutInRunsFileTheSameQueue() throws {
         let spillDirectory = dir.appendingPathComponent("spill")
         try FileManager.default.createDirectory(at: spillDirectory, withIntermediateDirectories: true)
-        let saved = ProcessInfo.processInfo.environment["SQLITE_TMPDIR"]
-        setenv("SQLITE_TMPDIR", spillDirectory.path, 1)
-        defer {
-            if let saved { setenv("SQLITE_TMPDIR", saved, 1) } else { unsetenv("SQLITE_TMPDIR") }
-        }
+        let restore = settingSQLiteTemporaryDirectory(spillDirectory.path)
+        defer { restore() }
         let rules = [
             "key: k\n    winner:\n      - created: asc", "key: k\n    winner:\n      - created: desc\n    merge:\n      visits: sum",
         ]
@@ -254,11 +261,8 @@ final class SortedDiscoveryTests: XCTestCase {
 
         let rule = "key: k\n    winner:\n      - created: asc"
         let held = try queue(rule, sorted: true)
-        let saved = ProcessInfo.processInfo.environment["SQLITE_TMPDIR"]
-        setenv("SQLITE_TMPDIR", file.path, 1)
-        defer {
-            if let saved { setenv("SQLITE_TMPDIR", saved, 1) } else { unsetenv("SQLITE_TMPDIR") }
-        }
+        let restore = settingSQLiteTemporaryDirectory(file.path)
+        defer { restore() }
         DedupeExecutor.sortedLosersInMemory = 7
         XCTAssertEqual(try queue(rule, sorted: true).rows, held.rows, "runs written out with SQLITE_TMPDIR naming a file")
     }
