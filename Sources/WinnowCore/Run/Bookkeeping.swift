@@ -40,9 +40,15 @@ public enum Bookkeeping {
     ]
 
     /// Creates the bookkeeping tables that are missing and adds the columns an earlier
-    /// winnow's tables lack. Called inside a write transaction.
+    /// winnow's tables lack. Called inside a write transaction. Where everything is in place it
+    /// takes no lock on winnow's tables that a reader or writer of them would wait for, or make
+    /// it wait (``SchemaStatement``): a run starting beside `pg_dump`, `winnow show` or
+    /// another run's batches does not queue behind them.
     public static func install(_ session: any DatabaseSession) throws {
-        for statement in session.dialect.bookkeepingSchema { try session.execute(statement) }
+        for statement in session.dialect.bookkeepingSchema {
+            if let probe = statement.neededIf, try session.row(probe) == nil { continue }
+            try session.execute(statement.sql)
+        }
         for table in Set(addedColumns.map(\.table)) {
             let present = try columns(of: table, session)
             for added in addedColumns where added.table == table && !present.contains(added.column) {

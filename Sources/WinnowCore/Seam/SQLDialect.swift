@@ -42,8 +42,10 @@ public protocol SQLDialect: Sendable {
     /// The same for a table whose rows are numbered 1, 2, ... in `winnow_n` (its key), in the
     /// order `select` gives them; `columns` are the selected ones, without `winnow_n`.
     func createNumberedScratchTable(_ name: String, columns: [(name: String, type: String?)], from select: String) -> [String]
-    /// The statements that create winnow's bookkeeping tables if they are missing.
-    var bookkeepingSchema: [String] { get }
+    /// The statements that create winnow's bookkeeping tables if they are missing (and drop
+    /// what an earlier winnow made that is no longer wanted), each sent only where it has
+    /// something to do (``SchemaStatement/neededIf``).
+    var bookkeepingSchema: [SchemaStatement] { get }
     /// The statements that create the schema-version and seed tables if they are missing.
     var versionSchema: [String] { get }
     /// A query for the column names of one of winnow's own tables (none when it is missing),

@@ -103,7 +103,7 @@ public struct SQLiteDialect: SQLDialect {
         )
         """
 
-    public var bookkeepingSchema: [String] {
+    public var bookkeepingSchema: [SchemaStatement] {
         [
             """
             CREATE TABLE IF NOT EXISTS winnow_runs (
@@ -178,7 +178,7 @@ public struct SQLiteDialect: SQLDialect {
             )
             """,
             "CREATE INDEX IF NOT EXISTS winnow_run_groups_by_run ON winnow_run_groups (run_id, id)",
-            Self.mergedLosersTable,
+            SchemaStatement(Self.mergedLosersTable),
             """
             CREATE TABLE IF NOT EXISTS winnow_lock (
                 id INTEGER PRIMARY KEY CHECK (id = 1),
