@@ -167,6 +167,7 @@ extension DedupeExecutor {
             guard try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM main.winnow_merged_losers)") == true else { return }
             try db.execute(sql: "DROP TABLE main.winnow_merged_losers")
             try db.execute(sql: SQLiteDialect.mergedLosersTable)
+            try RowidWatch.note(db)
         }
     }
 

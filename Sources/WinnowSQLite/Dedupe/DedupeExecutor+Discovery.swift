@@ -9,18 +9,20 @@ extension DedupeExecutor {
         try Self.prepareTemporaryTables(db)
         try db.execute(sql: "DELETE FROM temp.winnow_queue")
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
+        // (Read before the table: a change of the schema from here on is seen, ``RowidWatch``.)
+        let schema = try RowidWatch.current(db)
         // Tables without rowids (the rule's, its children's) are numbered first, in the same read
         // transaction as the discovery, so that every row the discovery finds has a number
         // (``RowNumbers``).
         let maps = ([RowNumbers(rule)] + rule.references.indices.map { RowNumbers(rule, path: $0) }).compactMap(\.fillMap)
-        guard !maps.isEmpty else { return try discover(version: version) }
+        guard !maps.isEmpty else { return try discover(version: version, schema: schema) }
         return try db.readTransaction {
             for map in maps { try db.execute(sql: map) }
-            return try discover(version: version)
+            return try discover(version: version, schema: schema)
         }
     }
 
-    private func discover(version: Int64?) throws -> Discovery {
+    private func discover(version: Int64?, schema: Int64?) throws -> Discovery {
         // Groups whose losers a merge of an unfinished run took keep that merge's winner (read
         // from the main database, so such a discovery reads the table itself).
         let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false)
@@ -83,8 +85,8 @@ extension DedupeExecutor {
         // its ties (``settleTiesAhead(_:state:)`` has nothing to settle without any).
         try db.execute(sql: "DELETE FROM temp.winnow_found")
         try db.execute(
-            sql: "INSERT INTO temp.winnow_found (version, tied_rows, tied_groups) VALUES (?, ?, ?)",
-            arguments: [version, counted.tied, counted.tiedGroups])
+            sql: "INSERT INTO temp.winnow_found (version, tied_rows, tied_groups, schema) VALUES (?, ?, ?, ?)",
+            arguments: [version, counted.tied, counted.tiedGroups, schema])
         return Discovery(groups: counted.groups, losers: counted.losers, tableRows: rows)
     }
 

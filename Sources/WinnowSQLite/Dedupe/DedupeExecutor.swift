@@ -45,7 +45,7 @@ struct DedupeExecutor {
                     first INTEGER NOT NULL, winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL, tied INTEGER NOT NULL,
                     PRIMARY KEY (first, winner, rn)
                 ) WITHOUT ROWID;
-                CREATE TEMP TABLE IF NOT EXISTS winnow_found (version INTEGER, tied_rows INTEGER, tied_groups INTEGER);
+                CREATE TEMP TABLE IF NOT EXISTS winnow_found (version INTEGER, tied_rows INTEGER, tied_groups INTEGER, schema INTEGER);
                 CREATE TEMP TABLE IF NOT EXISTS winnow_sampled (id INTEGER PRIMARY KEY);
                 """)
         // The temporary database lives in a file that only this connection opens and that is
@@ -71,14 +71,16 @@ struct DedupeExecutor {
     }
 
     /// Whether the rule's merges are applied ahead of its deletions, in the order of the
-    /// winners' rowids (``MergeAheadBatches``): when it writes, its table has rowids (the
-    /// record of the losers a merge took holds them), the run has no deadline (a run that
-    /// stopped early would leave winners merged before their losers are gone until the next
-    /// run), and its losers are filed by position (so every group's winner is settled before
-    /// the merges are decided: ``DedupeExecutor/settleTiesAhead(_:state:)``).
+    /// winners' rowids (``MergeAheadBatches``): when it writes, its table's rowids are an
+    /// `INTEGER PRIMARY KEY` (the record of the losers a merge took holds them until the next
+    /// run, and `VACUUM` may number any other rowid afresh in between: ``RowidWatch``), the
+    /// run has no deadline (a run that stopped early would leave winners merged before their
+    /// losers are gone until the next run), and its losers are filed by position (so every
+    /// group's winner is settled before the merges are decided:
+    /// ``DedupeExecutor/settleTiesAhead(_:state:)``).
     var mergesAhead: Bool {
-        !rule.mergeColumns.isEmpty && writer.writes && !RowNumbers(rule).mapped && deadline.at == nil && deadline.stop == nil
-            && referencesByPosition
+        guard case .rowid(_, _?) = RowNumbers(rule).identity else { return false }
+        return !rule.mergeColumns.isEmpty && writer.writes && deadline.at == nil && deadline.stop == nil && referencesByPosition
     }
 
     /// Whether the discovery can leave the keys that occur once out of its window by a grouped

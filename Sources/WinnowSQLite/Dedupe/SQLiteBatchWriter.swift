@@ -16,6 +16,8 @@ final class SQLiteBatchWriter: BatchWriter {
     /// The typed journal of each rule table's deleted losers (``TypedJournal``) by shape key,
     /// with the statement that fills it, spelled once.
     private var typed: [String: (journal: TypedJournal, sql: [Bool: String])] = [:]
+    /// The rule whose transactions first check that its rows cannot have moved (``RowidWatch``).
+    private var watched: CompiledRule?
 
     init(runID: Int64) {
         self.runID = runID
@@ -26,11 +28,13 @@ final class SQLiteBatchWriter: BatchWriter {
     }
 
     func prepare(_ rule: CompiledRule, db: Database) throws {
+        watched = RowidWatch.applies(to: rule) ? rule : nil
         guard rule.rule.archive else { return }
         var needed = [(rule.table, rule.storedColumns)]
         if let column = rule.hashColumn { needed.append((rule.table, [column])) }
         needed += rule.references.map { ($0.childTable, $0.childStoredColumns) }
         try db.writeTransaction {
+            if let watched { try RowidWatch.verify(db, rule: watched) }
             for (table, columns) in needed {
                 shapes[Self.shapeKey(table, columns)] = try Self.shapeID(db, table: table, columns: columns)
             }
@@ -41,6 +45,8 @@ final class SQLiteBatchWriter: BatchWriter {
                 try journal.create(db)
                 typed[key] = (journal, [:])
             }
+            // (The typed journal's table may be new.)
+            if watched != nil { try RowidWatch.note(db) }
             return
         }
     }
@@ -74,6 +80,7 @@ final class SQLiteBatchWriter: BatchWriter {
     func transaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
         var result: T?
         try db.writeTransaction {
+            if let watched { try RowidWatch.verify(db, rule: watched) }
             result = try body()
             return
         }
