@@ -71,16 +71,29 @@ struct DedupeExecutor {
     }
 
     /// Whether the rule's merges are applied ahead of its deletions, in the order of the
-    /// winners' rowids (``MergeAheadBatches``): when it writes, its table's rowids are an
-    /// `INTEGER PRIMARY KEY` (the record of the losers a merge took holds them until the next
-    /// run, and `VACUUM` may number any other rowid afresh in between: ``RowidWatch``), the
-    /// run has no deadline (a run that stopped early would leave winners merged before their
-    /// losers are gone until the next run), and its losers are filed by position (so every
-    /// group's winner is settled before the merges are decided:
+    /// winners' rowids (``MergeAheadBatches``): when it writes, its table keeps its rowids
+    /// through a `VACUUM` (``rowidsSurviveVacuum``: the record of the losers a merge took names
+    /// them until the next run), the run has no deadline (a run that stopped early would leave
+    /// winners merged before their losers are gone until the next run), and its losers are filed
+    /// by position (so every group's winner is settled before the merges are decided:
     /// ``DedupeExecutor/settleTiesAhead(_:state:)``).
     var mergesAhead: Bool {
-        guard case .rowid(_, _?) = RowNumbers(rule).identity else { return false }
-        return !rule.mergeColumns.isEmpty && writer.writes && deadline.at == nil && deadline.stop == nil && referencesByPosition
+        !rule.mergeColumns.isEmpty && writer.writes && rowidsSurviveVacuum && deadline.at == nil && deadline.stop == nil
+            && referencesByPosition
+    }
+
+    /// Whether `VACUUM` keeps the rowids of the rule's table: an `INTEGER PRIMARY KEY` holds
+    /// them, or the table has an index (a primary key of another type has one): SQLite then
+    /// copies every row with its rowid, and numbers afresh only the rows of a table with
+    /// neither. A `WITHOUT ROWID` table has none to keep.
+    var rowidsSurviveVacuum: Bool {
+        switch RowNumbers(rule).identity {
+        case .primaryKey: return false
+        case .rowid(_, _?): return true
+        case .rowid(_, nil):
+            let indexes = try? Row.fetchAll(db, sql: "PRAGMA main.index_list(\(rule.table.sqlIdentifier))")
+            return !(indexes ?? []).isEmpty
+        }
     }
 
     /// Whether the discovery can leave the keys that occur once out of its window by a grouped
