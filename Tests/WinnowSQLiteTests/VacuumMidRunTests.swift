@@ -108,4 +108,24 @@ final class VacuumMidRunTests: XCTestCase {
             XCTAssertEqual(try rows(vacuumed), try rows(quiet), "merge: \(merge)")
         }
     }
+
+    /// A run that journals, then a `VACUUM` that gives the deleted rows' rowids to other rows:
+    /// `restore` refuses whole (exit 65, nothing changed) and names that cause beside the
+    /// other.
+    func testARestoreAfterAVacuumThatRenumberedRowsRefusesAndSaysWhy() throws {
+        let path = try TestSupport.scratchDirectory().appendingPathComponent("t.sqlite").path
+        try makeTable(path)
+        let job =
+            "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - created: asc\n    merge:\n      v: sum\n"
+            + "    archive: true\n"
+        _ = try ScenarioKit.run(job, db: path)
+        try DatabaseQueue(path: path).writeWithoutTransaction { try $0.execute(sql: "VACUUM") }
+        let before = try rows(path)
+        let restore = try TestSupport.winnow(["restore", "--run", "1", "--database", path])
+        XCTAssertEqual(restore.status, 65, restore.stderr)
+        XCTAssertTrue(restore.stderr.contains("was deleted by that run but exists again"), restore.stderr)
+        XCTAssertTrue(
+            restore.stderr.contains("(or a VACUUM since then gave its rowid to another row: t has no INTEGER PRIMARY KEY)"), restore.stderr)
+        XCTAssertEqual(try rows(path), before)
+    }
 }

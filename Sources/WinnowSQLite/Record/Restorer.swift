@@ -21,6 +21,12 @@ public enum Restorer {
         /// The condition that selects a journaled row (one `?` per value of its identity).
         var selection: String
         var naming: JournalReader.Naming
+        /// Where the journal names rows by a rowid that no column holds, the other reason such a
+        /// rowid can be taken: `VACUUM` numbers the rows of a table without any index afresh.
+        var renumberedHint: String {
+            guard rowID != nil, !rowIDInColumns else { return "" }
+            return " (or a VACUUM since then gave its rowid to another row: \(table) has no INTEGER PRIMARY KEY)"
+        }
     }
 
     static func undo(_ db: Database, runID: Int64, restoreID: Int64) throws -> (Int, Int) {
@@ -79,7 +85,8 @@ public enum Restorer {
                     """, arguments: [seqs.lowerBound, seqs.upperBound])
             {
                 throw WinnowError.refused(
-                    "cannot restore run \(runID): \(shape.table) \(try shape.naming.key(rid)) was deleted by that run but exists again")
+                    "cannot restore run \(runID): \(shape.table) \(try shape.naming.key(rid)) was deleted by that run but exists again"
+                        + shape.renumberedHint)
             }
             var names = shape.columns.map(\.sqlIdentifier)
             var values = names.map { "j.\($0)" }
@@ -145,7 +152,7 @@ public enum Restorer {
                         {
                             throw WinnowError.refused(
                                 "cannot restore run \(runID): \(shape.table) \(try shape.naming.key(rid)) was deleted by that run but exists again"
-                            )
+                                    + shape.renumberedHint)
                         }
                         let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
                         try db.cachedStatement(sql: "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))")
