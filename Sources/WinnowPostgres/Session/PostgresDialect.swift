@@ -389,7 +389,8 @@ public struct PostgresDialect: SQLDialect {
     }
 
     /// (The catalog itself: `information_schema.columns` checks privileges column by column,
-    /// 4 ms a table against 0.2 ms, at the start of every writing command.)
+    /// 1.6-4.7 ms a table against 0.1-0.3 ms in the server's statement log, at the start of
+    /// every writing command.)
     public func columnNames(ofBookkeeping name: String) -> (sql: String, arguments: [SQLValue]) {
         (
             """
