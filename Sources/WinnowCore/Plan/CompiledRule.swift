@@ -108,6 +108,8 @@ public struct CompiledRule: Sendable {
     package var normalizers: [String: [Normalizer]]
     /// Declared collations of the winner columns (ties follow them); nil when unknown.
     package var winnerCollations: [String: String]? = [:]
+    /// Whether the table has an index of any kind (a primary key's included).
+    public var tableHasIndex = true
     /// Whether batches may turn SQLite's foreign-key enforcement off and check the references
     /// they touch themselves: deleting a parent row with enforcement on scans every child table
     /// whose referencing columns have no index, once per row (quadratic). Decided by

@@ -131,6 +131,7 @@ public enum RuleCompiler {
             hashColumn: hashColumn, winnerTerms: winnerTerms, tieBreakColumns: nonKeyStored,
             normalizers: normalizers, dialect: dialect)
         compiled.winnerCollations = collations
+        compiled.tableHasIndex = !table.indexes.isEmpty
         compiled.mergeRankings = mergeRankings
         compiled.rowSecurityTables = ([table.name] + references.map(\.childTable)).filter { name in
             schema.table(named: name)?.rowSecurity == true

@@ -87,12 +87,10 @@ struct DedupeExecutor {
     /// copies every row with its rowid, and numbers afresh only the rows of a table with
     /// neither. A `WITHOUT ROWID` table has none to keep.
     var rowidsSurviveVacuum: Bool {
-        switch RowNumbers(rule).identity {
+        switch rule.identity {
         case .primaryKey: return false
         case .rowid(_, _?): return true
-        case .rowid(_, nil):
-            let indexes = try? Row.fetchAll(db, sql: "PRAGMA main.index_list(\(rule.table.sqlIdentifier))")
-            return !(indexes ?? []).isEmpty
+        case .rowid(_, nil): return rule.tableHasIndex
         }
     }
 

@@ -15,14 +15,18 @@ import WinnowCore
 /// batches kept, and the next run finds the rows as they are. Without the check, the merges of
 /// such a table went on by the old rowids into other rows.
 enum RowidWatch {
-    /// Whether some table of `rule` names its rows by a rowid no column holds.
-    static func applies(to rule: CompiledRule) -> Bool {
-        let identities = [RowNumbers(rule).identity] + rule.references.indices.map { RowNumbers(rule, path: $0).identity }
-        return identities.contains { identity in
-            if case .rowid(_, nil) = identity { return true }
-            return false
+    /// The tables of `rule` (its own, then those referencing it) that name their rows by a
+    /// rowid no column holds, each once.
+    static func tables(_ rule: CompiledRule) -> [String] {
+        let named = [(rule.table, rule.identity)] + rule.references.map { ($0.childTable, $0.childIdentity) }
+        return named.reduce(into: [String]()) { tables, entry in
+            guard case .rowid(_, nil) = entry.1, !tables.contains(entry.0) else { return }
+            tables.append(entry.0)
         }
     }
+
+    /// Whether some table of `rule` names its rows by a rowid no column holds.
+    static func applies(to rule: CompiledRule) -> Bool { !tables(rule).isEmpty }
 
     static func current(_ db: Database) throws -> Int64? {
         try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA main.schema_version"))
@@ -36,7 +40,7 @@ enum RowidWatch {
         throw WinnowError.locked(
             """
             \(rule.rule.keyPath) (\(rule.table)): another connection changed the database's schema or rebuilt it \
-            (VACUUM) during the run; \(tables(rule)) no INTEGER PRIMARY KEY, so rows may have moved to other rowids \
+            (VACUUM) during the run; \(named(tables(rule))) no INTEGER PRIMARY KEY, so rows may have moved to other rowids \
             and what the run found no longer names them; the batches committed so far stay; run again
             """)
     }
@@ -48,13 +52,7 @@ enum RowidWatch {
         try db.execute(sql: "UPDATE temp.winnow_found SET schema = ?", arguments: [now])
     }
 
-    private static func tables(_ rule: CompiledRule) -> String {
-        var names: [String] = []
-        if case .rowid(_, nil) = RowNumbers(rule).identity { names.append(rule.table) }
-        for index in rule.references.indices {
-            if case .rowid(_, nil) = RowNumbers(rule, path: index).identity { names.append(rule.references[index].childTable) }
-        }
-        let unique = names.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
-        return unique.count == 1 ? "\(unique[0]) has" : "\(unique.joined(separator: ", ")) have"
+    private static func named(_ tables: [String]) -> String {
+        tables.count == 1 ? "\(tables[0]) has" : "\(tables.joined(separator: ", ")) have"
     }
 }

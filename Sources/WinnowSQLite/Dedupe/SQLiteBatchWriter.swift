@@ -33,8 +33,7 @@ final class SQLiteBatchWriter: BatchWriter {
         var needed = [(rule.table, rule.storedColumns)]
         if let column = rule.hashColumn { needed.append((rule.table, [column])) }
         needed += rule.references.map { ($0.childTable, $0.childStoredColumns) }
-        try db.writeTransaction {
-            if let watched { try RowidWatch.verify(db, rule: watched) }
+        try transaction(db) {
             for (table, columns) in needed {
                 shapes[Self.shapeKey(table, columns)] = try Self.shapeID(db, table: table, columns: columns)
             }
@@ -47,7 +46,6 @@ final class SQLiteBatchWriter: BatchWriter {
             }
             // (The typed journal's table may be new.)
             if watched != nil { try RowidWatch.note(db) }
-            return
         }
     }
 
