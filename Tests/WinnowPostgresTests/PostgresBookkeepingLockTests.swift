@@ -25,9 +25,8 @@ final class PostgresBookkeepingLockTests: XCTestCase {
 
     func testARunStartsBesideSessionsThatReadAndWriteWinnowsTables() throws {
         let url = try PostgresServer.require()
-        let dir = try TestSupport.scratchDirectory()
         try PostgresServer.reset(
-            url, loading: dir.appendingPathComponent("t.sqlite").path,
+            url,
             sql: """
                 CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL);
                 INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 1), (4, 'b', 2);

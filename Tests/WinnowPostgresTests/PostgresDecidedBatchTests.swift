@@ -16,9 +16,8 @@ final class PostgresDecidedBatchTests: XCTestCase {
     /// statistics say whether a key has enough duplicates to decide in discovery).
     func load(analyze: Bool = true) throws -> String {
         let url = try PostgresServer.require()
-        let dir = try TestSupport.scratchDirectory()
         try PostgresServer.reset(
-            url, loading: dir.appendingPathComponent("t.sqlite").path,
+            url,
             sql: """
                 CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL);
                 INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'a', 3), (4, 'b', 1), (5, 'b', 2), (6, 'c', 1), (7, 'c', 2),
@@ -168,14 +167,13 @@ final class PostgresDecidedBatchTests: XCTestCase {
     /// first in the full order (its note, "a", before n's "b").
     func loadThirteen(tied: Set<Int> = []) throws -> String {
         let url = try PostgresServer.require()
-        let dir = try TestSupport.scratchDirectory()
         let rows = (1...13).flatMap { n in
             let key = String(format: "k%02d", n)
             let tied = tied.contains(n)
             return ["(\(n), '\(key)', 1, '\(tied ? "b" : "x")')", "(\(100 + n), '\(key)', \(tied ? 1 : 2), '\(tied ? "a" : "x")')"]
         }
         try PostgresServer.reset(
-            url, loading: dir.appendingPathComponent("t.sqlite").path,
+            url,
             sql: """
                 CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER NOT NULL, note TEXT);
                 INSERT INTO t VALUES \(rows.joined(separator: ", "));
@@ -253,10 +251,9 @@ final class PostgresDecidedBatchTests: XCTestCase {
     /// and `restore` puts the losers back.
     func testACompositeKeyAppliesAndLeavesGroupsByTheWholeKey() throws {
         let url = try PostgresServer.require()
-        let dir = try TestSupport.scratchDirectory()
         let rows = (1...8).flatMap { n in ["('a', \(n), 'g\(n)', 1)", "('b', \(n), 'g\(n)', 2)"] }
         try PostgresServer.reset(
-            url, loading: dir.appendingPathComponent("t.sqlite").path,
+            url,
             sql: """
                 CREATE TABLE t (region TEXT NOT NULL, code INTEGER NOT NULL, label TEXT, made INTEGER NOT NULL, PRIMARY KEY (region, code));
                 INSERT INTO t VALUES \(rows.joined(separator: ", "));

@@ -40,6 +40,11 @@ enum PostgresServer {
         try load(path, into: url)
     }
 
+    /// The same through a SQLite file of a scratch directory of its own.
+    static func reset(_ url: String, sql: String) throws {
+        try reset(url, loading: TestSupport.scratchDirectory().appendingPathComponent("t.sqlite").path, sql: sql)
+    }
+
     /// The setup of a test that compares both engines: a scratch folder, a SQLite file `name` in
     /// it made from `sql`, and the emptied test database loaded from that file.
     static func engines(_ name: String, sql: String) throws -> (url: String, dir: URL, data: String) {
