@@ -12,6 +12,10 @@ struct GroupBatches: BatchSource {
     let oneTrip: Bool
     /// When the decided batches are tried (``DecisionBackoff``).
     var backoff = DecisionBackoff()
+    /// Whether the trusted batches are tried (``PostgresBatch/trustedOneTripSQL``): until one
+    /// finds a row changed since discovery. A miss costs its batch a statement rolled back, so
+    /// after one (another session writes to the table) the rule's batches compare first.
+    var trusting = true
 
     var start: Int64 { 0 }
 
@@ -24,8 +28,9 @@ struct GroupBatches: BatchSource {
         let decide = backoff.tries()
         let work =
             oneTrip && !wantSamples
-            ? try writer.runOneTrip(groups: range, batch: number, totals: totals, decide: decide)
+            ? try writer.runOneTrip(groups: range, batch: number, totals: totals, decide: decide, trust: trusting)
             : try writer.run(groups: range, batch: number, totals: totals, wantSamples: wantSamples, decide: decide)
+        if work.trustMissed { trusting = false }
         backoff.record(work.decided, left: work.left)
         return BatchOutcome(
             counts: work.counts, units: range.count, done: work.counts.deleted + work.counts.skipped, samples: work.samples)

@@ -13,6 +13,7 @@ extension PostgresBatch {
         let counts = Array(repeating: "int8", count: 3 + Counts.columns.count).joined(separator: ", ")
         try link.command("PREPARE \(oneTripName) (\(counts)) AS \(oneTripSQL)")
         if let decidedOneTripSQL { try link.command("PREPARE \(oneTripName)_d (\(counts)) AS \(decidedOneTripSQL)") }
+        if let trustedOneTripSQL { try link.command("PREPARE \(oneTripName)_t (\(counts)) AS \(trustedOneTripSQL)") }
         if let leftOneTripSQL { try link.command("PREPARE \(oneTripName)_l (\(counts), int8[]) AS \(leftOneTripSQL)") }
         let before = try link.query("SELECT current_setting('statement_timeout'), current_setting('lock_timeout')").first ?? []
         let (statement, lock) = timeouts
@@ -25,6 +26,7 @@ extension PostgresBatch {
     func finishOneTrip(_ before: [SQLValue]) {
         _ = try? link.command("DEALLOCATE \(oneTripName)")
         if decidedOneTripSQL != nil { _ = try? link.command("DEALLOCATE \(oneTripName)_d") }
+        if trustedOneTripSQL != nil { _ = try? link.command("DEALLOCATE \(oneTripName)_t") }
         if leftOneTripSQL != nil { _ = try? link.command("DEALLOCATE \(oneTripName)_l") }
         guard before.count == 2, let statement = before[0].string, let lock = before[1].string else { return }
         _ = try? link.command(
@@ -34,8 +36,11 @@ extension PostgresBatch {
 
     /// One fused batch in one round trip: the batch, its journal and the run's progress in one
     /// statement that the server commits on its own.
-    /// `decide`: whether to try the decided batch first (``decidedOneTripSQL``).
-    func runOneTrip(groups range: Range<Int>, batch: Int, totals: Counts, decide: Bool = true) throws -> PostgresBatchWork {
+    /// `decide`: whether to try the decided batch first (``decidedOneTripSQL``); `trust`:
+    /// whether to try the trusted batch before it (``trustedOneTripSQL``).
+    func runOneTrip(
+        groups range: Range<Int>, batch: Int, totals: Counts, decide: Bool = true, trust: Bool = true
+    ) throws -> PostgresBatchWork {
         // The statements' parameters: the group range, the batch and the run's counts before it.
         func arguments(_ totals: Counts) -> String {
             ([Int64(range.lowerBound + 1), Int64(range.upperBound + 1), Int64(batch)] + totals.columnValues.map { $0.int64 ?? 0 })
@@ -44,8 +49,21 @@ extension PostgresBatch {
         let list = arguments(totals)
         var work = PostgresBatchWork()
         var row: [SQLValue] = []
+        if decide, trust, trustedOneTripSQL != nil {
+            do {
+                try retrying { row = try link.query("EXECUTE \(oneTripName)_t(\(list))").first ?? [] }
+                Self.trustsApplied += 1
+            } catch let error as PSQLError where Self.isChangedSinceDiscovery(error) {
+                // Rolled back whole by the server; the decided batch compares before it applies.
+                Self.trustsMissed += 1
+                work.trustMissed = true
+                row = []
+            }
+        }
         if decide, decidedOneTripSQL != nil {
-            try retrying { row = try link.query("EXECUTE \(oneTripName)_d(\(list))").first ?? [] }
+            if row.isEmpty {
+                try retrying { row = try link.query("EXECUTE \(oneTripName)_d(\(list))").first ?? [] }
+            }
             work.decided = Self.applied(row)
             if work.decided == true {
                 let (counts, left) = Self.decidedCounts(row, groups: range)

@@ -11,6 +11,9 @@ struct PostgresBatchWork {
     var decided: Bool?
     /// The groups a decided batch that applied left to the fused statement (``PostgresBatch/leftSQL``).
     var left = 0
+    /// Whether a trusted batch (``PostgresBatch/trustedOneTripSQL``) was tried and found a row
+    /// changed since discovery (the decided batch then took its groups).
+    var trustMissed = false
 }
 
 /// The batches of one rule (see ``PostgresDedupe``): its SQL spelled once, journal shapes
@@ -55,6 +58,9 @@ struct PostgresBatch {
     /// The decided batch with the run's progress row (updated only when it applied), prepared
     /// beside the one-trip statement as `<oneTripName>_d`; the same parameters.
     private(set) var decidedOneTripSQL: String?
+    /// The trusted batch (``trustedStatement(table:)``), prepared beside the one-trip statement
+    /// as `<oneTripName>_t`; the decided batch's parameters and row. Nil where it is not built.
+    private(set) var trustedOneTripSQL: String?
     /// The fused batch of the groups a decided batch left (``decidedStatements(table:)``),
     /// without and with the run's progress row: the fused batch's parameters, and `$12` the
     /// groups' numbers (`int8[]`). The second is prepared as `<oneTripName>_l`.
@@ -256,6 +262,7 @@ struct PostgresBatch {
             oneTripSQL = progressSQL(groups: withLoser).map { fused(fetchedCTEs, progress: $0) }
             if found.decided, let table = found.table, let fetchedLeftCTEs {
                 (decidedSQL, decidedOneTripSQL) = decidedStatements(table: table)
+                trustedOneTripSQL = trustedStatement(table: table)
                 leftSQL = fused(fetchedLeftCTEs, progress: nil)
                 leftOneTripSQL = progressSQL(groups: withLoser, ranges: "cardinality($12::int8[])").map {
                     fused(fetchedLeftCTEs, progress: $0)
@@ -283,6 +290,10 @@ struct PostgresBatch {
     /// Decided batches that applied to some of their groups and left the others to be ranked
     /// again (``partialShare``).
     nonisolated(unsafe) static var decisionsPartial = 0
+    /// Trusted batches that applied in this process (``trustedOneTripSQL``), and those that
+    /// found a row changed since discovery.
+    nonisolated(unsafe) static var trustsApplied = 0
+    nonisolated(unsafe) static var trustsMissed = 0
 
     /// `statement_timeout` and `lock_timeout` (ms) of a batch: generous beside
     /// `max_transaction_ms`, so that a batch stuck behind another transaction's locks fails
