@@ -6,7 +6,7 @@ import XCTest
 
 @testable import WinnowPostgres
 
-/// The trusted batch (a rule that only deletes, without a journal): it locks the winners,
+/// The trusted batch (a rule that only deletes, without a journal or with the typed one): it locks the winners,
 /// deletes the losers by the tuple ids discovery read and compares both with the row versions
 /// discovery ranked afterwards. Where anything differs the server rolls the whole statement
 /// back and the decided batch, which compares first, takes the groups: the survivors and the
@@ -105,5 +105,27 @@ extension PostgresDecidedBatchTests {
         XCTAssertEqual(trusted.missed, 0)
         XCTAssertEqual(try ids(url), [1, 4, 6, 8, 11])
         XCTAssertEqual(summary?.counts.deleted, 7)
+    }
+
+    /// With the journal in the table's own column types, a trusted batch writes its journal
+    /// rows in the same statement: the batch that missed leaves none of them (its groups are
+    /// journaled once, by the decided batch), and `restore` gives every row back.
+    func testATrustedBatchThatMissesLeavesNoJournalRows() throws {
+        let url = try load()
+        var summary: RunSummary?
+        let trusted = try trusts {
+            summary = try run(url, journaled) { other in
+                try other.execute("UPDATE public.t SET created = 0 WHERE id = 10")  // d: 10 wins now
+            }.0
+        }
+        XCTAssertEqual(trusted.applied, 1, "(a, b)")
+        XCTAssertEqual(trusted.missed, 1, "(c, d)")
+        XCTAssertEqual(try ids(url), [1, 4, 6, 10, 11])
+        XCTAssertEqual(
+            try recordedGroups(url),
+            ["[2] -> [1]", "[3] -> [1]", "[5] -> [4]", "[7] -> [6]", "[8] -> [10]", "[9] -> [10]", "[12] -> [11]"])
+        let restore = try TestSupport.winnow(["restore", "--run", "\(summary?.runID ?? 0)", "--database", url])
+        XCTAssertEqual(restore.status, 0, restore.stderr)
+        XCTAssertEqual(try ids(url), Array(1...12))
     }
 }

@@ -140,16 +140,33 @@ extension PostgresBatch {
     /// of 5,000 groups took 42 ms that way, 32 ms this way (psql, docs/performance.md).
     ///
     /// Groups whose first two rows tie on the winner terms are left, as the decided batch
-    /// leaves them; its row has the decided batch's columns. Nil with a journal (whose rows
-    /// would need the comparison before they are written), for a table with partitions or
-    /// inheriting tables (tuple ids repeat across them), and without a run.
+    /// leaves them; its row has the decided batch's columns. The typed journal's rows are
+    /// written in the same statement, and rolled back with it. Nil with the `jsonb` journal
+    /// (its images are whole returned rows, which here carry the comparison's columns too),
+    /// for a table with partitions or inheriting tables (tuple ids repeat across them), and
+    /// without a run.
     func trustedStatement(table: String) -> String? {
-        guard !archive, !found.branches else { return nil }
+        guard !archive || typed != nil, !found.branches else { return nil }
         let key = dedupe.primaryKey
         let same = (["l.winnow_tid = m.winnow_tid", "l.winnow_x = m.winnow_x"] + key.indices.map { "l.k\($0) = m.k\($0)" })
             .joined(separator: " AND ")
         let columns = (["t.ctid AS winnow_tid", "t.xmin AS winnow_x"] + key.enumerated().map { "t.\($1.sqlIdentifier) AS k\($0)" })
             .joined(separator: ", ")
+        // With the typed journal the delete returns whole rows, and each loser's winner comes
+        // from discovery's row of it (by tuple id). Rolled back with the rest where the
+        // comparison fails.
+        var returned = columns
+        var deleted = "SELECT * FROM c"
+        var journal = ""
+        if let typed {
+            returned = "t.*, t.ctid AS winnow_tid, t.xmin AS winnow_x"
+            deleted = "SELECT c.winnow_tid, c.winnow_x, \(key.map { "c.\($0.sqlIdentifier)" }.joined(separator: ", ")) FROM c"
+            let winners = key.indices.map { "wa.winnow_w\($0)" }
+            journal = """
+                ,
+                j AS (\(typedSQL(typed, batch: "$3::int8", winners: winners, from: "FROM c JOIN a AS wa ON wa.winnow_tid = c.winnow_tid")))
+                """
+        }
         // Every loser deleted is one member compared, so where nothing differs the losers
         // deleted are the members less the groups (`c` is not counted again).
         let progress = progressSQL(
@@ -167,9 +184,9 @@ extension PostgresBatch {
                 WHERE t.ctid = ANY(ARRAY(SELECT a.winnow_tid FROM a WHERE a.winnow_rn = 1)) FOR UPDATE OF t),
             c AS (DELETE FROM \(dedupe.table) AS t
                 WHERE t.ctid = ANY(ARRAY(SELECT a.winnow_tid FROM a WHERE a.winnow_rn > 1)) AND (SELECT count(*) FROM w) >= 0
-                RETURNING \(columns)),
+                RETURNING \(returned))\(journal),
             x AS MATERIALIZED (
-                SELECT count(*) AS n FROM a AS m WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM w UNION ALL SELECT * FROM c) AS l WHERE \(same))),
+                SELECT count(*) AS n FROM a AS m WHERE NOT EXISTS (SELECT 1 FROM (SELECT * FROM w UNION ALL \(deleted)) AS l WHERE \(same))),
             n AS MATERIALIZED (SELECT count(*) AS members, count(*) FILTER (WHERE a.winnow_rn = 2) AS groups FROM a),
             \(progress)
             SELECT CASE WHEN x.n = 0 THEN n.members - n.groups ELSE ('\(Self.changedSinceDiscovery): ' || x.n)::int8 END,
