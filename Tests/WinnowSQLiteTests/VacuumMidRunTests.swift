@@ -109,6 +109,128 @@ final class VacuumMidRunTests: XCTestCase {
         }
     }
 
+    /// 3,000 customers (an `INTEGER PRIMARY KEY`) in 1,000 groups of 2 to 4 and rows alone, in a
+    /// shuffled order, and orders that reference them through a foreign key with no index, in
+    /// a table without an `INTEGER PRIMARY KEY` whose rowids have gaps (every third order
+    /// deleted), so that a `VACUUM` numbers them afresh.
+    func makeCustomersAndOrders(_ path: String) throws {
+        var seed: UInt64 = 11
+        func next() -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(seed >> 33)
+        }
+        var keys: [String] = []
+        for g in 0..<1000 { keys += Array(repeating: "k\(g)", count: 2 + next() % 3) }
+        while keys.count < 3000 { keys.append("solo\(keys.count)") }
+        for i in stride(from: keys.count - 1, to: 0, by: -1) { keys.swapAt(i, next() % (i + 1)) }
+        let customers = keys.enumerated().map { "(\($0 + 1), '\($1)', \(next() % 1_000_000))" }
+        let orders = (0..<9000).map { "(\(1 + next() % keys.count), \($0))" }
+        try TestSupport.makeDatabase(
+            at: path,
+            sql: """
+                CREATE TABLE customers (id INTEGER PRIMARY KEY, k TEXT NOT NULL, created INTEGER NOT NULL);
+                CREATE TABLE orders (customer_id INTEGER REFERENCES customers(id), n INTEGER NOT NULL);
+                INSERT INTO customers VALUES \(customers.joined(separator: ", "));
+                INSERT INTO orders VALUES \(orders.joined(separator: ", "));
+                DELETE FROM orders WHERE n % 3 = 0;
+                """)
+    }
+
+    /// Each order by its number, with the key and creation time of the customer it points at
+    /// (nothing where it points at no row), and the customers: what an uninterrupted run and an
+    /// interrupted one must agree on, whatever rowids the orders have.
+    func ordersAndCustomers(_ path: String) throws -> [String] {
+        try ScenarioKit.column(
+            path,
+            """
+            SELECT 'o ' || o.n || ' ' || coalesce(c.k || ' ' || c.created, 'nothing') FROM orders AS o
+            LEFT JOIN customers AS c ON c.id = o.customer_id
+            UNION ALL SELECT 'c ' || id || ' ' || k || ' ' || created FROM customers ORDER BY 1
+            """, as: String.self
+        ).map { $0 ?? "" }
+    }
+
+    /// The children re-pointed ahead of the batches are named by the child table's rowids,
+    /// and so is the map of those the batches re-point: another connection's `VACUUM` after the
+    /// first transaction renumbers the orders (their table has no `INTEGER PRIMARY KEY` and no
+    /// index), while the customers keep theirs. The run stops at its next write transaction
+    /// (exit 75, naming the orders' table) with no order pointing at no customer and every
+    /// order still on a customer of its key; the next run ends as an uninterrupted one. (The
+    /// batches re-point a mapped child only where it still holds its loser, and roll back on
+    /// a count that differs, so the content stays right even past such a `VACUUM`; the stop
+    /// keeps the run from going on by rowids that name other rows, in its journal too.)
+    func testAVacuumThatRenumbersTheChildrenStopsTheRunAndTheNextRunFinishesIt() throws {
+        let dir = try TestSupport.scratchDirectory()
+        let yaml =
+            "version: 1\ndedupe:\n  - entity: customers\n    key: k\n    winner:\n      - created: asc\n    references: repoint\n    archive: true\n"
+            + "batch:\n  max_transaction_ms: 3\n"
+        let quiet = dir.appendingPathComponent("quiet.sqlite").path
+        let vacuumed = dir.appendingPathComponent("vacuumed.sqlite").path
+        try makeCustomersAndOrders(quiet)
+        try makeCustomersAndOrders(vacuumed)
+        let keyOfOrder = Dictionary(
+            uniqueKeysWithValues: try ScenarioKit.column(
+                quiet, "SELECT o.n || ' ' || c.k FROM orders AS o JOIN customers AS c ON c.id = o.customer_id", as: String.self
+            ).map { line -> (String, String) in
+                let parts = (line ?? "").split(separator: " ")
+                return (String(parts[0]), String(parts[1]))
+            })
+        _ = try ScenarioKit.run(yaml, db: quiet, batchSize: 5)
+        // The orders on a customer that the run deletes.
+        let kept = try ScenarioKit.column(quiet, "SELECT id FROM customers", as: Int.self).compactMap { $0 }
+        let onLosers = "SELECT count(*) FROM orders WHERE customer_id NOT IN (\(kept.map(String.init).joined(separator: ", ")))"
+        let onLosersBefore = try ScenarioKit.int(vacuumed, onLosers)
+
+        var transactions = 0
+        var renumbered: (before: Int?, after: Int?) = (nil, nil)
+        var onLosersAtVacuum: Int?
+        XCTAssertThrowsError(
+            try ScenarioKit.run(yaml, db: vacuumed, batchSize: 5) { event in
+                guard case .batch = event else { return }
+                transactions += 1
+                guard transactions == 1 else { return }
+                onLosersAtVacuum = try? ScenarioKit.int(vacuumed, onLosers)
+                let last = "SELECT max(rowid) FROM orders"
+                renumbered.before = try? ScenarioKit.int(vacuumed, last)
+                do {
+                    try DatabaseQueue(path: vacuumed).writeWithoutTransaction { try $0.execute(sql: "VACUUM") }
+                } catch {
+                    XCTFail("VACUUM: \(error)")
+                }
+                renumbered.after = try? ScenarioKit.int(vacuumed, last)
+            }
+        ) { error in
+            guard case let .locked(message) = error as? WinnowError else { return XCTFail("\(error)") }
+            XCTAssertTrue(message.contains("orders has no INTEGER PRIMARY KEY"), message)
+            XCTAssertFalse(message.contains("customers has"), message)
+        }
+        XCTAssertEqual(transactions, 1, "no transaction after the VACUUM")
+        let (before, after) = (try XCTUnwrap(renumbered.before), try XCTUnwrap(renumbered.after))
+        XCTAssertLessThan(after, before, "the VACUUM moved orders to lower rowids (the case under test)")
+        // The VACUUM came between two stretches of the orders: some of the losers' orders had
+        // been re-pointed, some had not.
+        let atVacuum = try XCTUnwrap(onLosersAtVacuum)
+        XCTAssertGreaterThan(atVacuum, 0)
+        XCTAssertLessThan(atVacuum, onLosersBefore)
+
+        // What the stopped run left: every order on an existing customer of its own key.
+        let stopped = try ScenarioKit.column(
+            vacuumed, "SELECT o.n || ' ' || coalesce(c.k, '-') FROM orders AS o LEFT JOIN customers AS c ON c.id = o.customer_id",
+            as: String.self
+        ).map { line -> (String, String) in
+            let parts = (line ?? "").split(separator: " ")
+            return (String(parts[0]), String(parts[1]))
+        }
+        XCTAssertEqual(stopped.count, keyOfOrder.count)
+        XCTAssertEqual(stopped.filter { keyOfOrder[$0.0] != $0.1 }.count, 0, "an order lost its customer or moved to another key")
+        XCTAssertGreaterThan(
+            try ScenarioKit.int(vacuumed, "SELECT count(*) FROM customers"), try ScenarioKit.int(quiet, "SELECT count(*) FROM customers"),
+            "the run was not stopped before its end")
+
+        _ = try ScenarioKit.run(yaml, db: vacuumed, batchSize: 5)
+        XCTAssertEqual(try ordersAndCustomers(vacuumed), try ordersAndCustomers(quiet))
+    }
+
     /// A run that journals, then a `VACUUM` that gives the deleted rows' rowids to other rows:
     /// `restore` refuses whole (exit 65, nothing changed) and names that cause beside the
     /// other.
