@@ -267,6 +267,48 @@ final class SortedDiscoveryTests: XCTestCase {
         XCTAssertEqual(try queue(rule, sorted: true).rows, held.rows, "runs written out with SQLITE_TMPDIR naming a file")
     }
 
+    /// A file system that fills up while the losers are written out ends the run with an I/O
+    /// error (exit 74) that names what it was doing and why, before any batch: the database is
+    /// left as it was, and the next run with room files the same queue. The runs go to a
+    /// `tmpfs` of 8 KiB mounted for the test (skipped where mounting is not allowed); the
+    /// losers of runs of 7 fill about 90 KiB.
+    func testLosersWrittenOutToAFullFileSystemEndTheRunWithAnIOErrorAndChangeNothing() throws {
+        let full = dir.appendingPathComponent("full")
+        try FileManager.default.createDirectory(at: full, withIntermediateDirectories: true)
+        func command(_ arguments: [String]) throws -> Int32 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        guard (try? command(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", full.path])) == 0 else {
+            throw XCTSkip("mounting a tmpfs is not allowed here")
+        }
+        defer { _ = try? command(["umount", full.path]) }
+        let restore = settingSQLiteTemporaryDirectory(full.path)
+        defer { restore() }
+        DedupeExecutor.sortedLosersInMemory = 7
+
+        let path = try database("full")
+        let before = try TestSupport.contentDump(path)
+        let rule = "key: k\n    winner:\n      - created: asc"
+        XCTAssertThrowsError(try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    \(rule)\n", db: path, batchSize: 29)) { error in
+            guard case let .io(message) = error as? WinnowError else { return XCTFail("\(error)") }
+            XCTAssertTrue(message.contains("writing losers to a temporary file"), message)
+            XCTAssertTrue(message.contains("No space left on device"), message)
+            XCTAssertEqual(WinnowError.io(message).exitCode, 74)
+        }
+        XCTAssertEqual(try TestSupport.contentDump(path, includeRowIDs: true).filter { !$0.key.hasPrefix("winnow_") }, before)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: full.path), [], "a file was left behind")
+
+        restore()
+        XCTAssertEqual(try queue(rule, sorted: true, path: path).rows, try queue(rule, sorted: false, path: path).rows)
+    }
+
     /// A `WITHOUT ROWID` table's rows are numbered first; the sorted read reads their numbers.
     func testWithoutRowidTable() throws {
         let sql = """
