@@ -17,13 +17,13 @@ import WinnowCore
 /// connect timeout is given up (``ServerCheck``).
 final class PostgresLink {
     let location: PostgresLocation
-    private let group: MultiThreadedEventLoopGroup
-    private let connection: PostgresConnection
-    private let configuration: PostgresConnection.Configuration
-    private let logger: Logger
+    let group: MultiThreadedEventLoopGroup
+    let connection: PostgresConnection
+    let configuration: PostgresConnection.Configuration
+    let logger: Logger
     private let watch = ConnectionWatch()
     /// The server process of this connection (what the liveness check looks up).
-    private var backendPID: Int64 = 0
+    private(set) var backendPID: Int64 = 0
 
     /// Seconds winnow waits for a connection when the location sets no limit of its own, for
     /// the liveness check's connection.
@@ -69,6 +69,7 @@ final class PostgresLink {
         let watch = self.watch
         connection.closeFuture.whenComplete { _ in watch.markClosed() }
         backendPID = try query("SELECT pg_backend_pid()::int8").first?.first?.int64 ?? 0
+        try refuseSharedSession()
     }
 
     deinit {
@@ -472,7 +473,7 @@ private final class Outcome<T>: @unchecked Sendable {
 
 /// Rows collected by a query's row callback (called on the connection's event loop, one row at
 /// a time, while the caller waits for the query to end).
-private final class RowBox: @unchecked Sendable {
+final class RowBox: @unchecked Sendable {
     var rows: [[SQLValue]] = []
 }
 

@@ -1,0 +1,71 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import WinnowCore
+
+extension PostgresLink {
+    /// Refuses, before any statement of the command, a connection whose statements do not all
+    /// run in one server session: a pooler in transaction or statement mode (PgBouncer's
+    /// `pool_mode = transaction`) hands each transaction to whichever server process is free.
+    ///
+    /// winnow keeps its temporary tables, prepared statements, session settings and run lock in
+    /// its session. Through such a pooler the settings (`lock_timeout`, `jit`, ...) would stay
+    /// behind in a server process that other clients of the pool then use, the run lock would
+    /// be held by a process winnow no longer reaches, and a later batch would find no temporary
+    /// table. A second connection holds a transaction open, so that the server process it runs
+    /// in cannot be handed out, and this connection asks again which process serves it. Its own
+    /// session answers with the same process at once; a pooler in transaction mode answers with
+    /// another process, or keeps the statement waiting for a free one. A server that refuses the
+    /// second connection (a connection limit) leaves nothing to compare with, and the command
+    /// goes on.
+    func refuseSharedSession() throws {
+        let seconds = location.connectTimeout ?? Self.checkTimeout
+        var settings = configuration
+        settings.options.connectTimeout = .seconds(Int64(seconds))
+        let opening = PostgresConnection.connect(on: group.next(), configuration: settings, id: 3, logger: logger)
+        guard let opened = try? Self.wait(opening, seconds: TimeInterval(seconds) + 5) else {
+            opening.whenSuccess { _ = Self.close($0) }
+            return
+        }
+        defer { _ = try? Self.wait(Self.close(opened), seconds: 2) }
+        guard (try? Self.wait(opened.query("BEGIN", logger: logger), seconds: TimeInterval(seconds))) != nil,
+            let held = try? Self.processID(of: opened, within: seconds, logger: logger)
+        else { return }
+        let now: Int64?
+        do {
+            now = try Self.processID(of: connection, within: seconds, logger: logger)
+        } catch {
+            throw Self.connectError(error, location)
+        }
+        let seen: String
+        if let now, now == backendPID, held != backendPID {
+            return
+        } else if held == backendPID {
+            seen = "another connection's transaction ran in its server process \(held)"
+        } else if let now {
+            seen = "its statements ran in server processes \(backendPID) and \(now)"
+        } else {
+            seen = "its statement waited \(seconds) s for a server process while another connection held one"
+        }
+        throw WinnowError.notFound(
+            """
+            PostgreSQL at \(location.serverDescription) (database \(location.database), user \(location.user)): \
+            the connection does not keep one server session (\(seen)), as through a pooler in transaction or \
+            statement mode (PgBouncer's pool_mode = transaction); winnow keeps temporary tables, prepared statements, \
+            session settings and its run lock in its session, so nothing was changed: connect to the server \
+            directly, or through a pooler in session mode
+            """)
+    }
+
+    /// The server process that runs `connection`'s next statement; nil when no answer came
+    /// within `seconds`.
+    private static func processID(of connection: PostgresConnection, within seconds: Int, logger: Logger) throws -> Int64? {
+        let box = RowBox()
+        let query = connection.query(PostgresQuery(unsafeSQL: "SELECT pg_backend_pid()::int8"), logger: logger) { row in
+            box.rows.append(row.sqlValues)
+        }
+        guard try wait(query, seconds: TimeInterval(seconds)) != nil else { return nil }
+        return box.rows.first?.first?.int64
+    }
+}
