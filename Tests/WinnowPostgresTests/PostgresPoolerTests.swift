@@ -43,22 +43,36 @@ final class PostgresPoolerTests: XCTestCase {
         try PostgresServer.reset(url, sql: Self.people)
         let pooler = try Pooler(in: dir, server: url, mode: "transaction")
         defer { pooler.stop() }
-        let job = try job()
-
-        for command in ["run", "plan"] {
-            let refused = try TestSupport.winnow([command, job, "--database", pooler.url])
-            XCTAssertEqual(refused.status, 66, "\(command): \(refused.stderr)")
-            XCTAssertTrue(refused.stderr.contains("does not keep one server session"), refused.stderr)
-            XCTAssertTrue(refused.stderr.contains("pooler in session mode"), refused.stderr)
-        }
-        XCTAssertEqual(try PostgresServer.integers(url, "id", of: "people"), [1, 2, 3, 4])
-        XCTAssertEqual(try psql(url, "SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory'"), "0", "no run lock left held")
-        XCTAssertEqual(try psql(url, "SELECT to_regnamespace('winnow') IS NULL"), "t", "winnow's tables were not made")
+        try assertRefused(through: pooler, server: url, seen: "server process")
         // The pool's server processes carry no setting of winnow's to the pool's other clients
         // (the one a command would have set first is served again first: the pool reuses the
         // latest process).
         XCTAssertEqual(try psql(pooler.url, "SHOW lock_timeout"), "0")
         XCTAssertEqual(try psql(pooler.url, "SHOW jit"), "on")
+    }
+
+    func testAPoolerInStatementModeIsRefusedBeforeAnySettingOrLock() throws {
+        let url = try PostgresServer.require()
+        try PostgresServer.reset(url, sql: Self.people)
+        let pooler = try Pooler(in: dir, server: url, mode: "statement")
+        defer { pooler.stop() }
+        try assertRefused(through: pooler, server: url, seen: "transaction was refused")
+    }
+
+    /// `run` and `plan` through `pooler` end with exit 66 saying why (`seen`), before any change.
+    func assertRefused(through pooler: Pooler, server url: String, seen: String, line: UInt = #line) throws {
+        let job = try job()
+        for command in ["run", "plan"] {
+            let refused = try TestSupport.winnow([command, job, "--database", pooler.url])
+            XCTAssertEqual(refused.status, 66, "\(command): \(refused.stderr)", line: line)
+            XCTAssertTrue(refused.stderr.contains("does not keep one server session"), refused.stderr, line: line)
+            XCTAssertTrue(refused.stderr.contains(seen), refused.stderr, line: line)
+            XCTAssertTrue(refused.stderr.contains("pooler in session mode"), refused.stderr, line: line)
+        }
+        XCTAssertEqual(try PostgresServer.integers(url, "id", of: "people"), [1, 2, 3, 4], line: line)
+        XCTAssertEqual(
+            try psql(url, "SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory'"), "0", "no run lock left held", line: line)
+        XCTAssertEqual(try psql(url, "SELECT to_regnamespace('winnow') IS NULL"), "t", "winnow's tables were not made", line: line)
     }
 
     func testAPoolerInSessionModeRunsTheJob() throws {

@@ -29,9 +29,15 @@ extension PostgresLink {
             return
         }
         defer { _ = try? Self.wait(Self.close(opened), seconds: 2) }
-        guard (try? Self.wait(opened.query("BEGIN", logger: logger), seconds: TimeInterval(seconds))) != nil,
-            let held = try? Self.processID(of: opened, within: seconds, logger: logger)
-        else { return }
+        do {
+            guard try Self.wait(opened.query("BEGIN", logger: logger), seconds: TimeInterval(seconds)) != nil else { return }
+        } catch let error as PSQLError where error.serverInfo?[.message] != nil {
+            // A server takes any transaction; a pooler in statement mode refuses them all.
+            throw sharedSession("a second connection's transaction was refused: \(error.serverInfo?[.message] ?? "")")
+        } catch {
+            return
+        }
+        guard let held = try? Self.processID(of: opened, within: seconds, logger: logger) else { return }
         let now: Int64?
         do {
             now = try Self.processID(of: connection, within: seconds, logger: logger)
@@ -48,7 +54,12 @@ extension PostgresLink {
         } else {
             seen = "its statement waited \(seconds) s for a server process while another connection held one"
         }
-        throw WinnowError.notFound(
+        throw sharedSession(seen)
+    }
+
+    /// The refusal of a connection that does not keep one server session, with what showed it.
+    private func sharedSession(_ seen: String) -> WinnowError {
+        WinnowError.notFound(
             """
             PostgreSQL at \(location.serverDescription) (database \(location.database), user \(location.user)): \
             the connection does not keep one server session (\(seen)), as through a pooler in transaction or \
