@@ -85,6 +85,22 @@ final class PostgresPoolerTests: XCTestCase {
         XCTAssertEqual(try PostgresServer.integers(url, "id", of: "people"), [1, 3])
     }
 
+    /// A pool in session mode whose one server process the command holds: the second
+    /// connection gets none, and the command goes on after a short wait, not the connect
+    /// timeout's 10 s.
+    func testAFullPoolInSessionModeRunsTheJobAfterAShortWait() throws {
+        let url = try PostgresServer.require()
+        try PostgresServer.reset(url, sql: Self.people)
+        let pooler = try Pooler(in: dir, server: url, mode: "session", poolSize: 1)
+        defer { pooler.stop() }
+        let started = Date()
+        let ran = try TestSupport.winnow(["run", try job(), "--database", pooler.url])
+        let seconds = Date().timeIntervalSince(started)
+        XCTAssertEqual(ran.status, 0, ran.stderr)
+        XCTAssertEqual(try PostgresServer.integers(url, "id", of: "people"), [1, 3])
+        XCTAssertLessThan(seconds, 8, "the command waited for the second connection as long as for a connection")
+    }
+
     func testARoleAllowedOneConnectionRunsWithoutTheCheck() throws {
         let server = try ThrowawayServer()
         defer { server.remove() }
@@ -101,13 +117,14 @@ final class PostgresPoolerTests: XCTestCase {
 }
 
 /// A PgBouncer of one test's own in front of the test server, in `mode` (`transaction`,
-/// `session`), on a free port of 127.0.0.1; ``stop()`` ends it. Needs PgBouncer (Debian's
-/// `pgbouncer`, which `.ci/run` installs): skipped without it, failed under CI=true.
+/// `session`, `statement`) with up to `poolSize` server processes, on a free port of 127.0.0.1;
+/// ``stop()`` ends it. Needs PgBouncer (Debian's `pgbouncer`, which `.ci/run` installs):
+/// skipped without it, failed under CI=true.
 struct Pooler {
     let url: String
     let pidFile: String
 
-    init(in dir: URL, server: String, mode: String) throws {
+    init(in dir: URL, server: String, mode: String, poolSize: Int = 20) throws {
         let binary = "/usr/sbin/pgbouncer"
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             let why = "PgBouncer is not installed (Debian: apt-get install -y pgbouncer)"
@@ -132,6 +149,7 @@ struct Pooler {
                 auth_type = trust
                 auth_file = \(folder)/users.txt
                 pool_mode = \(mode)
+                default_pool_size = \(poolSize)
                 logfile = \(folder)/pgbouncer.log
                 pidfile = \(pidFile)
                 """

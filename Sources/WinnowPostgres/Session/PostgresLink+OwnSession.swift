@@ -17,8 +17,9 @@ extension PostgresLink {
     /// in cannot be handed out, and this connection asks again which process serves it. Its own
     /// session answers with the same process at once; a pooler in transaction mode answers with
     /// another process, or keeps the statement waiting for a free one. A server that refuses the
-    /// second connection (a connection limit) leaves nothing to compare with, and the command
-    /// goes on.
+    /// second connection (a connection limit), or gives it no server process within
+    /// ``probeWait`` seconds (a pooler whose server processes are all taken), leaves nothing to
+    /// compare with, and the command goes on.
     func refuseSharedSession() throws {
         let seconds = location.connectTimeout ?? Self.checkTimeout
         var settings = configuration
@@ -30,14 +31,14 @@ extension PostgresLink {
         }
         defer { _ = try? Self.wait(Self.close(opened), seconds: 2) }
         do {
-            guard try Self.wait(opened.query("BEGIN", logger: logger), seconds: TimeInterval(seconds)) != nil else { return }
+            guard try Self.wait(opened.query("BEGIN", logger: logger), seconds: TimeInterval(Self.probeWait)) != nil else { return }
         } catch let error as PSQLError where error.serverInfo?[.message] != nil {
             // A server takes any transaction; a pooler in statement mode refuses them all.
             throw sharedSession("a second connection's transaction was refused: \(error.serverInfo?[.message] ?? "")")
         } catch {
             return
         }
-        guard let held = try? Self.processID(of: opened, within: seconds, logger: logger) else { return }
+        guard let held = try? Self.processID(of: opened, within: Self.probeWait, logger: logger) else { return }
         let now: Int64?
         do {
             now = try Self.processID(of: connection, within: seconds, logger: logger)
@@ -68,6 +69,11 @@ extension PostgresLink {
             directly, or through a pooler in session mode
             """)
     }
+
+    /// Seconds the second connection waits for its transaction and its process: a server
+    /// answers at once, and a pooler in session mode with no free server process would make
+    /// every command wait out the connect timeout (10 s by default).
+    static let probeWait = 2
 
     /// The server process that runs `connection`'s next statement; nil when no answer came
     /// within `seconds`.
