@@ -38,31 +38,38 @@ final class PostgresPoolerTests: XCTestCase {
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    func testAPoolerInTransactionModeIsRefusedBeforeAnySettingOrLock() throws {
+    /// The test server emptied and holding ``people``, and a pooler in `mode` in front of it
+    /// for the length of `body`.
+    func throughPooler(_ mode: String, poolSize: Int = 20, _ body: (_ url: String, _ pooler: Pooler) throws -> Void) throws {
         let url = try PostgresServer.require()
         try PostgresServer.reset(url, sql: Self.people)
-        let pooler = try Pooler(in: dir, server: url, mode: "transaction")
+        let pooler = try Pooler(in: dir, server: url, mode: mode, poolSize: poolSize)
         defer { pooler.stop() }
-        try assertRefused(through: pooler, server: url, seen: "server process")
-        // The pool's server processes carry no setting of winnow's to the pool's other clients
-        // (the one a command would have set first is served again first: the pool reuses the
-        // latest process).
-        XCTAssertEqual(try psql(pooler.url, "SHOW lock_timeout"), "0")
-        XCTAssertEqual(try psql(pooler.url, "SHOW jit"), "on")
+        try body(url, pooler)
+    }
+
+    func testAPoolerInTransactionModeIsRefusedBeforeAnySettingOrLock() throws {
+        try throughPooler("transaction") { url, pooler in
+            try assertRefused(through: pooler, server: url, seen: "server process")
+            // The pool's server processes carry no setting of winnow's to the pool's other clients
+            // (the one a command would have set first is served again first: the pool reuses the
+            // latest process).
+            XCTAssertEqual(try psql(pooler.url, "SHOW lock_timeout"), "0")
+            XCTAssertEqual(try psql(pooler.url, "SHOW jit"), "on")
+        }
     }
 
     func testAPoolerInStatementModeIsRefusedBeforeAnySettingOrLock() throws {
-        let url = try PostgresServer.require()
-        try PostgresServer.reset(url, sql: Self.people)
-        let pooler = try Pooler(in: dir, server: url, mode: "statement")
-        defer { pooler.stop() }
-        try assertRefused(through: pooler, server: url, seen: "transaction was refused")
+        try throughPooler("statement") { url, pooler in
+            try assertRefused(through: pooler, server: url, seen: "transaction was refused")
+        }
     }
 
-    /// `run` and `plan` through `pooler` end with exit 66 saying why (`seen`), before any change.
+    /// `run`, `plan` and `check` through `pooler` end with exit 66 saying why (`seen`), before
+    /// any change.
     func assertRefused(through pooler: Pooler, server url: String, seen: String, line: UInt = #line) throws {
         let job = try job()
-        for command in ["run", "plan"] {
+        for command in ["run", "plan", "check"] {
             let refused = try TestSupport.winnow([command, job, "--database", pooler.url])
             XCTAssertEqual(refused.status, 66, "\(command): \(refused.stderr)", line: line)
             XCTAssertTrue(refused.stderr.contains("does not keep one server session"), refused.stderr, line: line)
@@ -76,29 +83,25 @@ final class PostgresPoolerTests: XCTestCase {
     }
 
     func testAPoolerInSessionModeRunsTheJob() throws {
-        let url = try PostgresServer.require()
-        try PostgresServer.reset(url, sql: Self.people)
-        let pooler = try Pooler(in: dir, server: url, mode: "session")
-        defer { pooler.stop() }
-        let ran = try TestSupport.winnow(["run", try job(), "--database", pooler.url])
-        XCTAssertEqual(ran.status, 0, ran.stderr)
-        XCTAssertEqual(try PostgresServer.integers(url, "id", of: "people"), [1, 3])
+        try throughPooler("session") { url, pooler in
+            let ran = try TestSupport.winnow(["run", try job(), "--database", pooler.url])
+            XCTAssertEqual(ran.status, 0, ran.stderr)
+            XCTAssertEqual(try PostgresServer.integers(url, "id", of: "people"), [1, 3])
+        }
     }
 
     /// A pool in session mode whose one server process the command holds: the second
     /// connection gets none, and the command goes on after a short wait, not the connect
     /// timeout's 10 s.
     func testAFullPoolInSessionModeRunsTheJobAfterAShortWait() throws {
-        let url = try PostgresServer.require()
-        try PostgresServer.reset(url, sql: Self.people)
-        let pooler = try Pooler(in: dir, server: url, mode: "session", poolSize: 1)
-        defer { pooler.stop() }
-        let started = Date()
-        let ran = try TestSupport.winnow(["run", try job(), "--database", pooler.url])
-        let seconds = Date().timeIntervalSince(started)
-        XCTAssertEqual(ran.status, 0, ran.stderr)
-        XCTAssertEqual(try PostgresServer.integers(url, "id", of: "people"), [1, 3])
-        XCTAssertLessThan(seconds, 8, "the command waited for the second connection as long as for a connection")
+        try throughPooler("session", poolSize: 1) { url, pooler in
+            let started = Date()
+            let ran = try TestSupport.winnow(["run", try job(), "--database", pooler.url])
+            let seconds = Date().timeIntervalSince(started)
+            XCTAssertEqual(ran.status, 0, ran.stderr)
+            XCTAssertEqual(try PostgresServer.integers(url, "id", of: "people"), [1, 3])
+            XCTAssertLessThan(seconds, 8, "the command waited for the second connection as long as for a connection")
+        }
     }
 
     func testARoleAllowedOneConnectionRunsWithoutTheCheck() throws {
@@ -108,9 +111,7 @@ final class PostgresPoolerTests: XCTestCase {
         _ = try psql(server.url, "CREATE ROLE one LOGIN CONNECTION LIMIT 1")
         _ = try psql(server.url, "ALTER TABLE people OWNER TO one")
         _ = try psql(server.url, "GRANT CREATE ON DATABASE postgres TO one")
-        let location = try PostgresLocation.parse(server.url)
-        let one = "postgresql://one@\(location.host):\(location.port)/\(location.database)"
-        let ran = try TestSupport.winnow(["run", try job(), "--database", one])
+        let ran = try TestSupport.winnow(["run", try job(), "--database", try PostgresServer.connect(server.url, as: "one")])
         XCTAssertEqual(ran.status, 0, ran.stderr)
         XCTAssertEqual(try PostgresServer.integers(server.url, "id", of: "people"), [1, 3])
     }

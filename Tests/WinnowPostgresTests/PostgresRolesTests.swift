@@ -29,12 +29,6 @@ final class PostgresRolesTests: XCTestCase {
             "version: 1\ndedupe:\n  - {entity: people, key: email, winner: [{id: asc}]}\n", to: dir.appendingPathComponent("job.yaml").path)
     }
 
-    /// `url` as `user` instead of the test's superuser.
-    func connect(_ url: String, as user: String) throws -> String {
-        let location = try PostgresLocation.parse(url)
-        return "postgresql://\(user)@\(location.host):\(location.port)/\(location.database)"
-    }
-
     static let people = [
         "CREATE TABLE people (id integer PRIMARY KEY, email text)",
         "INSERT INTO people VALUES (1, 'a@x'), (2, 'a@x'), (3, 'b@x'), (4, 'b@x')",
@@ -50,7 +44,7 @@ final class PostgresRolesTests: XCTestCase {
                 "CREATE ROLE keeper LOGIN", "ALTER TABLE people OWNER TO keeper", "GRANT CREATE ON DATABASE postgres TO keeper",
             ])
         let job = try job()
-        let reader = try connect(server.url, as: "reader")
+        let reader = try PostgresServer.connect(server.url, as: "reader")
         let planned = try TestSupport.winnow(["plan", job, "--database", reader])
         XCTAssertEqual(planned.status, 0, planned.stderr)
         XCTAssertTrue(planned.stdout.contains("2 duplicate groups"), planned.stdout)
@@ -60,7 +54,7 @@ final class PostgresRolesTests: XCTestCase {
         XCTAssertEqual(
             try PostgresServer.integers(server.url, "id", of: "people"), [1, 2, 3, 4], "a role that may only read changed nothing")
 
-        let ran = try TestSupport.winnow(["run", job, "--database", try connect(server.url, as: "keeper")])
+        let ran = try TestSupport.winnow(["run", job, "--database", try PostgresServer.connect(server.url, as: "keeper")])
         XCTAssertEqual(ran.status, 0, ran.stderr)
         XCTAssertEqual(try PostgresServer.integers(server.url, "id", of: "people"), [1, 3])
     }
@@ -75,7 +69,7 @@ final class PostgresRolesTests: XCTestCase {
                 "ALTER TABLE people ENABLE ROW LEVEL SECURITY", "CREATE POLICY visible ON people USING (id <> 2)",
             ])
         let job = try job()
-        let app = try connect(server.url, as: "app")
+        let app = try PostgresServer.connect(server.url, as: "app")
         for command in ["plan", "check", "run"] {
             let refused = try TestSupport.winnow([command, job, "--database", app])
             XCTAssertEqual(refused.status, 65, "\(command): \(refused.stderr)")

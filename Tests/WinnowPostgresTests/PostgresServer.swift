@@ -55,6 +55,12 @@ enum PostgresServer {
         return (url, dir, data)
     }
 
+    /// `url` as `user` instead of the test's superuser.
+    static func connect(_ url: String, as user: String) throws -> String {
+        let location = try PostgresLocation.parse(url)
+        return "postgresql://\(user)@\(location.host):\(location.port)/\(location.database)"
+    }
+
     /// One integer column of a table in its order, on either engine (`location`: a path or URL).
     static func integers(_ location: String, _ column: String, of table: String) throws -> [Int] {
         try BackendRouter().withSession(location, mode: .readOnly) { session in

@@ -1,6 +1,4 @@
 import Foundation
-import Logging
-import NIOCore
 import PostgresNIO
 import WinnowCore
 
@@ -21,27 +19,22 @@ extension PostgresLink {
     /// ``probeWait`` seconds (a pooler whose server processes are all taken), leaves nothing to
     /// compare with, and the command goes on.
     func refuseSharedSession() throws {
-        let seconds = location.connectTimeout ?? Self.checkTimeout
-        var settings = configuration
-        settings.options.connectTimeout = .seconds(Int64(seconds))
-        let opening = PostgresConnection.connect(on: group.next(), configuration: settings, id: 3, logger: logger)
-        guard let opened = try? Self.wait(opening, seconds: TimeInterval(seconds) + 5) else {
-            opening.whenSuccess { _ = Self.close($0) }
-            return
-        }
+        let seconds = secondConnectionTimeout
+        guard let opened = try? secondConnection() else { return }
         defer { _ = try? Self.wait(Self.close(opened), seconds: 2) }
         do {
-            guard try Self.wait(opened.query("BEGIN", logger: logger), seconds: TimeInterval(Self.probeWait)) != nil else { return }
+            guard try Self.rows("BEGIN", on: opened, within: Self.probeWait, logger: logger) != nil else { return }
         } catch let error as PSQLError where error.serverInfo?[.message] != nil {
             // A server takes any transaction; a pooler in statement mode refuses them all.
             throw sharedSession("a second connection's transaction was refused: \(error.serverInfo?[.message] ?? "")")
         } catch {
             return
         }
-        guard let held = try? Self.processID(of: opened, within: Self.probeWait, logger: logger) else { return }
+        guard let held = try? Self.rows(Self.processQuery, on: opened, within: Self.probeWait, logger: logger)?.first?.first?.int64
+        else { return }
         let now: Int64?
         do {
-            now = try Self.processID(of: connection, within: seconds, logger: logger)
+            now = try Self.rows(Self.processQuery, on: connection, within: seconds, logger: logger)?.first?.first?.int64
         } catch {
             throw Self.connectError(error, location)
         }
@@ -75,14 +68,6 @@ extension PostgresLink {
     /// every command wait out the connect timeout (10 s by default).
     static let probeWait = 2
 
-    /// The server process that runs `connection`'s next statement; nil when no answer came
-    /// within `seconds`.
-    private static func processID(of connection: PostgresConnection, within seconds: Int, logger: Logger) throws -> Int64? {
-        let box = RowBox()
-        let query = connection.query(PostgresQuery(unsafeSQL: "SELECT pg_backend_pid()::int8"), logger: logger) { row in
-            box.rows.append(row.sqlValues)
-        }
-        guard try wait(query, seconds: TimeInterval(seconds)) != nil else { return nil }
-        return box.rows.first?.first?.int64
-    }
+    /// What a connection's server process is.
+    static let processQuery = "SELECT pg_backend_pid()::int8"
 }

@@ -17,9 +17,9 @@ import WinnowCore
 /// connect timeout is given up (``ServerCheck``).
 final class PostgresLink {
     let location: PostgresLocation
-    let group: MultiThreadedEventLoopGroup
+    private let group: MultiThreadedEventLoopGroup
     let connection: PostgresConnection
-    let configuration: PostgresConnection.Configuration
+    private let configuration: PostgresConnection.Configuration
     let logger: Logger
     private let watch = ConnectionWatch()
     /// The server process of this connection (what the liveness check looks up).
@@ -68,7 +68,7 @@ final class PostgresLink {
         (self.location, configuration, connection) = chosen
         let watch = self.watch
         connection.closeFuture.whenComplete { _ in watch.markClosed() }
-        backendPID = try query("SELECT pg_backend_pid()::int8").first?.first?.int64 ?? 0
+        backendPID = try query(Self.processQuery).first?.first?.int64 ?? 0
         try refuseSharedSession()
     }
 
@@ -89,9 +89,7 @@ final class PostgresLink {
         case .readWrite, .readOnly: sql = "SELECT current_setting('transaction_read_only') = 'on'"
         case .primary, .standby: sql = "SELECT pg_catalog.pg_is_in_recovery()"
         }
-        let box = RowBox()
-        let query = connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) { row in box.rows.append(row.sqlValues) }
-        guard try wait(query, seconds: TimeInterval(timeout ?? checkTimeout)) != nil, let flag = box.rows.first?.first?.bool else {
+        guard let flag = try rows(sql, on: connection, within: timeout ?? checkTimeout, logger: logger)?.first?.first?.bool else {
             return "the server did not say whether it \(wanted == .readWrite || wanted == .readOnly ? "is read-only" : "is a standby")"
         }
         switch wanted {
@@ -171,6 +169,32 @@ final class PostgresLink {
     static func close(_ connection: PostgresConnection) -> EventLoopFuture<Void> {
         let closing: EventLoopFuture<Void> = connection.close()
         return closing
+    }
+
+    /// Seconds a second connection of this link (the liveness check's, the one-session check's)
+    /// may take to open and to answer: the location's connect timeout, else ``checkTimeout``.
+    var secondConnectionTimeout: Int { location.connectTimeout ?? Self.checkTimeout }
+
+    /// Opens another connection to this link's server, within ``secondConnectionTimeout``
+    /// seconds (a timeout throws `ChannelError.connectTimeout`).
+    func secondConnection() throws -> PostgresConnection {
+        var settings = configuration
+        settings.options.connectTimeout = .seconds(Int64(secondConnectionTimeout))
+        return try Self.connect(settings, on: group, timeout: secondConnectionTimeout, logger: logger)
+    }
+
+    /// The rows of one statement on `connection`, as values; nil when no answer came within
+    /// `seconds` (for a connection other than the link's own, whose waits are not watched).
+    static func rows(
+        _ sql: String, _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection, within seconds: Int,
+        logger: Logger
+    ) throws -> [[SQLValue]]? {
+        let box = RowBox()
+        let query = connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) { row in
+            box.rows.append(row.sqlValues)
+        }
+        guard try wait(query, seconds: TimeInterval(seconds)) != nil else { return nil }
+        return box.rows
     }
 
     /// Runs one statement (parameters `$1`, `$2`, ...) and returns its rows as values.
@@ -271,39 +295,33 @@ final class PostgresLink {
     /// Asks the server, over a second connection, whether it still works on this connection's
     /// statement, unanswered for `silence` seconds.
     private func checkServer(silent silence: Int) -> ServerCheck {
-        let seconds = location.connectTimeout ?? Self.checkTimeout
+        let seconds = secondConnectionTimeout
         let unanswered = "no answer for \(silence) s, and a new connection got none within \(seconds) s"
-        var settings = configuration
-        settings.options.connectTimeout = .seconds(Int64(seconds))
-        let future = PostgresConnection.connect(on: group.next(), configuration: settings, id: 2, logger: logger)
         let checker: PostgresConnection
         do {
-            guard let opened = try Self.wait(future, seconds: TimeInterval(seconds) + 5) else {
-                future.whenSuccess { _ = Self.close($0) }
-                return .gone(unanswered)
-            }
-            checker = opened
+            checker = try secondConnection()
         } catch let error as PSQLError where error.serverInfo?[.sqlState] != nil {
             return .working  // refused, but by a server that answers (too many connections, ...)
+        } catch ChannelError.connectTimeout(_) {
+            return .gone(unanswered)
         } catch {
             return .gone("no answer for \(silence) s, and a new connection failed: \(Self.reason(error, timeout: seconds))")
         }
         defer { _ = Self.close(checker) }
-        let box = RowBox()
-        let query = checker.query(
-            PostgresQuery(
-                unsafeSQL: "SELECT state FROM pg_catalog.pg_stat_activity WHERE pid = $1",
-                binds: PostgresBindings(values: [.integer(backendPID)])),
-            logger: logger
-        ) { row in box.rows.append(row.sqlValues) }
+        let found: [[SQLValue]]
         do {
-            guard try Self.wait(query, seconds: TimeInterval(seconds)) != nil else { return .gone(unanswered) }
+            guard
+                let rows = try Self.rows(
+                    "SELECT state FROM pg_catalog.pg_stat_activity WHERE pid = $1", PostgresBindings(values: [.integer(backendPID)]),
+                    on: checker, within: seconds, logger: logger)
+            else { return .gone(unanswered) }
+            found = rows
         } catch let error as PSQLError where error.serverInfo?[.sqlState] != nil {
             return .working  // an error, but from a server that answers
         } catch {
             return .gone("no answer for \(silence) s, and a new connection failed: \(Self.reason(error, timeout: seconds))")
         }
-        guard let state = box.rows.first?.first?.string else {
+        guard let state = found.first?.first?.string else {
             return .gone("no answer for \(silence) s, and the server no longer runs this connection's session")
         }
         // `active`: the statement runs. Anything else means the server sent its answer and it
@@ -473,7 +491,7 @@ private final class Outcome<T>: @unchecked Sendable {
 
 /// Rows collected by a query's row callback (called on the connection's event loop, one row at
 /// a time, while the caller waits for the query to end).
-final class RowBox: @unchecked Sendable {
+private final class RowBox: @unchecked Sendable {
     var rows: [[SQLValue]] = []
 }
 
