@@ -16,6 +16,8 @@ final class BatchLoopTests: XCTestCase {
         var stopAfter: Int64?
         /// Batches that change nothing (no batch), by the position they start after.
         var empty: Set<Int64> = []
+        /// Units each batch takes beyond its bounds in the same transaction (``StretchFill``).
+        var beyond = 0
         var clock: FakeClock
         var applied: [BatchBounds] = []
         var between = 0
@@ -29,7 +31,8 @@ final class BatchLoopTests: XCTestCase {
         mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
             if bounds.after == stopAfter { return nil }
             applied.append(bounds)
-            let units = Int(bounds.upTo - bounds.after)
+            let end = min(Int64(units), bounds.upTo + Int64(beyond))
+            let units = Int(end - bounds.after)
             clock.advance(secondsPerUnit * Double(units))
             var counts = Counts()
             counts.groups = units
@@ -42,7 +45,9 @@ final class BatchLoopTests: XCTestCase {
                         key: ["\(bounds.upTo)"], winner: RowIdentity.rowid(expression: "rowid", alias: nil).key(rowid: bounds.upTo),
                         losers: [])
                 ] : []
-            return BatchOutcome(counts: counts, units: units, done: units, samples: samples, isBatch: !empty.contains(bounds.after))
+            return BatchOutcome(
+                counts: counts, units: units, done: units, samples: samples, isBatch: !empty.contains(bounds.after),
+                upTo: end == bounds.upTo ? nil : end)
         }
 
         mutating func betweenBatches() throws { between += 1 }
@@ -257,5 +262,19 @@ final class BatchLoopTests: XCTestCase {
         // within a quarter of it.
         XCTAssertEqual(source.applied.map(\.size), [1000, 16_000 + 4000])
         XCTAssertEqual(source.applied.map { $0.upTo - $0.after }, [1000, 17_100])
+    }
+
+    /// A batch that took more than its bounds in its transaction (a filled stretch): the next
+    /// one starts where it ended, so every unit is taken once, and the sizer is told its rows.
+    func testTheNextBatchStartsWhereASourceThatTookMoreEnded() throws {
+        let clock = FakeClock()
+        var source = Source(units: 10_000, writes: true, secondsPerUnit: 0.000_01, clock: clock)
+        source.beyond = 500
+        let (loop, box) = loop(clock: clock)
+        let result = try run(loop, &source, size: 1000)
+        XCTAssertEqual(source.applied.map(\.after), [0, 1500, 3000, 4500, 6000, 7500, 9000])
+        XCTAssertEqual(result.done, 10_000)
+        XCTAssertEqual(box.reports.map(\.counts.deleted), [1500, 1500, 1500, 1500, 1500, 1500, 1000])
+        XCTAssertTrue(result.finished)
     }
 }

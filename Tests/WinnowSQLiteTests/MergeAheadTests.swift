@@ -205,10 +205,10 @@ final class MergeAheadTests: XCTestCase {
 
     /// A job that allows long transactions re-points the children ahead in stretches that grow
     /// past 256 times `batch.size` where the temporary database's journal is a file (a table too
-    /// small for raised caches, here 3,000 customers): 290,000 orders go in stretches of 1,000,
-    /// 16,000 and the 273,000 left (within a quarter of the 256,000 the sizer grew to), where a
-    /// cap of 256,000 rows would have taken four. Each child moves once, and the end is the one
-    /// batches by group give.
+    /// small for raised caches, here 3,000 customers): 290,000 orders go in a first stretch of
+    /// 1,000, then the 289,000 left in one (16,000 as sized, the rest taken within its time,
+    /// ``StretchFill``), where a cap of 256,000 rows would have taken four. Each child moves
+    /// once, and the end is the one batches by group give.
     func testALongLimitTakesTheChildrenAheadInStretchesPastTheCap() throws {
         let path = try makeStore("long-limit.sqlite", orders: false)
         try ScenarioKit.execute(
@@ -226,12 +226,52 @@ final class MergeAheadTests: XCTestCase {
             guard case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 else { return }
             stretches.append(report.counts)
         }
-        XCTAssertEqual(stretches.count, 3, "1,000, 16,000 and the rest: \(stretches.map(\.repointed))")
+        XCTAssertEqual(stretches.count, 2, "1,000 and the rest: \(stretches.map(\.repointed))")
         XCTAssertGreaterThan(stretches.last?.repointed ?? 0, 256_000 / 2, "the last stretch holds most of the children")
         XCTAssertEqual(stretches.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "each child moved once")
         XCTAssertEqual(
             try ScenarioKit.int(path, "SELECT count(*) FROM orders WHERE customer_id NOT IN (SELECT id FROM customers)"), 0)
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+    }
+
+    /// From their second stretch on, the children ahead and the losers the merges left take
+    /// more rows than the sizer gave while their time allows (``StretchFill``): under a 60 s
+    /// limit, 30,000 orders go in a first stretch of 100 rows and one more for the rest, and
+    /// the losers left in at most two, where the sizer alone takes the children in four
+    /// (100, 1,600, 25,600 and the rest). Each child moves once, every loser is deleted once,
+    /// the end is the one batches by group give, and `restore` undoes it exactly.
+    func testStretchesAheadTakeMoreRowsWithinTheirTime() throws {
+        let path = try makeStore("fill.sqlite", orders: false)
+        try ScenarioKit.execute(
+            path,
+            """
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 29999)
+            INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % 3000, i FROM s
+            """)
+        let original = try ScenarioKit.userState(path)
+        let reference = try byGroup(path)
+        let job = ScenarioKit.customersJob(size: 20).replacingOccurrences(of: "size: 20", with: "size: 20\n  max_transaction_ms: 60000")
+        XCTAssertTrue(job.contains("archive: true"))
+        var batches: [Counts] = []
+        let summary = try withAheadStart(100) {
+            try ScenarioKit.run(job, db: path) { event in
+                if case .batch(let report) = event { batches.append(report.counts) }
+            }
+        }
+        let children = batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
+        XCTAssertEqual(children.count, 2, "\(children.map(\.repointed))")
+        XCTAssertEqual(children.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "each child moved once")
+        let merging = batches.dropFirst(children.count).prefix { $0.updated > 0 }
+        XCTAssertFalse(merging.isEmpty)
+        let left = batches.dropFirst(children.count + merging.count)
+        XCTAssertTrue(left.allSatisfy { $0.updated == 0 && $0.repointed == 0 && $0.deleted > 0 })
+        XCTAssertFalse(left.isEmpty, "the losers whose winners a later stretch merged")
+        XCTAssertLessThanOrEqual(left.count, 2, "\(left.map(\.deleted))")
+        XCTAssertEqual(merging.reduce(0) { $0 + $1.deleted } + left.reduce(0) { $0 + $1.deleted }, summary.counts.deleted)
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
     /// The stretches ahead take a rest of at most a quarter of a stretch with them: 1,200 orders

@@ -28,13 +28,19 @@ public struct BatchOutcome: Sendable {
     /// Whether it counts as a batch: a stretch that found nothing to change commits no work,
     /// takes no batch number and is not reported.
     public var isBatch: Bool
+    /// Where the batch ended, where its source took more than its bounds in the same
+    /// transaction (``StretchFill``); nil: at its bounds' `upTo`.
+    public var upTo: Int64?
 
-    public init(counts: Counts, units: Int, done: Int, samples: [GroupSample] = [], isBatch: Bool = true) {
+    public init(
+        counts: Counts, units: Int, done: Int, samples: [GroupSample] = [], isBatch: Bool = true, upTo: Int64? = nil
+    ) {
         self.counts = counts
         self.units = units
         self.done = done
         self.samples = samples
         self.isBatch = isBatch
+        self.upTo = upTo
     }
 }
 
@@ -169,7 +175,7 @@ public struct BatchLoop {
             guard let outcome = applied else { break }
             let seconds = now().timeIntervalSince(started)
             sizer.record(size: outcome.units, seconds: seconds)
-            after = upTo
+            after = outcome.upTo ?? upTo
             guard outcome.isBatch else { continue }
             batches += 1
             result.counts = result.counts + outcome.counts

@@ -3,10 +3,10 @@ import GRDB
 import WinnowCore
 
 /// Re-points the children of the losers ahead of the batches, in the child table's rowid order,
-/// for one path that allows it (``BatchStatements/aheadPaths``: no index on the reference,
-/// which holds the parent's rowid): each transaction takes the next stretch of child rows,
-/// re-points those that point at a loser whose winner is settled, and maps the rest of the
-/// stretch for the batches (``DedupeExecutor/mapChildren(_:state:ahead:)`` left these paths
+/// for one path that allows it (``BatchStatements/aheadPaths``: a reference that holds the
+/// parent's rowid, in another table, with no unique key that re-pointing could break): each
+/// transaction takes the next stretch of child rows, re-points those that point at a loser
+/// whose winner is settled, and maps the rest of the stretch for the batches (``DedupeExecutor/mapChildren(_:state:ahead:)`` left these paths
 /// out). Every page of the child table is so rewritten about once, where batches by group
 /// rewrite most of its pages each time (the children of a batch's losers lie all over it).
 ///
@@ -16,7 +16,8 @@ import WinnowCore
 /// its batch, and re-pointed there. A batch that, after another connection's commit, no longer
 /// deletes a loser whose children went ahead moves them back (``BatchStatements/moveBack``).
 /// Each stretch is journaled and committed as a batch of its own; a stretch with nothing to
-/// move is no batch. Not for a run that may stop early (`--max-duration`, a fleet): it would
+/// move is no batch. Where a stretch's commit is long (the child's index rewritten), a stretch
+/// takes more rows than its bounds while its time allows (``StretchFill``). Not for a run that may stop early (`--max-duration`, a fleet): it would
 /// leave children on the winners of groups it never reached.
 struct AheadBatches: BatchSource {
     let executor: DedupeExecutor
@@ -27,6 +28,8 @@ struct AheadBatches: BatchSource {
     private let next: String?
     private let moves: String?
     private let map: String?
+    /// Whether and how far a stretch takes more rows than its bounds (``StretchFill``).
+    private var fill: StretchFill
 
     init(executor: DedupeExecutor, sql: BatchStatements, path: Int, foundAt: Int64) {
         self.executor = executor
@@ -36,6 +39,7 @@ struct AheadBatches: BatchSource {
         next = sql.nextAhead[path]
         moves = sql.aheadMoves[path]
         map = sql.mapAhead[path]
+        fill = StretchFill(maxTransactionMilliseconds: executor.settings.maxTransactionMilliseconds)
     }
 
     /// Whether the path has the statements of this stage (a path with an index on its
@@ -51,25 +55,48 @@ struct AheadBatches: BatchSource {
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
-        guard let moves else { return nil }
-        let map = self.map
-        let (executor, sql, path, foundAt) = (executor, sql, path, foundAt)
-        let work = try executor.writer.transaction(db) { () -> BatchWork? in
-            let db = executor.db
-            guard try executor.unchanged(since: foundAt) else { return nil }
-            try db.cachedStatement(sql: sql.clearMoves).execute()
-            try db.cachedStatement(sql: moves).execute(arguments: [bounds.after, bounds.upTo])
+        guard moves != nil else { return nil }
+        let started = Date()
+        var bodyEnded = started
+        let fill = self.fill
+        let stretch = self
+        let ended = try executor.writer.transaction(db) { () -> (work: BatchWork, upTo: Int64, units: Int)? in
+            guard try stretch.executor.unchanged(since: stretch.foundAt) else { return nil }
             var work = BatchWork(number: number)
-            work.moved = [(path: path, count: db.changesCount)]
+            try stretch.repoint(after: bounds.after, upTo: bounds.upTo, into: &work)
+            // More of the child table in the same transaction while its time allows
+            // (``StretchFill``): each stretch rewrites the child's index.
+            let (upTo, units) = try fill.extend(
+                bounds, started: started, nextBound: stretch.nextBound,
+                apply: { try stretch.repoint(after: $0, upTo: $1, into: &work) })
             if work.counts.repointed > 0 {
-                try db.cachedStatement(sql: sql.recordAhead).execute()
-                try executor.writer.apply(work, rule: executor.rule, sql: sql, db: db)
-                try executor.writer.recordProgress(totals + work.counts, db: db)
+                try stretch.executor.writer.recordProgress(totals + work.counts, db: stretch.db)
             }
-            if let map { try db.cachedStatement(sql: map).execute(arguments: [bounds.after, bounds.upTo]) }
-            return work
+            bodyEnded = Date()
+            return (work, upTo, units)
         }
-        guard let work else { return nil }
-        return BatchOutcome(counts: work.counts, units: bounds.size, done: 0, isBatch: work.counts.repointed > 0)
+        guard let ended else { return nil }
+        self.fill.recordCommit(seconds: Date().timeIntervalSince(bodyEnded))
+        let work = ended.work
+        return BatchOutcome(
+            counts: work.counts, units: ended.units, done: 0, isBatch: work.counts.repointed > 0,
+            upTo: ended.upTo == bounds.upTo ? nil : ended.upTo)
+    }
+
+    /// Re-points the children of the path's rows in `(after, upTo]` whose loser's winner is
+    /// settled, journals them into `work`'s batch and records them for the batches
+    /// (``BatchStatements/recordAhead``); then maps the rest of those rows.
+    private func repoint(after: Int64, upTo: Int64, into work: inout BatchWork) throws {
+        guard let moves else { return }
+        try db.cachedStatement(sql: sql.clearMoves).execute()
+        try db.cachedStatement(sql: moves).execute(arguments: [after, upTo])
+        var piece = BatchWork(number: work.number)
+        piece.moved = [(path: path, count: db.changesCount)]
+        if piece.counts.repointed > 0 {
+            try db.cachedStatement(sql: sql.recordAhead).execute()
+            try executor.writer.apply(piece, rule: executor.rule, sql: sql, db: db)
+            work.moved.append(contentsOf: piece.moved)
+        }
+        if let map { try db.cachedStatement(sql: map).execute(arguments: [after, upTo]) }
     }
 }

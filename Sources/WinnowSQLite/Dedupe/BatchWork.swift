@@ -38,6 +38,18 @@ struct BatchWork {
     var checksReferences = false
     var samples: [GroupSample] = []
 
+    /// Adds what `piece`, applied in the same transaction as this batch, changed.
+    mutating func absorb(_ piece: BatchWork) {
+        groups += piece.groups
+        deleted += piece.deleted
+        skipped += piece.skipped
+        merges += piece.merges
+        repoints += piece.repoints
+        childDeletes += piece.childDeletes
+        moved += piece.moved
+        samples += piece.samples
+    }
+
     var counts: Counts {
         var c = Counts()
         c.groups = groups

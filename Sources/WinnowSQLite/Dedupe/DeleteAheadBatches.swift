@@ -9,7 +9,8 @@ import WinnowCore
 /// hundred of them at a time (merge-archive-50 at 1,600,000 customers: 326,000 losers in about
 /// 3,120 batches of 50 groups, 3.1 s and a third of the run's bytes; 4 stretches took 0.8-0.9
 /// s). Each stretch grows, as the stretches before it did, up to the size the time limit
-/// allows, and writes each page of the table about once.
+/// allows, and from the second on takes more losers while its time allows (``StretchFill``):
+/// it writes each page of the table about once.
 ///
 /// Only while no other connection has committed since the discovery (checked inside each
 /// transaction; the stretch then stops the loop, and the batches take the losers left, as
@@ -24,6 +25,17 @@ struct DeleteAheadBatches: BatchSource {
     var state: DedupeExecutor.BatchState
     /// Whether the deletions check the references they touch (foreign-key enforcement is off).
     let checksReferences: Bool
+    /// Whether and how far a stretch takes more losers than its bounds (``StretchFill``).
+    private var fill: StretchFill
+
+    init(executor: DedupeExecutor, sql: BatchStatements, foundAt: Int64, state: DedupeExecutor.BatchState, checksReferences: Bool) {
+        self.executor = executor
+        self.sql = sql
+        self.foundAt = foundAt
+        self.state = state
+        self.checksReferences = checksReferences
+        fill = StretchFill(maxTransactionMilliseconds: executor.settings.maxTransactionMilliseconds)
+    }
 
     private var db: Database { executor.db }
     var writes: Bool { executor.writer.writes }
@@ -34,23 +46,36 @@ struct DeleteAheadBatches: BatchSource {
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
-        let (executor, sql, foundAt, checksReferences) = (executor, sql, foundAt, checksReferences)
+        let (executor, sql, foundAt, checksReferences, fill) = (executor, sql, foundAt, checksReferences, fill)
+        let source = self
         var state = self.state
         defer { self.state = state }
-        let work = try executor.writer.transaction(db) { () -> BatchWork? in
+        let started = Date()
+        var bodyEnded = started
+        let ended = try executor.writer.transaction(db) { () -> (work: BatchWork, upTo: Int64, units: Int)? in
             let db = executor.db
             guard try executor.unchanged(since: foundAt) else { return nil }
             // Every winner's merge is applied: every loser of the stretch is taken.
-            let work = try executor.deleteTaken(
-                batch: number, after: bounds.after, upTo: bounds.upTo, takenUpTo: .max, sql: sql, state: &state,
-                wantSamples: wantSamples, checksReferences: checksReferences)
-            try db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [bounds.after, bounds.upTo, Int64.max])
+            var work = BatchWork(number: number)
+            func delete(after: Int64, upTo: Int64) throws {
+                work.absorb(
+                    try executor.deleteTaken(
+                        batch: number, after: after, upTo: upTo, takenUpTo: .max, sql: sql, state: &state,
+                        wantSamples: wantSamples && work.samples.isEmpty, checksReferences: checksReferences))
+                try db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [after, upTo, Int64.max])
+            }
+            try delete(after: bounds.after, upTo: bounds.upTo)
+            // More of the losers in the same transaction while its time allows (``StretchFill``).
+            let (upTo, units) = try fill.extend(bounds, started: started, nextBound: source.nextBound, apply: delete)
             if work.deleted > 0 { try executor.writer.recordProgress(totals + work.counts, db: db) }
-            return work
+            bodyEnded = Date()
+            return (work, upTo, units)
         }
-        guard let work else { return nil }
+        guard let ended else { return nil }
+        self.fill.recordCommit(seconds: Date().timeIntervalSince(bodyEnded))
+        let work = ended.work
         return BatchOutcome(
-            counts: work.counts, units: bounds.size, done: work.deleted + work.skipped, samples: work.samples,
-            isBatch: work.deleted > 0)
+            counts: work.counts, units: ended.units, done: work.deleted + work.skipped, samples: work.samples,
+            isBatch: work.deleted > 0, upTo: ended.upTo == bounds.upTo ? nil : ended.upTo)
     }
 }

@@ -1,0 +1,134 @@
+import Foundation
+import XCTest
+
+@testable import WinnowCore
+
+/// How far a transaction of a loop over row ranges takes more rows, against modelled costs: a
+/// cost per row (that may rise within the transaction) and a commit paid at its end.
+final class StretchFillTests: XCTestCase {
+    /// Runs one filled transaction: `first` rows, then pieces while ``StretchFill/more(units:elapsed:)``
+    /// allows, each row costing `perUnit` times `rise` to the power of the piece's number;
+    /// returns its rows, its pieces and its time with `commit` added.
+    func transaction(
+        _ fill: StretchFill, first: Int, perUnit: Double, rise: Double = 1, overhead: Double = 0.001, commit: Double
+    ) -> (units: Int, pieces: Int, seconds: Double) {
+        var units = first
+        var elapsed = overhead + perUnit * Double(first)
+        var pieces = 1
+        var cost = perUnit
+        while let more = fill.more(units: units, elapsed: elapsed) {
+            XCTAssertGreaterThan(more, 0)
+            cost *= rise
+            elapsed += cost * Double(more)
+            units += more
+            pieces += 1
+            XCTAssertLessThan(pieces, 20, "a transaction ends")
+            if pieces >= 20 { break }
+        }
+        return (units, pieces, elapsed + commit)
+    }
+
+    func testNothingMoreBeforeACommitWasSeen() {
+        let fill = StretchFill(maxTransactionMilliseconds: 1000)
+        XCTAssertFalse(fill.fills)
+        XCTAssertNil(fill.more(units: 1000, elapsed: 0.01))
+    }
+
+    /// Once a commit was seen, a transaction takes what fits in the share of the limit that
+    /// the longest commit seen leaves, with the margin on both.
+    func testAfterACommitTheRoomLeftIsTaken() {
+        var fill = StretchFill(maxTransactionMilliseconds: 1000)
+        fill.recordCommit(seconds: 0.08)
+        XCTAssertTrue(fill.fills)
+        // 0.8 s - 0.1 s taken - 0.1 s for the commit leaves 0.6 s, at 100 µs a row with the margin.
+        XCTAssertEqual(Double(fill.more(units: 1000, elapsed: 0.1) ?? 0), 4800, accuracy: 1)
+        // The longest commit seen is the one predicted.
+        fill.recordCommit(seconds: 0.02)
+        XCTAssertEqual(fill.commitCost, 0.08)
+        // The rest of the work may take the whole limit: 0.8 s left, 6,400 rows.
+        XCTAssertEqual(Double(fill.rest(units: 1000, elapsed: 0.1) ?? 0), 6400, accuracy: 1)
+    }
+
+    /// No piece once the time left is spent, nor one smaller than a sixteenth of the rows taken.
+    func testNoPieceOnceTheTimeIsSpentOrTooSmall() {
+        var fill = StretchFill(maxTransactionMilliseconds: 1000)
+        fill.recordCommit(seconds: 0.1)
+        XCTAssertNil(fill.more(units: 100_000, elapsed: 0.7))
+        XCTAssertNil(fill.more(units: 100_000, elapsed: 0.66), "room for 2,240 rows: under a sixteenth")
+        XCTAssertNotNil(fill.more(units: 100_000, elapsed: 0.6))
+    }
+
+    /// Whatever the cost of a row and of the commit, a filled transaction whose rows cost what
+    /// its first rows did, or up to the margin more as it goes, stays within the limit; and one
+    /// that starts small fills most of it.
+    func testFilledTransactionsStayWithinTheLimitAndFillMostOfIt() {
+        for limit in [250, 1000, 5000] {
+            let seconds = Double(limit) / 1000
+            for commitShare in [0.05, 0.1, 0.2, 0.3] {
+                for perUnit in [0.000_000_5, 0.000_005, 0.000_05] {
+                    for rise in [1.0, 1.1, 1.25] {
+                        var fill = StretchFill(maxTransactionMilliseconds: limit)
+                        let commit = seconds * commitShare
+                        fill.recordCommit(seconds: commit)
+                        // A first piece of a tenth of the limit's worth of rows.
+                        let first = max(1, Int(seconds * 0.1 / perUnit))
+                        let t = transaction(fill, first: first, perUnit: perUnit, rise: rise, commit: commit)
+                        let label = "limit \(limit) ms, commit \(commitShare), \(perUnit) s a row, rise \(rise)"
+                        XCTAssertLessThanOrEqual(t.seconds, seconds, label)
+                        XCTAssertGreaterThan(t.pieces, 1, label)
+                        if rise == 1 {
+                            XCTAssertGreaterThan(t.seconds, seconds * 0.6, "filled: \(t.units) rows, \(label)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A commit longer than the share the limit leaves after it: nothing more is taken.
+    func testACommitThatTakesTheWholeShareTakesNothingMore() {
+        var fill = StretchFill(maxTransactionMilliseconds: 250)
+        fill.recordCommit(seconds: 0.2)
+        XCTAssertNil(fill.more(units: 100, elapsed: 0.001))
+    }
+
+    /// `extend` takes contiguous pieces after the bounds while they fit, then the rest only
+    /// where it is all that is left and fits within the limit, and says where it ended.
+    func testExtendTakesPiecesThenTheRestOnlyWhereItFits() throws {
+        var fill = StretchFill(maxTransactionMilliseconds: 1000)
+        fill.recordCommit(seconds: 0.1)
+        let perUnit = 0.000_01
+        func run(units total: Int64) throws -> (upTo: Int64, units: Int, pieces: [ClosedRange<Int64>], seconds: Double) {
+            var clock = Date(timeIntervalSince1970: 0)
+            let started = clock
+            clock += perUnit * 10_000  // the bounds' 10,000 units, applied
+            var pieces: [ClosedRange<Int64>] = []
+            let ended = try fill.extend(
+                BatchBounds(after: 0, upTo: 10_000, size: 10_000), started: started, now: { clock },
+                nextBound: { after, size in after < total ? min(total, after + Int64(size)) : nil },
+                apply: { after, upTo in
+                    pieces.append((after + 1)...upTo)
+                    clock += perUnit * Double(upTo - after)
+                })
+            return (ended.upTo, ended.units, pieces, clock.timeIntervalSince(started) + 0.1)
+        }
+        // Room for 0.8 - 0.1 - 0.125 s: pieces each right after the one before it, within
+        // 0.8 s with the commit.
+        let long = try run(units: 1_000_000)
+        XCTAssertEqual(long.pieces.first?.lowerBound, 10_001)
+        XCTAssertEqual(zip(long.pieces, long.pieces.dropFirst()).filter { $0.upperBound + 1 != $1.lowerBound }.count, 0)
+        XCTAssertEqual(long.pieces.last?.upperBound, long.upTo)
+        XCTAssertLessThanOrEqual(long.seconds, 0.8)
+        XCTAssertGreaterThan(long.seconds, 0.6)
+        XCTAssertLessThan(long.upTo, 1_000_000, "the rest is far more than fits")
+        // A rest that fits within the limit, not within the share: taken.
+        let near = try run(units: long.upTo + 10_000)
+        XCTAssertEqual(near.upTo, long.upTo + 10_000)
+        XCTAssertLessThanOrEqual(near.seconds, 1.0)
+        // Bounds that hold all the work: nothing more.
+        let all = try run(units: 10_000)
+        XCTAssertEqual(all.upTo, 10_000)
+        XCTAssertEqual(all.units, 10_000)
+        XCTAssertEqual(all.pieces, [])
+    }
+}
