@@ -45,8 +45,8 @@ final class StretchFillTests: XCTestCase {
         // The longest commit seen is the one predicted.
         fill.recordCommit(seconds: 0.02)
         XCTAssertEqual(fill.commitCost, 0.08)
-        // The rest of the work may take the whole limit: 0.8 s left, 6,400 rows.
-        XCTAssertEqual(Double(fill.rest(units: 1000, elapsed: 0.1) ?? 0), 6400, accuracy: 1)
+        // The rest of the work may take 0.9 of the limit: 0.7 s left, 5,600 rows.
+        XCTAssertEqual(Double(fill.rest(units: 1000, elapsed: 0.1) ?? 0), 5600, accuracy: 1)
     }
 
     /// No piece once the time left is spent, nor one smaller than a sixteenth of the rows taken.
@@ -121,10 +121,14 @@ final class StretchFillTests: XCTestCase {
         XCTAssertLessThanOrEqual(long.seconds, 0.8)
         XCTAssertGreaterThan(long.seconds, 0.6)
         XCTAssertLessThan(long.upTo, 1_000_000, "the rest is far more than fits")
-        // A rest that fits within the limit, not within the share: taken.
-        let near = try run(units: long.upTo + 10_000)
-        XCTAssertEqual(near.upTo, long.upTo + 10_000)
-        XCTAssertLessThanOrEqual(near.seconds, 1.0)
+        // A rest that fits within 0.9 of the limit, not within the share: taken; one that
+        // does not: left for a stretch of its own.
+        let near = try run(units: long.upTo + 5000)
+        XCTAssertEqual(near.upTo, long.upTo + 5000)
+        XCTAssertGreaterThan(near.seconds, long.seconds)
+        XCTAssertLessThanOrEqual(near.seconds, 0.9)
+        let far = try run(units: long.upTo + 12_000)
+        XCTAssertEqual(far.upTo, long.upTo)
         // Bounds that hold all the work: nothing more.
         let all = try run(units: 10_000)
         XCTAssertEqual(all.upTo, 10_000)

@@ -45,11 +45,16 @@ public struct StretchFill {
         return fits >= max(1, Double(units) * Self.leastPiece) ? Int(min(fits, Double(Int.max / 2))) : nil
     }
 
-    /// The rows that fit within the whole limit (the margins kept), for the rest of the work
-    /// where it is all that is left: a stretch of its own for it would write the index again
-    /// (merge-500 at 1,600,000 customers: 26,925 orders left after ten filled stretches).
+    /// The share of the limit the rest of the work may take with a transaction, where it is
+    /// all that is left (``rest(units:elapsed:)``).
+    public static let restShare = 0.9
+
+    /// The rows that fit within ``restShare`` of the limit (the margins kept), for the rest of
+    /// the work where it is all that is left: a stretch of its own for it would write the index
+    /// again (merge-500 at 1,600,000 customers: 26,925 orders left after ten filled stretches).
     public func rest(units: Int, elapsed: TimeInterval) -> Int? {
-        fits(units: units, elapsed: elapsed, within: 1).map { Int(min($0, Double(Int.max / 2))) }.flatMap { $0 > 0 ? $0 : nil }
+        guard let fits = fits(units: units, elapsed: elapsed, within: Self.restShare), fits >= 1 else { return nil }
+        return Int(min(fits, Double(Int.max / 2)))
     }
 
     private func fits(units: Int, elapsed: TimeInterval, within share: Double) -> Double? {
