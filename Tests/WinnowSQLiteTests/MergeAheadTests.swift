@@ -30,6 +30,19 @@ final class MergeAheadTests: XCTestCase {
         return path
     }
 
+    /// ``makeStore(_:customers:seed:orders:)``'s 3,000 customers with `manyOrders` orders
+    /// spread evenly over them, in an order unrelated to their customers.
+    func makeStore(_ name: String, manyOrders: Int) throws -> String {
+        let path = try makeStore(name, orders: false)
+        try ScenarioKit.execute(
+            path,
+            """
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < \(manyOrders - 1))
+            INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % 3000, i FROM s
+            """)
+        return path
+    }
+
     /// The same job in one batch: every group settled whole, the merges with their deletions.
     func byGroup(_ path: String, job: String = ScenarioKit.customersJob(size: 100_000)) throws -> String {
         let reference = dir.appendingPathComponent("reference-\(UUID().uuidString).sqlite").path
@@ -210,13 +223,7 @@ final class MergeAheadTests: XCTestCase {
     /// ``StretchFill``), where a cap of 256,000 rows would have taken four. Each child moves
     /// once, and the end is the one batches by group give.
     func testALongLimitTakesTheChildrenAheadInStretchesPastTheCap() throws {
-        let path = try makeStore("long-limit.sqlite", orders: false)
-        try ScenarioKit.execute(
-            path,
-            """
-            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 289999)
-            INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % 3000, i FROM s
-            """)
+        let path = try makeStore("long-limit.sqlite", manyOrders: 290_000)
         let yaml = ScenarioKit.customersJob(size: 20).replacingOccurrences(of: "archive: true", with: "archive: false")
             .replacingOccurrences(of: "size: 20", with: "size: 20\n  max_transaction_ms: 3600000")
         // The same job in one batch: every group settled whole.
@@ -237,17 +244,11 @@ final class MergeAheadTests: XCTestCase {
     /// From their second stretch on, the children ahead and the losers the merges left take
     /// more rows than the sizer gave while their time allows (``StretchFill``): under a 60 s
     /// limit, 30,000 orders go in a first stretch of 100 rows and one more for the rest, and
-    /// the losers left in at most two, where the sizer alone takes the children in four
-    /// (100, 1,600, 25,600 and the rest). Each child moves once, every loser is deleted once,
+    /// the losers left in at most two, where the sizer alone takes the children in three
+    /// (100, 1,600 and the rest). Each child moves once, every loser is deleted once,
     /// the end is the one batches by group give, and `restore` undoes it exactly.
     func testStretchesAheadTakeMoreRowsWithinTheirTime() throws {
-        let path = try makeStore("fill.sqlite", orders: false)
-        try ScenarioKit.execute(
-            path,
-            """
-            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 29999)
-            INSERT INTO orders (customer_id, amount) SELECT 1 + (i * 48271) % 3000, i FROM s
-            """)
+        let path = try makeStore("fill.sqlite", manyOrders: 30_000)
         let original = try ScenarioKit.userState(path)
         let reference = try byGroup(path)
         let job = ScenarioKit.customersJob(size: 20).replacingOccurrences(of: "size: 20", with: "size: 20\n  max_transaction_ms: 60000")

@@ -56,31 +56,16 @@ struct AheadBatches: BatchSource {
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
         guard moves != nil else { return nil }
-        let started = Date()
-        var bodyEnded = started
-        let fill = self.fill
         let stretch = self
-        let ended = try executor.writer.transaction(db) { () -> (work: BatchWork, upTo: Int64, units: Int)? in
-            guard try stretch.executor.unchanged(since: stretch.foundAt) else { return nil }
-            var work = BatchWork(number: number)
-            try stretch.repoint(after: bounds.after, upTo: bounds.upTo, into: &work)
-            // More of the child table in the same transaction while its time allows
-            // (``StretchFill``): each stretch rewrites the child's index.
-            let (upTo, units) = try fill.extend(
-                bounds, started: started, nextBound: stretch.nextBound,
-                apply: { try stretch.repoint(after: $0, upTo: $1, into: &work) })
-            if work.counts.repointed > 0 {
-                try stretch.executor.writer.recordProgress(totals + work.counts, db: stretch.db)
-            }
-            bodyEnded = Date()
-            return (work, upTo, units)
-        }
-        guard let ended else { return nil }
-        self.fill.recordCommit(seconds: Date().timeIntervalSince(bodyEnded))
-        let work = ended.work
-        return BatchOutcome(
-            counts: work.counts, units: ended.units, done: 0, isBatch: work.counts.repointed > 0,
-            upTo: ended.upTo == bounds.upTo ? nil : ended.upTo)
+        // More of the child table in the same transaction while its time allows
+        // (``StretchFill``): each stretch rewrites the child's index.
+        guard
+            let ended = try executor.filledStretch(
+                bounds, number: number, totals: totals, foundAt: foundAt, fill: &fill, nextBound: stretch.nextBound,
+                apply: { try stretch.repoint(after: $0, upTo: $1, into: &$2) }, changed: { $0.counts.repointed > 0 })
+        else { return nil }
+        let counts = ended.work.counts
+        return BatchOutcome(counts: counts, units: ended.units, done: 0, isBatch: counts.repointed > 0, upTo: ended.upTo)
     }
 
     /// Re-points the children of the path's rows in `(after, upTo]` whose loser's winner is

@@ -46,36 +46,26 @@ struct DeleteAheadBatches: BatchSource {
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
-        let (executor, sql, foundAt, checksReferences, fill) = (executor, sql, foundAt, checksReferences, fill)
+        let (executor, sql, checksReferences) = (executor, sql, checksReferences)
         let source = self
         var state = self.state
         defer { self.state = state }
-        let started = Date()
-        var bodyEnded = started
-        let ended = try executor.writer.transaction(db) { () -> (work: BatchWork, upTo: Int64, units: Int)? in
-            let db = executor.db
-            guard try executor.unchanged(since: foundAt) else { return nil }
-            // Every winner's merge is applied: every loser of the stretch is taken.
-            var work = BatchWork(number: number)
-            func delete(after: Int64, upTo: Int64) throws {
-                work.absorb(
-                    try executor.deleteTaken(
-                        batch: number, after: after, upTo: upTo, takenUpTo: .max, sql: sql, state: &state,
-                        wantSamples: wantSamples && work.samples.isEmpty, checksReferences: checksReferences))
-                try db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [after, upTo, Int64.max])
-            }
-            try delete(after: bounds.after, upTo: bounds.upTo)
-            // More of the losers in the same transaction while its time allows (``StretchFill``).
-            let (upTo, units) = try fill.extend(bounds, started: started, nextBound: source.nextBound, apply: delete)
-            if work.deleted > 0 { try executor.writer.recordProgress(totals + work.counts, db: db) }
-            bodyEnded = Date()
-            return (work, upTo, units)
-        }
-        guard let ended else { return nil }
-        self.fill.recordCommit(seconds: Date().timeIntervalSince(bodyEnded))
+        // Every winner's merge is applied: every loser of the stretch is taken. More of them in
+        // the same transaction while its time allows (``StretchFill``).
+        guard
+            let ended = try executor.filledStretch(
+                bounds, number: number, totals: totals, foundAt: foundAt, fill: &fill, nextBound: source.nextBound,
+                apply: { after, upTo, work in
+                    work.absorb(
+                        try executor.deleteTaken(
+                            batch: number, after: after, upTo: upTo, takenUpTo: .max, sql: sql, state: &state,
+                            wantSamples: wantSamples && work.samples.isEmpty, checksReferences: checksReferences))
+                    try executor.db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [after, upTo, Int64.max])
+                }, changed: { $0.deleted > 0 })
+        else { return nil }
         let work = ended.work
         return BatchOutcome(
             counts: work.counts, units: ended.units, done: work.deleted + work.skipped, samples: work.samples,
-            isBatch: work.deleted > 0, upTo: ended.upTo == bounds.upTo ? nil : ended.upTo)
+            isBatch: work.deleted > 0, upTo: ended.upTo)
     }
 }

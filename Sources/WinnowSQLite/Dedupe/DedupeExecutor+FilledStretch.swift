@@ -1,0 +1,35 @@
+import Foundation
+import GRDB
+import WinnowCore
+
+extension DedupeExecutor {
+    /// Applies one stretch ahead of the batches in one write transaction, while no other
+    /// connection has committed since `foundAt` (nil once one has): `apply` takes the
+    /// stretch's bounds into its `work`, then as many more pieces as `fill` allows
+    /// (``StretchFill/extend(_:started:now:nextBound:apply:)``, the next pieces' ends from
+    /// `nextBound`), and the run's progress goes with them where `changed` says the stretch
+    /// changed anything. Records the commit's time in `fill`. Returns the stretch's work, where
+    /// it ended when past its bounds (nil: at them), and its units.
+    func filledStretch(
+        _ bounds: BatchBounds, number: Int, totals: Counts, foundAt: Int64, fill: inout StretchFill,
+        nextBound: (_ after: Int64, _ size: Int) throws -> Int64?,
+        apply: (_ after: Int64, _ upTo: Int64, _ work: inout BatchWork) throws -> Void, changed: (BatchWork) -> Bool
+    ) throws -> (work: BatchWork, upTo: Int64?, units: Int)? {
+        let started = Date()
+        var bodyEnded = started
+        let extending = fill
+        let ended = try writer.transaction(db) { () -> (work: BatchWork, upTo: Int64, units: Int)? in
+            guard try unchanged(since: foundAt) else { return nil }
+            var work = BatchWork(number: number)
+            try apply(bounds.after, bounds.upTo, &work)
+            let (upTo, units) = try extending.extend(
+                bounds, started: started, nextBound: nextBound, apply: { try apply($0, $1, &work) })
+            if changed(work) { try writer.recordProgress(totals + work.counts, db: db) }
+            bodyEnded = Date()
+            return (work, upTo, units)
+        }
+        guard let ended else { return nil }
+        fill.recordCommit(seconds: Date().timeIntervalSince(bodyEnded))
+        return (ended.work, ended.upTo == bounds.upTo ? nil : ended.upTo, ended.units)
+    }
+}
