@@ -62,10 +62,10 @@ struct AheadBatches: BatchSource {
         guard
             let ended = try executor.filledStretch(
                 bounds, number: number, totals: totals, foundAt: foundAt, fill: &fill, nextBound: stretch.nextBound,
-                apply: { try stretch.repoint(after: $0, upTo: $1, into: &$2) }, changed: { $0.counts.repointed > 0 })
+                apply: { try stretch.repoint(after: $0, upTo: $1, into: &$2) })
         else { return nil }
-        let counts = ended.work.counts
-        return BatchOutcome(counts: counts, units: ended.units, done: 0, isBatch: counts.repointed > 0, upTo: ended.upTo)
+        return BatchOutcome(
+            counts: ended.work.counts, units: ended.units, done: 0, isBatch: ended.work.changesRows, upTo: ended.upTo)
     }
 
     /// Re-points the children of the path's rows in `(after, upTo]` whose loser's winner is
@@ -80,7 +80,7 @@ struct AheadBatches: BatchSource {
         if piece.counts.repointed > 0 {
             try db.cachedStatement(sql: sql.recordAhead).execute()
             try executor.writer.apply(piece, rule: executor.rule, sql: sql, db: db)
-            work.moved.append(contentsOf: piece.moved)
+            work.absorb(piece)
         }
         if let map { try db.cachedStatement(sql: map).execute(arguments: [after, upTo]) }
     }

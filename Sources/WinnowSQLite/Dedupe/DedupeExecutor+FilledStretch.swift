@@ -7,13 +7,13 @@ extension DedupeExecutor {
     /// connection has committed since `foundAt` (nil once one has): `apply` takes the
     /// stretch's bounds into its `work`, then as many more pieces as `fill` allows
     /// (``StretchFill/extend(_:started:now:nextBound:apply:)``, the next pieces' ends from
-    /// `nextBound`), and the run's progress goes with them where `changed` says the stretch
-    /// changed anything. Records the commit's time in `fill`. Returns the stretch's work, where
+    /// `nextBound`), and the run's progress goes with them where the stretch changed any row
+    /// (``BatchWork/changesRows``). Records the commit's time in `fill`. Returns the stretch's work, where
     /// it ended when past its bounds (nil: at them), and its units.
     func filledStretch(
         _ bounds: BatchBounds, number: Int, totals: Counts, foundAt: Int64, fill: inout StretchFill,
         nextBound: (_ after: Int64, _ size: Int) throws -> Int64?,
-        apply: (_ after: Int64, _ upTo: Int64, _ work: inout BatchWork) throws -> Void, changed: (BatchWork) -> Bool
+        apply: (_ after: Int64, _ upTo: Int64, _ work: inout BatchWork) throws -> Void
     ) throws -> (work: BatchWork, upTo: Int64?, units: Int)? {
         let started = Date()
         var bodyEnded = started
@@ -24,7 +24,7 @@ extension DedupeExecutor {
             try apply(bounds.after, bounds.upTo, &work)
             let (upTo, units) = try extending.extend(
                 bounds, started: started, nextBound: nextBound, apply: { try apply($0, $1, &work) })
-            if changed(work) { try writer.recordProgress(totals + work.counts, db: db) }
+            if work.changesRows { try writer.recordProgress(totals + work.counts, db: db) }
             bodyEnded = Date()
             return (work, upTo, units)
         }

@@ -61,11 +61,11 @@ struct DeleteAheadBatches: BatchSource {
                             batch: number, after: after, upTo: upTo, takenUpTo: .max, sql: sql, state: &state,
                             wantSamples: wantSamples && work.samples.isEmpty, checksReferences: checksReferences))
                     try executor.db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [after, upTo, Int64.max])
-                }, changed: { $0.deleted > 0 })
+                })
         else { return nil }
         let work = ended.work
         return BatchOutcome(
             counts: work.counts, units: ended.units, done: work.deleted + work.skipped, samples: work.samples,
-            isBatch: work.deleted > 0, upTo: ended.upTo)
+            isBatch: work.changesRows, upTo: ended.upTo)
     }
 }
