@@ -9,12 +9,13 @@ extension DedupeExecutor {
     /// (``StretchFill/extend(_:started:now:nextBound:apply:)``, the next pieces' ends from
     /// `nextBound`), and the run's progress goes with them where the stretch changed any row
     /// (``BatchWork/changesRows``). Records the commit's time in `fill`. Returns the stretch's work, where
-    /// it ended when past its bounds (nil: at them), and its units.
+    /// it ended when past its bounds (nil: at them), its units and how long it held the
+    /// transaction (its commit included).
     func filledStretch(
         _ bounds: BatchBounds, number: Int, totals: Counts, foundAt: Int64, fill: inout StretchFill,
         nextBound: (_ after: Int64, _ size: Int) throws -> Int64?,
         apply: (_ after: Int64, _ upTo: Int64, _ work: inout BatchWork) throws -> Void
-    ) throws -> (work: BatchWork, upTo: Int64?, units: Int)? {
+    ) throws -> (work: BatchWork, upTo: Int64?, units: Int, held: TimeInterval)? {
         let started = Date()
         var bodyEnded = started
         let extending = fill
@@ -29,7 +30,8 @@ extension DedupeExecutor {
             return (work, upTo, units)
         }
         guard let ended else { return nil }
-        fill.recordCommit(seconds: Date().timeIntervalSince(bodyEnded))
-        return (ended.work, ended.upTo == bounds.upTo ? nil : ended.upTo, ended.units)
+        let committed = Date()
+        fill.recordCommit(seconds: committed.timeIntervalSince(bodyEnded))
+        return (ended.work, ended.upTo == bounds.upTo ? nil : ended.upTo, ended.units, committed.timeIntervalSince(started))
     }
 }
