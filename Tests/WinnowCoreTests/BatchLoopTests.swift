@@ -18,9 +18,6 @@ final class BatchLoopTests: XCTestCase {
         var empty: Set<Int64> = []
         /// Units each batch takes beyond its bounds in the same transaction (``StretchFill``).
         var beyond = 0
-        /// The share of each batch's time spent before its transaction (reported as
-        /// ``BatchOutcome/heldSeconds``); nil: none reported.
-        var beforeTransaction: Double?
         var clock: FakeClock
         var applied: [BatchBounds] = []
         var between = 0
@@ -50,8 +47,7 @@ final class BatchLoopTests: XCTestCase {
                 ] : []
             return BatchOutcome(
                 counts: counts, units: units, done: units, samples: samples, isBatch: !empty.contains(bounds.after),
-                upTo: end == bounds.upTo ? nil : end,
-                heldSeconds: beforeTransaction.map { secondsPerUnit * Double(units) * (1 - $0) })
+                upTo: end == bounds.upTo ? nil : end)
         }
 
         mutating func betweenBatches() throws { between += 1 }
@@ -280,27 +276,5 @@ final class BatchLoopTests: XCTestCase {
         XCTAssertEqual(result.done, 10_000)
         XCTAssertEqual(box.reports.map(\.counts.deleted), [1500, 1500, 1500, 1500, 1500, 1500, 1000])
         XCTAssertTrue(result.finished)
-    }
-
-    /// A source that does part of each batch before its write transaction reports the time it
-    /// held the transaction, and the sizer sizes by that: batches of 1,000 units that take 200
-    /// ms against a 100 ms limit shrink when the transaction was all of it, and keep their size
-    /// when it was a quarter. Each is reported with its whole time.
-    func testTheSizerSizesByTheTimeTheTransactionWasHeld() throws {
-        func sizes(beforeTransaction: Double?) throws -> (sizes: [Int64], seconds: [TimeInterval]) {
-            let clock = FakeClock()
-            var source = Source(units: 20_000, writes: true, secondsPerUnit: 0.000_2, clock: clock)
-            source.beforeTransaction = beforeTransaction
-            let (loop, box) = loop(clock: clock)
-            _ = try run(loop, &source, size: 1000, maxTransactionMilliseconds: 100)
-            return (source.applied.map { $0.upTo - $0.after }, box.reports.map(\.seconds))
-        }
-        let whole = try sizes(beforeTransaction: nil)
-        XCTAssertLessThan(whole.sizes.dropFirst().max() ?? 0, 1000, "\(whole.sizes)")
-        let held = try sizes(beforeTransaction: 0.75)
-        XCTAssertEqual(held.sizes, Array(repeating: 1000, count: 20))
-        // Reported with the whole time, the part before the transaction included.
-        XCTAssertEqual(held.seconds.count, 20)
-        XCTAssertTrue(held.seconds.allSatisfy { abs($0 - 0.2) < 1e-6 }, "\(held.seconds)")
     }
 }

@@ -275,44 +275,6 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
-    /// Each stretch of children finds its moves before its write transaction. Another
-    /// connection commits between the second stretch's finding and its transaction: the
-    /// stretch applies none of what it found (the rows may no longer be as found), the
-    /// children's stretches end there, and the batches take the rest as the rows are then.
-    /// The end is the one batches by group give (the other connection's row aside), and
-    /// `restore` undoes it exactly.
-    func testACommitBetweenFindingAStretchsMovesAndItsTransactionEndsTheStretches() throws {
-        let path = try makeStore("found.sqlite", manyOrders: 30_000)
-        let original = try ScenarioKit.userState(path)
-        let reference = try byGroup(path)
-        try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
-        let other = try DatabaseQueue(path: path)
-        defer { try? other.close() }
-        var found: [Int] = []
-        AheadBatches.afterFindingMoves = { db in
-            found.append(try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.winnow_moves") ?? 0)
-            if found.count == 2 { try other.write { try $0.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") } }
-        }
-        defer { AheadBatches.afterFindingMoves = nil }
-        let job = ScenarioKit.customersJob(size: 20).replacingOccurrences(of: "size: 20", with: "size: 20\n  max_transaction_ms: 60000")
-        var batches: [Counts] = []
-        let summary = try withAheadStart(100) {
-            try ScenarioKit.run(job, db: path) { event in
-                if case .batch(let report) = event { batches.append(report.counts) }
-            }
-        }
-        XCTAssertEqual(found.count, 2, "the stretches of children end at the commit")
-        XCTAssertGreaterThan(found[1], 0, "the second stretch had found moves")
-        let children = batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
-        XCTAssertEqual(children.map(\.repointed), [found[0]], "only the first stretch re-pointed children ahead")
-        XCTAssertTrue(batches.dropFirst(children.count).contains { $0.repointed > 0 }, "the batches re-pointed the rest")
-        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
-        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
-        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
-        try ScenarioKit.execute(path, "DELETE FROM notes")
-        XCTAssertEqual(try ScenarioKit.userState(path), original)
-    }
-
     /// The stretches ahead take a rest of at most a quarter of a stretch with them: 1,200 orders
     /// are re-pointed in one stretch (its first 1,000 rows and the 200 left), 1,300 in two.
     /// Either way each child moves once, one batch event per stretch, and the end is the one

@@ -31,14 +31,9 @@ public struct BatchOutcome: Sendable {
     /// Where the batch ended, where its source took more than its bounds in the same
     /// transaction (``StretchFill``); nil: at its bounds' `upTo`.
     public var upTo: Int64?
-    /// How long the batch held its write transaction, where its source did part of its work
-    /// before the transaction (a read that finds what the transaction then applies): the sizer
-    /// sizes the transaction by it. Nil: the whole batch was the transaction.
-    public var heldSeconds: TimeInterval?
 
     public init(
-        counts: Counts, units: Int, done: Int, samples: [GroupSample] = [], isBatch: Bool = true, upTo: Int64? = nil,
-        heldSeconds: TimeInterval? = nil
+        counts: Counts, units: Int, done: Int, samples: [GroupSample] = [], isBatch: Bool = true, upTo: Int64? = nil
     ) {
         self.counts = counts
         self.units = units
@@ -46,7 +41,6 @@ public struct BatchOutcome: Sendable {
         self.samples = samples
         self.isBatch = isBatch
         self.upTo = upTo
-        self.heldSeconds = heldSeconds
     }
 }
 
@@ -180,8 +174,7 @@ public struct BatchLoop {
             }
             guard let outcome = applied else { break }
             let seconds = now().timeIntervalSince(started)
-            // (The limit is on the write transaction: a read before it is not sized by it.)
-            sizer.record(size: outcome.units, seconds: outcome.heldSeconds ?? seconds)
+            sizer.record(size: outcome.units, seconds: seconds)
             after = outcome.upTo ?? upTo
             guard outcome.isBatch else { continue }
             batches += 1

@@ -57,48 +57,26 @@ struct AheadBatches: BatchSource {
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
         guard moves != nil else { return nil }
         let stretch = self
-        // The stretch's moves are found before its write transaction, in a read of their own
-        // (about a quarter of a child's cost), so that the transaction holds more children in
-        // its time and the child's index is rewritten fewer times. The transaction applies them
-        // only while no other connection has committed since discovery (checked inside it):
-        // then the rows are as they were when the moves were found.
-        let found = try findMoves(after: bounds.after, upTo: bounds.upTo)
-        try Self.afterFindingMoves?(db)
         // More of the child table in the same transaction while its time allows
         // (``StretchFill``): each stretch rewrites the child's index.
         guard
             let ended = try executor.filledStretch(
                 bounds, number: number, totals: totals, foundAt: foundAt, fill: &fill, nextBound: stretch.nextBound,
-                apply: { after, upTo, work in
-                    let first = after == bounds.after && upTo == bounds.upTo
-                    try stretch.repoint(after: after, upTo: upTo, found: first ? found : nil, into: &work)
-                })
+                apply: { try stretch.repoint(after: $0, upTo: $1, into: &$2) })
         else { return nil }
         return BatchOutcome(
-            counts: ended.work.counts, units: ended.units, done: 0, isBatch: ended.work.changesRows, upTo: ended.upTo,
-            heldSeconds: ended.held)
-    }
-
-    /// Tests: runs after a stretch's moves are found, before its write transaction.
-    nonisolated(unsafe) static var afterFindingMoves: ((Database) throws -> Void)?
-
-    /// Fills `winnow_moves` with the moves of the path's rows in `(after, upTo]`: each child
-    /// row that points at a loser whose winner is settled, with that winner. Returns how many.
-    private func findMoves(after: Int64, upTo: Int64) throws -> Int {
-        guard let moves else { return 0 }
-        try db.cachedStatement(sql: sql.clearMoves).execute()
-        try db.cachedStatement(sql: moves).execute(arguments: [after, upTo])
-        return db.changesCount
+            counts: ended.work.counts, units: ended.units, done: 0, isBatch: ended.work.changesRows, upTo: ended.upTo)
     }
 
     /// Re-points the children of the path's rows in `(after, upTo]` whose loser's winner is
-    /// settled (`found` of them already in `winnow_moves`; nil: found here), journals them into
-    /// `work`'s batch and records them for the batches (``BatchStatements/recordAhead``); then
-    /// maps the rest of those rows.
-    private func repoint(after: Int64, upTo: Int64, found: Int?, into work: inout BatchWork) throws {
-        let count = try found ?? findMoves(after: after, upTo: upTo)
+    /// settled, journals them into `work`'s batch and records them for the batches
+    /// (``BatchStatements/recordAhead``); then maps the rest of those rows.
+    private func repoint(after: Int64, upTo: Int64, into work: inout BatchWork) throws {
+        guard let moves else { return }
+        try db.cachedStatement(sql: sql.clearMoves).execute()
+        try db.cachedStatement(sql: moves).execute(arguments: [after, upTo])
         var piece = BatchWork(number: work.number)
-        piece.moved = [(path: path, count: count)]
+        piece.moved = [(path: path, count: db.changesCount)]
         if piece.counts.repointed > 0 {
             try db.cachedStatement(sql: sql.recordAhead).execute()
             try executor.writer.apply(piece, rule: executor.rule, sql: sql, db: db)

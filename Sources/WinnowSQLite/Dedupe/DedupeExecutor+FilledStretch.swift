@@ -9,13 +9,12 @@ extension DedupeExecutor {
     /// (``StretchFill/extend(_:started:now:nextBound:apply:)``, the next pieces' ends from
     /// `nextBound`), and the run's progress goes with them where the stretch changed any row
     /// (``BatchWork/changesRows``). Records the commit's time in `fill`. Returns the stretch's work, where
-    /// it ended when past its bounds (nil: at them), its units and how long it held the
-    /// transaction (its commit included).
+    /// it ended when past its bounds (nil: at them), and its units.
     func filledStretch(
         _ bounds: BatchBounds, number: Int, totals: Counts, foundAt: Int64, fill: inout StretchFill,
         nextBound: (_ after: Int64, _ size: Int) throws -> Int64?,
         apply: (_ after: Int64, _ upTo: Int64, _ work: inout BatchWork) throws -> Void
-    ) throws -> (work: BatchWork, upTo: Int64?, units: Int, held: TimeInterval)? {
+    ) throws -> (work: BatchWork, upTo: Int64?, units: Int)? {
         let started = Date()
         var bodyEnded = started
         let extending = fill
@@ -30,8 +29,7 @@ extension DedupeExecutor {
             return (work, upTo, units)
         }
         guard let ended else { return nil }
-        let committed = Date()
-        fill.recordCommit(seconds: committed.timeIntervalSince(bodyEnded))
-        return (ended.work, ended.upTo == bounds.upTo ? nil : ended.upTo, ended.units, committed.timeIntervalSince(started))
+        fill.recordCommit(seconds: Date().timeIntervalSince(bodyEnded))
+        return (ended.work, ended.upTo == bounds.upTo ? nil : ended.upTo, ended.units)
     }
 }
