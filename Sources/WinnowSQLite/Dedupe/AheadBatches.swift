@@ -64,8 +64,8 @@ struct AheadBatches: BatchSource {
                 bounds, number: number, totals: totals, foundAt: foundAt, fill: &fill, nextBound: stretch.nextBound,
                 apply: { try stretch.repoint(after: $0, upTo: $1, into: &$2) })
         else { return nil }
-        return BatchOutcome(
-            counts: ended.work.counts, units: ended.units, done: 0, isBatch: ended.work.changesRows, upTo: ended.upTo)
+        let counts = ended.work.counts
+        return BatchOutcome(counts: counts, units: ended.units, done: 0, isBatch: counts.changedAnything, upTo: ended.upTo)
     }
 
     /// Re-points the children of the path's rows in `(after, upTo]` whose loser's winner is

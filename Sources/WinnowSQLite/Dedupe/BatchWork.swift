@@ -50,12 +50,6 @@ struct BatchWork {
         samples += piece.samples
     }
 
-    /// Whether it changes any row of the user's tables (a stretch that changes none is no
-    /// batch: ``BatchOutcome/isBatch``).
-    var changesRows: Bool {
-        deleted > 0 || merges > 0 || !repoints.isEmpty || !childDeletes.isEmpty || moved.contains { $0.count > 0 }
-    }
-
     var counts: Counts {
         var c = Counts()
         c.groups = groups

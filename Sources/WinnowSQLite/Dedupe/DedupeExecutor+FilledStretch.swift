@@ -8,13 +8,13 @@ extension DedupeExecutor {
     /// stretch's bounds into its `work`, then as many more pieces as `fill` allows
     /// (``StretchFill/extend(_:started:now:nextBound:apply:)``, the next pieces' ends from
     /// `nextBound`), and the run's progress goes with them where the stretch changed any row
-    /// (``BatchWork/changesRows``). Records the commit's time in `fill`. Returns the stretch's work, where
-    /// it ended when past its bounds (nil: at them), and its units.
+    /// (``Counts/changedAnything``). Records the commit's time in `fill`. Returns the stretch's
+    /// work, where it ended and its units.
     func filledStretch(
         _ bounds: BatchBounds, number: Int, totals: Counts, foundAt: Int64, fill: inout StretchFill,
         nextBound: (_ after: Int64, _ size: Int) throws -> Int64?,
         apply: (_ after: Int64, _ upTo: Int64, _ work: inout BatchWork) throws -> Void
-    ) throws -> (work: BatchWork, upTo: Int64?, units: Int)? {
+    ) throws -> (work: BatchWork, upTo: Int64, units: Int)? {
         let started = Date()
         var bodyEnded = started
         let extending = fill
@@ -24,12 +24,13 @@ extension DedupeExecutor {
             try apply(bounds.after, bounds.upTo, &work)
             let (upTo, units) = try extending.extend(
                 bounds, started: started, nextBound: nextBound, apply: { try apply($0, $1, &work) })
-            if work.changesRows { try writer.recordProgress(totals + work.counts, db: db) }
+            let counts = work.counts
+            if counts.changedAnything { try writer.recordProgress(totals + counts, db: db) }
             bodyEnded = Date()
             return (work, upTo, units)
         }
         guard let ended else { return nil }
         fill.recordCommit(seconds: Date().timeIntervalSince(bodyEnded))
-        return (ended.work, ended.upTo == bounds.upTo ? nil : ended.upTo, ended.units)
+        return ended
     }
 }

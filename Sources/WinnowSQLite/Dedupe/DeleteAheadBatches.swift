@@ -64,8 +64,9 @@ struct DeleteAheadBatches: BatchSource {
                 })
         else { return nil }
         let work = ended.work
+        let counts = work.counts
         return BatchOutcome(
-            counts: work.counts, units: ended.units, done: work.deleted + work.skipped, samples: work.samples,
-            isBatch: work.changesRows, upTo: ended.upTo)
+            counts: counts, units: ended.units, done: work.deleted + work.skipped, samples: work.samples,
+            isBatch: counts.changedAnything, upTo: ended.upTo)
     }
 }
