@@ -275,6 +275,89 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
+    /// Each stretch of children finds its moves before its write transaction
+    /// (``AheadBatches``), for half as many more child rows than it or the stretch before took;
+    /// what it does not take stays found for the next. Under a 60 s limit the first stretch (the
+    /// first 100 orders) finds the moves of 150 and re-points exactly those of its 100; the
+    /// second finds more past those and fills with all the rest, past what was found. Each
+    /// child moves once, the end is the one batches by group give, and `restore` undoes it.
+    func testEachStretchOfChildrenTakesTheMovesFoundBeforeIt() throws {
+        let path = try makeStore("found.sqlite", manyOrders: 30_000)
+        let original = try ScenarioKit.userState(path)
+        let reference = try byGroup(path)
+        var found: [(upTo100: Int, last: Int64)] = []
+        AheadBatches.afterFindingMoves = { db in
+            let row = try XCTUnwrap(
+                Row.fetchOne(db, sql: "SELECT count(*) FILTER (WHERE child <= 100), max(child) FROM temp.winnow_ahead"))
+            found.append((row[0], row[1]))
+        }
+        defer { AheadBatches.afterFindingMoves = nil }
+        var batches: [Counts] = []
+        let summary = try withAheadStart(100) {
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 60000), db: path) { event in
+                if case .batch(let report) = event { batches.append(report.counts) }
+            }
+        }
+        let children = batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
+        XCTAssertEqual(children.count, 2, "\(children.map(\.repointed))")
+        XCTAssertEqual(found.count, 2, "found before each stretch")
+        XCTAssertGreaterThan(found[0].last, 100, "the moves of 150 orders found before the first stretch of 100")
+        XCTAssertLessThanOrEqual(found[0].last, 150)
+        XCTAssertEqual(children[0].repointed, found[0].upTo100, "the first stretch re-pointed those of its 100 orders")
+        XCTAssertEqual(found[1].upTo100, found[0].upTo100, "which stay recorded")
+        XCTAssertGreaterThan(found[1].last, 150, "the next stretch's are found past those kept")
+        XCTAssertLessThan(found[1].last, 30_000, "a stretch's worth, not the rest of the table")
+        XCTAssertEqual(children.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "each child moved once")
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
+    /// Another connection deletes an order between the finding of the second stretch's moves,
+    /// which include that order's, and the stretch's write transaction: the stretch applies
+    /// none of them (the rows are no longer as found), the children's stretches end there, and
+    /// the batches re-point the rest as the rows are then. The end and the count of children
+    /// re-pointed are those of batches by group on the store without that order.
+    func testACommitBetweenFindingAStretchsMovesAndItsTransactionEndsTheStretches() throws {
+        let path = try makeStore("found.sqlite", manyOrders: 30_000)
+        let untouched = dir.appendingPathComponent("untouched.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: untouched)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        var found = 0
+        var gone: Int64?
+        AheadBatches.afterFindingMoves = { db in
+            found += 1
+            guard found == 2 else { return }
+            let child = try XCTUnwrap(Int64.fetchOne(db, sql: "SELECT max(child) FROM temp.winnow_ahead"))
+            try other.write { try $0.execute(sql: "DELETE FROM orders WHERE id = ?", arguments: [child]) }
+            gone = child
+        }
+        defer { AheadBatches.afterFindingMoves = nil }
+        var batches: [Counts] = []
+        let summary = try withAheadStart(100) {
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 60000), db: path) { event in
+                if case .batch(let report) = event { batches.append(report.counts) }
+            }
+        }
+        let order = try XCTUnwrap(gone)
+        XCTAssertEqual(found, 2, "the stretches of children end at the commit")
+        let children = batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
+        XCTAssertEqual(children.count, 1, "only the first stretch re-pointed children ahead")
+        XCTAssertTrue(batches.dropFirst(children.count).contains { $0.repointed > 0 }, "the batches re-pointed the rest")
+        try ScenarioKit.execute(untouched, "DELETE FROM orders WHERE id = \(order)")
+        let original = try ScenarioKit.userState(untouched)
+        let reference = dir.appendingPathComponent("reference.sqlite").path
+        try FileManager.default.copyItem(atPath: untouched, toPath: reference)
+        let byGroup = try ScenarioKit.run(ScenarioKit.customersJob(size: 100_000), db: reference)
+        XCTAssertEqual(summary.counts.repointed, byGroup.counts.repointed, "each child still there re-pointed once")
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
     /// The stretches ahead take a rest of at most a quarter of a stretch with them: 1,200 orders
     /// are re-pointed in one stretch (its first 1,000 rows and the 200 left), 1,300 in two.
     /// Either way each child moves once, one batch event per stretch, and the end is the one

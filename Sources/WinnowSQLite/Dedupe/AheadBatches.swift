@@ -17,8 +17,10 @@ import WinnowCore
 /// deletes a loser whose children went ahead moves them back (``BatchStatements/moveBack``).
 /// Each stretch is journaled and committed as a batch of its own; a stretch with nothing to
 /// move is no batch. Where a stretch's commit is long (the child's index rewritten), a stretch
-/// takes more rows than its bounds while its time allows (``StretchFill``). Not for a run that may stop early (`--max-duration`, a fleet): it would
-/// leave children on the winners of groups it never reached.
+/// takes more rows than its bounds while its time allows (``StretchFill``), and the moves of
+/// the rows it is likely to take are found before its write transaction (``findAhead(from:)``).
+/// Not for a run that may stop early (`--max-duration`, a fleet): it would leave children on
+/// the winners of groups it never reached.
 struct AheadBatches: BatchSource {
     let executor: DedupeExecutor
     let sql: BatchStatements
@@ -26,10 +28,21 @@ struct AheadBatches: BatchSource {
     /// `PRAGMA data_version` when the losers were found.
     let foundAt: Int64
     private let next: String?
-    private let moves: String?
+    private let find: String?
     private let map: String?
     /// Whether and how far a stretch takes more rows than its bounds (``StretchFill``).
     private var fill: StretchFill
+    /// Where the moves found so far end: `winnow_ahead` holds those of the path's child rows up
+    /// to here; those past the last stretch's end are found and not yet applied. Nil: none.
+    private var foundUpTo: Int64?
+    /// Where the last stretch ended: the moves up to here are applied.
+    private var appliedUpTo: Int64?
+    /// The child rows the last stretch took.
+    private var lastUnits = 0
+    /// How many more child rows than the last stretch took (or than its bounds) the moves are
+    /// found for before a stretch: a filled stretch may take more than the one before it, and
+    /// what it does not take stays found for the next.
+    static let foundAheadShare = 1.5
 
     init(executor: DedupeExecutor, sql: BatchStatements, path: Int, foundAt: Int64) {
         self.executor = executor
@@ -37,14 +50,14 @@ struct AheadBatches: BatchSource {
         self.path = path
         self.foundAt = foundAt
         next = sql.nextAhead[path]
-        moves = sql.aheadMoves[path]
+        find = sql.findAhead[path]
         map = sql.mapAhead[path]
         fill = StretchFill(maxTransactionMilliseconds: executor.settings.maxTransactionMilliseconds)
     }
 
     /// Whether the path has the statements of this stage (a path with an index on its
     /// reference has no map to keep).
-    var ready: Bool { next != nil && moves != nil && (map != nil || sql.rule.references[path].indexed) }
+    var ready: Bool { next != nil && find != nil && (map != nil || sql.rule.references[path].indexed) }
     private var db: Database { executor.db }
     var writes: Bool { executor.writer.writes }
     var start: Int64 { .min }
@@ -55,7 +68,9 @@ struct AheadBatches: BatchSource {
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
-        guard moves != nil else { return nil }
+        guard find != nil else { return nil }
+        try findAhead(from: bounds)
+        try Self.afterFindingMoves?(db)
         let stretch = self
         // More of the child table in the same transaction while its time allows
         // (``StretchFill``): each stretch rewrites the child's index.
@@ -64,21 +79,51 @@ struct AheadBatches: BatchSource {
                 bounds, number: number, totals: totals, foundAt: foundAt, fill: &fill, nextBound: stretch.nextBound,
                 apply: { try stretch.repoint(after: $0, upTo: $1, into: &$2) })
         else { return nil }
+        (appliedUpTo, lastUnits) = (ended.upTo, ended.units)
+        foundUpTo = max(foundUpTo ?? ended.upTo, ended.upTo)
         let counts = ended.work.counts
         return BatchOutcome(counts: counts, units: ended.units, done: 0, isBatch: counts.changedAnything, upTo: ended.upTo)
     }
 
+    /// Once the stretches have ended: forgets the moves found for rows no stretch took (another
+    /// connection committed first), so that `winnow_ahead` holds only the moves applied.
+    func forgetUnapplied() throws {
+        guard let foundUpTo, foundUpTo > appliedUpTo ?? .min else { return }
+        try db.cachedStatement(sql: sql.forgetAhead).execute(arguments: [path, appliedUpTo ?? .min])
+    }
+
+    /// Tests: runs after a stretch's moves are found, before its write transaction.
+    nonisolated(unsafe) static var afterFindingMoves: ((Database) throws -> Void)?
+
+    /// Finds the moves of the child rows a stretch from `bounds` is likely to take, before its
+    /// write transaction, in a read of their own: finding them took about a quarter of a
+    /// stretch's time, which the transaction now spends on more children, so that the child's
+    /// index is rewritten fewer times. Moves found for a stretch before and not taken by it
+    /// stay found. A stretch applies them only while no other connection has committed since
+    /// the discovery (checked inside its transaction, ``DedupeExecutor/filledStretch(_:number:totals:foundAt:fill:nextBound:apply:)``):
+    /// the rows past the stretches before are then as they were when the moves were found.
+    private mutating func findAhead(from bounds: BatchBounds) throws {
+        guard let find else { return }
+        let rows = Int(Double(max(bounds.size, lastUnits)) * Self.foundAheadShare)
+        let from = max(foundUpTo ?? bounds.after, bounds.after)
+        guard let end = try nextBound(after: bounds.after, size: rows), end > from else { return }
+        try db.cachedStatement(sql: find).execute(arguments: [from, end])
+        foundUpTo = end
+    }
+
     /// Re-points the children of the path's rows in `(after, upTo]` whose loser's winner is
-    /// settled, journals them into `work`'s batch and records them for the batches
-    /// (``BatchStatements/recordAhead``); then maps the rest of those rows.
+    /// settled: their moves found before the transaction as far as those go, found here past
+    /// them (into the record of the moves ahead, ``BatchStatements/findAhead``); journals them
+    /// into `work`'s batch, then maps the rest of those rows.
     private func repoint(after: Int64, upTo: Int64, into work: inout BatchWork) throws {
-        guard let moves else { return }
+        guard let find else { return }
+        let found = max(foundUpTo ?? after, after)
+        if upTo > found { try db.cachedStatement(sql: find).execute(arguments: [found, upTo]) }
         try db.cachedStatement(sql: sql.clearMoves).execute()
-        try db.cachedStatement(sql: moves).execute(arguments: [after, upTo])
+        try db.cachedStatement(sql: sql.takeAhead).execute(arguments: [path, after, upTo])
         var piece = BatchWork(number: work.number)
         piece.moved = [(path: path, count: db.changesCount)]
         if piece.counts.repointed > 0 {
-            try db.cachedStatement(sql: sql.recordAhead).execute()
             try executor.writer.apply(piece, rule: executor.rule, sql: sql, db: db)
             work.absorb(piece)
         }

@@ -198,7 +198,7 @@ struct BatchStatements {
     /// where re-pointing can collide, every winner (its children are compared too).
     let fillMapped: String
     /// ``fillMapped`` with each loser's settled winner (`winnow_mapped.winner`), read only by the
-    /// moves ahead of the batches (``aheadMoves``): filled only for a run that makes them.
+    /// moves ahead of the batches (``findAhead``): filled only for a run that makes them.
     let fillMappedSettled: String
     /// The same with every winner: mapped after another connection's commit, when every group
     /// is settled again (``fillBatchRevalidated``) and any winner may turn out a loser.
@@ -221,10 +221,17 @@ struct BatchStatements {
     /// rows after `?1`.
     let nextAhead: [String?]
     /// Per path re-pointed ahead: its child rows in `(?1, ?2]` that point at a loser whose winner
-    /// is settled (`winnow_mapped.winner`) as moves to that winner.
-    let aheadMoves: [String?]
-    /// The moves of a stretch, kept for the batches (``moveBack``).
-    let recordAhead = "INSERT INTO temp.winnow_ahead (path, child, winner, loser) SELECT path, child, winner, loser FROM temp.winnow_moves"
+    /// is settled (`winnow_mapped.winner`), as moves to that winner, into the record of the
+    /// moves ahead (`winnow_ahead`, which ``moveBack`` reads): found before the write
+    /// transaction that applies them (``takeAhead``) or, past those, inside it.
+    let findAhead: [String?]
+    /// The moves of ``findAhead`` of path `?1`'s child rows in `(?2, ?3]`, into `winnow_moves`.
+    let takeAhead = """
+        INSERT INTO temp.winnow_moves (path, child, winner, loser)
+        SELECT path, child, winner, loser FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3
+        """
+    /// Forgets the moves of path `?1` found past `?2` and never applied (its stretches ended).
+    let forgetAhead = "DELETE FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2"
     /// Per path re-pointed ahead: the map (`winnow_refs`) of its child rows in `(?1, ?2]`, after
     /// the stretch was re-pointed (children of losers whose winner is settled by content).
     let mapAhead: [String?]
@@ -372,7 +379,7 @@ struct BatchStatements {
         let batchMembers = """
             SELECT rid FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2 UNION SELECT winner FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2
             """
-        var aheadPaths: [Int] = [], nextAhead: [String?] = [], aheadMoves: [String?] = [], mapAhead: [String?] = []
+        var aheadPaths: [Int] = [], nextAhead: [String?] = [], findAhead: [String?] = [], mapAhead: [String?] = []
         var moveBack: [String?] = []
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
@@ -434,10 +441,10 @@ struct BatchStatements {
                 ahead
                     ? "SELECT max(\(path.childRowID)) FROM (SELECT \(path.childRowID) FROM \(child) WHERE \(path.childRowID) > ? ORDER BY 1 LIMIT ?)"
                     : nil)
-            aheadMoves.append(
+            findAhead.append(
                 ahead
                     ? """
-                    INSERT INTO temp.winnow_moves (path, child, winner, loser)
+                    INSERT INTO temp.winnow_ahead (path, child, winner, loser)
                     SELECT \(index), \(childRowID), m.winner, \(reference) FROM \(child) AS c
                     CROSS JOIN temp.winnow_mapped AS m ON m.rid = \(reference)
                     WHERE \(childRowID) > ? AND \(childRowID) <= ? AND m.winner IS NOT NULL
@@ -595,7 +602,7 @@ struct BatchStatements {
         self.fillMoves = fillMoves
         self.aheadPaths = aheadPaths
         self.nextAhead = nextAhead
-        self.aheadMoves = aheadMoves
+        self.findAhead = findAhead
         self.mapAhead = mapAhead
         self.moveBack = moveBack
         self.groupChildren = groupChildren

@@ -73,6 +73,7 @@ extension DedupeExecutor {
                     guard stretches.ready else { continue }
                     let result = try loop(total: discovery.losers).run(
                         &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+                    try stretches.forgetUnapplied()
                     counts = counts + result.counts
                     if result.counts.batches > 0 { state.repointedAhead = true }
                     if let warning = PlanAdvice.stretchesWarning(
