@@ -22,7 +22,7 @@ public struct StretchFill {
     }
 
     /// The share of the limit a filled transaction is predicted within, its commit included.
-    public static let share = 0.8
+    public static let share = 0.9
     /// What the cost of the next rows and the commit are taken as, times their estimate: a
     /// piece's rows may cost more than the rows before it, a commit more than the longest seen.
     public static let margin = 1.25
@@ -47,7 +47,7 @@ public struct StretchFill {
 
     /// The share of the limit the rest of the work may take with a transaction, where it is
     /// all that is left (``rest(units:elapsed:)``).
-    public static let restShare = 0.9
+    public static let restShare = 0.95
 
     /// The rows that fit within ``restShare`` of the limit (the margins kept), for the rest of
     /// the work where it is all that is left: a stretch of its own for it would write the index
