@@ -358,12 +358,13 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
-    /// The stretches ahead take a rest of at most a quarter of a stretch with them: 1,200 orders
-    /// are re-pointed in one stretch (its first 1,000 rows and the 200 left), 1,300 in two.
+    /// The stretches ahead take a rest of at most a quarter of a stretch with them: 150 orders
+    /// are re-pointed in one stretch (the first stretch's 128 rows,
+    /// ``DedupeExecutor/childrenAheadStart``, and the 22 left), 170 in two.
     /// Either way each child moves once, one batch event per stretch, and the end is the one
     /// batches by group give, which `restore` undoes exactly.
     func testAShortRestOfTheChildrenGoesWithTheStretchBeforeIt() throws {
-        for (customers, stretches) in [(1200, 1), (1300, 2)] {
+        for (customers, stretches) in [(150, 1), (170, 2)] {
             let path = try makeStore("rest-\(customers).sqlite", customers: customers)
             let original = try ScenarioKit.userState(path)
             let reference = try byGroup(path)
@@ -382,13 +383,13 @@ final class MergeAheadTests: XCTestCase {
     }
 
     /// A run that re-pointed a child table ahead in ``PlanAdvice/manyStretches`` stretches or
-    /// more says so in its rule's summary (here with the threshold lowered to 2: 1,300 orders go
-    /// in two stretches, 1,200 in one); `plan`, whose dry stretches are not the run's, does not.
+    /// more says so in its rule's summary (here with the threshold lowered to 2: 170 orders go
+    /// in two stretches, 150 in one); `plan`, whose dry stretches are not the run's, does not.
     func testARunThatTookManyStretchesOfChildrenSaysSo() throws {
         let threshold = PlanAdvice.manyStretches
         PlanAdvice.manyStretches = 2
         defer { PlanAdvice.manyStretches = threshold }
-        for (customers, stretches) in [(1200, 1), (1300, 2)] {
+        for (customers, stretches) in [(150, 1), (170, 2)] {
             let path = try makeStore("told-\(customers).sqlite", customers: customers)
             let planned = try ScenarioKit.plan(ScenarioKit.customersJob(size: 20), db: path)
             XCTAssertFalse(planned.rules[0].warnings.contains { $0.contains("stretches") }, "\(planned.rules[0].warnings)")
