@@ -358,6 +358,45 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
+    /// The moves found for rows no stretch took are forgotten when the stretches end, so that
+    /// the record of the moves ahead holds only those applied. Between the finding of the
+    /// second stretch's moves and its transaction, another connection takes a loser out of its
+    /// group and itself points one of that loser's orders, whose move to the winner was found,
+    /// at the winner. The batch of that group, which no longer deletes the loser, moves back to
+    /// it only the children re-pointed ahead: the order the application moved stays where it
+    /// put it, as batches by group leave it on the store with the same two changes.
+    func testMovesFoundForRowsNoStretchTookAreForgotten() throws {
+        let path = try makeStore("forgotten.sqlite", manyOrders: 30_000)
+        let untouched = dir.appendingPathComponent("untouched.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: untouched)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        var found = 0
+        var changes: [String] = []
+        AheadBatches.afterFindingMoves = { db in
+            found += 1
+            guard found == 2 else { return }
+            let row = try XCTUnwrap(
+                Row.fetchOne(db, sql: "SELECT child, winner, loser FROM temp.winnow_ahead WHERE child > 150 ORDER BY child LIMIT 1"))
+            let (child, winner, loser): (Int64, Int64, Int64) = (row[0], row[1], row[2])
+            changes = [
+                "UPDATE customers SET email = 'left-its-group@example.com' WHERE id = \(loser)",
+                "UPDATE orders SET customer_id = \(winner) WHERE id = \(child)",
+            ]
+            try other.write { db in for change in changes { try db.execute(sql: change) } }
+        }
+        defer { AheadBatches.afterFindingMoves = nil }
+        _ = try withAheadStart(100) {
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 60000), db: path)
+        }
+        XCTAssertEqual(found, 2, "the stretches of children end at the commit")
+        XCTAssertEqual(changes.count, 2)
+        for change in changes { try ScenarioKit.execute(untouched, change) }
+        let reference = try byGroup(untouched)
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+    }
+
     /// The stretches ahead take a rest of at most a quarter of a stretch with them: 150 orders
     /// are re-pointed in one stretch (the first stretch's 128 rows,
     /// ``DedupeExecutor/childrenAheadStart``, and the 22 left), 170 in two.
