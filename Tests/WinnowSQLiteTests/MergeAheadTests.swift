@@ -314,25 +314,27 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
-    /// Another connection deletes an order between the finding of the second stretch's moves,
-    /// which include that order's, and the stretch's write transaction: the stretch applies
-    /// none of them (the rows are no longer as found), the children's stretches end there, and
-    /// the batches re-point the rest as the rows are then. The end and the count of children
-    /// re-pointed are those of batches by group on the store without that order.
-    func testACommitBetweenFindingAStretchsMovesAndItsTransactionEndsTheStretches() throws {
-        let path = try makeStore("found.sqlite", manyOrders: 30_000)
-        let untouched = dir.appendingPathComponent("untouched.sqlite").path
-        try FileManager.default.copyItem(atPath: path, toPath: untouched)
+    /// Runs the customers job (batches of 20 groups, a 60 s limit, the stretches ahead from 100
+    /// rows) on a store of 30,000 orders while another connection commits the statements
+    /// `changes` gives (from the run's connection, which can read the moves found) right after
+    /// the second stretch's moves are found, before its transaction. Returns the store, a copy
+    /// of it as it was with the same statements committed, the run's summary and batches, and
+    /// how many times moves were found.
+    func runWithACommitAfterTheSecondFinding(
+        _ name: String, changes: @escaping (Database) throws -> [String]
+    ) throws -> (path: String, changed: String, summary: RunSummary, batches: [Counts], findings: Int) {
+        let path = try makeStore("\(name).sqlite", manyOrders: 30_000)
+        let changed = dir.appendingPathComponent("\(name)-changed.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: changed)
         let other = try DatabaseQueue(path: path)
         defer { try? other.close() }
-        var found = 0
-        var gone: Int64?
+        var findings = 0
+        var committed: [String] = []
         AheadBatches.afterFindingMoves = { db in
-            found += 1
-            guard found == 2 else { return }
-            let child = try XCTUnwrap(Int64.fetchOne(db, sql: "SELECT max(child) FROM temp.winnow_ahead"))
-            try other.write { try $0.execute(sql: "DELETE FROM orders WHERE id = ?", arguments: [child]) }
-            gone = child
+            findings += 1
+            guard findings == 2 else { return }
+            committed = try changes(db)
+            try other.write { db in for change in committed { try db.execute(sql: change) } }
         }
         defer { AheadBatches.afterFindingMoves = nil }
         var batches: [Counts] = []
@@ -341,21 +343,34 @@ final class MergeAheadTests: XCTestCase {
                 if case .batch(let report) = event { batches.append(report.counts) }
             }
         }
-        let order = try XCTUnwrap(gone)
-        XCTAssertEqual(found, 2, "the stretches of children end at the commit")
-        let children = batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
+        XCTAssertFalse(committed.isEmpty, "the other connection committed")
+        for change in committed { try ScenarioKit.execute(changed, change) }
+        return (path, changed, summary, batches, findings)
+    }
+
+    /// Another connection deletes an order between the finding of the second stretch's moves,
+    /// which include that order's, and the stretch's write transaction: the stretch applies
+    /// none of them (the rows are no longer as found), the children's stretches end there, and
+    /// the batches re-point the rest as the rows are then. The end and the count of children
+    /// re-pointed are those of batches by group on the store without that order.
+    func testACommitBetweenFindingAStretchsMovesAndItsTransactionEndsTheStretches() throws {
+        let run = try runWithACommitAfterTheSecondFinding("deleted") { db in
+            let child = try XCTUnwrap(Int64.fetchOne(db, sql: "SELECT max(child) FROM temp.winnow_ahead"))
+            return ["DELETE FROM orders WHERE id = \(child)"]
+        }
+        XCTAssertEqual(run.findings, 2, "the stretches of children end at the commit")
+        let children = run.batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
         XCTAssertEqual(children.count, 1, "only the first stretch re-pointed children ahead")
-        XCTAssertTrue(batches.dropFirst(children.count).contains { $0.repointed > 0 }, "the batches re-pointed the rest")
-        try ScenarioKit.execute(untouched, "DELETE FROM orders WHERE id = \(order)")
-        let original = try ScenarioKit.userState(untouched)
+        XCTAssertTrue(run.batches.dropFirst(children.count).contains { $0.repointed > 0 }, "the batches re-pointed the rest")
+        let original = try ScenarioKit.userState(run.changed)
         let reference = dir.appendingPathComponent("reference.sqlite").path
-        try FileManager.default.copyItem(atPath: untouched, toPath: reference)
+        try FileManager.default.copyItem(atPath: run.changed, toPath: reference)
         let byGroup = try ScenarioKit.run(ScenarioKit.customersJob(size: 100_000), db: reference)
-        XCTAssertEqual(summary.counts.repointed, byGroup.counts.repointed, "each child still there re-pointed once")
-        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
-        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
-        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
-        XCTAssertEqual(try ScenarioKit.userState(path), original)
+        XCTAssertEqual(run.summary.counts.repointed, byGroup.counts.repointed, "each child still there re-pointed once")
+        XCTAssertEqual(try TestSupport.contentDump(run.path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try ScenarioKit.rows(run.path, "PRAGMA foreign_key_check").count, 0)
+        _ = try Restorer.restore(database: run.path, runID: try XCTUnwrap(run.summary.runID))
+        XCTAssertEqual(try ScenarioKit.userState(run.path), original)
     }
 
     /// The moves found for rows no stretch took are forgotten when the stretches end, so that
@@ -366,35 +381,19 @@ final class MergeAheadTests: XCTestCase {
     /// it only the children re-pointed ahead: the order the application moved stays where it
     /// put it, as batches by group leave it on the store with the same two changes.
     func testMovesFoundForRowsNoStretchTookAreForgotten() throws {
-        let path = try makeStore("forgotten.sqlite", manyOrders: 30_000)
-        let untouched = dir.appendingPathComponent("untouched.sqlite").path
-        try FileManager.default.copyItem(atPath: path, toPath: untouched)
-        let other = try DatabaseQueue(path: path)
-        defer { try? other.close() }
-        var found = 0
-        var changes: [String] = []
-        AheadBatches.afterFindingMoves = { db in
-            found += 1
-            guard found == 2 else { return }
+        let run = try runWithACommitAfterTheSecondFinding("forgotten") { db in
             let row = try XCTUnwrap(
                 Row.fetchOne(db, sql: "SELECT child, winner, loser FROM temp.winnow_ahead WHERE child > 150 ORDER BY child LIMIT 1"))
             let (child, winner, loser): (Int64, Int64, Int64) = (row[0], row[1], row[2])
-            changes = [
+            return [
                 "UPDATE customers SET email = 'left-its-group@example.com' WHERE id = \(loser)",
                 "UPDATE orders SET customer_id = \(winner) WHERE id = \(child)",
             ]
-            try other.write { db in for change in changes { try db.execute(sql: change) } }
         }
-        defer { AheadBatches.afterFindingMoves = nil }
-        _ = try withAheadStart(100) {
-            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 60000), db: path)
-        }
-        XCTAssertEqual(found, 2, "the stretches of children end at the commit")
-        XCTAssertEqual(changes.count, 2)
-        for change in changes { try ScenarioKit.execute(untouched, change) }
-        let reference = try byGroup(untouched)
-        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
-        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        XCTAssertEqual(run.findings, 2, "the stretches of children end at the commit")
+        let reference = try byGroup(run.changed)
+        XCTAssertEqual(try TestSupport.contentDump(run.path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try ScenarioKit.rows(run.path, "PRAGMA foreign_key_check").count, 0)
     }
 
     /// The stretches ahead take a rest of at most a quarter of a stretch with them: 150 orders
