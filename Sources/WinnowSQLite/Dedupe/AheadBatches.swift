@@ -27,8 +27,8 @@ struct AheadBatches: BatchSource {
     let path: Int
     /// `PRAGMA data_version` when the losers were found.
     let foundAt: Int64
-    private let next: String?
-    private let find: String?
+    private let next: String
+    private let find: String
     private let map: String?
     /// Whether and how far a stretch takes more rows than its bounds (``StretchFill``).
     private var fill: StretchFill
@@ -44,31 +44,31 @@ struct AheadBatches: BatchSource {
     /// what it does not take stays found for the next.
     static let foundAheadShare = 1.5
 
-    init(executor: DedupeExecutor, sql: BatchStatements, path: Int, foundAt: Int64) {
+    /// Nil where the path lacks the statements of this stage (a path with an index on its
+    /// reference has no map to keep).
+    init?(executor: DedupeExecutor, sql: BatchStatements, path: Int, foundAt: Int64) {
+        guard let next = sql.nextAhead[path], let find = sql.findAhead[path],
+            sql.mapAhead[path] != nil || sql.rule.references[path].indexed
+        else { return nil }
         self.executor = executor
         self.sql = sql
         self.path = path
         self.foundAt = foundAt
-        next = sql.nextAhead[path]
-        find = sql.findAhead[path]
+        self.next = next
+        self.find = find
         map = sql.mapAhead[path]
         fill = StretchFill(maxTransactionMilliseconds: executor.settings.maxTransactionMilliseconds)
     }
 
-    /// Whether the path has the statements of this stage (a path with an index on its
-    /// reference has no map to keep).
-    var ready: Bool { next != nil && find != nil && (map != nil || sql.rule.references[path].indexed) }
     private var db: Database { executor.db }
     var writes: Bool { executor.writer.writes }
     var start: Int64 { .min }
 
     func nextBound(after: Int64, size: Int) throws -> Int64? {
-        guard let next else { return nil }
-        return try Int64.fetchOne(db.cachedStatement(sql: next), arguments: [after, size])
+        try Int64.fetchOne(db.cachedStatement(sql: next), arguments: [after, size])
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
-        guard find != nil else { return nil }
         try findAhead(from: bounds)
         try Self.afterFindingMoves?(db)
         let stretch = self
@@ -103,7 +103,6 @@ struct AheadBatches: BatchSource {
     /// the discovery (checked inside its transaction, ``DedupeExecutor/filledStretch(_:number:totals:foundAt:fill:nextBound:apply:)``):
     /// the rows past the stretches before are then as they were when the moves were found.
     private mutating func findAhead(from bounds: BatchBounds) throws {
-        guard let find else { return }
         let rows = Int(Double(max(bounds.size, lastUnits)) * Self.foundAheadShare)
         let from = max(foundUpTo ?? bounds.after, bounds.after)
         guard let end = try nextBound(after: bounds.after, size: rows), end > from else { return }
@@ -116,7 +115,6 @@ struct AheadBatches: BatchSource {
     /// them (into the record of the moves ahead, ``BatchStatements/findAhead``); journals them
     /// into `work`'s batch, then maps the rest of those rows.
     private func repoint(after: Int64, upTo: Int64, into work: inout BatchWork) throws {
-        guard let find else { return }
         let found = max(foundUpTo ?? after, after)
         if upTo > found { try db.cachedStatement(sql: find).execute(arguments: [found, upTo]) }
         try db.cachedStatement(sql: sql.clearMoves).execute()

@@ -69,8 +69,7 @@ extension DedupeExecutor {
             if let foundAt = state.foundAt, mappedAt == foundAt {
                 var asFound = true
                 for path in sql.aheadPaths {
-                    var stretches = AheadBatches(executor: self, sql: sql, path: path, foundAt: foundAt)
-                    guard stretches.ready else { continue }
+                    guard var stretches = AheadBatches(executor: self, sql: sql, path: path, foundAt: foundAt) else { continue }
                     let result = try loop(total: discovery.losers).run(
                         &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
                     try stretches.forgetUnapplied()
