@@ -92,6 +92,36 @@ final class StretchFillTests: XCTestCase {
         XCTAssertNil(fill.more(units: 100, elapsed: 0.001))
     }
 
+    /// The finding before a transaction goes on, once a commit was seen, while it has taken
+    /// less than half the limit: each next piece what fits in the time left at the cost per row
+    /// so far with the margin, none smaller than a sixteenth of the rows found.
+    func testFindingGoesOnForHalfTheLimit() {
+        var fill = StretchFill(maxTransactionMilliseconds: 1000)
+        XCTAssertNil(fill.findMore(units: 192, elapsed: 0.001), "the first transaction's finding is its bounds' alone")
+        fill.recordCommit(seconds: 0.01)
+        // 0.5 s - 0.001 s left, at 6.5 µs a row with the margin: 76,646 rows.
+        XCTAssertEqual(Double(fill.findMore(units: 192, elapsed: 0.001) ?? 0), 76_646, accuracy: 1)
+        // The commit takes no share of it: the finding is outside the transaction.
+        fill.recordCommit(seconds: 0.3)
+        XCTAssertEqual(Double(fill.findMore(units: 192, elapsed: 0.001) ?? 0), 76_646, accuracy: 1)
+        XCTAssertNil(fill.findMore(units: 300_000, elapsed: 0.5), "half the limit spent")
+        XCTAssertNil(fill.findMore(units: 300_000, elapsed: 0.48), "room for 9,600 rows: under a sixteenth")
+        XCTAssertNotNil(fill.findMore(units: 300_000, elapsed: 0.4))
+        // Found in pieces as they come, the finding stops within half the limit, whatever a
+        // row costs, and past what its first piece found.
+        for perUnit in [0.000_000_5, 0.000_005, 0.000_05] {
+            var (units, elapsed) = (192, 0.0002 + perUnit * 192)
+            var pieces = 1
+            while let more = fill.findMore(units: units, elapsed: elapsed) {
+                (units, elapsed, pieces) = (units + more, elapsed + perUnit * Double(more), pieces + 1)
+                if pieces > 20 { break }
+            }
+            XCTAssertLessThanOrEqual(elapsed, 0.5, "\(perUnit) s a row")
+            XCTAssertGreaterThan(elapsed, 0.35, "\(perUnit) s a row: \(units) rows in \(pieces) pieces")
+            XCTAssertLessThanOrEqual(pieces, 20)
+        }
+    }
+
     /// `extend` takes contiguous pieces after the bounds while they fit, then the rest only
     /// where it is all that is left and fits within the limit, and says where it ended.
     func testExtendTakesPiecesThenTheRestOnlyWhereItFits() throws {

@@ -64,6 +64,26 @@ public struct StretchFill {
         return room / (elapsed / Double(units) * Self.margin)
     }
 
+    /// The share of the limit that finding a transaction's work before it begins may take
+    /// (``findMore(units:elapsed:)``).
+    public static let findShare = 0.5
+
+    /// The rows the finding before a transaction may take next, having found `units` rows in
+    /// `elapsed` seconds: what fits in what is left of ``findShare`` of the limit, at the cost
+    /// per row so far with ``margin``; nil when it should stop (less room than ``leastPiece``
+    /// of what it found, or no commit seen yet). How many rows the transaction will take is
+    /// known only from the transactions before it, and where those tell little (the first
+    /// takes a few rows, to measure), this finds as many as that time allows: what the
+    /// transaction does not take stays found for the next, and what it takes past them it must
+    /// find inside, holding its lock.
+    public func findMore(units: Int, elapsed: TimeInterval) -> Int? {
+        guard fills, units > 0, elapsed > 0 else { return nil }
+        let room = limit * Self.findShare - elapsed
+        guard room > 0 else { return nil }
+        let fits = room / (elapsed / Double(units) * Self.margin)
+        return fits >= max(1, Double(units) * Self.leastPiece) ? Int(min(fits, Double(Int.max / 2))) : nil
+    }
+
     /// Takes pieces after a transaction's `bounds` while ``more(units:elapsed:)`` allows, then
     /// the rest of the work where it is all that is left and fits (``rest(units:elapsed:)``):
     /// `nextBound` gives the end of the next `size` units after a position (nil: none left),
