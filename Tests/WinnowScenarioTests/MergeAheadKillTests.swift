@@ -164,6 +164,7 @@ final class MergeAheadKillTests: XCTestCase {
         let longest = whole.events.compactMap { Self.stage($0) == nil ? nil : ($0["seconds"] as? NSNumber)?.doubleValue }.max() ?? 0.05
         let expected = try ScenarioKit.userState(reference)
         XCTAssertNotEqual(expected, original)
+        print("TMPDEBUG counts \(counts) longest \(longest) whole \(wholeSeconds) stages \(stages.map(\.rawValue))")
 
         let seeds: UInt64 = {
             guard let text = ProcessInfo.processInfo.environment["WINNOW_CRASH_SEED"] else { return 0xA4EA_D000 }
@@ -178,16 +179,22 @@ final class MergeAheadKillTests: XCTestCase {
             // The first kill after a random number of one stage's transactions (the stages in
             // turn), at a random moment before the next one ends; one scenario in three kills
             // the resumed run again, at a random moment of its span.
+            // (Before the next one ends: within that transaction's time in the uninterrupted
+            // run. Within the longest of all, a kill aimed after the first of two deletions
+            // often came after the run had ended, and the deletions were seldom reached.)
             let aimed = [Stage.children, .merges, .deletions][scenario % 3]
             guard let count = counts[aimed], count > 1 else { return XCTFail("no \(aimed)") }
             let kills = scenario % 3 == 2 ? 2 : 1
             for attempt in 0..<kills {
-                let trigger =
-                    attempt == 0
-                    ? Trigger(
-                        stage: aimed, count: Int.random(in: 1..<count, using: &rng),
-                        extra: Double.random(in: 0..<longest, using: &rng))
-                    : Trigger(stage: nil, count: 0, extra: Double.random(in: 0.2 * wholeSeconds..<wholeSeconds, using: &rng))
+                let trigger: Trigger
+                if attempt == 0 {
+                    let after = Int.random(in: 1..<count, using: &rng)
+                    let next = whole.events.filter { Self.stage($0) == aimed }.dropFirst(after).first
+                    let seconds = (next?["seconds"] as? NSNumber)?.doubleValue ?? longest
+                    trigger = Trigger(stage: aimed, count: after, extra: Double.random(in: 0..<max(seconds, 0.001), using: &rng))
+                } else {
+                    trigger = Trigger(stage: nil, count: 0, extra: Double.random(in: 0.2 * wholeSeconds..<wholeSeconds, using: &rng))
+                }
                 let result = try runAndKill(["run", jobPath.path, "--database", path, "--format", "json", "--verbose"], at: trigger)
                 guard result.killed else {
                     XCTAssertEqual(result.status, 0, "\(tag): the run exited \(result.status)")
