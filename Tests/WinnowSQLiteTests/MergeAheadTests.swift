@@ -284,9 +284,17 @@ final class MergeAheadTests: XCTestCase {
     /// the last order, and fills with all of it. Each child moves once, the end is the one
     /// batches by group give, and `restore` undoes it.
     func testEachStretchOfChildrenTakesTheMovesFoundBeforeIt() throws {
-        let path = try makeStore("found.sqlite", manyOrders: 30_000)
+        for archive in [true, false] { try eachStretchTakesTheMovesFoundBeforeIt(archive: archive) }
+    }
+
+    /// ``testEachStretchOfChildrenTakesTheMovesFoundBeforeIt`` where the rule archives (the
+    /// moves applied from a copy the journal reads) or not (applied from the record of the
+    /// moves ahead, ``BatchStatements/applyAhead``).
+    func eachStretchTakesTheMovesFoundBeforeIt(archive: Bool) throws {
+        let path = try makeStore("found-\(archive).sqlite", manyOrders: 30_000)
         let original = try ScenarioKit.userState(path)
-        let reference = try byGroup(path)
+        let job = ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 60000, archive: archive)
+        let reference = try byGroup(path, job: ScenarioKit.customersJob(size: 100_000, archive: archive))
         var found: [(upTo100: Int, last: Int64, lastMoving: Int64)] = []
         AheadBatches.afterFindingMoves = { db in
             let row = try XCTUnwrap(
@@ -302,7 +310,7 @@ final class MergeAheadTests: XCTestCase {
         defer { AheadBatches.afterFindingMoves = nil }
         var batches: [Counts] = []
         let summary = try withAheadStart(100) {
-            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 60000), db: path) { event in
+            try ScenarioKit.run(job, db: path) { event in
                 if case .batch(let report) = event { batches.append(report.counts) }
             }
         }
@@ -320,6 +328,7 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(children.reduce(0) { $0 + $1.repointed }, summary.counts.repointed, "each child moved once")
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        guard archive else { return }
         _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
@@ -331,10 +340,10 @@ final class MergeAheadTests: XCTestCase {
     /// of it as it was with the same statements committed, the run's summary and batches, and
     /// how many times moves were found.
     func runWithACommitAfterTheSecondFinding(
-        _ name: String, changes: @escaping (Database) throws -> [String]
+        _ name: String, archive: Bool, changes: @escaping (Database) throws -> [String]
     ) throws -> (path: String, changed: String, summary: RunSummary, batches: [Counts], findings: Int) {
-        let path = try makeStore("\(name).sqlite", manyOrders: 30_000)
-        let changed = dir.appendingPathComponent("\(name)-changed.sqlite").path
+        let path = try makeStore("\(name)-\(archive).sqlite", manyOrders: 30_000)
+        let changed = dir.appendingPathComponent("\(name)-\(archive)-changed.sqlite").path
         try FileManager.default.copyItem(atPath: path, toPath: changed)
         let other = try DatabaseQueue(path: path)
         defer { try? other.close() }
@@ -349,7 +358,8 @@ final class MergeAheadTests: XCTestCase {
         defer { AheadBatches.afterFindingMoves = nil }
         var batches: [Counts] = []
         let summary = try withAheadStart(100) {
-            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 60000), db: path) { event in
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 60000, archive: archive), db: path) {
+                event in
                 if case .batch(let report) = event { batches.append(report.counts) }
             }
         }
@@ -364,7 +374,11 @@ final class MergeAheadTests: XCTestCase {
     /// the batches re-point the rest as the rows are then. The end and the count of children
     /// re-pointed are those of batches by group on the store without that order.
     func testACommitBetweenFindingAStretchsMovesAndItsTransactionEndsTheStretches() throws {
-        let run = try runWithACommitAfterTheSecondFinding("deleted") { db in
+        for archive in [true, false] { try aCommitBetweenFindingAndTheTransactionEndsTheStretches(archive: archive) }
+    }
+
+    func aCommitBetweenFindingAndTheTransactionEndsTheStretches(archive: Bool) throws {
+        let run = try runWithACommitAfterTheSecondFinding("deleted", archive: archive) { db in
             let child = try XCTUnwrap(Int64.fetchOne(db, sql: "SELECT max(child) FROM temp.winnow_ahead"))
             return ["DELETE FROM orders WHERE id = \(child)"]
         }
@@ -373,12 +387,13 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(children.count, 1, "only the first stretch re-pointed children ahead")
         XCTAssertTrue(run.batches.dropFirst(children.count).contains { $0.repointed > 0 }, "the batches re-pointed the rest")
         let original = try ScenarioKit.userState(run.changed)
-        let reference = dir.appendingPathComponent("reference.sqlite").path
+        let reference = dir.appendingPathComponent("reference-\(archive).sqlite").path
         try FileManager.default.copyItem(atPath: run.changed, toPath: reference)
-        let byGroup = try ScenarioKit.run(ScenarioKit.customersJob(size: 100_000), db: reference)
+        let byGroup = try ScenarioKit.run(ScenarioKit.customersJob(size: 100_000, archive: archive), db: reference)
         XCTAssertEqual(run.summary.counts.repointed, byGroup.counts.repointed, "each child still there re-pointed once")
         XCTAssertEqual(try TestSupport.contentDump(run.path), try TestSupport.contentDump(reference))
         XCTAssertEqual(try ScenarioKit.rows(run.path, "PRAGMA foreign_key_check").count, 0)
+        guard archive else { return }
         _ = try Restorer.restore(database: run.path, runID: try XCTUnwrap(run.summary.runID))
         XCTAssertEqual(try ScenarioKit.userState(run.path), original)
     }
@@ -391,7 +406,11 @@ final class MergeAheadTests: XCTestCase {
     /// it only the children re-pointed ahead: the order the application moved stays where it
     /// put it, as batches by group leave it on the store with the same two changes.
     func testMovesFoundForRowsNoStretchTookAreForgotten() throws {
-        let run = try runWithACommitAfterTheSecondFinding("forgotten") { db in
+        for archive in [true, false] { try movesFoundForRowsNoStretchTookAreForgotten(archive: archive) }
+    }
+
+    func movesFoundForRowsNoStretchTookAreForgotten(archive: Bool) throws {
+        let run = try runWithACommitAfterTheSecondFinding("forgotten", archive: archive) { db in
             let row = try XCTUnwrap(
                 Row.fetchOne(db, sql: "SELECT child, winner, loser FROM temp.winnow_ahead WHERE child > 150 ORDER BY child LIMIT 1"))
             let (child, winner, loser): (Int64, Int64, Int64) = (row[0], row[1], row[2])
@@ -401,7 +420,7 @@ final class MergeAheadTests: XCTestCase {
             ]
         }
         XCTAssertEqual(run.findings, 2, "the stretches of children end at the commit")
-        let reference = try byGroup(run.changed)
+        let reference = try byGroup(run.changed, job: ScenarioKit.customersJob(size: 100_000, archive: archive))
         XCTAssertEqual(try TestSupport.contentDump(run.path), try TestSupport.contentDump(reference))
         XCTAssertEqual(try ScenarioKit.rows(run.path, "PRAGMA foreign_key_check").count, 0)
     }

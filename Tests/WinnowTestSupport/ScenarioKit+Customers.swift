@@ -31,11 +31,11 @@ extension ScenarioKit {
 
     /// The job that deduplicates a `customers` table (as ``scatteredCustomersSQL(customers:orders:seed:createdAt:alsoCreate:)``
     /// makes one) by lower-cased e-mail, the earliest `created_at` winning, with `merge` and
-    /// `archive: true`, in batches of `size` groups (and `max_transaction_ms` where given), on
-    /// `database` where given (else the caller names the file).
+    /// `archive` (true unless given), in batches of `size` groups (and `max_transaction_ms`
+    /// where given), on `database` where given (else the caller names the file).
     package static func customersJob(
         size: Int, merge: String = "{visits: sum, phone: fill_null}", maxTransactionMilliseconds: Int? = nil,
-        database: String? = nil
+        database: String? = nil, archive: Bool = true
     )
         -> String
     {
@@ -48,7 +48,7 @@ extension ScenarioKit {
             winner:
               - created_at: asc
             merge: \(merge)
-            archive: true
+            archive: \(archive)
         batch:
           size: \(size)\(maxTransactionMilliseconds.map { "\n  max_transaction_ms: \($0)" } ?? "")
         """

@@ -230,6 +230,14 @@ struct BatchStatements {
         INSERT INTO temp.winnow_moves (path, child, winner, loser)
         SELECT path, child, winner, loser FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3
         """
+    /// Per path re-pointed ahead: re-points its child rows whose moves ``findAhead`` recorded
+    /// for child rows in `(?1, ?2]`, straight from the record (where the rule does not archive:
+    /// the journal reads the moves from `winnow_moves`, ``takeAhead``). Copying them into
+    /// `winnow_moves` first took a tenth of each stretch of children (merge-500 at 1,600,000
+    /// customers: 82 ms of 837).
+    let applyAhead: [String?]
+    /// How many moves of path `?1`'s child rows in `(?2, ?3]` the record of the moves ahead holds.
+    let countAhead = "SELECT count(*) FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3"
     /// Forgets the moves of path `?1` found past `?2` and never applied (its stretches ended).
     let forgetAhead = "DELETE FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2"
     /// Per path re-pointed ahead: the map (`winnow_refs`) of its child rows in `(?1, ?2]`, after
@@ -380,6 +388,7 @@ struct BatchStatements {
             SELECT rid FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2 UNION SELECT winner FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2
             """
         var aheadPaths: [Int] = [], nextAhead: [String?] = [], findAhead: [String?] = [], mapAhead: [String?] = []
+        var applyAhead: [String?] = []
         var moveBack: [String?] = []
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
@@ -448,6 +457,13 @@ struct BatchStatements {
                     SELECT \(index), \(childRowID), m.winner, \(reference) FROM \(child) AS c
                     CROSS JOIN temp.winnow_mapped AS m ON m.rid = \(reference)
                     WHERE \(childRowID) > ? AND \(childRowID) <= ? AND m.winner IS NOT NULL
+                    """ : nil)
+            applyAhead.append(
+                ahead
+                    ? """
+                    UPDATE \(child) SET \(path.childColumns[0].sqlIdentifier) = mv.winner FROM temp.winnow_ahead AS mv
+                    WHERE mv.path = \(index) AND mv.child > ?1 AND mv.child <= ?2
+                    AND mv.child = \(child).\(path.childRowID) AND \(child).\(path.childColumns[0].sqlIdentifier) = mv.loser
                     """ : nil)
             mapAhead.append(
                 ahead ? mapRefs("SELECT rid FROM temp.winnow_mapped", filter: "\(childRowID) > ?1 AND \(childRowID) <= ?2") : nil)
@@ -603,6 +619,7 @@ struct BatchStatements {
         self.aheadPaths = aheadPaths
         self.nextAhead = nextAhead
         self.findAhead = findAhead
+        self.applyAhead = applyAhead
         self.mapAhead = mapAhead
         self.moveBack = moveBack
         self.groupChildren = groupChildren

@@ -33,6 +33,10 @@ struct BatchWork {
     var childDeletes: [ChildDelete] = []
     /// Re-pointing as a set: per path, how many of its rows `temp.winnow_moves` holds.
     var moved: [(path: Int, count: Int)] = []
+    /// Where the moves are instead the path's rows of the record of the moves ahead
+    /// (`temp.winnow_ahead`) for child rows in `(after, upTo]`: a stretch of children that
+    /// applies them from there (``AheadBatches``; only where the rule does not archive).
+    var movedAhead: (after: Int64, upTo: Int64)?
     /// Whether the writer must check, before the losers go, that no child row still points at
     /// one (the batch runs with SQLite's foreign-key enforcement off).
     var checksReferences = false

@@ -143,13 +143,21 @@ final class SQLiteBatchWriter: BatchWriter {
         }
         for (index, count) in work.moved where count > 0 {
             let path = rule.references[index]
-            if archive {
-                try journal(
-                    db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable,
-                    rowID: sql.movedKey[index], columns: path.childStoredColumns,
-                    whereSQL: sql.childNumbers[index].among("SELECT child FROM temp.winnow_moves WHERE path = \(index)"), arguments: [])
+            if let range = work.movedAhead {
+                guard !archive, let applyAhead = sql.applyAhead[index] else {
+                    throw WinnowError.internal("\(path.label): moves ahead applied without their journal")
+                }
+                try db.cachedStatement(sql: applyAhead).execute(arguments: [range.after, range.upTo])
+            } else {
+                if archive {
+                    try journal(
+                        db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable,
+                        rowID: sql.movedKey[index], columns: path.childStoredColumns,
+                        whereSQL: sql.childNumbers[index].among("SELECT child FROM temp.winnow_moves WHERE path = \(index)"),
+                        arguments: [])
+                }
+                try db.cachedStatement(sql: sql.applyMoves[index]).execute()
             }
-            try db.cachedStatement(sql: sql.applyMoves[index]).execute()
             guard db.changesCount == count else {
                 throw WinnowError.internal(
                     "\(path.label): \(count) row(s) to re-point, \(db.changesCount) re-pointed; the batch was rolled back")
