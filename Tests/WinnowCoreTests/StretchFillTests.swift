@@ -122,6 +122,18 @@ final class StretchFillTests: XCTestCase {
         }
     }
 
+    /// A read of the finding before a transaction is cut to what fits in half the limit at the
+    /// last read's cost per row, with the margin; as asked where it fits or no cost is known.
+    func testAReadBeforeATransactionFitsInHalfTheLimit() {
+        let fill = StretchFill(maxTransactionMilliseconds: 1000)
+        // 0.5 s at 1.25 µs a row with the margin: 400,000 rows.
+        XCTAssertEqual(fill.findPiece(1_000_000, secondsPerRow: 0.000_001), 400_000)
+        XCTAssertEqual(fill.findPiece(300_000, secondsPerRow: 0.000_001), 300_000)
+        XCTAssertEqual(fill.findPiece(1_000_000, secondsPerRow: nil), 1_000_000, "no read yet")
+        XCTAssertEqual(fill.findPiece(1_000, secondsPerRow: 10), 1, "at least one row")
+        XCTAssertEqual(StretchFill(maxTransactionMilliseconds: 50).findPiece(1_000_000, secondsPerRow: 0.000_001), 20_000)
+    }
+
     /// `extend` takes contiguous pieces after the bounds while they fit, then the rest only
     /// where it is all that is left and fits within the limit, and says where it ended.
     func testExtendTakesPiecesThenTheRestOnlyWhereItFits() throws {

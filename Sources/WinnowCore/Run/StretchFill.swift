@@ -84,6 +84,17 @@ public struct StretchFill {
         return fits >= max(1, Double(units) * Self.leastPiece) ? Int(min(fits, Double(Int.max / 2))) : nil
     }
 
+    /// The rows of one read of the finding before a transaction: `rows`, cut to what fits in
+    /// ``findShare`` of the limit at `secondsPerRow` (the last read's cost per row) with
+    /// ``margin``, at least one; `rows` where no cost is known yet. In a rollback journal a
+    /// read holds back every other connection's commit until it ends, so no read is to last
+    /// longer than the finding may in all.
+    public func findPiece(_ rows: Int, secondsPerRow: Double?) -> Int {
+        guard let secondsPerRow, secondsPerRow > 0, limit > 0 else { return rows }
+        let fits = limit * Self.findShare / (secondsPerRow * Self.margin)
+        return max(1, min(rows, Int(min(fits, Double(Int.max / 2)))))
+    }
+
     /// Takes pieces after a transaction's `bounds` while ``more(units:elapsed:)`` allows, then
     /// the rest of the work where it is all that is left and fits (``rest(units:elapsed:)``):
     /// `nextBound` gives the end of the next `size` units after a position (nil: none left),
