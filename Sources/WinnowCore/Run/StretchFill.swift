@@ -41,8 +41,7 @@ public struct StretchFill {
     /// The rows the transaction may take next, having taken `units` rows in `elapsed` seconds
     /// (from before it began); nil when it should commit now.
     public func more(units: Int, elapsed: TimeInterval) -> Int? {
-        guard let fits = fits(units: units, elapsed: elapsed, within: Self.share) else { return nil }
-        return fits >= max(1, Double(units) * Self.leastPiece) ? Int(min(fits, Double(Int.max / 2))) : nil
+        piece(fits(units: units, elapsed: elapsed, within: Self.share), after: units)
     }
 
     /// The share of the limit the rest of the work may take with a transaction, where it is
@@ -54,15 +53,33 @@ public struct StretchFill {
     /// again (merge-500 at 1,600,000 customers: 26,925 orders left after ten filled stretches).
     public func rest(units: Int, elapsed: TimeInterval) -> Int? {
         guard let fits = fits(units: units, elapsed: elapsed, within: Self.restShare), fits >= 1 else { return nil }
-        return Int(min(fits, Double(Int.max / 2)))
+        return Self.whole(fits)
     }
 
-    private func fits(units: Int, elapsed: TimeInterval, within share: Double) -> Double? {
+    /// The rows that fit in `share` of the limit after `elapsed` seconds (and, where `commits`,
+    /// the longest commit seen), at the cost per row of `units` rows in `elapsed`, with
+    /// ``margin`` on both; nil before a commit was seen or where no room is left.
+    private func fits(units: Int, elapsed: TimeInterval, within share: Double, commits: Bool = true) -> Double? {
         guard fills, let commitCost, units > 0, elapsed > 0 else { return nil }
-        let room = limit * share - elapsed - commitCost * Self.margin
+        let room = limit * share - elapsed - (commits ? commitCost * Self.margin : 0)
         guard room > 0 else { return nil }
-        return room / (elapsed / Double(units) * Self.margin)
+        return rows(in: room, secondsPerRow: elapsed / Double(units))
     }
+
+    /// The rows that take `room` seconds at `secondsPerRow` with ``margin``.
+    private func rows(in room: TimeInterval, secondsPerRow: Double) -> Double {
+        room / (secondsPerRow * Self.margin)
+    }
+
+    /// `fits` as a next piece after `units` rows: nil where it is none or less than
+    /// ``leastPiece`` of them.
+    private func piece(_ fits: Double?, after units: Int) -> Int? {
+        guard let fits, fits >= max(1, Double(units) * Self.leastPiece) else { return nil }
+        return Self.whole(fits)
+    }
+
+    /// A count of rows, kept far below `Int.max`.
+    private static func whole(_ fits: Double) -> Int { Int(min(fits, Double(Int.max / 2))) }
 
     /// The share of the limit that finding a transaction's work before it begins may take
     /// (``findMore(units:elapsed:)``).
@@ -77,11 +94,8 @@ public struct StretchFill {
     /// transaction does not take stays found for the next, and what it takes past them it must
     /// find inside, holding its lock.
     public func findMore(units: Int, elapsed: TimeInterval) -> Int? {
-        guard fills, units > 0, elapsed > 0 else { return nil }
-        let room = limit * Self.findShare - elapsed
-        guard room > 0 else { return nil }
-        let fits = room / (elapsed / Double(units) * Self.margin)
-        return fits >= max(1, Double(units) * Self.leastPiece) ? Int(min(fits, Double(Int.max / 2))) : nil
+        // (Outside the transaction: no commit to keep room for.)
+        piece(fits(units: units, elapsed: elapsed, within: Self.findShare, commits: false), after: units)
     }
 
     /// The rows of one read of the finding before a transaction: `rows`, cut to what fits in
@@ -91,8 +105,7 @@ public struct StretchFill {
     /// longer than the finding may in all.
     public func findPiece(_ rows: Int, secondsPerRow: Double?) -> Int {
         guard let secondsPerRow, secondsPerRow > 0, limit > 0 else { return rows }
-        let fits = limit * Self.findShare / (secondsPerRow * Self.margin)
-        return max(1, min(rows, Int(min(fits, Double(Int.max / 2)))))
+        return max(1, min(rows, Self.whole(self.rows(in: limit * Self.findShare, secondsPerRow: secondsPerRow))))
     }
 
     /// Takes pieces after a transaction's `bounds` while ``more(units:elapsed:)`` allows, then
