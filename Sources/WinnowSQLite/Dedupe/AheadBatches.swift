@@ -140,22 +140,15 @@ struct AheadBatches: BatchSource {
     /// Re-points the children of the path's rows in `(after, upTo]` whose loser's winner is
     /// settled: their moves found before the transaction as far as those go, found here past
     /// them (into the record of the moves ahead, ``BatchStatements/findAhead``), applied from
-    /// that record (``BatchStatements/applyAhead``; where the rule archives, from a copy in
-    /// `winnow_moves` that the journal reads); journals them into `work`'s batch, then maps the
-    /// rest of those rows.
+    /// that record (``BatchStatements/applyAhead``, which the journal reads too); journals them
+    /// into `work`'s batch, then maps the rest of those rows.
     private func repoint(after: Int64, upTo: Int64, into work: inout BatchWork) throws {
         let found = max(foundUpTo ?? after, after)
         if upTo > found { try db.cachedStatement(sql: find).execute(arguments: [found, upTo]) }
         var piece = BatchWork(number: work.number)
-        if executor.rule.rule.archive {
-            try db.cachedStatement(sql: sql.clearMoves).execute()
-            try db.cachedStatement(sql: sql.takeAhead).execute(arguments: [path, after, upTo])
-            piece.moved = [(path: path, count: db.changesCount)]
-        } else {
-            let count = try Int.fetchOne(db.cachedStatement(sql: sql.countAhead), arguments: [path, after, upTo]) ?? 0
-            piece.moved = [(path: path, count: count)]
-            piece.movedAhead = (after, upTo)
-        }
+        let count = try Int.fetchOne(db.cachedStatement(sql: sql.countAhead), arguments: [path, after, upTo]) ?? 0
+        piece.moved = [(path: path, count: count)]
+        piece.movedAhead = (after, upTo)
         if piece.counts.repointed > 0 {
             try executor.writer.apply(piece, rule: executor.rule, sql: sql, db: db)
             work.absorb(piece)

@@ -223,19 +223,17 @@ struct BatchStatements {
     /// Per path re-pointed ahead: its child rows in `(?1, ?2]` that point at a loser whose winner
     /// is settled (`winnow_mapped.winner`), as moves to that winner, into the record of the
     /// moves ahead (`winnow_ahead`, which ``moveBack`` reads): found before the write
-    /// transaction that applies them (``takeAhead``) or, past those, inside it.
+    /// transaction that applies them (``applyAhead``) or, past those, inside it.
     let findAhead: [String?]
-    /// The moves of ``findAhead`` of path `?1`'s child rows in `(?2, ?3]`, into `winnow_moves`.
-    let takeAhead = """
-        INSERT INTO temp.winnow_moves (path, child, winner, loser)
-        SELECT path, child, winner, loser FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3
-        """
     /// Per path re-pointed ahead: re-points its child rows whose moves ``findAhead`` recorded
-    /// for child rows in `(?1, ?2]`, straight from the record (where the rule does not archive:
-    /// the journal reads the moves from `winnow_moves`, ``takeAhead``). Copying them into
-    /// `winnow_moves` first took a tenth of each stretch of children (merge-500 at 1,600,000
-    /// customers: 82 ms of 837).
+    /// for child rows in `(?1, ?2]`, straight from the record. Copying them into `winnow_moves`
+    /// first took a tenth of each stretch of children (merge-500 at 1,600,000 customers: 82 ms
+    /// of 837).
     let applyAhead: [String?]
+    /// Per path re-pointed ahead: the rowids of its child rows in `(?, ?]` that the record of the
+    /// moves ahead holds, which ``applyAhead`` re-points (the journal's selection; its
+    /// parameters are not numbered, as the journal's statement has parameters before them).
+    let aheadChildren: [String?]
     /// How many moves of path `?1`'s child rows in `(?2, ?3]` the record of the moves ahead holds.
     let countAhead = "SELECT count(*) FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3"
     /// Forgets the moves of path `?1` found past `?2` and never applied (its stretches ended).
@@ -388,7 +386,7 @@ struct BatchStatements {
             SELECT rid FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2 UNION SELECT winner FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2
             """
         var aheadPaths: [Int] = [], nextAhead: [String?] = [], findAhead: [String?] = [], mapAhead: [String?] = []
-        var applyAhead: [String?] = []
+        var applyAhead: [String?] = [], aheadChildren: [String?] = []
         var moveBack: [String?] = []
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
@@ -465,6 +463,7 @@ struct BatchStatements {
                     WHERE mv.path = \(index) AND mv.child > ?1 AND mv.child <= ?2
                     AND mv.child = \(child).\(path.childRowID) AND \(child).\(path.childColumns[0].sqlIdentifier) = mv.loser
                     """ : nil)
+            aheadChildren.append(ahead ? "SELECT child FROM temp.winnow_ahead WHERE path = \(index) AND child > ? AND child <= ?" : nil)
             mapAhead.append(
                 ahead ? mapRefs("SELECT rid FROM temp.winnow_mapped", filter: "\(childRowID) > ?1 AND \(childRowID) <= ?2") : nil)
             moveBack.append(
@@ -620,6 +619,7 @@ struct BatchStatements {
         self.nextAhead = nextAhead
         self.findAhead = findAhead
         self.applyAhead = applyAhead
+        self.aheadChildren = aheadChildren
         self.mapAhead = mapAhead
         self.moveBack = moveBack
         self.groupChildren = groupChildren

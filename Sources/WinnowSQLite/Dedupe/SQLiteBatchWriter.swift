@@ -144,8 +144,16 @@ final class SQLiteBatchWriter: BatchWriter {
         for (index, count) in work.moved where count > 0 {
             let path = rule.references[index]
             if let range = work.movedAhead {
-                guard !archive, let applyAhead = sql.applyAhead[index] else {
-                    throw WinnowError.internal("\(path.label): moves ahead applied without their journal")
+                guard let applyAhead = sql.applyAhead[index], let aheadChildren = sql.aheadChildren[index] else {
+                    throw WinnowError.internal("\(path.label): moves ahead on a path not re-pointed ahead")
+                }
+                if archive {
+                    // (A path re-pointed ahead has no unique key, so the key that identifies a
+                    // child row in the journal is not among the columns the move changes.)
+                    try journal(
+                        db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable,
+                        rowID: sql.childNumbers[index].journalKey, columns: path.childStoredColumns,
+                        whereSQL: sql.childNumbers[index].among(aheadChildren), arguments: [range.after, range.upTo])
                 }
                 try db.cachedStatement(sql: applyAhead).execute(arguments: [range.after, range.upTo])
             } else {
