@@ -582,6 +582,70 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try takenRows(path), 0)
     }
 
+    /// The merge decisions are read in pieces of whole groups, each its own transaction (the
+    /// first of ``DedupeExecutor/aheadStart`` losers): every group decided once, and the end is
+    /// the one batches by group give.
+    func testMergesAreDecidedInPiecesOfWholeGroups() throws {
+        let path = try makeStore("store.sqlite")
+        let reference = try byGroup(path)
+        var pieces: [(winners: Int, losers: Int)] = []
+        var seen = Set<Int64>()
+        DedupeExecutor.afterDecidingMerges = { db in
+            XCTAssertFalse(db.isInsideTransaction, "each piece commits")
+            let decided = try Int64.fetchAll(db, sql: "SELECT winner FROM temp.winnow_decided").filter { !seen.contains($0) }
+            seen.formUnion(decided)
+            let losers = try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM temp.winnow_takeable WHERE winner IN (\(decided.map(String.init).joined(separator: ",")))")
+            pieces.append((decided.count, losers ?? 0))
+        }
+        defer { DedupeExecutor.afterDecidingMerges = nil }
+        let summary = try withAheadStart(100) {
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path)
+        }
+        XCTAssertGreaterThan(pieces.count, 1, "the decisions took more than one read")
+        // (A piece ends after the 100th loser's whole group: at most a group's losers past it.)
+        XCTAssertGreaterThanOrEqual(pieces[0].losers, 100)
+        XCTAssertLessThan(pieces[0].losers, 110)
+        XCTAssertEqual(pieces.reduce(0) { $0 + $1.winners }, summary.counts.updated, "each merged winner decided once")
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+    }
+
+    /// Another connection changes a loser of a group decided in the first piece of the merge
+    /// decisions before the next piece is read: no stretch of merges applies a decision, and
+    /// the batches settle every group as the rows are then, so the group's merged value counts
+    /// the loser's new value (as batches by group give on the store with the same change).
+    func testACommitBetweenTwoPiecesOfTheMergeDecisionsLeavesTheMergesToTheBatches() throws {
+        let path = try makeStore("store.sqlite")
+        let original = try ScenarioKit.userState(path)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        let changed = dir.appendingPathComponent("changed.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: changed)
+        var change: String?
+        DedupeExecutor.afterDecidingMerges = { db in
+            guard change == nil else { return }
+            let loser = try XCTUnwrap(Int64.fetchOne(db, sql: "SELECT rid FROM temp.winnow_takeable ORDER BY winner, rn LIMIT 1"))
+            change = "UPDATE customers SET visits = visits + 1000 WHERE id = \(loser)"
+            try other.write { db in try db.execute(sql: change!) }
+        }
+        defer { DedupeExecutor.afterDecidingMerges = nil }
+        var batches: [Counts] = []
+        let summary = try withAheadStart(100) {
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
+                if case .batch(let report) = event { batches.append(report.counts) }
+            }
+        }
+        try ScenarioKit.execute(changed, try XCTUnwrap(change))
+        let reference = try byGroup(changed)
+        XCTAssertGreaterThan(summary.counts.updated, 20)
+        XCTAssertTrue(batches.allSatisfy { $0.updated <= 20 }, "batches of 20 groups merged, no stretch")
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        try ScenarioKit.execute(path, try XCTUnwrap(change).replacingOccurrences(of: "+ 1000", with: "- 1000"))
+        XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
     /// Another connection commits after the first stretch of the losers left by the merges: the
     /// batches delete the rest, as they are then, each loser once, and the end is the one
     /// batches by group give (the other connection's row aside).

@@ -132,10 +132,10 @@ struct BatchStatements {
     let fillTaken: [String]
     let dropTaken = "DROP TABLE IF EXISTS temp.winnow_taken"
     let hasTaken = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
-    /// Every loser of the queue with its own merge columns and its winner's, in winner order,
-    /// the losers of a group in their order: one merge decision for the whole rule
-    /// (``DedupeExecutor/readMerges(_:into:skipsTaken:wholeQueue:)``). Read from the queue's
-    /// copy by winner (``createTakeable``), so that nothing is sorted.
+    /// Every loser of the queue whose winner is in `(?1, ?2]` with its own merge columns and its
+    /// winner's, in winner order, the losers of a group in their order: the merge decisions of
+    /// the rule, read in pieces of whole groups (``DedupeExecutor/decideMerges(_:skipsTaken:)``).
+    /// Read from the queue's copy by winner (``createTakeable``), so that nothing is sorted.
     let queueMergeRows: String
     /// ``queueMergeRows`` without the losers a merge already took (see ``mergeRowsUntaken``).
     let queueMergeRowsUntaken: String
@@ -145,6 +145,9 @@ struct BatchStatements {
     let keepDecided = "INSERT INTO temp.winnow_decided SELECT * FROM temp.winnow_merged"
     let nextDecided = "SELECT max(winner) FROM (SELECT winner FROM temp.winnow_decided WHERE winner > ? ORDER BY winner LIMIT ?)"
     let stageDecided = "INSERT INTO temp.winnow_merged SELECT * FROM temp.winnow_decided WHERE winner > ? AND winner <= ?"
+    /// The last winner of the next `?2` losers of the queue's copy by winner after winner `?1`:
+    /// the end of a piece of the merge decisions (``queueMergeRows``), its groups whole.
+    let nextTakeable = "SELECT max(winner) FROM (SELECT winner FROM temp.winnow_takeable WHERE winner > ? ORDER BY winner LIMIT ?)"
     /// The queue by winner, each group's losers in their order (samples of batches filed by
     /// position find a group's other losers through it).
     let indexQueueWinner = "CREATE INDEX IF NOT EXISTS temp.winnow_queue_winner ON winnow_queue (winner, rn, rid)"
@@ -347,11 +350,12 @@ struct BatchStatements {
         func queueRows(_ filter: String) -> String {
             """
             SELECT q.winner, \(winnerSelected), \(carried.map { "q.\($0)" }.joined(separator: ", ")) FROM temp.winnow_takeable AS q
-            \(numbers.join("v", numbered: "q.winner"))\(filter) ORDER BY q.winner, q.rn
+            \(numbers.join("v", numbered: "q.winner"))
+            WHERE q.winner > ?1 AND q.winner <= ?2\(filter) ORDER BY q.winner, q.rn
             """
         }
         queueMergeRows = queueRows("")
-        queueMergeRowsUntaken = queueRows("\nWHERE \(untaken("q.rid"))")
+        queueMergeRowsUntaken = queueRows(" AND \(untaken("q.rid"))")
         forgetTaken = "DELETE FROM main.winnow_merged_losers WHERE tbl = \(tableLiteral)"
         takenForOtherTables = "SELECT EXISTS (SELECT 1 FROM main.winnow_merged_losers WHERE tbl <> \(tableLiteral))"
         // Appended (the record has no key, ``SQLiteDialect/mergedLosersTable``); `OR REPLACE`

@@ -153,9 +153,13 @@ extension DedupeExecutor {
 
     /// Resolves every group's merge (``MergeResolver``) into `temp.winnow_merged`.
     /// `skipsTaken`: leaving out the losers a merge already took (``BatchStatements/mergeRowsUntaken``).
-    /// `wholeQueue`: the groups of the whole queue, read through its index by winner
-    /// (``BatchStatements/queueMergeRows``), instead of those of `temp.winnow_batch`.
-    func readMerges(_ sql: BatchStatements, into work: inout BatchWork, skipsTaken: Bool = false, wholeQueue: Bool = false) throws {
+    /// `winners`: the groups of the queue whose winner is in `(after, upTo]`, read from its copy
+    /// by winner (``BatchStatements/queueMergeRows``), instead of those of `temp.winnow_batch`.
+    /// The column sets already in `work` are kept, so that it can gather several reads.
+    func readMerges(
+        _ sql: BatchStatements, into work: inout BatchWork, skipsTaken: Bool = false, winners: (after: Int64, upTo: Int64)? = nil
+    ) throws {
+        let wholeQueue = winners != nil
         // Closures, not key paths: a key path into a tuple is built at run time on every call.
         let strategies = rule.mergeColumns.map { $0.strategy }
         let orders = rule.mergeOrders
@@ -166,6 +170,7 @@ extension DedupeExecutor {
         }
         let insert = RawStatement(try db.cachedStatement(sql: sql.insertMerged))
         var sets: [[Int]: SQLValue] = [:]
+        for columns in work.mergeColumnSets { sets[columns] = SQLValue(BatchStatements.mergeSet(columns)) }
         var current: Int64?
         // The group's rows one after another, one value per merge column each.
         var rows: [SQLValue] = []
@@ -197,7 +202,9 @@ extension DedupeExecutor {
             wholeQueue
             ? (skipsTaken ? sql.queueMergeRowsUntaken : sql.queueMergeRows) : (skipsTaken ? sql.mergeRowsUntaken : sql.mergeRows)
         let own: CInt = wholeQueue ? count + 1 : 1
-        try RawStatement(db.cachedStatement(sql: statement)).forEachRow { row in
+        let read = try db.cachedStatement(sql: statement)
+        if let winners { read.setUncheckedArguments([winners.after, winners.upTo]) }
+        try RawStatement(read).forEachRow { row in
             let winner = sqlite3_column_int64(row, 0)
             if winner != current {
                 try flush()
