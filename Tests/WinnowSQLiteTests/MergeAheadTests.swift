@@ -611,9 +611,10 @@ final class MergeAheadTests: XCTestCase {
     }
 
     /// Another connection changes a loser of a group decided in the first piece of the merge
-    /// decisions before the next piece is read: no stretch of merges applies a decision, and
-    /// the batches settle every group as the rows are then, so the group's merged value counts
-    /// the loser's new value (as batches by group give on the store with the same change).
+    /// decisions before the next piece is read: the pieces stop there, no stretch of merges
+    /// applies a decision, and the batches settle every group as the rows are then, so the
+    /// group's merged value counts the loser's new value (as batches by group give on the store
+    /// with the same change).
     func testACommitBetweenTwoPiecesOfTheMergeDecisionsLeavesTheMergesToTheBatches() throws {
         let path = try makeStore("store.sqlite")
         let original = try ScenarioKit.userState(path)
@@ -622,7 +623,9 @@ final class MergeAheadTests: XCTestCase {
         let changed = dir.appendingPathComponent("changed.sqlite").path
         try FileManager.default.copyItem(atPath: path, toPath: changed)
         var change: String?
+        var pieces = 0
         DedupeExecutor.afterDecidingMerges = { db in
+            pieces += 1
             guard change == nil else { return }
             let loser = try XCTUnwrap(Int64.fetchOne(db, sql: "SELECT rid FROM temp.winnow_takeable ORDER BY winner, rn LIMIT 1"))
             change = "UPDATE customers SET visits = visits + 1000 WHERE id = \(loser)"
@@ -637,6 +640,7 @@ final class MergeAheadTests: XCTestCase {
         }
         try ScenarioKit.execute(changed, try XCTUnwrap(change))
         let reference = try byGroup(changed)
+        XCTAssertEqual(pieces, 1, "no piece was read after the commit")
         XCTAssertGreaterThan(summary.counts.updated, 20)
         XCTAssertTrue(batches.allSatisfy { $0.updated <= 20 }, "batches of 20 groups merged, no stretch")
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))

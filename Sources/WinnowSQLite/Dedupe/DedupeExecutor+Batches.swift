@@ -209,7 +209,11 @@ extension DedupeExecutor {
         totals: inout Counts, samples: inout [GroupSample]
     ) throws -> (counts: Counts, done: Int) {
         guard let foundAt = state.foundAt, try unchanged(since: foundAt) else { return (Counts(), 0) }
-        let decided = try decideMerges(sql, skipsTaken: state.skipsTaken)
+        guard let decided = try decideMerges(sql, skipsTaken: state.skipsTaken, foundAt: foundAt) else {
+            try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
+            try db.execute(sql: sql.dropTakeable)
+            return (Counts(), 0)
+        }
         var stretches = MergeAheadBatches(
             executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets, state: state,
             checksReferences: checksReferences)
@@ -241,10 +245,11 @@ extension DedupeExecutor {
     /// each read within half of `max_transaction_ms` at the cost per loser of the read before it
     /// (``StretchFill/findPiece(_:secondsPerRow:)``), the first of ``aheadStart`` losers. In a
     /// rollback journal a read holds back every other connection's commit: at merge-500's
-    /// 1,600,000 customers the decisions were one read of 2.5 s under a 1 s limit. Another
-    /// connection may commit between two pieces; the stretches then apply none of them, as
-    /// after any commit since the losers were found.
-    func decideMerges(_ sql: BatchStatements, skipsTaken: Bool) throws -> BatchWork {
+    /// 1,600,000 customers the decisions were one read of 2.5 s under a 1 s limit. Each piece
+    /// first reads `PRAGMA data_version` in its own transaction: after another connection's
+    /// commit since the losers were found (`foundAt`) no stretch would apply a decision, and
+    /// the pieces stop there (nil) for the batches, which decide their groups as the rows are.
+    func decideMerges(_ sql: BatchStatements, skipsTaken: Bool, foundAt: Int64) throws -> BatchWork? {
         try db.inTransaction(.deferred) {
             try db.execute(sql: sql.createTakeable)
             try db.execute(sql: sql.createDecided)
@@ -257,11 +262,15 @@ extension DedupeExecutor {
             let started = Date()
             // (A transaction of its own: one read of the rows, and no commit of the temporary
             // database after each decision.)
+            var changed = false
             try db.inTransaction(.deferred) {
+                changed = try !unchanged(since: foundAt)
+                guard !changed else { return .commit }
                 try readMerges(sql, into: &decided, skipsTaken: skipsTaken, winners: (after, upTo))
                 try db.execute(sql: sql.keepDecided)
                 return .commit
             }
+            guard !changed else { return nil }
             secondsPerLoser = Date().timeIntervalSince(started) / Double(losers)
             try Self.afterDecidingMerges?(db)
             after = upTo
