@@ -134,7 +134,7 @@ struct BatchStatements {
     let hasTaken = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
     /// Every loser of the queue whose winner is in `(?1, ?2]` with its own merge columns and its
     /// winner's, in winner order, the losers of a group in their order: the merge decisions of
-    /// the rule, read in pieces of whole groups (``DedupeExecutor/decideMerges(_:skipsTaken:)``).
+    /// the rule, read in pieces of whole groups (``DedupeExecutor/decideMerges(_:skipsTaken:foundAt:)``).
     /// Read from the queue's copy by winner (``createTakeable``), so that nothing is sorted.
     let queueMergeRows: String
     /// ``queueMergeRows`` without the losers a merge already took (see ``mergeRowsUntaken``).
@@ -164,7 +164,9 @@ struct BatchStatements {
     /// look-up at a random place of the table, a read from the file for most of them where the
     /// table is larger than the page cache.
     let createTakeable: String
-    let dropTakeable = "DROP TABLE IF EXISTS temp.winnow_takeable"
+    /// Drops the queue's copy by winner and the merge decisions, once the stretches of merges
+    /// are over (or the decisions stopped at another connection's commit).
+    let dropDecisions = "DROP TABLE IF EXISTS temp.winnow_decided; DROP TABLE IF EXISTS temp.winnow_takeable"
     /// ``rankTiedQueue`` for every group of the queue with any tied row (a merge follows the
     /// order of the losers too), and the queue's losers numbered by it.
     let rankEveryTiedQueue: String
@@ -185,6 +187,9 @@ struct BatchStatements {
     let winnerKeys: [String]
     /// Per reference path: re-points the path's rows of `winnow_moves` by child rowid.
     let applyMoves: [String]
+    /// Per reference path: the numbers of its child rows that `winnow_moves` holds, which
+    /// ``applyMoves`` re-points (the journal's selection).
+    let movedChildren: [String]
     /// Per reference path: child rows that still point at a loser of the batch (must be none
     /// before the losers go, when the batch runs with foreign-key enforcement off).
     let danglingChildren: [String]
@@ -382,7 +387,7 @@ struct BatchStatements {
         insertMerged = "INSERT INTO temp.winnow_merged VALUES (?, ?\(String(repeating: ", ?", count: values.count)))"
         mergedSelection = numbers.among("SELECT winner FROM temp.winnow_merged")
         var fillMoves: [String] = [], groupChildren: [String] = [], winnerKeys: [String] = []
-        var applyMoves: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
+        var applyMoves: [String] = [], movedChildren: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
         var deleteChild: [String] = [], repointChild: [String] = []
         var forgetBatchChildren: [String?] = [], mapBatchChildren: [String?] = []
         var movedKey: [String] = [], repointedKey: [(sql: String, values: [Int])] = []
@@ -561,6 +566,7 @@ struct BatchStatements {
                 movedKey.append(childNumbers.journalKey)
                 repointedKey.append((childNumbers.journalKey, []))
             }
+            movedChildren.append("SELECT child FROM temp.winnow_moves WHERE path = \(index)")
             // (Moves that name their loser (through the map, or re-pointed ahead, where the
             // reference holds the loser's rowid) are applied from the moves, by child rowid:
             // through a correlated subquery per child row, re-pointing the orders of merge-500
@@ -574,7 +580,7 @@ struct BatchStatements {
                     : """
                     UPDATE \(childTable) SET (\(targets)) = (
                         \(winnerValues) WHERE mv.path = \(index) AND mv.child = \(childNumbers.number(of: childTable)))
-                    WHERE \(childNumbers.among("SELECT child FROM temp.winnow_moves WHERE path = \(index)"))
+                    WHERE \(childNumbers.among(movedChildren[index]))
                     """)
             forgetBatchChildren.append(
                 path.indexed ? nil : "DELETE FROM temp.winnow_refs WHERE path = \(index) AND rid IN (\(batchMembers))")
@@ -623,6 +629,7 @@ struct BatchStatements {
         self.nextAhead = nextAhead
         self.findAhead = findAhead
         self.applyAhead = applyAhead
+        self.movedChildren = movedChildren
         self.aheadChildren = aheadChildren
         self.mapAhead = mapAhead
         self.moveBack = moveBack

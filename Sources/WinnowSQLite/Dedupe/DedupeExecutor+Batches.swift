@@ -209,11 +209,7 @@ extension DedupeExecutor {
         totals: inout Counts, samples: inout [GroupSample]
     ) throws -> (counts: Counts, done: Int) {
         guard let foundAt = state.foundAt, try unchanged(since: foundAt) else { return (Counts(), 0) }
-        guard let decided = try decideMerges(sql, skipsTaken: state.skipsTaken, foundAt: foundAt) else {
-            try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
-            try db.execute(sql: sql.dropTakeable)
-            return (Counts(), 0)
-        }
+        guard let decided = try decideMerges(sql, skipsTaken: state.skipsTaken, foundAt: foundAt) else { return (Counts(), 0) }
         var stretches = MergeAheadBatches(
             executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets, state: state,
             checksReferences: checksReferences)
@@ -227,8 +223,7 @@ extension DedupeExecutor {
         state = stretches.state
         if result.counts.batches > 0 { state.skipsTaken = true }
         state.mergedAhead = result.finished
-        try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_decided")
-        try db.execute(sql: sql.dropTakeable)
+        try db.execute(sql: sql.dropDecisions)
         guard result.finished else { return (result.counts, result.done) }
         var left = DeleteAheadBatches(executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: checksReferences)
         var sweep = loop(total: losers)
@@ -248,7 +243,8 @@ extension DedupeExecutor {
     /// 1,600,000 customers the decisions were one read of 2.5 s under a 1 s limit. Each piece
     /// first reads `PRAGMA data_version` in its own transaction: after another connection's
     /// commit since the losers were found (`foundAt`) no stretch would apply a decision, and
-    /// the pieces stop there (nil) for the batches, which decide their groups as the rows are.
+    /// the pieces stop there (nil, the tables dropped) for the batches, which decide their
+    /// groups as the rows are.
     func decideMerges(_ sql: BatchStatements, skipsTaken: Bool, foundAt: Int64) throws -> BatchWork? {
         try db.inTransaction(.deferred) {
             try db.execute(sql: sql.createTakeable)
@@ -270,16 +266,20 @@ extension DedupeExecutor {
                 try db.execute(sql: sql.keepDecided)
                 return .commit
             }
-            guard !changed else { return nil }
+            guard !changed else {
+                try db.execute(sql: sql.dropDecisions)
+                return nil
+            }
             secondsPerLoser = Date().timeIntervalSince(started) / Double(losers)
             try Self.afterDecidingMerges?(db)
             after = upTo
+            // (As many as fit: `findPiece` cuts them to half the limit at the cost just measured.)
             losers = fill.findPiece(Int(Int32.max), secondsPerRow: secondsPerLoser)
         }
         return decided
     }
 
-    /// Called after each piece of the merge decisions (``decideMerges(_:skipsTaken:)``), with
+    /// Called after each piece of the merge decisions (``decideMerges(_:skipsTaken:foundAt:)``), with
     /// the connection, outside any transaction: tests commit from another connection there.
     nonisolated(unsafe) static var afterDecidingMerges: ((Database) throws -> Void)?
 

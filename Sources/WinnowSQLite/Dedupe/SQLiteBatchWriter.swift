@@ -143,29 +143,26 @@ final class SQLiteBatchWriter: BatchWriter {
         }
         for (index, count) in work.moved where count > 0 {
             let path = rule.references[index]
+            // The moves: a stretch of children's in the record of the moves ahead, a batch's in
+            // `winnow_moves`.
+            let moves: (children: String, key: String, apply: String, arguments: StatementArguments)
             if let range = work.movedAhead {
-                guard let applyAhead = sql.applyAhead[index], let aheadChildren = sql.aheadChildren[index] else {
+                guard let apply = sql.applyAhead[index], let children = sql.aheadChildren[index] else {
                     throw WinnowError.internal("\(path.label): moves ahead on a path not re-pointed ahead")
                 }
-                if archive {
-                    // (A path re-pointed ahead has no unique key, so the key that identifies a
-                    // child row in the journal is not among the columns the move changes.)
-                    try journal(
-                        db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable,
-                        rowID: sql.childNumbers[index].journalKey, columns: path.childStoredColumns,
-                        whereSQL: sql.childNumbers[index].among(aheadChildren), arguments: [range.after, range.upTo])
-                }
-                try db.cachedStatement(sql: applyAhead).execute(arguments: [range.after, range.upTo])
+                // (A path re-pointed ahead has no unique key, so the key that identifies a child
+                // row in the journal is not among the columns the move changes.)
+                moves = (children, sql.childNumbers[index].journalKey, apply, [range.after, range.upTo])
             } else {
-                if archive {
-                    try journal(
-                        db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable,
-                        rowID: sql.movedKey[index], columns: path.childStoredColumns,
-                        whereSQL: sql.childNumbers[index].among("SELECT child FROM temp.winnow_moves WHERE path = \(index)"),
-                        arguments: [])
-                }
-                try db.cachedStatement(sql: sql.applyMoves[index]).execute()
+                moves = (sql.movedChildren[index], sql.movedKey[index], sql.applyMoves[index], [])
             }
+            if archive {
+                try journal(
+                    db, op: "update", rule: rule.rule.index, batch: work.number, table: path.childTable, rowID: moves.key,
+                    columns: path.childStoredColumns, whereSQL: sql.childNumbers[index].among(moves.children),
+                    arguments: moves.arguments)
+            }
+            try db.cachedStatement(sql: moves.apply).execute(arguments: moves.arguments)
             guard db.changesCount == count else {
                 throw WinnowError.internal(
                     "\(path.label): \(count) row(s) to re-point, \(db.changesCount) re-pointed; the batch was rolled back")
