@@ -17,6 +17,7 @@ final class DiscoveryCopyTests: XCTestCase {
 
     override func tearDownWithError() throws {
         DedupeExecutor.copiesDiscoveryAlways = false
+        DedupeExecutor.copiesSortedRuns = true
         if let dir { try? FileManager.default.removeItem(at: dir) }
     }
 
@@ -87,15 +88,27 @@ final class DiscoveryCopyTests: XCTestCase {
             ("most-complete", "key: [name, created]\n    winner: most_complete"),
             ("nulls-equal", "key: [note]\n    nulls: equal\n    winner: {latest: score}"),
         ]
+        // Which rules copy sorted runs where they may (every group and winner term under
+        // BINARY), and the number of runs merged.
+        var merged: [Int] = []
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
+        defer { DedupeExecutor.mergingSortedRuns = nil }
         for (name, rule) in jobs {
             let job = "version: 1\ndedupe:\n  - entity: people\n    \(rule)\n    archive: true\n"
             let direct = try outcome(Self.peopleSetup, job, table: "people", copied: false, name: name)
-            let copy = try outcome(Self.peopleSetup, job, table: "people", copied: true, name: name)
-            XCTAssertEqual(direct.pieces, 0, "\(name): a small table is read in one statement")
-            XCTAssertGreaterThan(copy.pieces, 0, "\(name): the copy was made in pieces")
-            XCTAssertGreaterThan(direct.deleted, 100, name)
-            XCTAssertEqual(copy.deleted, direct.deleted, name)
-            assertSameRows(copy.rows, direct.rows, name)
+            for runs in [true, false] {
+                DedupeExecutor.copiesSortedRuns = runs
+                merged = []
+                let copy = try outcome(Self.peopleSetup, job, table: "people", copied: true, name: "\(name)-\(runs)")
+                XCTAssertEqual(direct.pieces, 0, "\(name): a small table is read in one statement")
+                XCTAssertGreaterThan(copy.pieces, 0, "\(name): the copy was made in pieces")
+                XCTAssertGreaterThan(direct.deleted, 100, name)
+                XCTAssertEqual(copy.deleted, direct.deleted, name)
+                assertSameRows(copy.rows, direct.rows, "\(name), sorted runs: \(runs)")
+                let mergeable = runs && ["lowercase-trim", "hash", "nulls-equal"].contains(name)
+                XCTAssertEqual(merged.count, mergeable ? 1 : 0, "\(name), sorted runs: \(runs)")
+                XCTAssertGreaterThan(merged.first ?? 2, 1, "\(name): several runs merged")
+            }
         }
     }
 

@@ -30,9 +30,20 @@ extension DedupeExecutor {
         // else by SQLite's window (``sortedComparisons()``).
         let exact = Self.discoversSorted ? try sortedComparisons() : nil
         // In a rollback journal, a read too long for `max_transaction_ms` is a copy first, which
-        // counts the table's rows as it goes.
-        let copy = pins ? nil : try copyForDiscovery(readPerCopy: discoveryPerCopy(sorted: exact != nil))
-        let rows = try copy?.rows ?? Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
+        // counts the table's rows as it goes: the sorted read's own rows in sorted runs where
+        // their order can be told outside SQLite, else the columns it reads.
+        var runs: SortedRuns?
+        var copy: (table: String, rows: Int)?
+        if !pins {
+            var sorted = SortedCopy.unavailable
+            if let exact, Self.copiesSortedRuns { sorted = try copySortedRuns(sortedRead(exact, pinsTaken: false, from: nil)) }
+            switch sorted {
+            case let .runs(copied): runs = copied
+            case .oneRead: break
+            case .unavailable: copy = try copyForDiscovery(readPerCopy: discoveryPerCopy(sorted: exact != nil))
+            }
+        }
+        let rows = try runs?.rows ?? copy?.rows ?? Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.qualifiedTable)") ?? 0
         try sizeWorkingMemory(rows: rows, sorting: true)
         let source = copy?.table ?? rule.qualifiedTable
         // Before the window, the grouped count keeps the keys that occur once out of it: on a
@@ -56,11 +67,12 @@ extension DedupeExecutor {
         }
         var filed: SortedFiling.Counts?
         if let exact {
-            filed = try discoverSorted(exact, pinsTaken: pins, from: source)
+            filed = try discoverSorted(exact, pinsTaken: pins, from: source, runs: runs)
         } else {
             try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins, from: source))
         }
         if let copy { try db.execute(sql: "DROP TABLE \(copy.table)") }
+        if runs != nil { try db.execute(sql: "DROP TABLE \(SortedRuns.table)") }
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
         try sizeWorkingMemory(rows: rows, sorting: false)
         // The losers, the groups, and the losers tied with the row before them on the winner

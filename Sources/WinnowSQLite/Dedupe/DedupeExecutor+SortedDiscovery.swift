@@ -49,11 +49,11 @@ extension DedupeExecutor {
         }
     }
 
-    /// Fills the queue from one sorted read of every candidate row (``sortedComparisons()`` said
-    /// how ties are told; `pinsTaken` and `source` as for ``discoverySQL(duplicateKeys:pinsTaken:from:)``,
-    /// which alone reads after a grouped count).
-    /// Returns what the queue holds, counted as the losers were filed.
-    func discoverSorted(_ exact: [Bool], pinsTaken: Bool, from source: String?) throws -> SortedFiling.Counts {
+    /// Discovery's sorted read of every candidate row of `source` (the rule's table when nil):
+    /// the row's number, the group values (`winnow_k0`...), the winner terms told by value
+    /// (`winnow_c0`...; ``sortedComparisons()`` says which), sorted by group, then by every
+    /// winner term.
+    func sortedRead(_ exact: [Bool], pinsTaken: Bool, from source: String?) -> SortedRead {
         let read = discoveryRead(duplicateKeys: false, pinsTaken: pinsTaken, from: source)
         let keys = read.partition.count
         // The winner terms told by value (a row ties the one before it when these are equal:
@@ -65,19 +65,49 @@ extension DedupeExecutor {
         columns += compared.enumerated().map { "\($1.compared(alias: nil, dialect: rule.dialect)) AS winnow_c\($0)" }
         // The group expressions by their place among the results: each is computed once a row.
         let order = (0..<keys).map { "\($0 + 2)" } + read.order
-        let select = """
-            SELECT \(columns.joined(separator: ", "))
-            FROM \(read.from)
-            WHERE \(read.filter)
-            ORDER BY \(order.joined(separator: ", "))
-            """
+        let terms = compared.map { term -> (descending: Bool, nullsLast: Bool) in
+            switch term {
+            case let .column(_, descending, nullsLast): return (descending, nullsLast)
+            case .completeness: return (true, false)
+            }
+        }
+        // Runs merged outside SQLite must be in the very order SQLite sorts them: every winner
+        // term told by value, and no pin before them.
+        let mergeable = !pinsTaken && compared.count == rule.winnerTerms.count
+        return SortedRead(
+            columns: columns, from: read.from, filter: read.filter, order: order, keys: keys, compared: compared.count,
+            runOrder: mergeable ? SortedRunOrder(keys: keys, terms: terms) : nil)
+    }
+
+    /// Fills the queue from one sorted read of every candidate row (``sortedComparisons()`` said
+    /// how ties are told; `pinsTaken` and `source` as for ``discoverySQL(duplicateKeys:pinsTaken:from:)``,
+    /// which alone reads after a grouped count), or from the sorted runs copied from the table
+    /// (``copySortedRuns(_:)``), merged.
+    /// Returns what the queue holds, counted as the losers were filed.
+    func discoverSorted(
+        _ exact: [Bool], pinsTaken: Bool, from source: String?, runs: SortedRuns? = nil
+    ) throws
+        -> SortedFiling.Counts
+    {
+        let read = sortedRead(exact, pinsTaken: pinsTaken, from: source)
+        let keys = read.keys
+        let compared = read.compared
+        let select = read.select
         var filing = SortedFiling(db: db, byPosition: filesByPosition, limit: Self.sortedLosersInMemory)
         func numberGroups() throws {
             var groupValues = [SortedValue](repeating: SortedValue(), count: keys)
-            var termValues = [SortedValue](repeating: SortedValue(), count: compared.count)
+            var termValues = [SortedValue](repeating: SortedValue(), count: compared)
             var winner: Int64 = 0
             var number: Int32 = 0
-            try RawStatement(db.makeStatement(sql: select)).forEachRow { row in
+            func rows(_ body: (SQLiteStatement) throws -> Void) throws {
+                if let runs {
+                    Self.mergingSortedRuns?(runs.spans.count)
+                    try runs.forEachRow(db: db, body)
+                } else {
+                    try RawStatement(db.makeStatement(sql: select)).forEachRow(body)
+                }
+            }
+            try rows { row in
                 guard sqlite3_column_type(row, 0) == SQLITE_INTEGER else {
                     throw WinnowError.internal("\(rule.table): discovery read a row without a number")
                 }
@@ -85,7 +115,7 @@ extension DedupeExecutor {
                 var sameGroup = number > 0
                 for index in 0..<keys where !groupValues[index].replace(row, CInt(1 + index)) { sameGroup = false }
                 var tied = true
-                for index in 0..<compared.count where !termValues[index].replace(row, CInt(1 + keys + index)) { tied = false }
+                for index in 0..<compared where !termValues[index].replace(row, CInt(1 + keys + index)) { tied = false }
                 if sameGroup {
                     number += 1
                     try filing.add(SortedFiling.Loser(rid: rid, winner: winner, rn: number, tied: tied))
