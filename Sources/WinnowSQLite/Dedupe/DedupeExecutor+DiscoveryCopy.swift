@@ -13,7 +13,9 @@ import WinnowCore
 /// columns) are first copied into a temporary table in rowid ranges, each range its own short
 /// read sized like a row-range loop (``BatchSizer/rowRanges(_:)``); the grouped counts and the
 /// window then read the copy, which no other connection waits for. The copy costs about a
-/// sixth of the window it spares the table (docs/performance.md, "Discovery").
+/// sixth of the window it spares the table (docs/performance.md, "Discovery"). Where the sorted
+/// read's order can be told from its values, the ranges copy that read's rows sorted instead
+/// (``SortedRuns``), and this copy is not made.
 ///
 /// The copy is as of the start of discovery, a range at a time: a row another connection
 /// changes between two ranges is read as it was or as it is, as a row changed after a
@@ -140,6 +142,36 @@ extension DedupeExecutor {
         return " NUMERIC"
     }
 
+    /// The lowest and highest rowid of the rule's table (`rowid`: its expression) and the span
+    /// between them, the rows a copy takes; nil for an empty table. Rows added after discovery
+    /// began are not this run's, as after a one-statement read.
+    func copiedRowids(_ rowid: String) throws -> (low: Int64, last: Int64, span: Int)? {
+        let table = rule.qualifiedTable
+        // (Each bound its own subquery: SQLite reads a lone min() or max() from the end of the
+        // rowid tree, but both in one SELECT by a scan of the table.)
+        let bounds = try Row.fetchOne(db, sql: "SELECT (SELECT min(\(rowid)) FROM \(table)), (SELECT max(\(rowid)) FROM \(table))")
+        guard let low = bounds?[0] as Int64?, let last = bounds?[1] as Int64?, low > Int64.min else { return nil }
+        let (gap, overflow) = last.subtractingReportingOverflow(low)
+        return (low, last, overflow || gap >= Int64(Int.max) ? Int.max : Int(gap) + 1)
+    }
+
+    /// The sizer of a copy's ranges. The first range is the sample the estimate goes by: a
+    /// hundredth of the table (a sample of 1,000 rows, about a millisecond, judged dup67's
+    /// 200,000 rows too long for a 1 s limit in one run of three), at most 16,000 rows (about
+    /// 10 ms of copying).
+    func copySizer(span: Int) -> BatchSizer {
+        BatchSizer.rowRanges(settings, start: min(max(span / 100, BatchSizer.rowRangeStart), Self.largestSample))
+    }
+
+    /// Whether one read of the table is estimated to fit `limit`, from the `first` range copied
+    /// (its rows, seconds, and rowids' width: nil where it reached the end of the table): its
+    /// time per row, times the table's rows estimated from it (``estimatedRows(span:sampled:sampledWidth:)``),
+    /// times `perCopy`, the read's time for the copy's. (Never where tests copy always.)
+    func fitsOneRead(first: (rows: Int, seconds: Double, width: Double?), span: Int, perCopy: Double, limit: Double) -> Bool {
+        let rows = Self.estimatedRows(span: span, sampled: first.rows, sampledWidth: first.width)
+        return first.seconds / Double(max(1, first.rows)) * rows * perCopy <= limit && !Self.copiesDiscoveryAlways
+    }
+
     /// The table's rows, estimated from the first range: `sampled` rows over `sampledWidth`
     /// rowids (nil: the range reached the end of the table, which holds just those rows), spread
     /// over the rowids' `span`. A table whose losers are gone may keep a third of its rowids: read
@@ -164,13 +196,7 @@ extension DedupeExecutor {
         guard !db.isInsideTransaction, try keepsRollbackJournal(), let shape = try discoveryCopyShape() else { return nil }
         let table = rule.qualifiedTable
         let rowid = shape.columns[0]
-        // Rows added after discovery began are not this run's, as after a one-statement read.
-        // (Each bound its own subquery: SQLite reads a lone min() or max() from the end of the
-        // rowid tree, but both in one SELECT by a scan of the table.)
-        let bounds = try Row.fetchOne(db, sql: "SELECT (SELECT min(\(rowid)) FROM \(table)), (SELECT max(\(rowid)) FROM \(table))")
-        guard let low = bounds?[0] as Int64?, let last = bounds?[1] as Int64?, low > Int64.min else { return nil }
-        let (gap, overflow) = last.subtractingReportingOverflow(low)
-        let span = overflow || gap >= Int64(Int.max) ? Int.max : Int(gap) + 1
+        guard let (low, last, span) = try copiedRowids(rowid) else { return nil }
         try sizeWorkingMemory(rows: span, sorting: true)
         try db.execute(sql: "DROP TABLE IF EXISTS \(Self.discoveryCopy)")
         try db.execute(sql: shape.create)
@@ -180,10 +206,7 @@ extension DedupeExecutor {
                 SELECT \(shape.columns.joined(separator: ", ")) FROM \(table)
                 WHERE \(rowid) > ? AND \(rowid) <= ? ORDER BY \(rowid) LIMIT ?
                 """)
-        // The first range is the sample the estimate goes by: a hundredth of the table (a
-        // sample of 1,000 rows, about a millisecond, judged dup67's 200,000 rows too long for a
-        // 1 s limit in one run of three), at most 16,000 rows (about 10 ms of copying).
-        var sizer = BatchSizer.rowRanges(settings, start: min(max(span / 100, BatchSizer.rowRangeStart), Self.largestSample))
+        var sizer = copySizer(span: span)
         var after = low - 1
         var copied = 0
         var first = true
@@ -198,9 +221,8 @@ extension DedupeExecutor {
             let next = count == size ? try Int64.fetchOne(db, sql: shape.last) : nil
             if first {
                 first = false
-                let rows = Self.estimatedRows(span: span, sampled: count, sampledWidth: next.map { Double($0) - Double(after) })
-                let estimate = seconds / Double(max(1, count)) * rows * readPerCopy
-                if estimate <= sizer.limit, !Self.copiesDiscoveryAlways {
+                let width = next.map { Double($0) - Double(after) }
+                if fitsOneRead(first: (count, seconds, width), span: span, perCopy: readPerCopy, limit: sizer.limit) {
                     try db.execute(sql: "DROP TABLE \(Self.discoveryCopy)")
                     return nil
                 }

@@ -6,13 +6,14 @@ import WinnowCore
 /// The rows of a sorted discovery copied in short reads as sorted runs, and read back merged
 /// into one sorted sequence (``DedupeExecutor/copySortedRuns(_:)``).
 ///
-/// Where discovery's one read would hold a rollback journal's writers back too long, it used to
-/// copy the columns it reads into a temporary table in rowid ranges, then sort the copy with one
-/// `ORDER BY`: the copy written once, and SQLite's sorter writing the same rows out again in its
-/// own runs (merge-500 at 1,600,000 customers, the sqlite3 shell: 57.6 MB copied, then 63.3 MB
-/// written by the sort). Here each range is sorted as it is read, in memory, and written once
+/// Where discovery's one read would hold a rollback journal's writers back too long, the
+/// columns it reads are copied into a temporary table in rowid ranges
+/// (``DedupeExecutor/copyForDiscovery(readPerCopy:)``), and the sort over the copy writes the
+/// same rows out again in SQLite's own runs (merge-500 at 1,600,000 customers, the sqlite3
+/// shell: 57.6 MB copied, then 63.3 MB written by the sort). Where the sorted read's order can be
+/// told from its values, each range is instead sorted as it is read, in memory, and written once
 /// as a run (62.4 MB in all there); the runs are then merged here, comparing the rows' values as
-/// SQLite's `ORDER BY` compares them under BINARY.
+/// SQLite's `ORDER BY` compares them under BINARY (docs/performance.md, "Discovery").
 struct SortedRuns {
     /// The table the runs are written to, one after another (a run is a span of its rowids).
     static let table = "temp.winnow_runs"
@@ -271,11 +272,7 @@ extension DedupeExecutor {
         else { return .unavailable }
         let table = rule.qualifiedTable
         let rowid = shape.columns[0]
-        // (Each bound its own subquery, as for the copy.)
-        let bounds = try Row.fetchOne(db, sql: "SELECT (SELECT min(\(rowid)) FROM \(table)), (SELECT max(\(rowid)) FROM \(table))")
-        guard let low = bounds?[0] as Int64?, let last = bounds?[1] as Int64?, low > Int64.min else { return .unavailable }
-        let (gap, overflow) = last.subtractingReportingOverflow(low)
-        let span = overflow || gap >= Int64(Int.max) ? Int.max : Int(gap) + 1
+        guard let (low, last, span) = try copiedRowids(rowid) else { return .unavailable }
         try sizeWorkingMemory(rows: span, sorting: true)
         let cache = try Int.fetchOne(db, sql: "PRAGMA main.cache_size") ?? -Self.defaultCacheKiB
         try db.execute(sql: "PRAGMA main.cache_size = -\(Self.sortedRunKiB)")
@@ -294,7 +291,7 @@ extension DedupeExecutor {
                 WHERE \(rowid) > ? AND \(rowid) <= ? AND (\(read.filter))
                 ORDER BY \(read.order.joined(separator: ", "))
                 """)
-        var sizer = BatchSizer.rowRanges(settings, start: min(max(span / 100, BatchSizer.rowRangeStart), Self.largestSample))
+        var sizer = copySizer(span: span)
         var runs = SortedRuns(order: runOrder)
         // The most rows a run holds and still sorts in memory (known after the first range).
         var fits = Int.max
@@ -321,10 +318,8 @@ extension DedupeExecutor {
             runs.rows += count
             if first {
                 first = false
-                let next = count == size ? Double(upTo) - Double(after) : nil
-                let rows = Self.estimatedRows(span: span, sampled: count, sampledWidth: next)
-                let estimate = seconds / Double(max(1, count)) * rows * Self.readPerSortedRuns
-                if estimate <= sizer.limit, !Self.copiesDiscoveryAlways {
+                let width = count == size ? Double(upTo) - Double(after) : nil
+                if fitsOneRead(first: (count, seconds, width), span: span, perCopy: Self.readPerSortedRuns, limit: sizer.limit) {
                     try db.execute(sql: "DROP TABLE \(SortedRuns.table)")
                     return .oneRead
                 }
