@@ -110,6 +110,46 @@ final class SortedRunsTests: XCTestCase {
         }
     }
 
+    /// A run's rows follow the bytes a row takes, also for a rule whose runs fill the pages an
+    /// earlier rule's temporary tables left free: two tables of the same wide rows, one job, each
+    /// rule's discovery in as many runs as the other's (with the pages counted as the file's
+    /// size, the later discoveries took 4 runs where the first took 12).
+    func testEachRuleSizesItsRunsByItsRows() throws {
+        let padding = String(repeating: "x", count: 120)
+        var values: [String] = []
+        for id in 1...12_000 { values.append("(\(id), 'k\((id * 7919) % 5000)\(padding)', \(id % 7))") }
+        let rows = values.joined(separator: ", ")
+        let path = try TestSupport.makeDatabase(
+            at: dir.appendingPathComponent("two.sqlite").path,
+            sql: """
+                CREATE TABLE a (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO a VALUES \(rows);
+                CREATE TABLE b (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO b VALUES \(rows);
+                """)
+        var merged: [Int] = []
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
+        DedupeExecutor.sortedRunKiB = 256
+        DedupeExecutor.copiesDiscoveryAlways = true
+        let job = """
+            version: 1
+            dedupe:
+              - entity: a
+                key: k
+                winner:
+                  - v: asc
+              - entity: b
+                key: k
+                winner:
+                  - v: asc
+            """
+        let summary = try ScenarioKit.run(job, db: path, batchSize: 500)
+        XCTAssertEqual(summary.counts.deleted, 2 * 7000)
+        // Every discovery of the job (each rule is discovered more than once) merged runs.
+        XCTAssertGreaterThanOrEqual(merged.count, 2, "\(merged)")
+        // About 170 bytes a row in the sorter: 256 KiB holds about 1,000 of them.
+        XCTAssertGreaterThanOrEqual(merged.first ?? 0, 10, "runs sized by the rows' bytes")
+        XCTAssertEqual(Set(merged).count, 1, "every discovery's runs as long as the first's: \(merged)")
+    }
+
     /// One run, and no run at all, merge too.
     func testOneRunAndNoRun() throws {
         let queue = try DatabaseQueue()

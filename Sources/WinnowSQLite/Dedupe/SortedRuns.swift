@@ -301,7 +301,7 @@ extension DedupeExecutor {
         while after < last {
             let size = min(sizer.current, fits)
             let started = Date()
-            let pagesBefore = try Int.fetchOne(db, sql: "PRAGMA temp.page_count") ?? 0
+            let pagesBefore = try usedTemporaryPages()
             // The range and its rows in one read, so that the rows counted are those copied.
             let (upTo, count, copied) = try db.readTransaction { () -> (Int64?, Int, Int) in
                 let found = try Row.fetchOne(range, arguments: [after, last, size])
@@ -325,10 +325,9 @@ extension DedupeExecutor {
                 }
                 if copied > 0 {
                     let pageSize = try Int.fetchOne(db, sql: "PRAGMA temp.page_size") ?? 4096
-                    let pages = try Int.fetchOne(db, sql: "PRAGMA temp.page_count") ?? 0
                     // A row in the sorter takes its record and about as much again in bookkeeping
                     // as in the table's B-tree; a third kept in hand.
-                    let perRow = max(1, (pages - pagesBefore) * pageSize / copied) + 32
+                    let perRow = max(1, (try usedTemporaryPages() - pagesBefore) * pageSize / copied) + 32
                     fits = max(BatchSizer.rowRangeStart, Self.sortedRunKiB * 1024 * 2 / 3 / perRow)
                 }
             }
@@ -338,5 +337,11 @@ extension DedupeExecutor {
             onEvent(.phaseProgress(phase, done: runs.rows, total: max(span, runs.rows)))
         }
         return .runs(runs)
+    }
+
+    /// The temporary database's pages in use: a table filled where another was dropped (an
+    /// earlier rule's) takes free pages before the file grows.
+    private func usedTemporaryPages() throws -> Int {
+        try (Int.fetchOne(db, sql: "PRAGMA temp.page_count") ?? 0) - (Int.fetchOne(db, sql: "PRAGMA temp.freelist_count") ?? 0)
     }
 }
