@@ -150,6 +150,34 @@ final class SortedRunsTests: XCTestCase {
         XCTAssertEqual(Set(merged).count, 1, "every discovery's runs as long as the first's: \(merged)")
     }
 
+    /// In a UTF-16 database SQLite sorts text by its UTF-16 bytes, which the merge does not
+    /// compare: discovery copies the columns there, and finds the groups the one read finds
+    /// (keys around U+FFFF, which sort differently in UTF-8 and UTF-16).
+    func testAUTF16DatabaseKeepsTheColumnCopy() throws {
+        let spellings = ["a\u{FFFD}", "a\u{10000}", "a\u{E000}", "ab", "a\u{FF21}"]
+        var values: [String] = []
+        for id in 1...3000 { values.append("(\(id), '\(spellings[(id * 7) % 5])\((id * 7919) % 301)', \(id % 13))") }
+        let setup =
+            "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO t VALUES \(values.joined(separator: ", "));"
+        let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - v: asc\n"
+        func run(_ name: String, copied: Bool) throws -> [Int] {
+            let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("\(name).sqlite").path, sql: setup)
+            XCTAssertEqual(try ScenarioKit.column(path, "PRAGMA encoding", as: String.self), ["UTF-16le"])
+            DedupeExecutor.copiesDiscoveryAlways = copied
+            defer { DedupeExecutor.copiesDiscoveryAlways = false }
+            _ = try ScenarioKit.run(job, db: path, batchSize: 100)
+            return try ScenarioKit.column(path, "SELECT id FROM t ORDER BY id", as: Int.self).compactMap { $0 }
+        }
+        var merged: [Int] = []
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
+        let copy = try run("utf16-copy", copied: true)
+        XCTAssertEqual(merged, [], "no sorted runs in a UTF-16 database")
+        let direct = try run("utf16-direct", copied: false)
+        XCTAssertEqual(copy, direct)
+        // One row left per key: 5 spellings by 301 numbers, 1,505 keys.
+        XCTAssertEqual(direct.count, 5 * 301)
+    }
+
     /// One run, and no run at all, merge too.
     func testOneRunAndNoRun() throws {
         let queue = try DatabaseQueue()

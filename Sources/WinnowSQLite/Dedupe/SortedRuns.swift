@@ -236,7 +236,8 @@ extension DedupeExecutor {
         /// Nothing: one read of the table fits `max_transaction_ms`.
         case oneRead
         /// Nothing: runs cannot be copied here (no rollback journal, no copy possible, an order
-        /// SQLite alone can tell); discovery copies the table as it is, or reads it.
+        /// SQLite alone can tell, text stored as UTF-16); discovery copies the table as it is,
+        /// or reads it.
         case unavailable
     }
 
@@ -267,8 +268,9 @@ extension DedupeExecutor {
     /// sort fits ``sortedRunKiB`` (from the bytes per row of the first range), so that SQLite
     /// sorts each in memory.
     func copySortedRuns(_ read: SortedRead) throws -> SortedCopy {
+        // (Text compares as UTF-8 bytes here; a UTF-16 database sorts its text by other bytes.)
         guard let runOrder = read.runOrder, !db.isInsideTransaction, try keepsRollbackJournal(),
-            let shape = try discoveryCopyShape()
+            try String.fetchOne(db, sql: "PRAGMA encoding") == "UTF-8", let shape = try discoveryCopyShape()
         else { return .unavailable }
         let table = rule.qualifiedTable
         let rowid = shape.columns[0]
