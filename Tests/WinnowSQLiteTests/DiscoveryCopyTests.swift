@@ -87,6 +87,7 @@ final class DiscoveryCopyTests: XCTestCase {
             ("hash", "key: [email, name]\n    hash: true\n    normalize: {email: [trim]}\n    winner:\n      - score: desc"),
             ("most-complete", "key: [name, created]\n    winner: most_complete"),
             ("nulls-equal", "key: [note]\n    nulls: equal\n    winner: {latest: score}"),
+            ("lowercase-complete", "key: email\n    normalize: [lowercase]\n    winner: most_complete"),
         ]
         // Which rules copy sorted runs where they may (every group and winner term under
         // BINARY), and the number of runs merged.
@@ -105,7 +106,7 @@ final class DiscoveryCopyTests: XCTestCase {
                 XCTAssertGreaterThan(direct.deleted, 100, name)
                 XCTAssertEqual(copy.deleted, direct.deleted, name)
                 assertSameRows(copy.rows, direct.rows, "\(name), sorted runs: \(runs)")
-                let mergeable = runs && ["lowercase-trim", "hash", "nulls-equal"].contains(name)
+                let mergeable = runs && ["lowercase-trim", "hash", "nulls-equal", "lowercase-complete"].contains(name)
                 XCTAssertEqual(merged.count, mergeable ? 1 : 0, "\(name), sorted runs: \(runs)")
                 XCTAssertGreaterThan(merged.first ?? 2, 1, "\(name): several runs merged")
             }

@@ -24,6 +24,16 @@ final class SortedRunsTests: XCTestCase {
         if let dir { try? FileManager.default.removeItem(at: dir) }
     }
 
+    /// Runs `job` on a fresh database made by `setup`, discovery copied in short reads or not;
+    /// returns the database's path and the ids of table `t` left.
+    func keptIDs(_ setup: String, _ job: String, name: String, copied: Bool, batchSize: Int) throws -> (path: String, ids: [Int]) {
+        let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("\(name).sqlite").path, sql: setup)
+        DedupeExecutor.copiesDiscoveryAlways = copied
+        defer { DedupeExecutor.copiesDiscoveryAlways = false }
+        _ = try ScenarioKit.run(job, db: path, batchSize: batchSize)
+        return (path, try ScenarioKit.column(path, "SELECT id FROM t ORDER BY id", as: Int.self).compactMap { $0 })
+    }
+
     /// Values of every storage class, with the cases SQLite's comparison decides by rules of its
     /// own: integers and reals of the same value (one value), integers beyond a double's
     /// precision against the nearest reals, reals beyond any integer, text and blobs of the same
@@ -160,19 +170,12 @@ final class SortedRunsTests: XCTestCase {
         let setup =
             "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO t VALUES \(values.joined(separator: ", "));"
         let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - v: asc\n"
-        func run(_ name: String, copied: Bool) throws -> [Int] {
-            let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("\(name).sqlite").path, sql: setup)
-            XCTAssertEqual(try ScenarioKit.column(path, "PRAGMA encoding", as: String.self), ["UTF-16le"])
-            DedupeExecutor.copiesDiscoveryAlways = copied
-            defer { DedupeExecutor.copiesDiscoveryAlways = false }
-            _ = try ScenarioKit.run(job, db: path, batchSize: 100)
-            return try ScenarioKit.column(path, "SELECT id FROM t ORDER BY id", as: Int.self).compactMap { $0 }
-        }
         var merged: [Int] = []
         DedupeExecutor.mergingSortedRuns = { merged.append($0) }
-        let copy = try run("utf16-copy", copied: true)
+        let (path, copy) = try keptIDs(setup, job, name: "utf16-copy", copied: true, batchSize: 100)
+        XCTAssertEqual(try ScenarioKit.column(path, "PRAGMA encoding", as: String.self), ["UTF-16le"])
         XCTAssertEqual(merged, [], "no sorted runs in a UTF-16 database")
-        let direct = try run("utf16-direct", copied: false)
+        let direct = try keptIDs(setup, job, name: "utf16-direct", copied: false, batchSize: 100).ids
         XCTAssertEqual(copy, direct)
         // One row left per key: 5 spellings by 301 numbers, 1,505 keys.
         XCTAssertEqual(direct.count, 5 * 301)
@@ -202,11 +205,7 @@ final class SortedRunsTests: XCTestCase {
         let setup = "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO t VALUES \(values.joined(separator: ", "));"
         let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - v: desc\n"
         func run(_ name: String, copied: Bool) throws -> [Int] {
-            let path = try TestSupport.makeDatabase(at: dir.appendingPathComponent("\(name).sqlite").path, sql: setup)
-            DedupeExecutor.copiesDiscoveryAlways = copied
-            defer { DedupeExecutor.copiesDiscoveryAlways = false }
-            _ = try ScenarioKit.run(job, db: path, batchSize: 500)
-            return try ScenarioKit.column(path, "SELECT id FROM t ORDER BY id", as: Int.self).compactMap { $0 }
+            try keptIDs(setup, job, name: name, copied: copied, batchSize: 500).ids
         }
         var merged: [Int] = []
         DedupeExecutor.mergingSortedRuns = { merged.append($0) }

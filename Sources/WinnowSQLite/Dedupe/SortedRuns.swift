@@ -303,7 +303,8 @@ extension DedupeExecutor {
         while after < last {
             let size = min(sizer.current, fits)
             let started = Date()
-            let pagesBefore = try usedTemporaryPages()
+            // (The first range's pages tell the bytes per row; the others are not measured.)
+            let pagesBefore = first ? try usedTemporaryPages() : 0
             // The range and its rows in one read, so that the rows counted are those copied.
             let (upTo, count, copied) = try db.readTransaction { () -> (Int64?, Int, Int) in
                 let found = try Row.fetchOne(range, arguments: [after, last, size])
