@@ -181,6 +181,37 @@ final class SortedRunsTests: XCTestCase {
         XCTAssertEqual(direct.count, 5 * 301)
     }
 
+    /// `most_complete` through the runs: the merge takes the row with the most non-NULL columns
+    /// first, as the sort of each run does (the count descending). Each group's rows lie in
+    /// different runs (keys drawn at random, runs of 1,000 rows), and each group keeps its most
+    /// complete row, as the one read keeps it.
+    func testTheMostCompleteRowWinsAcrossRuns() throws {
+        var generator = SplitMix64(seed: 26)
+        var values: [String] = []
+        for id in 1...12_000 {
+            let key = generator.next() % 3000
+            // (Each of a, b, c NULL or not at random: 0 to 3 non-NULL columns.)
+            let columns = (0..<3).map { generator.next() % 2 == 0 ? "NULL" : "'x\($0)'" }
+            values.append("(\(id), '\(generator.next() % 2 == 0 ? "K" : "k")\(key)', \(columns.joined(separator: ", ")))")
+        }
+        let setup = "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, a TEXT, b TEXT, c TEXT); INSERT INTO t VALUES \(values.joined(separator: ", "));"
+        let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    normalize: [lowercase]\n    winner: most_complete\n"
+        var merged: [Int] = []
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
+        DedupeExecutor.sortedRunKiB = 16
+        let (path, copy) = try keptIDs(setup, job, name: "complete-runs", copied: true, batchSize: 200)
+        XCTAssertEqual(merged, [12], "12,000 rows in runs of 1,000")
+        let direct = try keptIDs(setup, job, name: "complete-direct", copied: false, batchSize: 200).ids
+        XCTAssertEqual(copy, direct)
+        // Every row left has as many non-NULL columns as the most complete row of its key had.
+        let fresh = try TestSupport.makeDatabase(at: dir.appendingPathComponent("complete-fresh.sqlite").path, sql: setup)
+        let complete = "(a IS NOT NULL) + (b IS NOT NULL) + (c IS NOT NULL)"
+        let most = try ScenarioKit.column(fresh, "SELECT max(\(complete)) FROM t GROUP BY lower(k) ORDER BY lower(k)", as: Int.self)
+        let kept = try ScenarioKit.column(path, "SELECT \(complete) FROM t ORDER BY lower(k)", as: Int.self)
+        XCTAssertGreaterThan(most.count, 2900, "about 3,000 keys, most with several rows")
+        XCTAssertEqual(kept, most)
+    }
+
     /// One run, and no run at all, merge too.
     func testOneRunAndNoRun() throws {
         let queue = try DatabaseQueue()
