@@ -194,7 +194,8 @@ final class SortedRunsTests: XCTestCase {
             let columns = (0..<3).map { generator.next() % 2 == 0 ? "NULL" : "'x\($0)'" }
             values.append("(\(id), '\(generator.next() % 2 == 0 ? "K" : "k")\(key)', \(columns.joined(separator: ", ")))")
         }
-        let setup = "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, a TEXT, b TEXT, c TEXT); INSERT INTO t VALUES \(values.joined(separator: ", "));"
+        let setup =
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, a TEXT, b TEXT, c TEXT); INSERT INTO t VALUES \(values.joined(separator: ", "));"
         let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    normalize: [lowercase]\n    winner: most_complete\n"
         var merged: [Int] = []
         DedupeExecutor.mergingSortedRuns = { merged.append($0) }
