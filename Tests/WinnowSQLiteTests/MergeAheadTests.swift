@@ -194,15 +194,19 @@ final class MergeAheadTests: XCTestCase {
     }
 
     /// With the map of losers held in a raised temporary cache while the children go ahead
-    /// (here because each loser is taken to need 4 KiB of it), the end is the one batches by
-    /// group give, and `restore` is exact.
+    /// (here because each loser is taken to need 4 KiB of it, and its settled winners are not
+    /// held in memory), the end is the one batches by group give, and `restore` is exact.
     func testChildrenAheadWithTheMapInARaisedTemporaryCacheEndAsByGroup() throws {
         let path = try makeStore("held.sqlite")
         let original = try ScenarioKit.userState(path)
         let reference = try byGroup(path)
         let perLoser = DedupeExecutor.mappedBytesPerLoser
         DedupeExecutor.mappedBytesPerLoser = 4096
-        defer { DedupeExecutor.mappedBytesPerLoser = perLoser }
+        DedupeExecutor.holdsSettledWinners = false
+        defer {
+            DedupeExecutor.mappedBytesPerLoser = perLoser
+            DedupeExecutor.holdsSettledWinners = true
+        }
         var repointing = 0
         let summary = try withAheadStart(300) {
             try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
@@ -214,6 +218,86 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
         _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
         XCTAssertEqual(try ScenarioKit.userState(path), original)
+    }
+
+    /// The settled winners looked up in memory (``SettledWinners``) find the same moves ahead as
+    /// the map's table: three child tables, whose references hold integers (INTEGER), integral
+    /// reals (REAL) and numeric text (no type: the comparison with a rowid converts it, so that
+    /// path keeps the join), each have every child re-pointed in the stretches ahead, and the
+    /// end is the one batches by group give, with the settled winners in memory or not.
+    func testChildrenAheadThroughTheSettledWinnersInMemoryEndAsByGroup() throws {
+        let children = """
+            CREATE TABLE scores (id INTEGER PRIMARY KEY, customer REAL REFERENCES customers(id));
+            CREATE TABLE tags (id INTEGER PRIMARY KEY, customer REFERENCES customers(id));
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 2999)
+            INSERT INTO scores (customer) SELECT 1 + (i * 7919) % 3000 FROM s;
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 2999)
+            INSERT INTO tags (customer) SELECT CAST(1 + (i * 104729) % 3000 AS TEXT) FROM s;
+            """
+        var ends: [[String: [[DatabaseValue]]]] = []
+        for inMemory in [true, false] {
+            let path = try makeStore("settled-\(inMemory).sqlite")
+            // (Without enforcement: SQLite's own check finds no parent for a real, though the
+            // comparison with the rowid finds one.)
+            var configuration = Configuration()
+            configuration.foreignKeysEnabled = false
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.write { try $0.execute(sql: children) }
+            try queue.close()
+            XCTAssertEqual(try ScenarioKit.column(path, "SELECT DISTINCT typeof(customer) FROM scores", as: String.self), ["real"])
+            XCTAssertEqual(try ScenarioKit.column(path, "SELECT DISTINCT typeof(customer) FROM tags", as: String.self), ["text"])
+            let reference = try byGroup(path)
+            DedupeExecutor.holdsSettledWinners = inMemory
+            var held: [Int] = []
+            DedupeExecutor.holdingSettledWinners = { held.append($0) }
+            defer {
+                DedupeExecutor.holdsSettledWinners = true
+                DedupeExecutor.holdingSettledWinners = nil
+            }
+            var ahead = 0
+            let summary = try withAheadStart(300) {
+                try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
+                    if case .batch(let report) = event, report.counts.deleted == 0 { ahead += report.counts.repointed }
+                }
+            }
+            XCTAssertEqual(held, inMemory ? [2] : [], "orders and scores in memory, tags through the join")
+            XCTAssertGreaterThan(summary.counts.repointed, 3 * 1500, "in memory: \(inMemory)")
+            XCTAssertEqual(ahead, summary.counts.repointed, "every child re-pointed ahead (in memory: \(inMemory))")
+            XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference), "in memory: \(inMemory)")
+            ends.append(try TestSupport.contentDump(path))
+        }
+        XCTAssertEqual(ends[0], ends[1])
+    }
+
+    /// The settled winners in memory: each loser's winner, or nothing; as the function, an
+    /// integer or an integral real names a loser, text and blobs none. Nothing is held where the
+    /// losers' rowids span more slots than the limit holds, or a winner lies beyond a 32-bit
+    /// offset from the lowest loser.
+    func testTheSettledWinnersInMemory() throws {
+        let queue = try DatabaseQueue()
+        try queue.inDatabase { db in
+            try db.execute(sql: "CREATE TEMP TABLE winnow_mapped (rid INTEGER PRIMARY KEY, winner INTEGER)")
+            try db.execute(sql: "INSERT INTO temp.winnow_mapped VALUES (3, 10), (7, NULL), (1000, -5), (500, 3)")
+            XCTAssertNil(try SettledWinners.load(db, limitKiB: 1), "998 slots of 4 bytes in 1 KiB")
+            let map = try XCTUnwrap(SettledWinners.load(db, limitKiB: 4))
+            XCTAssertEqual(
+                [2, 3, 4, 7, 500, 1000, 1001, .min, .max].map { map.winner(of: $0) }, [nil, 10, nil, nil, 3, -5, nil, nil, nil])
+            try map.register(on: db)
+            let function = SettledWinners.function
+            let row = try XCTUnwrap(
+                Row.fetchOne(
+                    db,
+                    sql:
+                        "SELECT \(function)(3), \(function)(3.0), \(function)('3'), \(function)(x'03'), \(function)(NULL), \(function)(3.5), \(function)(7)"
+                ))
+            XCTAssertEqual(row[0] as Int64?, 10)
+            XCTAssertEqual(row[1] as Int64?, 10)
+            for index in 2..<7 { XCTAssertTrue(row.hasNull(atIndex: index), "column \(index)") }
+            SettledWinners.unregister(from: db)
+            XCTAssertThrowsError(try db.execute(sql: "SELECT \(function)(3)"))
+            try db.execute(sql: "INSERT INTO temp.winnow_mapped VALUES (4, 3 + 2147483648)")
+            XCTAssertNil(try SettledWinners.load(db, limitKiB: 4), "a winner beyond 2^31 rowids of the lowest loser")
+        }
     }
 
     /// A job that allows long transactions re-points the children ahead in stretches that grow

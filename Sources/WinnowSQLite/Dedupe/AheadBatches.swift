@@ -49,9 +49,10 @@ struct AheadBatches: BatchSource {
     static let foundAheadShare = 1.5
 
     /// Nil where the path lacks the statements of this stage (a path with an index on its
-    /// reference has no map to keep).
-    init?(executor: DedupeExecutor, sql: BatchStatements, path: Int, foundAt: Int64) {
-        guard let next = sql.nextAhead[path], let find = sql.findAhead[path],
+    /// reference has no map to keep). `settled`: the moves are found through the settled
+    /// winners held in memory (``SettledWinners``, registered by the caller).
+    init?(executor: DedupeExecutor, sql: BatchStatements, path: Int, foundAt: Int64, settled: Bool = false) {
+        guard let next = sql.nextAhead[path], let find = (settled ? sql.findAheadSettled : sql.findAhead)[path],
             sql.mapAhead[path] != nil || sql.rule.references[path].indexed
         else { return nil }
         self.executor = executor

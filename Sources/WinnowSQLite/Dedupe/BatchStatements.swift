@@ -233,6 +233,9 @@ struct BatchStatements {
     /// moves ahead (`winnow_ahead`, which ``moveBack`` reads): found before the write
     /// transaction that applies them (``applyAhead``) or, past those, inside it.
     let findAhead: [String?]
+    /// Per path re-pointed ahead: ``findAhead`` with the settled winners looked up in memory
+    /// (``SettledWinners``) instead of in `winnow_mapped`.
+    let findAheadSettled: [String?]
     /// Per path re-pointed ahead: re-points its child rows whose moves ``findAhead`` recorded
     /// for child rows in `(?1, ?2]`, straight from the record. Copying them into `winnow_moves`
     /// first took a tenth of each stretch of children (merge-500 at 1,600,000 customers: 82 ms
@@ -395,6 +398,7 @@ struct BatchStatements {
             SELECT rid FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2 UNION SELECT winner FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2
             """
         var aheadPaths: [Int] = [], nextAhead: [String?] = [], findAhead: [String?] = [], mapAhead: [String?] = []
+        var findAheadSettled: [String?] = []
         var applyAhead: [String?] = [], aheadChildren: [String?] = []
         var moveBack: [String?] = []
         for (index, path) in rule.references.enumerated() {
@@ -464,6 +468,13 @@ struct BatchStatements {
                     SELECT \(index), \(childRowID), m.winner, \(reference) FROM \(child) AS c
                     CROSS JOIN temp.winnow_mapped AS m ON m.rid = \(reference)
                     WHERE \(childRowID) > ? AND \(childRowID) <= ? AND m.winner IS NOT NULL
+                    """ : nil)
+            findAheadSettled.append(
+                ahead
+                    ? """
+                    INSERT INTO temp.winnow_ahead (path, child, winner, loser)
+                    SELECT \(index), \(childRowID), \(SettledWinners.function)(\(reference)), \(reference) FROM \(child) AS c
+                    WHERE \(childRowID) > ? AND \(childRowID) <= ? AND \(SettledWinners.function)(\(reference)) IS NOT NULL
                     """ : nil)
             applyAhead.append(
                 ahead
@@ -628,6 +639,7 @@ struct BatchStatements {
         self.aheadPaths = aheadPaths
         self.nextAhead = nextAhead
         self.findAhead = findAhead
+        self.findAheadSettled = findAheadSettled
         self.applyAhead = applyAhead
         self.movedChildren = movedChildren
         self.aheadChildren = aheadChildren

@@ -59,7 +59,14 @@ extension DedupeExecutor {
             defer { try? db.execute(sql: "PRAGMA cache_size = \(cache)") }
             // (Sized before the temporary cache is raised: that sizer reads it.)
             let sizer = try aheadSizer(start: min(Self.aheadStart, Self.childrenAheadStart))
-            let temporaryCache = try raiseTemporaryCacheForMap(losers: discovery.losers)
+            // The settled winners in memory for the paths whose reference compares with a
+            // rowid by value (``SettledWinners``), as the map is when the stretches begin.
+            let settled = state.mappedAt != nil && state.mappedAt == state.foundAt ? try holdSettledWinners(sql) : []
+            defer { if !settled.isEmpty { SettledWinners.unregister(from: db) } }
+            // The map's B-tree is read during the stretches only by a path not looked up in
+            // memory, or mapped for the batches (no index on its reference).
+            let readsMap = sql.aheadPaths.contains { !settled.contains($0) || sql.mapAhead[$0] != nil }
+            let temporaryCache = readsMap ? try raiseTemporaryCacheForMap(losers: discovery.losers) : nil
             defer { if let temporaryCache { try? db.execute(sql: "PRAGMA temp.cache_size = \(temporaryCache)") } }
             try db.execute(sql: sql.clearAhead)
             // The map of these paths is complete only once every stretch is done as found;
@@ -69,7 +76,10 @@ extension DedupeExecutor {
             if let foundAt = state.foundAt, mappedAt == foundAt {
                 var asFound = true
                 for path in sql.aheadPaths {
-                    guard var stretches = AheadBatches(executor: self, sql: sql, path: path, foundAt: foundAt) else { continue }
+                    guard
+                        var stretches = AheadBatches(
+                            executor: self, sql: sql, path: path, foundAt: foundAt, settled: settled.contains(path))
+                    else { continue }
                     let result = try loop(total: discovery.losers).run(
                         &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
                     try stretches.forgetUnapplied()
@@ -430,6 +440,39 @@ extension DedupeExecutor {
     /// foreign-key enforcement on, one per deleted row). `ahead`: the run re-points children
     /// ahead of the batches (``AheadBatches``), which
     /// maps those paths stretch by stretch and reads each loser's settled winner.
+    /// Whether the settled winners may be looked up in memory (``SettledWinners``; tests turn it
+    /// off to compare both ways).
+    static var holdsSettledWinners = true
+
+    /// Runs with the number of paths whose settled winners are looked up in memory (tests).
+    static var holdingSettledWinners: ((Int) -> Void)?
+
+    /// Loads `temp.winnow_mapped`'s settled winners into memory and registers their SQL function,
+    /// where some path re-pointed ahead has a reference that compares with a rowid by value and
+    /// the map fits ``mapCacheLimitKiB``; returns those paths (empty: nothing registered).
+    func holdSettledWinners(_ sql: BatchStatements) throws -> Set<Int> {
+        guard Self.holdsSettledWinners else { return [] }
+        let paths = try sql.aheadPaths.filter { index in
+            let path = rule.references[index]
+            guard path.childColumns.count == 1, let declared = try declaration(of: path.childColumns[0], in: path.childTable) else {
+                return false
+            }
+            return Self.comparesByValue(declared.type)
+        }
+        guard !paths.isEmpty, let map = try SettledWinners.load(db, limitKiB: Self.mapCacheLimitKiB) else { return [] }
+        try map.register(on: db)
+        Self.holdingSettledWinners?(paths.count)
+        return Set(paths)
+    }
+
+    /// Whether a column of declared type `declared` compares with a rowid without converting
+    /// either (INTEGER, REAL or NUMERIC affinity: its integers and reals compare by value, its
+    /// text and blobs equal no number); a column of TEXT or no affinity has its numeric text
+    /// converted by the comparison.
+    static func comparesByValue(_ declared: String) -> Bool {
+        [" INTEGER", " REAL", " NUMERIC"].contains(affinityType(declared))
+    }
+
     func mapChildren(_ sql: BatchStatements, state: inout BatchState, ahead: Bool = false) throws {
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         state.mappedAt = version

@@ -117,15 +117,16 @@ extension DedupeExecutor {
         )
     }
 
-    /// A column's declared type and collation, as SQLite parsed them.
-    func declaration(of column: String) throws -> (type: String, collation: String)? {
+    /// A column's declared type and collation, as SQLite parsed them (of the rule's table, or of
+    /// `table` in the main database).
+    func declaration(of column: String, in table: String? = nil) throws -> (type: String, collation: String)? {
         var type: UnsafePointer<CChar>?
         var collation: UnsafePointer<CChar>?
         var notNull: Int32 = 0
         var primaryKey: Int32 = 0
         var autoIncrement: Int32 = 0
         let code = sqlite3_table_column_metadata(
-            db.sqliteConnection, "main", rule.table, column, &type, &collation, &notNull, &primaryKey, &autoIncrement)
+            db.sqliteConnection, "main", table ?? rule.table, column, &type, &collation, &notNull, &primaryKey, &autoIncrement)
         guard code == SQLITE_OK else { return nil }
         return (type.map { String(cString: $0) } ?? "", collation.map { String(cString: $0) } ?? "BINARY")
     }
