@@ -435,11 +435,6 @@ extension DedupeExecutor {
         }
     }
 
-    /// Fills `winnow_refs` for every reference path without an index on its child columns: one
-    /// scan of each such child table for the whole rule, instead of one per batch (or, with
-    /// foreign-key enforcement on, one per deleted row). `ahead`: the run re-points children
-    /// ahead of the batches (``AheadBatches``), which
-    /// maps those paths stretch by stretch and reads each loser's settled winner.
     /// Whether the settled winners may be looked up in memory (``SettledWinners``; tests turn it
     /// off to compare both ways).
     static var holdsSettledWinners = true
@@ -473,6 +468,11 @@ extension DedupeExecutor {
         [" INTEGER", " REAL", " NUMERIC"].contains(affinityType(declared))
     }
 
+    /// Fills `winnow_refs` for every reference path without an index on its child columns: one
+    /// scan of each such child table for the whole rule, instead of one per batch (or, with
+    /// foreign-key enforcement on, one per deleted row). `ahead`: the run re-points children
+    /// ahead of the batches (``AheadBatches``), which
+    /// maps those paths stretch by stretch and reads each loser's settled winner.
     func mapChildren(_ sql: BatchStatements, state: inout BatchState, ahead: Bool = false) throws {
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         state.mappedAt = version
