@@ -13,9 +13,8 @@ import WinnowCore
 /// outgrows the processor's caches (the sqlite3 shell on merge-500's orders: 0.27 µs a row at
 /// 160,000 customers, 0.74 µs at 1,600,000), and finding took about a quarter of the stretches'
 /// time. Here it is one read of an array, a slot per rowid between the lowest and the highest
-/// loser, 4 bytes each, so it is held only where those fit ``DedupeExecutor/mapCacheLimitKiB``
-/// (the most the temporary database's cache is raised to hold the map; about six million
-/// rowids).
+/// loser, 4 bytes each, so it is held only where those fit
+/// ``DedupeExecutor/settledWinnersLimitKiB`` (about four million rowids).
 ///
 /// The function stands in for `CROSS JOIN temp.winnow_mapped AS m ON m.rid = x ... AND m.winner
 /// IS NOT NULL` only where that comparison converts nothing: a reference column of INTEGER,
