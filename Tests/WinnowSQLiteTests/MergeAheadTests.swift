@@ -15,7 +15,11 @@ final class MergeAheadTests: XCTestCase {
     var dir: URL!
 
     override func setUpWithError() throws { dir = try TestSupport.scratchDirectory() }
-    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+    override func tearDownWithError() throws {
+        DedupeExecutor.holdsSettledWinners = true
+        DedupeExecutor.holdingSettledWinners = nil
+        try? FileManager.default.removeItem(at: dir)
+    }
 
     /// `customers` with keys drawn at random (groups of varying size, scattered over the
     /// table), NULLs in `phone`, ties on `created_at`; `orders` (indexed) pointing at them; and
@@ -84,6 +88,20 @@ final class MergeAheadTests: XCTestCase {
             try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser"), 0,
             "and left the others it took")
         return stopped
+    }
+
+    /// Runs the customers job in batches of 20 on `path`, its stretches ahead starting at 300
+    /// rows or winners; returns the run's summary, the stretches of children (batches that
+    /// re-pointed and deleted nothing) and the children they re-pointed.
+    func runChildrenAhead(_ path: String) throws -> (summary: RunSummary, stretches: Int, repointed: Int) {
+        var (stretches, repointed) = (0, 0)
+        let summary = try withAheadStart(300) {
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
+                guard case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 else { return }
+                (stretches, repointed) = (stretches + 1, repointed + report.counts.repointed)
+            }
+        }
+        return (summary, stretches, repointed)
     }
 
     /// Runs `body` with the stretches ahead starting at `start` rows or winners.
@@ -203,17 +221,9 @@ final class MergeAheadTests: XCTestCase {
         let perLoser = DedupeExecutor.mappedBytesPerLoser
         DedupeExecutor.mappedBytesPerLoser = 4096
         DedupeExecutor.holdsSettledWinners = false
-        defer {
-            DedupeExecutor.mappedBytesPerLoser = perLoser
-            DedupeExecutor.holdsSettledWinners = true
-        }
-        var repointing = 0
-        let summary = try withAheadStart(300) {
-            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
-                if case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0 { repointing += 1 }
-            }
-        }
-        XCTAssertGreaterThan(repointing, 1, "the children went ahead in stretches")
+        defer { DedupeExecutor.mappedBytesPerLoser = perLoser }
+        let (summary, stretches, _) = try runChildrenAhead(path)
+        XCTAssertGreaterThan(stretches, 1, "the children went ahead in stretches")
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
         _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
@@ -250,16 +260,7 @@ final class MergeAheadTests: XCTestCase {
             DedupeExecutor.holdsSettledWinners = inMemory
             var held: [Int] = []
             DedupeExecutor.holdingSettledWinners = { held.append($0) }
-            defer {
-                DedupeExecutor.holdsSettledWinners = true
-                DedupeExecutor.holdingSettledWinners = nil
-            }
-            var ahead = 0
-            let summary = try withAheadStart(300) {
-                try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
-                    if case .batch(let report) = event, report.counts.deleted == 0 { ahead += report.counts.repointed }
-                }
-            }
+            let (summary, _, ahead) = try runChildrenAhead(path)
             XCTAssertEqual(held, inMemory ? [2] : [], "orders and scores in memory, tags through the join")
             XCTAssertGreaterThan(summary.counts.repointed, 3 * 1500, "in memory: \(inMemory)")
             XCTAssertEqual(ahead, summary.counts.repointed, "every child re-pointed ahead (in memory: \(inMemory))")
