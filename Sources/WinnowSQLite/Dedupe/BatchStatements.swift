@@ -461,21 +461,18 @@ struct BatchStatements {
                 ahead
                     ? "SELECT max(\(path.childRowID)) FROM (SELECT \(path.childRowID) FROM \(child) WHERE \(path.childRowID) > ? ORDER BY 1 LIMIT ?)"
                     : nil)
-            findAhead.append(
-                ahead
-                    ? """
+            // The moves of the stretch's child rows to the settled winner `winner` (SQL over
+            // the child `c`, after `join`).
+            func find(winner: String, join: String = "") -> String? {
+                guard ahead else { return nil }
+                return """
                     INSERT INTO temp.winnow_ahead (path, child, winner, loser)
-                    SELECT \(index), \(childRowID), m.winner, \(reference) FROM \(child) AS c
-                    CROSS JOIN temp.winnow_mapped AS m ON m.rid = \(reference)
-                    WHERE \(childRowID) > ? AND \(childRowID) <= ? AND m.winner IS NOT NULL
-                    """ : nil)
-            findAheadSettled.append(
-                ahead
-                    ? """
-                    INSERT INTO temp.winnow_ahead (path, child, winner, loser)
-                    SELECT \(index), \(childRowID), \(SettledWinners.function)(\(reference)), \(reference) FROM \(child) AS c
-                    WHERE \(childRowID) > ? AND \(childRowID) <= ? AND \(SettledWinners.function)(\(reference)) IS NOT NULL
-                    """ : nil)
+                    SELECT \(index), \(childRowID), \(winner), \(reference) FROM \(child) AS c\(join)
+                    WHERE \(childRowID) > ? AND \(childRowID) <= ? AND \(winner) IS NOT NULL
+                    """
+            }
+            findAhead.append(find(winner: "m.winner", join: "\nCROSS JOIN temp.winnow_mapped AS m ON m.rid = \(reference)"))
+            findAheadSettled.append(find(winner: "\(SettledWinners.function)(\(reference))"))
             applyAhead.append(
                 ahead
                     ? """
