@@ -9,23 +9,7 @@ struct Winnow: ParsableCommand {
         signal(SIGXFSZ, SIG_IGN)
         // A closed pipe (winnow ... | head) is an error on write, not a signal.
         signal(SIGPIPE, SIG_IGN)
-        oneMemoryArena()
         Self.main(nil)
-    }
-
-    /// Every thread allocates from the C library's one arena, where glibc would give a helper
-    /// thread (discovery's second connection) an arena of its own: what that thread frees then
-    /// serves the rest of the run instead of being held apart (merge-500 at 1,600,000 customers
-    /// peaked at 79.7-81.7 MB so, against 87.7-88.3 MB, in the same time). (`mallopt` is
-    /// glibc's own, outside the C headers Swift imports.)
-    static func oneMemoryArena() {
-        #if os(Linux)
-        typealias SetOption = @convention(c) (Int32, Int32) -> Int32
-        let arenaMax: Int32 = -8  // M_ARENA_MAX
-        if let mallopt = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
-            _ = unsafeBitCast(mallopt, to: SetOption.self)(arenaMax, 1)
-        }
-        #endif
     }
 
     /// `winnow` alone: the help, on standard error, and exit 64 (a command is missing).

@@ -18,9 +18,6 @@ final class DiscoveryCopyTests: XCTestCase {
     override func tearDownWithError() throws {
         DedupeExecutor.copiesDiscoveryAlways = false
         DedupeExecutor.copiesSortedRuns = true
-        DedupeExecutor.copiesRunsWithHelper = true
-        DedupeExecutor.sortedRunKiB = 8192
-        RunCopyHelper.beforeRange = nil
         if let dir { try? FileManager.default.removeItem(at: dir) }
     }
 
@@ -95,7 +92,7 @@ final class DiscoveryCopyTests: XCTestCase {
         // Which rules copy sorted runs where they may (every group and winner term under
         // BINARY), and the number of runs merged.
         var merged: [Int] = []
-        DedupeExecutor.mergingSortedRuns = { merged.append($0.count) }
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
         defer { DedupeExecutor.mergingSortedRuns = nil }
         for (name, rule) in jobs {
             let job = "version: 1\ndedupe:\n  - entity: people\n    \(rule)\n    archive: true\n"
@@ -158,8 +155,6 @@ final class DiscoveryCopyTests: XCTestCase {
     func testAnotherConnectionCommitsBetweenTheReads() throws {
         let path = try groups(1500, of: 3, name: "writer")
         DedupeExecutor.copiesDiscoveryAlways = true
-        // (The run's connection alone: a helper's read could hold the lock at that moment.)
-        DedupeExecutor.copiesRunsWithHelper = false
         var wrote: Result<Void, Error>?
         let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path, batchSize: 100) { event in
             guard case let .phaseProgress(name, _, _) = event, name.hasPrefix("discovery of "), wrote == nil else { return }
@@ -177,46 +172,6 @@ final class DiscoveryCopyTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.column(path, "SELECT id FROM t WHERE id BETWEEN 4 AND 9 ORDER BY id", as: Int.self), [4, 5, 8, 9])
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM t"), 1500 + 2)
         XCTAssertEqual(summary.counts.deleted, 2 * 1500 - 3)
-    }
-
-    /// Another connection commits while a helper copies the upper half of the sorted runs and
-    /// the run's connection the lower half: between the helper's first two ranges, with a
-    /// busy timeout, as an application waits for a lock. Its commit waits at most for the range
-    /// the run's connection is reading, and neither connection starts another before it. The
-    /// rows it changes were copied already (one in the first range, one in the helper's first),
-    /// so the batches find their groups changed, as in the test above.
-    func testAnotherConnectionCommitsWhileAHelperCopies() throws {
-        let path = try groups(6000, of: 3, name: "helper-writer")
-        DedupeExecutor.copiesDiscoveryAlways = true
-        // Ranges of 1,000 rows: the first range, then halves of 8,500 rows each.
-        DedupeExecutor.sortedRunKiB = 16
-        var helped = 0
-        DedupeExecutor.mergingSortedRuns = { helped = $0.helper?.spans.count ?? 0 }
-        defer { DedupeExecutor.mergingSortedRuns = nil }
-        var wrote: Result<Void, Error>?
-        RunCopyHelper.beforeRange = { copied in
-            guard copied == 1 else { return }
-            wrote = Result {
-                var config = Configuration()
-                config.busyMode = .timeout(10)
-                let queue = try DatabaseQueue(path: path, configuration: config)
-                defer { try? queue.close() }
-                try queue.write { db in
-                    try db.execute(
-                        sql: "UPDATE t SET k = 'moved' WHERE id IN (5, 9503); DELETE FROM t WHERE id IN (7, 9505)")
-                }
-            }
-        }
-        let summary = try ScenarioKit.run("version: 1\ndedupe:\n  - entity: t\n    key: k\n", db: path, batchSize: 100)
-        XCTAssertNoThrow(try XCTUnwrap(wrote).get(), "the other connection committed")
-        XCTAssertGreaterThanOrEqual(helped, 2, "the helper copied runs")
-        // Groups (4, 5, 6) and (9502, 9503, 9504) lost a row; (7, 8, 9) and (9505, 9506, 9507)
-        // lost their winner.
-        XCTAssertEqual(
-            try ScenarioKit.column(path, "SELECT id FROM t WHERE id BETWEEN 4 AND 9 OR id BETWEEN 9502 AND 9507 ORDER BY id", as: Int.self),
-            [4, 5, 8, 9, 9502, 9503, 9506, 9507])
-        XCTAssertEqual(summary.counts.deleted, 2 * 6000 - 6)
-        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM t"), 18_000 - 2 - (2 * 6000 - 6))
     }
 
     /// `max_delete_percent` is a share of the table's rows, with the copy too (which holds only

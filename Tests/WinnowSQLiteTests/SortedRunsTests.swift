@@ -21,8 +21,6 @@ final class SortedRunsTests: XCTestCase {
         DedupeExecutor.copiesDiscoveryAlways = false
         DedupeExecutor.sortedRunKiB = 8192
         DedupeExecutor.mergingSortedRuns = nil
-        DedupeExecutor.copiesRunsWithHelper = true
-        RunCopyHelper.beforeRange = nil
         if let dir { try? FileManager.default.removeItem(at: dir) }
     }
 
@@ -138,11 +136,9 @@ final class SortedRunsTests: XCTestCase {
                 CREATE TABLE b (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO b VALUES \(rows);
                 """)
         var merged: [Int] = []
-        DedupeExecutor.mergingSortedRuns = { merged.append($0.count) }
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
         DedupeExecutor.sortedRunKiB = 256
         DedupeExecutor.copiesDiscoveryAlways = true
-        // (One connection: a helper halves the runs' memory, and decides by the ranges' times.)
-        DedupeExecutor.copiesRunsWithHelper = false
         let job = """
             version: 1
             dedupe:
@@ -175,7 +171,7 @@ final class SortedRunsTests: XCTestCase {
             "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO t VALUES \(values.joined(separator: ", "));"
         let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - v: asc\n"
         var merged: [Int] = []
-        DedupeExecutor.mergingSortedRuns = { merged.append($0.count) }
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
         let (path, copy) = try keptIDs(setup, job, name: "utf16-copy", copied: true, batchSize: 100)
         XCTAssertEqual(try ScenarioKit.column(path, "PRAGMA encoding", as: String.self), ["UTF-16le"])
         XCTAssertEqual(merged, [], "no sorted runs in a UTF-16 database")
@@ -202,10 +198,8 @@ final class SortedRunsTests: XCTestCase {
             "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, a TEXT, b TEXT, c TEXT); INSERT INTO t VALUES \(values.joined(separator: ", "));"
         let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    normalize: [lowercase]\n    winner: most_complete\n"
         var merged: [Int] = []
-        DedupeExecutor.mergingSortedRuns = { merged.append($0.count) }
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
         DedupeExecutor.sortedRunKiB = 16
-        // (One connection: with a helper each half ends in a shorter run.)
-        DedupeExecutor.copiesRunsWithHelper = false
         let (path, copy) = try keptIDs(setup, job, name: "complete-runs", copied: true, batchSize: 200)
         XCTAssertEqual(merged, [12], "12,000 rows in runs of 1,000")
         let direct = try keptIDs(setup, job, name: "complete-direct", copied: false, batchSize: 200).ids
@@ -246,10 +240,8 @@ final class SortedRunsTests: XCTestCase {
             try keptIDs(setup, job, name: name, copied: copied, batchSize: 500).ids
         }
         var merged: [Int] = []
-        DedupeExecutor.mergingSortedRuns = { merged.append($0.count) }
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
         DedupeExecutor.sortedRunKiB = 16
-        // (One connection: with a helper each half ends in a shorter run.)
-        DedupeExecutor.copiesRunsWithHelper = false
         let small = try run("small", copied: true)
         XCTAssertEqual(merged, [20], "20,000 rows in runs of 1,000")
         DedupeExecutor.sortedRunKiB = 8192
@@ -261,66 +253,5 @@ final class SortedRunsTests: XCTestCase {
         XCTAssertEqual(small, direct)
         XCTAssertEqual(large, direct)
         XCTAssertEqual(direct.count, 9000)
-    }
-
-    /// 30,000 rows whose keys are drawn at random, copied in runs of 1,000 rows.
-    /// (`keys`: the distinct keys among them.)
-    static let scattered: (setup: String, job: String, keys: Int) = {
-        var generator = SplitMix64(seed: 84)
-        var values: [String] = []
-        var keys = Set<UInt64>()
-        for id in 1...30_000 {
-            let key = generator.next() % 9000
-            keys.insert(key)
-            values.append("(\(id), '\(id % 2 == 0 ? "K" : "k")\(key)', \(generator.next() % 50))")
-        }
-        let setup = "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO t VALUES \(values.joined(separator: ", "));"
-        let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    normalize: [lowercase]\n    winner:\n      - v: desc\n"
-        return (setup, job, keys.count)
-    }()
-
-    /// With a helper, a second connection copies the upper half of the table's ranges while the
-    /// run's connection copies the lower half: both hold runs, together every row once, and the
-    /// rows left are those of the one read and of the copy on one connection.
-    func testAHelperCopiesHalfTheRuns() throws {
-        let (setup, job, keys) = Self.scattered
-        var split: [(here: Int, helper: Int, rows: Int)] = []
-        DedupeExecutor.mergingSortedRuns = { split.append(($0.spans.count, $0.helper?.spans.count ?? 0, $0.rows)) }
-        DedupeExecutor.sortedRunKiB = 16
-        let helped = try keptIDs(setup, job, name: "helped", copied: true, batchSize: 500).ids
-        XCTAssertEqual(split.count, 1)
-        let (here, helper, rows) = try XCTUnwrap(split.first)
-        XCTAssertGreaterThanOrEqual(helper, 10, "the helper copied about half the runs: \(split)")
-        XCTAssertGreaterThanOrEqual(here, 10, "the run's connection copied the other half: \(split)")
-        XCTAssertEqual(rows, 30_000, "every row copied once")
-        DedupeExecutor.copiesRunsWithHelper = false
-        split = []
-        let alone = try keptIDs(setup, job, name: "alone", copied: true, batchSize: 500).ids
-        XCTAssertEqual(split.first?.helper, 0, "no helper")
-        let direct = try keptIDs(setup, job, name: "direct", copied: false, batchSize: 500).ids
-        XCTAssertEqual(helped, direct)
-        XCTAssertEqual(alone, direct)
-        XCTAssertEqual(direct.count, keys)
-        XCTAssertGreaterThan(keys, 8000)
-    }
-
-    /// A helper that fails (here after three ranges) leaves the rest of its half to the run's
-    /// connection, which copies it: every row is still copied once, and the rows left are the
-    /// one read's.
-    func testWhatAFailedHelperLeavesTheRunCopies() throws {
-        let (setup, job, _) = Self.scattered
-        var split: [(here: Int, helper: Int, rows: Int)] = []
-        DedupeExecutor.mergingSortedRuns = { split.append(($0.spans.count, $0.helper?.spans.count ?? 0, $0.rows)) }
-        DedupeExecutor.sortedRunKiB = 16
-        RunCopyHelper.beforeRange = { copied in
-            if copied == 3 { throw WinnowError.internal("the helper's fourth range fails") }
-        }
-        let helped = try keptIDs(setup, job, name: "failed", copied: true, batchSize: 500).ids
-        let (here, helper, rows) = try XCTUnwrap(split.first)
-        XCTAssertEqual(helper, 3, "the helper's three runs are merged: \(split)")
-        XCTAssertGreaterThanOrEqual(here, 20, "the run's connection copied the rest: \(split)")
-        XCTAssertEqual(rows, 30_000, "every row copied once")
-        let direct = try keptIDs(setup, job, name: "failed-direct", copied: false, batchSize: 500).ids
-        XCTAssertEqual(helped, direct)
     }
 }

@@ -101,7 +101,7 @@ extension DedupeExecutor {
             var number: Int32 = 0
             func rows(_ body: (SQLiteStatement) throws -> Void) throws {
                 if let runs {
-                    Self.mergingSortedRuns?(runs)
+                    Self.mergingSortedRuns?(runs.spans.count)
                     try runs.forEachRow(db: db, body)
                 } else {
                     try RawStatement(db.makeStatement(sql: select)).forEachRow(body)

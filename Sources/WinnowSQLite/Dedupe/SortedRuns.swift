@@ -22,32 +22,17 @@ struct SortedRuns {
     var spans: [(first: Int64, last: Int64)] = []
     /// The table's rows the ranges held (rows without a key too).
     var rows = 0
-    /// The connection that copied a share of the runs into its own ``table``
-    /// (``RunCopyHelper``), and its runs' spans there.
-    var helper: (queue: DatabaseQueue, spans: [(first: Int64, last: Int64)])?
 
     /// The order of the rows: group values ascending, then each winner term by its direction.
     let order: SortedRunOrder
 
-    /// The number of runs, on both connections.
-    var count: Int { spans.count + (helper?.spans.count ?? 0) }
-
     /// Calls `body` with each row of every run, in the order of ``order`` (rows equal on every
     /// value in any order): the columns are those the runs were copied with.
     func forEachRow(db: Database, _ body: (SQLiteStatement) throws -> Void) throws {
-        guard let helper, !helper.spans.isEmpty else { return try forEachRow([(db, spans)], body) }
-        try helper.queue.inDatabase { other in try forEachRow([(db, spans), (other, helper.spans)], body) }
-    }
-
-    /// ``forEachRow(db:_:)`` over the runs `spans` of each connection.
-    private func forEachRow(_ runs: [(Database, [(first: Int64, last: Int64)])], _ body: (SQLiteStatement) throws -> Void) throws {
-        var statements: [Statement] = []
-        for (db, spans) in runs {
-            for span in spans {
-                let statement = try db.makeStatement(sql: "SELECT * FROM \(Self.table) WHERE rowid BETWEEN ? AND ?")
-                try statement.setArguments([span.first, span.last])
-                statements.append(statement)
-            }
+        let statements = try spans.map { span -> Statement in
+            let statement = try db.makeStatement(sql: "SELECT * FROM \(Self.table) WHERE rowid BETWEEN ? AND ?")
+            try statement.setArguments([span.first, span.last])
+            return statement
         }
         // (The statements own the handles: kept alive to the end, not just to their last use.)
         try withExtendedLifetime(statements) { try merge(statements.map(\.sqliteStatement), body) }
@@ -260,12 +245,8 @@ extension DedupeExecutor {
     /// copy of the columns).
     static var copiesSortedRuns = true
 
-    /// Whether a second connection copies half of the sorted runs at once
-    /// (``RunCopyHelper``), where the machine has a second core (tests turn it off and on).
-    static var copiesRunsWithHelper = ProcessInfo.processInfo.activeProcessorCount > 1
-
-    /// Runs with the sorted runs discovery is about to merge (tests).
-    static var mergingSortedRuns: ((SortedRuns) -> Void)?
+    /// Runs with the number of sorted runs discovery is about to merge (tests).
+    static var mergingSortedRuns: ((Int) -> Void)?
 
     /// The sorter's memory a run may take, in KiB (the main database's page cache while the runs
     /// are copied: SQLite's sorter keeps that much in memory before it writes a run of its
@@ -286,12 +267,6 @@ extension DedupeExecutor {
     /// decides, as for ``copyForDiscovery(readPerCopy:)``). A range holds at most the rows whose
     /// sort fits ``sortedRunKiB`` (from the bytes per row of the first range), so that SQLite
     /// sorts each in memory.
-    ///
-    /// After the first range, a second connection (``RunCopyHelper``) copies the upper half of
-    /// the rowids left on a thread of its own while this one copies the lower half, each sorter
-    /// given half of ``sortedRunKiB`` (so the copy holds no more memory than one connection's);
-    /// the ranges are the same short reads. Where no second connection opens, or the machine
-    /// has one core, this connection copies everything.
     func copySortedRuns(_ read: SortedRead) throws -> SortedCopy {
         // (Text compares as UTF-8 bytes here; a UTF-16 database sorts its text by other bytes.)
         guard let runOrder = read.runOrder, !db.isInsideTransaction, try keepsRollbackJournal(),
@@ -306,96 +281,64 @@ extension DedupeExecutor {
         defer { try? db.execute(sql: "PRAGMA main.cache_size = \(cache)") }
         try db.execute(sql: "DROP TABLE IF EXISTS \(SortedRuns.table)")
         // Untyped columns: every value is kept as the read computed it.
-        let create = "CREATE TABLE \(SortedRuns.table) (\(read.columns.indices.map { "v\($0)" }.joined(separator: ", ")))"
-        try db.execute(sql: create)
-        var share = RunCopy(
-            rangeSQL: """
+        try db.execute(sql: "CREATE TABLE \(SortedRuns.table) (\(read.columns.indices.map { "v\($0)" }.joined(separator: ", ")))")
+        let range = try db.makeStatement(
+            sql: """
                 SELECT max(r), count(*) FROM (SELECT \(rowid) AS r FROM \(table) WHERE \(rowid) > ? AND \(rowid) <= ? ORDER BY \(rowid) LIMIT ?)
-                """,
-            copySQL: """
+                """)
+        let copy = try db.makeStatement(
+            sql: """
                 INSERT INTO \(SortedRuns.table)
                 SELECT \(read.columns.joined(separator: ", ")) FROM \(table)
                 WHERE \(rowid) > ? AND \(rowid) <= ? AND (\(read.filter))
                 ORDER BY \(read.order.joined(separator: ", "))
-                """,
-            after: low - 1, upper: last, sizer: copySizer(span: span), fits: Int.max)
-        let range = try db.makeStatement(sql: share.rangeSQL)
-        let copy = try db.makeStatement(sql: share.copySQL)
+                """)
+        var sizer = copySizer(span: span)
         var runs = SortedRuns(order: runOrder)
+        // The most rows a run holds and still sorts in memory (known after the first range).
+        var fits = Int.max
+        var after = low - 1
+        var first = true
         let phase = RunEvent.discoveryPhase(of: rule)
-        // The first range: its time tells whether one read fits the limit; its pages, the bytes
-        // per row (the others are not measured).
-        let size = min(share.sizer.current, share.fits)
-        let pagesBefore = try usedTemporaryPages()
-        let seconds = try share.copyNext(db, range: range, copy: copy)
-        guard share.after >= low else { return .runs(runs) }
-        let width = share.rows == size ? Double(share.after) - Double(low - 1) : nil
-        if fitsOneRead(first: (share.rows, seconds, width), span: span, perCopy: Self.readPerSortedRuns, limit: share.sizer.limit) {
-            try db.execute(sql: "DROP TABLE \(SortedRuns.table)")
-            return .oneRead
-        }
-        let copied = share.spans.first.map { Int($0.last - $0.first + 1) } ?? 0
-        // The sorter's memory, halved for each of two connections copying at once.
-        var sorterKiB = Self.sortedRunKiB
-        func fits() throws -> Int {
-            guard copied > 0 else { return Int.max }
-            let pageSize = try Int.fetchOne(db, sql: "PRAGMA temp.page_size") ?? 4096
-            // A row in the sorter takes its record and about as much again in bookkeeping
-            // as in the table's B-tree; a third kept in hand.
-            let perRow = max(1, (try usedTemporaryPages() - pagesBefore) * pageSize / copied) + 32
-            return max(BatchSizer.rowRangeStart, sorterKiB * 1024 * 2 / 3 / perRow)
-        }
-        share.fits = try fits()
-        runs.spans = share.spans
-        runs.rows = share.rows
-        func progress(_ rows: Int) { onEvent(.phaseProgress(phase, done: rows, total: max(span, rows))) }
-        progress(runs.rows)
-        guard !share.finished else { return .runs(runs) }
-        // The rest in two halves, on this connection and a helper, where each half holds at
-        // least two more ranges of the current size (the rowids as dense as in the first range).
-        var helper: RunCopyHelper?
-        if Self.copiesRunsWithHelper, let width, share.rows > 0 {
-            let rangeRowids = width / Double(share.rows) * Double(min(share.sizer.current, share.fits))
-            if Double(share.upper) - Double(share.after) >= 4 * rangeRowids {
-                sorterKiB = Self.sortedRunKiB / 2
-                share.fits = try fits()
-                let (lower, upper) = share.split()
-                // (The main database's file: empty for one in memory.)
-                let path = sqlite3_db_filename(db.sqliteConnection, "main").map { String(cString: $0) } ?? ""
-                helper = RunCopyHelper.start(path: path, share: upper, create: create, cacheKiB: sorterKiB)
-                if helper != nil {
-                    try db.execute(sql: "PRAGMA main.cache_size = -\(sorterKiB)")
-                    share = lower
-                } else {
-                    sorterKiB = Self.sortedRunKiB
-                    share.fits = try fits()
+        while after < last {
+            let size = min(sizer.current, fits)
+            let started = Date()
+            // (The first range's pages tell the bytes per row; the others are not measured.)
+            let pagesBefore = first ? try usedTemporaryPages() : 0
+            // The range and its rows in one read, so that the rows counted are those copied.
+            let (upTo, count, copied) = try db.readTransaction { () -> (Int64?, Int, Int) in
+                let found = try Row.fetchOne(range, arguments: [after, last, size])
+                guard let upTo = found?[0] as Int64? else { return (nil, 0, 0) }
+                try copy.execute(arguments: [after, upTo])
+                return (upTo, found?[1] ?? 0, db.changesCount)
+            }
+            let seconds = Date().timeIntervalSince(started)
+            guard let upTo else { break }
+            if copied > 0 {
+                let lastRow = db.lastInsertedRowID
+                runs.spans.append((lastRow - Int64(copied) + 1, lastRow))
+            }
+            runs.rows += count
+            if first {
+                first = false
+                let width = count == size ? Double(upTo) - Double(after) : nil
+                if fitsOneRead(first: (count, seconds, width), span: span, perCopy: Self.readPerSortedRuns, limit: sizer.limit) {
+                    try db.execute(sql: "DROP TABLE \(SortedRuns.table)")
+                    return .oneRead
+                }
+                if copied > 0 {
+                    let pageSize = try Int.fetchOne(db, sql: "PRAGMA temp.page_size") ?? 4096
+                    // A row in the sorter takes its record and about as much again in bookkeeping
+                    // as in the table's B-tree; a third kept in hand.
+                    let perRow = max(1, (try usedTemporaryPages() - pagesBefore) * pageSize / copied) + 32
+                    fits = max(BatchSizer.rowRangeStart, Self.sortedRunKiB * 1024 * 2 / 3 / perRow)
                 }
             }
+            guard count == size, upTo < last else { break }
+            after = upTo
+            sizer.record(size: size, seconds: seconds)
+            onEvent(.phaseProgress(phase, done: runs.rows, total: max(span, runs.rows)))
         }
-        // Copies `part` to its end on this connection, its runs added to `runs`; `besides`: the
-        // rows copied elsewhere meanwhile.
-        func copyAll(_ part: RunCopy, besides: () -> Int) throws {
-            var part = part
-            while !part.finished {
-                try part.copyNext(db, range: range, copy: copy)
-                progress(runs.rows + part.rows + besides())
-            }
-            runs.spans += part.spans
-            runs.rows += part.rows
-        }
-        do {
-            try copyAll(share.resumed(after: share.after)) { helper?.rows ?? 0 }
-        } catch {
-            helper?.stop()
-            _ = helper?.finish()
-            throw error
-        }
-        guard let helper else { return .runs(runs) }
-        let theirs = helper.finish()
-        runs.helper = (helper.queue, theirs.spans)
-        runs.rows += theirs.rows
-        // What the helper left (a lock held past its wait, an error): copied here.
-        if !theirs.finished { try copyAll(theirs.resumed(after: theirs.after)) { 0 } }
         return .runs(runs)
     }
 
