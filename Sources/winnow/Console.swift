@@ -46,11 +46,11 @@ enum Console {
     static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
     /// Colours on standard output: only on a terminal, never with `NO_COLOR` set (no-color.org)
-    /// or `TERM=dumb`.
-    static var usesColor: Bool {
+    /// or `TERM=dumb`. Decided once: a text summary is painted line by line as it is written.
+    static let usesColor: Bool = {
         let environment = ProcessInfo.processInfo.environment
         return isatty(STDOUT_FILENO) == 1 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
-    }
+    }()
 
     /// A summary with its verdict coloured: green for done or clean, yellow for stopped, red for
     /// a finding or a failure. Unchanged when colours are off.

@@ -76,7 +76,7 @@ final class BatchLoopTests: XCTestCase {
     func run(_ loop: BatchLoop, _ source: inout Source, size: Int, maxTransactionMilliseconds: Int = 1000) throws -> BatchLoop.Result {
         var number = 0
         var totals = Counts()
-        var samples: [GroupSample] = []
+        var samples = SampleList()
         return try loop.run(
             &source, sizer: BatchSizer(configured: size, maxTransactionMilliseconds: maxTransactionMilliseconds), batchNumber: &number,
             totals: &totals, samples: &samples)
@@ -92,7 +92,7 @@ final class BatchLoopTests: XCTestCase {
         let (loop, box) = loop(pause: 250, clock: clock)
         var number = 7
         var totals = Counts()
-        var samples: [GroupSample] = []
+        var samples = SampleList()
         let result = try loop.run(
             &source, sizer: BatchSizer(configured: 4, maxTransactionMilliseconds: 1000), batchNumber: &number, totals: &totals,
             samples: &samples)
@@ -120,7 +120,7 @@ final class BatchLoopTests: XCTestCase {
         let (loop, _) = loop(pause: 1000, deadline: deadline, clock: clock)
         var number = 0
         var totals = Counts()
-        var samples: [GroupSample] = []
+        var samples = SampleList()
         let result = try loop.run(
             &source, sizer: BatchSizer(configured: 3, maxTransactionMilliseconds: 1000), batchNumber: &number, totals: &totals,
             samples: &samples)
@@ -171,7 +171,7 @@ final class BatchLoopTests: XCTestCase {
         let (loop, box) = loop(pause: 10, clock: clock)
         var number = 0
         var totals = Counts()
-        var samples: [GroupSample] = []
+        var samples = SampleList()
         let result = try loop.run(
             &source, sizer: BatchSizer(configured: 2, maxTransactionMilliseconds: 1000), batchNumber: &number, totals: &totals,
             samples: &samples)
@@ -203,7 +203,7 @@ final class BatchLoopTests: XCTestCase {
         let (loop, _) = loop(samples: 2, clock: clock)
         var number = 0
         var totals = Counts()
-        var samples: [GroupSample] = []
+        var samples = SampleList()
         _ = try loop.run(
             &source, sizer: BatchSizer(configured: 200, maxTransactionMilliseconds: 50), batchNumber: &number, totals: &totals,
             samples: &samples)
@@ -224,7 +224,7 @@ final class BatchLoopTests: XCTestCase {
             let (loop, _) = loop(clock: clock)
             var number = 0
             var totals = Counts()
-            var samples: [GroupSample] = []
+            var samples = SampleList()
             _ = try loop.run(&source, sizer: sizer, batchNumber: &number, totals: &totals, samples: &samples)
             XCTAssertEqual(source.applied.last?.upTo, Int64(units), "every unit taken")
             return source.applied.map { $0.upTo - $0.after }
@@ -254,7 +254,7 @@ final class BatchLoopTests: XCTestCase {
         let (loop, _) = loop(clock: clock)
         var number = 0
         var totals = Counts()
-        var samples: [GroupSample] = []
+        var samples = SampleList()
         _ = try loop.run(
             &source, sizer: BatchSizer.rowRanges(BatchSettings(size: 500, maxTransactionMilliseconds: 1000)),
             batchNumber: &number, totals: &totals, samples: &samples)

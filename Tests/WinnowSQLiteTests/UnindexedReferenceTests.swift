@@ -471,7 +471,7 @@ final class UnindexedReferenceTests: XCTestCase {
             let writer = SQLiteBatchWriter(runID: 0)
             let executor = DedupeExecutor(db: db, rule: rule, writer: writer, settings: job.batch)
             let discovery = try executor.discover()
-            var batch = 1, totals = Counts(), samples: [GroupSample] = []
+            var batch = 1, totals = Counts(), samples = SampleList()
             try writer.prepare(rule, db: db)
             _ = try executor.execute(discovery, batchNumber: &batch, totals: &totals, samples: &samples)
             XCTAssertEqual(totals.deleted, 40)

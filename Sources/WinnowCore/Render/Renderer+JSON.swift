@@ -137,7 +137,14 @@ extension Renderer {
             }
             if !rule.warnings.isEmpty { r["warnings"] = rule.warnings }
             if !rule.samples.isEmpty {
-                r["sample_groups"] = list("sample_groups", rule.samples.count) { JSONValue(sampleObject(rule.samples[$0])) ?? .object([:]) }
+                // Read in order, one at a time (the list may be in a file: ``SampleList``).
+                let sample = rule.samples.sequentialAccess()
+                r["sample_groups"] = list("sample_groups", rule.samples.count) { index in
+                    guard let found = sample(index) else {
+                        return .object(["unreadable": .string(rule.samples.readFailure ?? "not found")])
+                    }
+                    return JSONValue(sampleObject(found)) ?? .object([:])
+                }
             }
             return r
         }

@@ -27,55 +27,63 @@ extension Renderer {
     /// The text summary of `run`, `plan` and `check`.
     public static func text(_ summary: RunSummary, includeTimes: Bool = true) -> String {
         var lines: [String] = []
+        text(summary, includeTimes: includeTimes) { lines.append($0) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The text summary, given to `line` one line at a time as it is made (`plan --verbose`
+    /// lists every group; see ``SampleList``).
+    public static func text(_ summary: RunSummary, includeTimes: Bool = true, line: (String) -> Void) {
         let wouldBe = summary.dryRun
         switch summary.command {
-        case .plan: lines.append("Plan for \(summary.job ?? "?") on \(summary.database) (nothing is written)")
-        case .check: lines.append("Check of \(summary.job ?? "?") on \(summary.database)")
-        case .restore: lines.append("Restore on \(summary.database)")
-        default: lines.append("Run \(summary.runID.map(String.init) ?? "?") of \(summary.job ?? "?") on \(summary.database)")
+        case .plan: line("Plan for \(summary.job ?? "?") on \(summary.database) (nothing is written)")
+        case .check: line("Check of \(summary.job ?? "?") on \(summary.database)")
+        case .restore: line("Restore on \(summary.database)")
+        default: line("Run \(summary.runID.map(String.init) ?? "?") of \(summary.job ?? "?") on \(summary.database)")
         }
         if !summary.migration.isEmpty {
-            lines.append("migration: \(plural(summary.migration.count, "step"))\(summary.dryRun ? "" : " applied")")
+            line("migration: \(plural(summary.migration.count, "step"))\(summary.dryRun ? "" : " applied")")
             for (index, step) in summary.migration.enumerated() {
-                lines.append("  \(index + 1). \(step.summary)\(step.rebuildsTable ? " [rebuilds the table]" : "")")
+                line("  \(index + 1). \(step.summary)\(step.rebuildsTable ? " [rebuilds the table]" : "")")
                 if summary.command == .plan {
-                    for sql in step.sql { lines.append(sql.split(separator: "\n").map { "       \($0)" }.joined(separator: "\n")) }
+                    for sql in step.sql { line(sql.split(separator: "\n").map { "       \($0)" }.joined(separator: "\n")) }
                 }
             }
         }
-        for object in summary.kept { lines.append("kept: \(object)") }
-        for difference in summary.drift { lines.append("drift: \(difference)") }
-        for note in summary.notes { lines.append("note: \(note)") }
+        for object in summary.kept { line("kept: \(object)") }
+        for difference in summary.drift { line("drift: \(difference)") }
+        for note in summary.notes { line("note: \(note)") }
         for rule in summary.rules {
-            lines.append("dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + "))")
-            lines.append("  winner: \(rule.winner)")
+            line("dedupe[\(rule.index)] \(rule.table) by \(rule.key.joined(separator: " + "))")
+            line("  winner: \(rule.winner)")
             if let incremental = rule.incremental {
-                lines.append(
+                line(
                     incremental
                         ? "  incremental: only keys of rows added or changed since the last run"
                         : "  incremental: full pass (change tracking starts now)")
             }
-            if !rule.references.isEmpty { lines.append("  references: \(rule.references.joined(separator: ", "))") }
-            for warning in rule.warnings { lines.append("  warning: \(warning)") }
-            lines.append("  " + countsLine(rule.counts, wouldBe: wouldBe))
-            lines += linkLines(rule)
+            if !rule.references.isEmpty { line("  references: \(rule.references.joined(separator: ", "))") }
+            for warning in rule.warnings { line("  warning: \(warning)") }
+            line("  " + countsLine(rule.counts, wouldBe: wouldBe))
+            linkLines(rule).forEach(line)
             for sample in rule.samples {
                 let losers = sample.losers.map(\.description).joined(separator: ", ")
                 // An `any:` rule's rows need not share one key: its group is named by its size.
                 let name = rule.links.isEmpty ? sample.key.joined(separator: ", ") : "of \(sample.losers.count + 1) rows"
-                lines.append("  group \(name): keep \(sample.winner); delete \(losers)")
-                lines += sampleDetail(sample, wouldBe: wouldBe)
-                for link in sample.linkedBy { lines.append("      linked: \(link.row) to \(link.to) by \(link.key)") }
+                line("  group \(name): keep \(sample.winner); delete \(losers)")
+                sampleDetail(sample, wouldBe: wouldBe).forEach(line)
+                for link in sample.linkedBy { line("      linked: \(link.row) to \(link.to) by \(link.key)") }
             }
-            if rule.samples.count < rule.counts.groups, !rule.samples.isEmpty {
-                lines.append("  ... \(rule.counts.groups - rule.samples.count) more groups (--verbose lists all)")
+            if let failure = rule.samples.readFailure {
+                line("  ... the groups after these could not be read back: \(failure)")
+            } else if rule.samples.count < rule.counts.groups, !rule.samples.isEmpty {
+                line("  ... \(rule.counts.groups - rule.samples.count) more groups (--verbose lists all)")
             }
         }
         if summary.rules.isEmpty, summary.command != .restore, summary.migration.isEmpty, summary.notes.isEmpty, summary.drift.isEmpty {
-            lines.append("no dedupe rules")
+            line("no dedupe rules")
         }
-        lines.append(statusLine(summary, includeTimes: includeTimes))
-        return lines.joined(separator: "\n")
+        line(statusLine(summary, includeTimes: includeTimes))
     }
 
     /// The last line of a summary: the verdict of a check, what a restore put back, or the

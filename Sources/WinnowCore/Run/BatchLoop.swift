@@ -131,7 +131,7 @@ public struct BatchLoop {
     /// Runs `source` until it has no work left, the deadline has passed or it stops itself.
     /// `batchNumber`, `totals` and `samples` carry on from rule to rule and stage to stage.
     public func run<Source: BatchSource>(
-        _ source: inout Source, sizer: BatchSizer, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]
+        _ source: inout Source, sizer: BatchSizer, batchNumber: inout Int, totals: inout Counts, samples: inout SampleList
     ) throws -> Result {
         var sizer = sizer
         var result = Result()
@@ -180,7 +180,7 @@ public struct BatchLoop {
             batches += 1
             result.counts = result.counts + outcome.counts
             totals = totals + outcome.counts
-            samples += outcome.samples.prefix(max(0, sampleLimit - samples.count))
+            try samples.append(contentsOf: outcome.samples.prefix(max(0, sampleLimit - samples.count)))
             result.done += outcome.done
             onEvent(
                 .batch(

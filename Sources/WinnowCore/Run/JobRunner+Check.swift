@@ -46,14 +46,14 @@ extension JobRunner {
                     if let found = try execution.countDuplicates() {
                         counts.groups = found.groups
                         counts.deleted = found.losers
-                        return ruleSummary(rule, found, counts, [])
+                        return try ruleSummary(rule, found, counts, [])
                     }
                     let row = try session.row(duplicateCountSQL(rule))
                     counts.groups = try row?.int(0) ?? 0
                     counts.deleted = try row?.int(1) ?? 0
                 }
                 let rows = try session.value("SELECT count(*) FROM \(rule.qualifiedTable)").int ?? 0
-                return ruleSummary(rule, Discovery(groups: counts.groups, losers: counts.deleted, tableRows: rows), counts, [])
+                return try ruleSummary(rule, Discovery(groups: counts.groups, losers: counts.deleted, tableRows: rows), counts, [])
             }
         }
         var summaries = found

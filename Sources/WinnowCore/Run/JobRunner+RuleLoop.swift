@@ -77,7 +77,7 @@ extension JobRunner {
             }
             onEvent(.ruleStarted(rule: rule.rule.index, table: rule.table, discovery: discovery))
             try execution.prepare()
-            var samples: [GroupSample] = []
+            var samples = SampleList()
             // Duplicates first, then the stored hashes of the rows that remain.
             var counts = try phase("batches of dedupe[\(rule.rule.index)] \(rule.table)") {
                 try execution.execute(discovery, batchNumber: &batchNumber, totals: &totals, samples: &samples)
@@ -96,7 +96,7 @@ extension JobRunner {
                 try session.changeTracker.finish(table: rule.table, upTo: state.upTo, runID: record.id)
             }
             onEvent(.ruleFinished(rule: rule.rule.index, table: rule.table, counts: counts))
-            var summary = ruleSummary(rule, discovery, counts, samples)
+            var summary = try ruleSummary(rule, discovery, counts, samples)
             if let outcome = links[rule.rule.index] { summary.record(outcome, rule) }
             summary.incremental = incremental[rule.rule.index]?.tracking
             if record == nil {
@@ -111,8 +111,9 @@ extension JobRunner {
         return summaries
     }
 
-    package static func ruleSummary(_ rule: CompiledRule, _ discovery: Discovery, _ counts: Counts, _ samples: [GroupSample]) -> RuleSummary
-    {
+    package static func ruleSummary(
+        _ rule: CompiledRule, _ discovery: Discovery, _ counts: Counts, _ samples: SampleList
+    ) throws -> RuleSummary {
         // An `any:` rule is shown by its alternatives, one key part; its samples say which
         // alternative linked each loser.
         let key =
@@ -124,7 +125,7 @@ extension JobRunner {
         var summary = RuleSummary(
             index: rule.rule.index, table: rule.table, key: key,
             winner: rule.winnerDescription, references: rule.references.map(\.label),
-            discovery: discovery, counts: counts, samples: rule.components == nil ? samples : samples.map { $0.linked(rule) })
+            discovery: discovery, counts: counts, samples: rule.components == nil ? samples : try samples.map { $0.linked(rule) })
         summary.keyColumns = rule.keyColumns
         summary.location = rule.rule.entity.location ?? rule.rule.location
         return summary

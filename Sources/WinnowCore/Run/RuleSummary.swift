@@ -12,7 +12,7 @@ public struct RuleSummary: Sendable, Equatable {
     public var discovery: Discovery
     public var counts: Counts
     /// Groups shown by `plan` (the first few).
-    public var samples: [GroupSample]
+    public var samples: SampleList
     /// For an `incremental: true` rule: whether this pass looked only at changed rows (false:
     /// a full pass, the first one after tracking started).
     public var incremental: Bool? = nil

@@ -33,7 +33,7 @@ public protocol RuleExecution {
     func prepare() throws
     /// Resolves the groups found, batch after batch, until they are done or the deadline has
     /// passed (the rule is then left for the next run).
-    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts
+    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout SampleList) throws -> Counts
     /// For an execution that writes nothing: a digest (SHA-256, hex) of the identities of the
     /// rows it would have deleted, in identity order; nil for one that writes.
     func deletionDigest() throws -> String?

@@ -337,7 +337,7 @@ struct PostgresDedupe: RuleExecution {
 
     // MARK: batches
 
-    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
+    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout SampleList) throws -> Counts {
         guard let found = session.found[rule.rule.index], found.groupCount > 0 else { return Counts() }
         let writer = try PostgresBatch(dedupe: self, found: found)
         let before = try writer.prepareOneTrip()

@@ -13,7 +13,7 @@ extension DedupeExecutor {
 
     /// Resolves every group found by ``discover()``, batch by batch (``QueueBatches`` driven
     /// by the core's ``BatchLoop``).
-    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout [GroupSample]) throws -> Counts {
+    func execute(_ discovery: Discovery, batchNumber: inout Int, totals: inout Counts, samples: inout SampleList) throws -> Counts {
         var counts = Counts()
         let mayHaveTaken = try mayHaveTakenLosers()
         let sql = BatchStatements(rule, pinsTaken: mayHaveTaken)
@@ -216,7 +216,7 @@ extension DedupeExecutor {
     /// counts and the losers they handled.
     func mergeAhead(
         _ sql: BatchStatements, state: inout BatchState, losers: Int, checksReferences: Bool, batchNumber: inout Int,
-        totals: inout Counts, samples: inout [GroupSample]
+        totals: inout Counts, samples: inout SampleList
     ) throws -> (counts: Counts, done: Int) {
         guard let foundAt = state.foundAt, try unchanged(since: foundAt) else { return (Counts(), 0) }
         guard let decided = try decideMerges(sql, skipsTaken: state.skipsTaken, foundAt: foundAt) else { return (Counts(), 0) }

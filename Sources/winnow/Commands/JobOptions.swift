@@ -62,9 +62,17 @@ func printSummary<Help>(_ summary: RunSummary, _ options: CommandOptions<Help>) 
         Console.out(Renderer.line(summary))
         return
     }
-    var text = Renderer.text(summary)
-    if options.verbose, !Progress.shared.timings.isEmpty {
-        text += "\ntimings:\n" + Progress.shared.timings.map { "  \(Renderer.duration($0.seconds))  \($0.phase)" }.joined(separator: "\n")
+    // Written as it is made: `plan --verbose` lists every group (``SampleList``).
+    Console.out { write in
+        var first = true
+        func line(_ text: String) {
+            write((first ? "" : "\n") + Console.painted(text))
+            first = false
+        }
+        Renderer.text(summary, line: line)
+        if options.verbose, !Progress.shared.timings.isEmpty {
+            line("timings:")
+            for timing in Progress.shared.timings { line("  \(Renderer.duration(timing.seconds))  \(timing.phase)") }
+        }
     }
-    Console.out(Console.painted(text))
 }
