@@ -390,6 +390,45 @@ final class PostgresScenarioTests: XCTestCase {
         XCTAssertEqual(survivors[1], survivors[0], "PostgreSQL keeps the same rows")
     }
 
+    /// `run --plan` applies the saved plan on PostgreSQL as on SQLite: the plan's dry pass runs
+    /// first in the same session, and the run then finds every group it approved (two rules on
+    /// one table, the second counting without the first's losers in the plan).
+    func testRunAppliesTheSavedPlanOnBothEngines() throws {
+        let (url, dir, data) = try PostgresServer.engines(
+            "two-keys.sqlite",
+            sql: """
+                CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, phone TEXT, created INTEGER NOT NULL);
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400)
+                INSERT INTO people SELECT i, 'e' || (i % 150), 'p' || (i % 70), i FROM n;
+                """)
+        let job = try TestSupport.writeFile(
+            """
+            version: 1
+            dedupe:
+              - {entity: people, key: email, winner: [{created: asc}]}
+              - {entity: people, key: phone, winner: [{created: asc}]}
+            batch: {size: 7}
+
+            """,
+            to: dir.appendingPathComponent("job.yaml").path)
+        let plain = dir.appendingPathComponent("plain.sqlite").path
+        try FileManager.default.copyItem(atPath: data, toPath: plain)
+        XCTAssertEqual(try TestSupport.winnow(["run", job, "--database", plain]).status, 0)
+        let expected = try PostgresServer.integers(plain, "id", of: "people")
+        XCTAssertLessThan(expected.count, 150, "both rules delete")
+        for engine in [data, url] {
+            let saved = dir.appendingPathComponent("approved.plan").path
+            let plan = try TestSupport.winnow(["plan", job, "--database", engine, "--save", saved, "--format", "json"])
+            XCTAssertEqual(plan.status, 0, "\(engine): \(plan.stderr)")
+            let run = try TestSupport.winnow(["run", job, "--database", engine, "--plan", saved, "--format", "json"])
+            XCTAssertEqual(run.status, 0, "\(engine): \(run.stderr)")
+            XCTAssertTrue(run.stdout.contains("\"deleted\":\(400 - expected.count)"), "\(engine): \(run.stdout.suffix(300))")
+            XCTAssertEqual(try PostgresServer.integers(engine, "id", of: "people"), expected, "\(engine): the survivors of a plain run")
+            let again = try TestSupport.winnow(["run", job, "--database", engine, "--plan", saved])
+            XCTAssertEqual(again.status, 65, "\(engine): applied once: \(again.stderr)")
+        }
+    }
+
     /// Groups are numbered on the server in key order, not primary-key order: with two-column
     /// keys (NULL parts under `nulls: equal`), a composite primary key whose order differs from
     /// the keys' and batches of two groups, no group is split or merged across batches. (A

@@ -146,8 +146,10 @@ struct PostgresDedupe: RuleExecution {
     func discover() throws -> Discovery {
         var exclusion = ""
         var binds = PostgresBindings()
-        if let excluded = session.wouldDelete[rule.table.lowercased()], !excluded.isEmpty {
-            // plan: rows an earlier rule would have deleted are gone for this one.
+        if !writes, let excluded = session.wouldDelete[rule.table.lowercased()], !excluded.isEmpty {
+            // plan: rows an earlier rule would have deleted are gone for this one. (Not for a
+            // run: `run --plan` runs the plan's dry pass in the same session first, and its
+            // rows are all still there.)
             let keys = unnestKeys(first: 1, count: primaryKey.count, alias: "x", names: primaryKey.indices.map { "k\($0)" })
             exclusion = " AND NOT EXISTS (SELECT 1 FROM \(keys) WHERE \(keyJoin("t", "x", columns: primaryKey)))"
             binds = Self.bindings(Self.columns(excluded, width: primaryKey.count))
@@ -274,7 +276,7 @@ struct PostgresDedupe: RuleExecution {
         }
         session.found[rule.rule.index] = found
         var total = try session.value("SELECT count(*) FROM \(table) AS t").int ?? 0
-        total -= session.wouldDelete[rule.table.lowercased()]?.count ?? 0
+        if !writes { total -= session.wouldDelete[rule.table.lowercased()]?.count ?? 0 }
         return Discovery(groups: found.groupCount, losers: found.members - found.groupCount, tableRows: total)
     }
 
