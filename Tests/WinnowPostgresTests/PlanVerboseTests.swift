@@ -57,6 +57,17 @@ final class PlanVerboseTests: XCTestCase {
             XCTAssertFalse(text.stdout.contains("more groups"), engine)
             XCTAssertTrue(
                 text.stdout.contains("planned: \(Self.groups) duplicate groups, 1950 rows to delete"), text.stdout.suffix(300).description)
+
+            // Saved with every group, then applied: the file lists them all and still loads.
+            let saved = dir.appendingPathComponent("every-group.plan").path
+            let save = try TestSupport.winnow(["plan", job, "--database", engine, "--verbose", "--save", saved])
+            XCTAssertEqual(save.status, 0, "\(engine): \(save.stderr)")
+            let file = try JSONSerialization.jsonObject(with: try Data(contentsOf: URL(fileURLWithPath: saved))) as? [String: Any]
+            let savedRules = (file?["plan"] as? [String: Any])?["rules"] as? [[String: Any]]
+            XCTAssertEqual((savedRules?.first?["sample_groups"] as? [Any])?.count, Self.groups, "\(engine): every group saved")
+            let run = try TestSupport.winnow(["run", job, "--database", engine, "--plan", saved, "--format", "json"])
+            XCTAssertEqual(run.status, 0, "\(engine): \(run.stderr)")
+            XCTAssertTrue(run.stdout.contains("\"deleted\":1950"), "\(engine): \(run.stdout.suffix(400))")
         }
     }
 }

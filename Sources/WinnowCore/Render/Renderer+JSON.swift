@@ -90,6 +90,59 @@ extension Renderer {
         write(String(text[written...]))
     }
 
+    /// The summary's object as `plan --save` writes it: pretty-printed (keys sorted, two
+    /// spaces a level), each line after the first indented by `indent` more, without times,
+    /// each rule's sample groups encoded one at a time as they are written.
+    package static func prettyJSON(_ summary: RunSummary, indent: String, write: (String) -> Void) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        func pretty(_ value: JSONValue?) -> String {
+            value.flatMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        }
+        // (An empty list is written with an empty line inside, `[\n\n]`: left empty.)
+        func indented(_ text: some StringProtocol, by prefix: String) -> String {
+            guard !prefix.isEmpty else { return String(text) }
+            return text.replacingOccurrences(of: "\n", with: "\n" + prefix).replacingOccurrences(of: "\n" + prefix + "\n", with: "\n\n")
+        }
+        var lists: [(key: String, marker: String, count: Int, element: (Int) -> JSONValue)] = []
+        let object = summaryObject(summary, includeTimes: false) { key, count, element in
+            let marker = "\u{1}winnow-list-\(lists.count)"
+            lists.append((key, marker, count, element))
+            return marker
+        }
+        let text = pretty(JSONValue(object))
+        // Each marker after its key, as the encoder wrote it (see ``streamedLine(_:write:)``).
+        let places = lists.compactMap { entry -> (Range<String.Index>, Int, (Int) -> JSONValue)? in
+            guard let key = JSONValue.string(entry.key).line(), let marker = JSONValue.string(entry.marker).line(),
+                let range = text.range(of: key + " : " + marker)
+            else { return nil }
+            return (text.index(range.upperBound, offsetBy: -marker.count)..<range.upperBound, entry.count, entry.element)
+        }.sorted { $0.0.lowerBound < $1.0.lowerBound }
+        guard places.count == lists.count else {
+            // Not expected (the encoder writes every marker as above); the whole object at once.
+            write(indented(pretty(JSONValue(summaryObject(summary, includeTimes: false))), by: indent))
+            return
+        }
+        var written = text.startIndex
+        for (range, count, element) in places {
+            write(indented(text[written..<range.lowerBound], by: indent))
+            let lineStart = text[..<range.lowerBound].lastIndex(of: "\n").map { text.index(after: $0) } ?? text.startIndex
+            let outer = indent + String(text[lineStart...].prefix { $0 == " " })
+            let inner = outer + "  "
+            if count == 0 {
+                write("[]")
+            } else {
+                write("[\n")
+                for index in 0..<count {
+                    write((index == 0 ? "" : ",\n") + inner + indented(pretty(element(index)), by: inner))
+                }
+                write("\n" + outer + "]")
+            }
+            written = range.upperBound
+        }
+        write(indented(text[written...], by: indent))
+    }
+
     /// The summary's object; `list` makes each rule's list of sample groups (by default the
     /// whole list).
     package static func summaryObject(

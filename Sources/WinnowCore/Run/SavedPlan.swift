@@ -42,15 +42,12 @@ public struct SavedPlan: Sendable, Equatable {
     public var database: String
     public var createdAt: String
     public var fingerprints: Fingerprints
-    /// The plan's summary as `plan --format json` prints it (for people and tools; not compared).
-    public var summaryJSON: String
 
-    public init(job: String, database: String, createdAt: String, fingerprints: Fingerprints, summaryJSON: String) {
+    public init(job: String, database: String, createdAt: String, fingerprints: Fingerprints) {
         self.job = job
         self.database = database
         self.createdAt = createdAt
         self.fingerprints = fingerprints
-        self.summaryJSON = summaryJSON
     }
 
     static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
@@ -61,42 +58,79 @@ public struct SavedPlan: Sendable, Equatable {
         return sha256(data)
     }
 
-    /// Combines the rules' digests of what they would delete, in rule order.
+    /// The fingerprint of the rows the rules would delete (each rule's digest of the losers'
+    /// identities, in order).
     public static func duplicatesFingerprint(_ rules: [RuleSummary]) -> String {
         sha256(Data(rules.map { "\($0.index):\($0.table):\($0.deletionDigest ?? "-")" }.joined(separator: "\n").utf8))
     }
 
-    /// Writes the plan to `path` (atomically), creating its folder as `plan --save plans/x.plan`
-    /// in a fresh checkout expects.
-    public func write(to path: String) throws {
+    /// Writes the file: this plan's fields and fingerprints, and `summary` as `plan --format
+    /// json` prints it (for people and tools; not compared), as one pretty-printed JSON object
+    /// with its keys sorted (`plan` last). The summary is written as it is encoded, a sample
+    /// group at a time (`plan --verbose --save` lists every group), into a temporary file beside
+    /// `path` that then replaces it, so a reader never sees half a plan.
+    public func write(to path: String, plan summary: RunSummary) throws {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        let temporary = folder.appendingPathComponent(".\(URL(fileURLWithPath: path).lastPathComponent).\(getpid()).tmp").path
         do {
-            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try encoded().write(toFile: path, atomically: true, encoding: .utf8)
+            guard FileManager.default.createFile(atPath: temporary, contents: nil),
+                let handle = FileHandle(forWritingAtPath: temporary)
+            else { throw WinnowError.io("cannot create \(temporary)") }
+            defer { try? handle.close() }
+            var buffer = Data()
+            var failure: Error?
+            func write(_ piece: String) {
+                buffer.append(contentsOf: piece.utf8)
+                guard buffer.count >= 1 << 20 else { return }
+                if failure == nil {
+                    do { try handle.write(contentsOf: buffer) } catch { failure = error }
+                }
+                buffer.removeAll(keepingCapacity: true)
+            }
+            let (before, after) = Self.around(headerText())
+            write(before)
+            Renderer.prettyJSON(summary, indent: "  ", write: write)
+            write(after + "\n")
+            if let failure { throw failure }
+            try handle.write(contentsOf: buffer)
+            try handle.synchronize()
+            guard rename(temporary, path) == 0 else { throw WinnowError.io(String(cString: strerror(errno))) }
         } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
             throw WinnowError.io("\(path): cannot write the plan (\(error.localizedDescription))")
         }
     }
 
-    /// The file's text: one JSON object.
-    public func encoded() -> String {
-        let summary = (try? JSONSerialization.jsonObject(with: Data(summaryJSON.utf8))) ?? [String: Any]()
+    /// What stands in for the summary in ``headerText()``.
+    static let planMarker = "\u{1}winnow-plan"
+
+    /// The file's object pretty-printed with ``planMarker`` for the summary.
+    func headerText() -> String {
         let object: [String: Any] = [
             "format": Self.format, "format_version": Self.formatVersion, "job": job, "database": database, "created_at": createdAt,
             "fingerprints": [
                 "job": fingerprints.job, "target_schema": fingerprints.targetSchema, "live_schema": fingerprints.liveSchema,
                 "duplicates": fingerprints.duplicates,
             ],
-            "plan": summary,
+            "plan": Self.planMarker,
         ]
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self) + "\n"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return JSONValue(object).flatMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
-    /// Reads a saved plan; a file that is not one is refused with exit 65 (66 when missing).
+    /// The header's text before and after the marker (the encoder writes the marker as one
+    /// string, escaped, so no other value can read the same).
+    static func around(_ text: String) -> (String, String) {
+        guard let marker = JSONValue.string(planMarker).line(), let range = text.range(of: marker) else { return (text, "") }
+        return (String(text[..<range.lowerBound]), String(text[range.upperBound...]))
+    }
+
+    /// Reads a plan file's fields and fingerprints (the summary is not read: see
+    /// ``fields(path:)``).
     public static func load(path: String) throws -> SavedPlan {
-        guard let data = FileManager.default.contents(atPath: path) else { throw WinnowError.notFound("\(path): no such plan file") }
+        guard let data = try fields(path: path) else { throw WinnowError.notFound("\(path): no such plan file") }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             object["format"] as? String == format
         else {
@@ -111,11 +145,81 @@ public struct SavedPlan: Sendable, Equatable {
         else {
             throw WinnowError.invalidFile(nil, "\(path): the plan's fingerprints are missing or damaged")
         }
-        let summary = (object["plan"]).flatMap { try? JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys]) }
         return SavedPlan(
             job: object["job"] as? String ?? "", database: object["database"] as? String ?? "",
             createdAt: object["created_at"] as? String ?? "",
-            fingerprints: Fingerprints(job: job, targetSchema: target, liveSchema: live, duplicates: duplicates),
-            summaryJSON: summary.map { String(decoding: $0, as: UTF8.self) } ?? "{}")
+            fingerprints: Fingerprints(job: job, targetSchema: target, liveSchema: live, duplicates: duplicates))
+    }
+
+    /// The file's object without its `plan` member, whose bytes are read past and not kept: a
+    /// plan that lists every group can be far larger than the fields `run --plan` compares.
+    /// nil: no such file. A file that is not one whole object comes back unclosed, for the
+    /// JSON parser to refuse.
+    static func fields(path: String) throws -> Data? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        let planKey = Array("\"plan\"".utf8)
+        var kept: [UInt8] = []
+        var depth = 0
+        var inString = false, escaped = false
+        var stringStart = 0
+        var lastString: Range<Int>?
+        var lastComma: Int?
+        // While the `plan` member's value is passed over: whether a comma came before it.
+        var skipping: (afterComma: Bool, Void)?
+        while let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty {
+            for byte in chunk {
+                if inString {
+                    if escaped {
+                        escaped = false
+                    } else if byte == backslash {
+                        escaped = true
+                    } else if byte == quote {
+                        inString = false
+                        if depth == 1, skipping == nil { lastString = stringStart..<kept.count + 1 }
+                    }
+                    if skipping == nil { kept.append(byte) }
+                    continue
+                }
+                switch byte {
+                case quote:
+                    inString = true
+                    stringStart = kept.count
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                case UInt8(ascii: ","):
+                    if depth == 1, let skipped = skipping {
+                        // The value ends; a member after it keeps this comma only if one was
+                        // dropped before `plan`.
+                        skipping = nil
+                        if skipped.afterComma { kept.append(byte) }
+                        lastComma = skipped.afterComma ? kept.count - 1 : nil
+                        continue
+                    }
+                    if depth == 1 { lastComma = kept.count }
+                case UInt8(ascii: ":"):
+                    if depth == 1, skipping == nil, let key = lastString, kept[key].elementsEqual(planKey) {
+                        // `"plan" :` and the comma before it (or, first, the key alone) dropped.
+                        let from = lastComma.map { $0 > key.lowerBound ? key.lowerBound : $0 } ?? key.lowerBound
+                        skipping = (from != key.lowerBound, ())
+                        kept.removeSubrange(from...)
+                        lastString = nil
+                        continue
+                    }
+                default:
+                    break
+                }
+                if skipping != nil, depth == 0 {
+                    // The object closes right after the value.
+                    skipping = nil
+                }
+                if skipping == nil { kept.append(byte) }
+                if depth == 0, !kept.isEmpty, byte == UInt8(ascii: "}") { return Data(kept) }
+            }
+        }
+        return Data(kept)
     }
 }

@@ -46,10 +46,8 @@ struct Plan: ParsableCommand {
             runOptions.fingerprints = saveTo != nil
             let summary = try JobRunner.plan(loaded, options: runOptions, backend: BackendRouter(), onEvent: eventPrinter(options))
             if let saveTo, let fingerprints = summary.fingerprints {
-                let saved = SavedPlan(
-                    job: job, database: summary.database, createdAt: Bookkeeping.timestamp(), fingerprints: fingerprints,
-                    summaryJSON: Renderer.json(summary, includeTimes: false))
-                try saved.write(to: saveTo)
+                let saved = SavedPlan(job: job, database: summary.database, createdAt: Bookkeeping.timestamp(), fingerprints: fingerprints)
+                try saved.write(to: saveTo, plan: summary)
             }
             printSummary(summary, options)
             if let saveTo, !options.quiet, options.format == .text {
