@@ -57,37 +57,57 @@ extension Renderer {
     /// and the list written in its place, one element at a time (the pieces joined are the line
     /// `line` writes with whole lists).
     package static func streamedLine(_ line: (_ list: ListMaker) -> String, write: (String) -> Void) {
-        var lists: [(key: String, marker: String, count: Int, element: (Int) -> JSONValue)] = []
-        let text = line { key, count, element in
-            let marker = "\u{1}winnow-list-\(lists.count)"
-            lists.append((key, marker, count, element))
-            return marker
-        }
-        // Each marker as the encoder wrote it, after its key: `"groups":"\u0001winnow-list-0"`.
-        // A string value holds its quotes escaped, so no value of the object can read the same.
-        let places = lists.compactMap { entry -> (Range<String.Index>, Int, (Int) -> JSONValue)? in
-            guard let key = JSONValue.string(entry.key).line(), let marker = JSONValue.string(entry.marker).line(),
-                let range = text.range(of: key + ":" + marker)
-            else { return nil }
-            return (text.index(range.upperBound, offsetBy: -marker.count)..<range.upperBound, entry.count, entry.element)
-        }.sorted { $0.0.lowerBound < $1.0.lowerBound }
-        guard places.count == lists.count else {
+        let (text, lists) = marking(line)
+        guard let places = places(of: lists, in: text, separator: ":") else {
             // Not expected (the encoder writes every marker as above); the whole object at once.
             write(line { _, count, element in JSONValue.array((0..<count).map(element)) })
             return
         }
         let encoder = JSONValue.lineEncoder()
         var written = text.startIndex
-        for (range, count, element) in places {
+        for (range, list) in places {
             write(String(text[written..<range.lowerBound]) + "[")
-            for index in 0..<count {
-                let piece = element(index).line(encoder) ?? "{}"
+            for index in 0..<list.count {
+                let piece = list.element(index).line(encoder) ?? "{}"
                 write(index == 0 ? piece : "," + piece)
             }
             write("]")
             written = range.upperBound
         }
         write(String(text[written...]))
+    }
+
+    /// A list an encoded object holds a marker for, written in its place one element at a time.
+    package struct MarkedList {
+        var key: String
+        var marker: String
+        var count: Int
+        var element: (Int) -> JSONValue
+    }
+
+    /// `encode`'s result with each list a ``ListMaker`` stood in for by a marker, and those lists.
+    static func marking(_ encode: (_ list: ListMaker) -> String) -> (String, [MarkedList]) {
+        var lists: [MarkedList] = []
+        let text = encode { key, count, element in
+            let marker = "\u{1}winnow-list-\(lists.count)"
+            lists.append(MarkedList(key: key, marker: marker, count: count, element: element))
+            return marker
+        }
+        return (text, lists)
+    }
+
+    /// Where each list's marker stands in `text`, after its key and `separator` (`:` on one
+    /// line, ` : ` pretty-printed), in the text's order; nil where one is not found. The marker
+    /// as the encoder wrote it: a string value holds its quotes escaped, so no value of the
+    /// object can read the same.
+    static func places(of lists: [MarkedList], in text: String, separator: String) -> [(Range<String.Index>, MarkedList)]? {
+        let places = lists.compactMap { list -> (Range<String.Index>, MarkedList)? in
+            guard let key = JSONValue.string(list.key).line(), let marker = JSONValue.string(list.marker).line(),
+                let range = text.range(of: key + separator + marker)
+            else { return nil }
+            return (text.index(range.upperBound, offsetBy: -marker.count)..<range.upperBound, list)
+        }.sorted { $0.0.lowerBound < $1.0.lowerBound }
+        return places.count == lists.count ? places : nil
     }
 
     /// The summary's object as `plan --save` writes it: pretty-printed (keys sorted, two
@@ -114,37 +134,24 @@ extension Renderer {
             }
             return String(decoding: out, as: UTF8.self)
         }
-        var lists: [(key: String, marker: String, count: Int, element: (Int) -> JSONValue)] = []
-        let object = summaryObject(summary, includeTimes: false) { key, count, element in
-            let marker = "\u{1}winnow-list-\(lists.count)"
-            lists.append((key, marker, count, element))
-            return marker
-        }
-        let text = pretty(JSONValue(object))
-        // Each marker after its key, as the encoder wrote it (see ``streamedLine(_:write:)``).
-        let places = lists.compactMap { entry -> (Range<String.Index>, Int, (Int) -> JSONValue)? in
-            guard let key = JSONValue.string(entry.key).line(), let marker = JSONValue.string(entry.marker).line(),
-                let range = text.range(of: key + " : " + marker)
-            else { return nil }
-            return (text.index(range.upperBound, offsetBy: -marker.count)..<range.upperBound, entry.count, entry.element)
-        }.sorted { $0.0.lowerBound < $1.0.lowerBound }
-        guard places.count == lists.count else {
+        let (text, lists) = marking { list in pretty(JSONValue(summaryObject(summary, includeTimes: false, list: list))) }
+        guard let places = places(of: lists, in: text, separator: " : ") else {
             // Not expected (the encoder writes every marker as above); the whole object at once.
             write(indented(pretty(JSONValue(summaryObject(summary, includeTimes: false))), by: indent))
             return
         }
         var written = text.startIndex
-        for (range, count, element) in places {
+        for (range, list) in places {
             write(indented(text[written..<range.lowerBound], by: indent))
             let lineStart = text[..<range.lowerBound].lastIndex(of: "\n").map { text.index(after: $0) } ?? text.startIndex
             let outer = indent + String(text[lineStart...].prefix { $0 == " " })
             let inner = outer + "  "
-            if count == 0 {
+            if list.count == 0 {
                 write("[]")
             } else {
                 write("[\n")
-                for index in 0..<count {
-                    write((index == 0 ? "" : ",\n") + inner + indented(pretty(element(index)), by: inner))
+                for index in 0..<list.count {
+                    write((index == 0 ? "" : ",\n") + inner + indented(pretty(list.element(index)), by: inner))
                 }
                 write("\n" + outer + "]")
             }
