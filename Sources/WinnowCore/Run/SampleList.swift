@@ -10,10 +10,10 @@ import Darwin
 ///
 /// The first ``heldInMemory`` are held in memory; later ones are written to a temporary file
 /// as one record each (``GroupSample/appendRecord(to:)``) and read back one at a time as they
-/// are listed. `plan --verbose`
-/// lists every group, and a large table has hundreds of thousands of them: held in an array,
-/// merge-500's 426,000 groups at 1,600,000 customers took 2.27 GB of memory
-/// (docs/performance.md, "`plan --verbose` holds a bounded number of groups"). The file is
+/// are listed. `plan --verbose` lists every group, and a large table has hundreds of
+/// thousands of them: held in an array, merge-500's 426,473 groups at 1,600,000 customers took
+/// 2.29 GB of memory (docs/performance.md, "`plan --verbose` holds a bounded number of
+/// groups"). The file is
 /// removed from its directory as soon as it is created (`TMPDIR`, else `/tmp`), so nothing is
 /// left behind by a run that is killed; it is closed once no list or iterator refers to it.
 ///
