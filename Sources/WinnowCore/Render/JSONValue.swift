@@ -138,8 +138,8 @@ package enum JSONValue: Encodable, Equatable {
         }
     }
 
-    /// One line of JSON, keys sorted by code point, `/` unescaped; nil where JSON has no form
-    /// for a number (not finite).
+    /// One line of JSON, keys sorted by code point, `/` unescaped (or as `encoder` writes:
+    /// ``prettyEncoder()``); nil where JSON has no form for a number (not finite).
     package func line(_ encoder: JSONEncoder = lineEncoder()) -> String? {
         (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) }
     }
@@ -148,6 +148,13 @@ package enum JSONValue: Encodable, Equatable {
     package static func lineEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    /// The same, pretty-printed (two spaces a level, `"key" : value`), as `plan --save` writes.
+    package static func prettyEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return encoder
     }
 }

@@ -114,11 +114,8 @@ extension Renderer {
     /// spaces a level), each line after the first indented by `indent` more, without times,
     /// each rule's sample groups encoded one at a time as they are written.
     package static func prettyJSON(_ summary: RunSummary, indent: String, write: (String) -> Void) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        func pretty(_ value: JSONValue?) -> String {
-            value.flatMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        }
+        let encoder = JSONValue.prettyEncoder()
+        func pretty(_ value: JSONValue?) -> String { value?.line(encoder) ?? "{}" }
         // Each line after the first indented by `prefix`, but an empty one (an empty list is
         // written with an empty line inside, `[\n\n]`). By bytes: Foundation's
         // `replacingOccurrences` took half of `plan --verbose --save`.

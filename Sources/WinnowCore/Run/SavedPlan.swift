@@ -115,9 +115,7 @@ public struct SavedPlan: Sendable, Equatable {
             ],
             "plan": Self.planMarker,
         ]
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return JSONValue(object).flatMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return JSONValue(object)?.line(JSONValue.prettyEncoder()) ?? "{}"
     }
 
     /// The header's text before and after the marker (the encoder writes the marker as one
@@ -167,7 +165,7 @@ public struct SavedPlan: Sendable, Equatable {
         var lastString: Range<Int>?
         var lastComma: Int?
         // While the `plan` member's value is passed over: whether a comma came before it.
-        var skipping: (afterComma: Bool, Void)?
+        var skipping: Bool?
         while let chunk = try handle.read(upToCount: 1 << 16), !chunk.isEmpty {
             for byte in chunk {
                 if inString {
@@ -191,21 +189,20 @@ public struct SavedPlan: Sendable, Equatable {
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
                     depth -= 1
                 case UInt8(ascii: ","):
-                    if depth == 1, let skipped = skipping {
+                    if depth == 1, let afterComma = skipping {
                         // The value ends; a member after it keeps this comma only if one was
                         // dropped before `plan`.
                         skipping = nil
-                        if skipped.afterComma { kept.append(byte) }
-                        lastComma = skipped.afterComma ? kept.count - 1 : nil
+                        if afterComma { kept.append(byte) }
+                        lastComma = afterComma ? kept.count - 1 : nil
                         continue
                     }
                     if depth == 1 { lastComma = kept.count }
                 case UInt8(ascii: ":"):
                     if depth == 1, skipping == nil, let key = lastString, kept[key].elementsEqual(planKey) {
                         // `"plan" :` and the comma before it (or, first, the key alone) dropped.
-                        let from = lastComma.map { $0 > key.lowerBound ? key.lowerBound : $0 } ?? key.lowerBound
-                        skipping = (from != key.lowerBound, ())
-                        kept.removeSubrange(from...)
+                        skipping = lastComma != nil
+                        kept.removeSubrange((lastComma ?? key.lowerBound)...)
                         lastString = nil
                         continue
                     }
