@@ -419,6 +419,30 @@ final class OperatorTests: CLITestCase {
 
     // MARK: plan samples, every error at once
 
+    /// `plan --verbose` keeps the groups beyond the first 1,000 in a temporary file; where it
+    /// cannot make one, the command ends with the contract's I/O code (74) and a JSON error
+    /// event that names the folder, and prints no partial summary. With the folder there, it
+    /// lists every group.
+    func testPlanVerboseWithoutATemporaryFolderExits74() throws {
+        try makePeople(groups: 1_100)
+        try write("job.yaml", Self.job)
+        let missing = path("no-such-folder")
+        let failed = try TestSupport.winnow(
+            ["plan", "job.yaml", "--verbose", "--format", "json"], in: dir, environment: ["TMPDIR": missing])
+        XCTAssertEqual(failed.status, 74, failed.stderr)
+        let error = failed.stdout.split(separator: "\n").compactMap(json).last
+        XCTAssertEqual(error?["event"] as? String, "error", failed.stdout)
+        XCTAssertEqual(error?["exit_code"] as? Int, 74)
+        XCTAssertTrue((error?["message"] as? String ?? "").contains(missing), failed.stdout)
+        XCTAssertFalse(failed.stdout.contains("\"event\":\"summary\""), "no partial summary")
+
+        try FileManager.default.createDirectory(atPath: missing, withIntermediateDirectories: true)
+        let listed = try TestSupport.winnow(["plan", "job.yaml", "--verbose"], in: dir, environment: ["TMPDIR": missing])
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        XCTAssertEqual(listed.stdout.split(separator: "\n").filter { $0.hasPrefix("  group ") }.count, 1_100)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: missing), [], "the file is gone from its folder")
+    }
+
     /// A plan shows each sample group's rows side by side (the kept one marked), the merge's
     /// before and after, and the children that move; JSON carries the same as JSON values.
     func testPlanShowsGroupsSideBySide() throws {
