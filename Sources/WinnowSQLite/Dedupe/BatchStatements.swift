@@ -195,6 +195,10 @@ struct BatchStatements {
     let danglingChildren: [String]
     /// Per path without an index on its child columns: maps the child rows of every queued row.
     let mapChildren: [String?]
+    /// Per reference path: each row of `winnow_sampled` with its number of child rows, reached
+    /// as the batch reaches its losers' children (by index, or through the map of a path without
+    /// one, made again for the batch's groups after another connection's commit).
+    let sampleChildren: [String]
     /// Per path without an index: forgets / maps again the children of the rows of the groups
     /// filed in `(?1, ?2]` only (losers as found and their winners: every row a batch of those
     /// groups can delete), while another connection keeps committing between batches.
@@ -391,6 +395,7 @@ struct BatchStatements {
         mergedSelection = numbers.among("SELECT winner FROM temp.winnow_merged")
         var fillMoves: [String] = [], groupChildren: [String] = [], winnerKeys: [String] = []
         var applyMoves: [String] = [], movedChildren: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
+        var sampleChildren: [String] = []
         var deleteChild: [String] = [], repointChild: [String] = []
         var forgetBatchChildren: [String?] = [], mapBatchChildren: [String?] = []
         var movedKey: [String] = [], repointedKey: [(sql: String, values: [Int])] = []
@@ -512,6 +517,7 @@ struct BatchStatements {
                         SELECT \(index), \(childNumbers.number(of: "c")), b.winner \(loserChildren)
                         """)
             dangling.append("SELECT count(*), min(\(childNumbers.number(of: "c"))) \(loserChildren)")
+            sampleChildren.append("SELECT s.id, count(*) FROM temp.winnow_sampled AS s \(reach("s.id")) GROUP BY 1")
             let keyColumns = Array(Set(path.uniqueKeys.flatMap { $0 })).sorted()
             let selectedKeys = keyColumns.map { ", c.\($0.sqlIdentifier)" }.joined()
             groupChildren.append(
@@ -647,6 +653,7 @@ struct BatchStatements {
         self.applyMoves = applyMoves
         self.danglingChildren = dangling
         self.mapChildren = mapChildren
+        self.sampleChildren = sampleChildren
         self.forgetBatchChildren = forgetBatchChildren
         self.mapBatchChildren = mapBatchChildren
         self.deleteChild = deleteChild
