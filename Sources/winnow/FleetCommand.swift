@@ -32,9 +32,11 @@ struct FleetFlags: ParsableArguments {
 /// total (text), or each store's object tagged with its path, then the fleet's (json).
 enum FleetReport {
     /// Runs `work` over `stores`; returns the outcomes, the fleet's exit code and its time.
-    /// `format` nil prints nothing (the caller reports: junit, github, plan's groups).
+    /// `format` nil prints nothing (the caller reports: junit, github, plan's groups). `heard`
+    /// hears of each store as it ends, with its sample groups (the outcomes keep none).
     static func run(
         _ stores: [String], flags: FleetFlags, format: OutputFormat?, quiet: Bool, command: String, stop: StopSignal? = nil,
+        heard: @escaping @Sendable (StoreOutcome) -> Void = { _ in },
         work: @escaping @Sendable (String) throws -> (RunSummary, Int32)
     ) -> (outcomes: [StoreOutcome], code: Int32, seconds: Double) {
         let started = Date()
@@ -54,6 +56,7 @@ enum FleetReport {
             finished: { outcome in
                 progress.finished(outcome.store)
                 report(outcome)
+                heard(outcome)
             })
         progress.clear()
         for outcome in outcomes where outcome.status == .notRun { report(outcome) }

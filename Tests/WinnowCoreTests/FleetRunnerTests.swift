@@ -68,6 +68,44 @@ final class FleetRunnerTests: XCTestCase {
         XCTAssertEqual(FleetRunner.exitCode(outcomes), 75, "locked outranks findings")
     }
 
+    /// The outcomes a fleet returns keep no sample groups (a list of more than a thousand holds
+    /// a file open); `finished` hears of each store with them. `FleetPlans` keeps, of each live
+    /// schema, the plan of the first store in the fleet's order, whatever order they end in.
+    func testOutcomesLetSampleGroupsGoAndTheFirstPlanOfEachSchemaIsKept() {
+        let stores = (0..<12).map { "s\($0)" }
+        let heard = Concurrency()
+        let plans = FleetPlans(stores: stores)
+        let outcomes = FleetRunner.run(
+            stores, options: FleetOptions(parallel: 4),
+            work: { store in
+                // The first stores end last.
+                let index = Int(store.dropFirst())!
+                Thread.sleep(forTimeInterval: 0.002 * Double(12 - index))
+                var plan = RendererGoldenTests.plan
+                plan.database = store
+                plan.fingerprints = .init(job: "j", targetSchema: "t", liveSchema: "schema \(index % 3)", duplicates: "d")
+                return (plan, 0)
+            },
+            finished: { outcome in
+                if outcome.summary?.rules.first?.samples.isEmpty == false { heard.enter() }
+                plans.heard(outcome)
+            })
+        XCTAssertEqual(heard.total, 12, "finished hears of every store with its groups")
+        XCTAssertFalse(RendererGoldenTests.plan.rules[0].samples.isEmpty)
+        XCTAssertTrue(outcomes.allSatisfy { $0.summary?.rules.allSatisfy(\.samples.isEmpty) == true })
+        XCTAssertEqual(outcomes.map { $0.summary?.counts }, Array(repeating: RendererGoldenTests.plan.counts, count: 12), "counts kept")
+        let kept = plans.plans
+        XCTAssertEqual(kept.keys.sorted(), ["schema 0", "schema 1", "schema 2"])
+        XCTAssertEqual(kept["schema 0"]?.database, "s0")
+        XCTAssertEqual(kept["schema 1"]?.database, "s1")
+        XCTAssertEqual(kept["schema 2"]?.database, "s2")
+        XCTAssertEqual(kept["schema 2"]?.rules[0].samples, RendererGoldenTests.plan.rules[0].samples)
+        // The text shows the kept plan's groups, though the outcomes have none.
+        XCTAssertEqual(
+            Renderer.fleetPlan(outcomes, plans: kept).components(separatedBy: "\n").filter { $0.hasPrefix("  group ") }.count,
+            3 * RendererGoldenTests.plan.rules[0].samples.count)
+    }
+
     func testSeverityOrder() {
         XCTAssertEqual(FleetRunner.worst([0, 1, 75, 65]), 65)
         XCTAssertEqual(FleetRunner.worst([66, 74]), 74)

@@ -111,4 +111,22 @@ final class SavedPlanTests: XCTestCase {
             try FileManager.default.contentsOfDirectory(atPath: URL(fileURLWithPath: file).deletingLastPathComponent().path),
             ["p.plan"], "no temporary file left")
     }
+
+    /// A job file's fingerprint is its bytes' SHA-256; a missing file is 66, and one that is
+    /// there but cannot be read is an I/O error (74) with the reason, not a missing file (a
+    /// fleet out of file descriptors reported its job file missing).
+    func testJobFingerprintTellsAMissingFileFromOneThatCannotBeRead() throws {
+        let job = try path("job.yaml")
+        try "abc".write(toFile: job, atomically: true, encoding: .utf8)
+        XCTAssertEqual(try SavedPlan.fingerprint(jobFile: job), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertThrowsError(try SavedPlan.fingerprint(jobFile: job + ".missing")) {
+            XCTAssertEqual(($0 as? WinnowError)?.exitCode, 66)
+        }
+        let folder = try path("jobs")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        XCTAssertThrowsError(try SavedPlan.fingerprint(jobFile: folder)) {
+            XCTAssertEqual(($0 as? WinnowError)?.exitCode, 74)
+            XCTAssertTrue("\($0)".contains("cannot read the job file"), "\($0)")
+        }
+    }
 }

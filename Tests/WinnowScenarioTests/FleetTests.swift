@@ -161,4 +161,61 @@ final class FleetTests: CLITestCase {
         try winnow(["run", "job.yaml", "--database", "tenants/*.sqlite"], expect: 0)
         try winnow(["check", "job.yaml", "--database", "tenants/*.sqlite"], expect: 0)
     }
+
+    /// `plan --verbose` over a fleet whose stores each list more groups than a plan holds in
+    /// memory (the rest go to a temporary file per store): a store's groups are let go once it
+    /// is reported, so the fleet holds no file per store, and text shows the groups of each
+    /// schema group's first store in the fleet's order, JSON every store's.
+    func testVerbosePlanOfAFleetLetsEachStoresGroupsGoOnceReported() throws {
+        try FileManager.default.createDirectory(atPath: path("tenants"), withIntermediateDirectories: true)
+        // Two schemas (the second with a column more), 1,050 groups of two in each store.
+        for (schema, extra) in ["a": "", "b": ", note TEXT"] {
+            try TestSupport.makeDatabase(
+                at: path("\(schema).sqlite"),
+                sql: """
+                    CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, created_at INTEGER, visits INTEGER\(extra));
+                    WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 2099)
+                    INSERT INTO people (email, created_at, visits)
+                    SELECT CASE i % 2 WHEN 0 THEN 'user' ELSE ' User' END || (i / 2) || '@x.com', (i * 7919) % 100003, i % 5
+                    FROM s ORDER BY (i * 2654435761) % 4294967311;
+                    """)
+        }
+        let stores = 60
+        for n in 0..<stores {
+            try FileManager.default.copyItem(
+                atPath: path(n % 3 == 2 ? "b.sqlite" : "a.sqlite"), toPath: path(String(format: "tenants/t%02d.sqlite", n)))
+        }
+        try write("job.yaml", Self.job)
+        // Fewer file descriptors than stores: a fleet that kept each store's file ran out of them
+        // (and a store then failed with 66, its job file not opened).
+        func plan(_ format: String) throws -> TestSupport.Result {
+            try TestSupport.run(
+                URL(fileURLWithPath: "/bin/sh"),
+                [
+                    "-c", "ulimit -n 48 && exec \"$0\" \"$@\"", TestSupport.executable.path, "plan", "job.yaml", "--verbose", "--database",
+                    "tenants/*.sqlite", "--parallel", "4", "--format", format,
+                ], in: dir)
+        }
+        let text = try plan("text")
+        XCTAssertEqual(text.status, 0, text.stderr + String(text.stdout.suffix(2000)))
+        let lines = text.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.filter { $0.hasPrefix("== schema group") }.count, 2)
+        XCTAssertEqual(lines.filter { $0.hasPrefix("  group '") }.count, 2 * 1050, "the groups of two plans")
+        let plans = lines.filter { $0.hasPrefix("Plan for job.yaml on ") }
+        XCTAssertEqual(plans.count, 2)
+        XCTAssertTrue(plans[0].hasSuffix("t00.sqlite (nothing is written)"), String(plans[0]))
+        XCTAssertTrue(plans[1].hasSuffix("t02.sqlite (nothing is written)"), String(plans[1]))
+        XCTAssertEqual(lines.filter { $0.hasPrefix("  ") && $0.contains("tenants/t") && $0.contains("migration steps") }.count, stores)
+
+        let json = try plan("json")
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let objects = json.stdout.split(separator: "\n").compactMap { self.json($0) }
+        let summaries = objects.compactMap { $0["summary"] as? [String: Any] }
+        XCTAssertEqual(summaries.count, stores, "each store's plan")
+        for summary in summaries {
+            let rules = summary["rules"] as? [[String: Any]]
+            XCTAssertEqual((rules?.first?["sample_groups"] as? [Any])?.count, 1050, summary["database"] as? String ?? "")
+        }
+        XCTAssertEqual((objects.last?["fleet"] as? [String: Any])?["groups"] as? Int, stores * 1050)
+    }
 }

@@ -92,6 +92,18 @@ public struct StoreOutcome: Sendable {
         self.seconds = seconds
         self.exitCode = exitCode
     }
+
+    /// The outcome without its summary's sample groups: what a fleet keeps of a store once the
+    /// store has been reported. A store's groups can be many, and a list of more than a
+    /// thousand holds a temporary file open (``SampleList``): kept for every store, a fleet of
+    /// a thousand such stores ran out of file descriptors.
+    public func withoutSamples() -> StoreOutcome {
+        guard var summary, summary.rules.contains(where: { !$0.samples.isEmpty }) else { return self }
+        for index in summary.rules.indices { summary.rules[index].samples = SampleList() }
+        var outcome = self
+        outcome.summary = summary
+        return outcome
+    }
 }
 
 /// Runs one command over many stores: canaries first, then a bounded pool; each store is an
@@ -114,6 +126,8 @@ public enum FleetRunner {
 
     /// Runs `work` on every store; `finished` hears of each store as it ends (from the worker's
     /// thread, one call at a time). `work` returns the store's summary and exit code, or throws.
+    /// The outcomes returned keep no sample groups (``StoreOutcome/withoutSamples()``): only
+    /// `finished` sees them.
     public static func run(
         _ stores: [String], options: FleetOptions,
         stop: StopSignal? = nil,
@@ -190,9 +204,9 @@ final class FleetState: @unchecked Sendable {
 
     func finish(_ index: Int, _ outcome: StoreOutcome, _ report: (StoreOutcome) -> Void) {
         lock.withLock {
-            results[index] = outcome
             if outcome.status == .failed { anyFailed = true }
             report(outcome)
+            results[index] = outcome.withoutSamples()
         }
     }
 

@@ -84,8 +84,16 @@ extension Renderer {
 extension Renderer {
     /// `plan` over a fleet: the stores grouped by identical live schema (their plans'
     /// fingerprint), per group the plan of its first store and what each store would change;
-    /// then the stores that could not be planned.
-    public static func fleetPlan(_ outcomes: [StoreOutcome]) -> String {
+    /// then the stores that could not be planned. `plans`: each group's first plan with its
+    /// sample groups, by live schema (``FleetPlans``), where the outcomes keep none.
+    public static func fleetPlan(_ outcomes: [StoreOutcome], plans: [String: RunSummary] = [:]) -> String {
+        var lines: [String] = []
+        fleetPlan(outcomes, plans: plans) { lines.append($0) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// ``fleetPlan(_:plans:)`` line by line.
+    public static func fleetPlan(_ outcomes: [StoreOutcome], plans: [String: RunSummary] = [:], line: (String) -> Void) {
         var groups: [(schema: String, outcomes: [StoreOutcome])] = []
         for outcome in outcomes {
             guard let schema = outcome.summary?.fingerprints?.liveSchema else { continue }
@@ -95,21 +103,19 @@ extension Renderer {
                 groups.append((schema, [outcome]))
             }
         }
-        var lines: [String] = []
         for (number, group) in groups.enumerated() {
             let changing = group.outcomes.filter {
                 ($0.summary?.counts.changedAnything ?? false) || ($0.summary?.migration.isEmpty == false)
             }
             let stores = "\(group.outcomes.count) store\(group.outcomes.count == 1 ? "" : "s")"
-            lines.append("== schema group \(number + 1) of \(groups.count): \(stores), \(changing.count) would change")
-            if let first = group.outcomes.first?.summary { lines.append(text(first)) }
-            lines.append("per store:")
+            line("== schema group \(number + 1) of \(groups.count): \(stores), \(changing.count) would change")
+            if let first = plans[group.schema] ?? group.outcomes.first?.summary { text(first, line: line) }
+            line("per store:")
             for outcome in group.outcomes {
                 guard let summary = outcome.summary else { continue }
-                lines.append("  \(outcome.store): \(countsLine(summary.counts, wouldBe: true)), \(summary.migration.count) migration steps")
+                line("  \(outcome.store): \(countsLine(summary.counts, wouldBe: true)), \(summary.migration.count) migration steps")
             }
         }
-        lines += outcomes.filter { $0.summary == nil }.map(text)
-        return lines.joined(separator: "\n")
+        for outcome in outcomes where outcome.summary == nil { line(text(outcome)) }
     }
 }

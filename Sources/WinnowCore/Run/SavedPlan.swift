@@ -52,10 +52,20 @@ public struct SavedPlan: Sendable, Equatable {
 
     static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
 
-    /// The fingerprint of a job file's bytes.
+    /// The fingerprint of a job file's bytes. A file that is there but cannot be read (out of
+    /// file descriptors, say) is an I/O error with the system's reason, not a missing file.
     public static func fingerprint(jobFile path: String) throws -> String {
-        guard let data = FileManager.default.contents(atPath: path) else { throw WinnowError.notFound("\(path): no such job file") }
-        return sha256(data)
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { throw WinnowError.notFound("\(path): no such job file") }
+            throw WinnowError.io("\(path): cannot read the job file: \(String(cString: strerror(errno)))")
+        }
+        let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            return sha256(try file.readToEnd() ?? Data())
+        } catch {
+            throw WinnowError.io("\(path): cannot read the job file: \(error.localizedDescription)")
+        }
     }
 
     /// The fingerprint of the rows the rules would delete (each rule's digest of the losers'

@@ -65,14 +65,26 @@ struct Plan: ParsableCommand {
         planOptions.fingerprints = true
         planOptions.sampleLimit = options.verbose ? nil : 3
         let shared = planOptions
-        let result = FleetReport.run(stores, flags: fleet, format: options.format == .json ? .json : nil, quiet: true, command: "plan") {
-            store in
+        // (Text shows the groups of each schema group's first store only.)
+        let plans = FleetPlans(stores: stores)
+        let text = options.format == .text && !options.quiet
+        let result = FleetReport.run(
+            // (JSON: each store's plan, then the fleet's; text: the report below.)
+            stores, flags: fleet, format: options.format == .json ? .json : nil, quiet: false, command: "plan",
+            heard: { outcome in if text { plans.heard(outcome) } }
+        ) { store in
             var storeOptions = shared
             storeOptions.database = store
             return (try JobRunner.plan(job, options: storeOptions, backend: BackendRouter()), 0)
         }
-        guard options.format == .text, !options.quiet else { return result.code }
-        Console.out(Renderer.fleetPlan(result.outcomes))
+        guard text else { return result.code }
+        Console.out { write in
+            var first = true
+            Renderer.fleetPlan(result.outcomes, plans: plans.plans) { text in
+                write((first ? "" : "\n") + text)
+                first = false
+            }
+        }
         Console.out(Renderer.fleetTotal(result.outcomes, exitCode: result.code, seconds: result.seconds))
         return result.code
     }
