@@ -183,6 +183,8 @@ package struct KeptInDatabase {
         XCTAssertEqual(short.components(separatedBy: "\n  group ").count - 1, 10, short)
         XCTAssertTrue(short.contains("  group email 'p1@x.org': kept id 1; deleted id 2"), short)
         XCTAssertTrue(short.contains("... 2 more groups (--verbose lists all)"), short)
+        // The rows the groups not listed deleted are their losers, not duplicate child rows.
+        XCTAssertFalse(short.contains("duplicate child rows deleted"), short)
         let long = try winnow(["show", "--run", "1", "--verbose"] + args, expect: 0).stdout
         XCTAssertEqual(long.components(separatedBy: "\n  group ").count - 1, 12, long)
         XCTAssertTrue(long.contains("  group email 'p12@x.org': kept id 23; deleted id 24"), long)

@@ -203,15 +203,25 @@ extension History {
             if x.table != y.table { return x.table < y.table }
             return precedes(x.key, y.key)
         }
-        // (A kept row's merge whose group is not listed, when only the first groups are: it is
-        // no re-pointed child row.)
+        // (When only the first groups are listed, the rows the others deleted are their losers,
+        // and a kept row's merge is no re-pointed child row.)
         var winners = Set<String>()
-        for (rule, groups) in found { for group in groups { winners.insert(row(rule, group.table, group.winner)) } }
+        var losers = Set<String>()
+        if report.groupLimit != nil {
+            for (rule, groups) in found {
+                for group in groups {
+                    winners.insert(row(rule, group.table, group.winner))
+                    for loser in group.losers { losers.insert(slot(loser.batch, group.table, loser.key)) }
+                }
+            }
+        }
         for index in rest {
             let record = journal[index]
             guard let rule = record.rule, let r = position[rule], let span = span[rule], record.batch <= span.last else { continue }
             switch record.operation {
-            case .delete: report.rules[r].childrenDeleted.append(deletedRow(record))
+            case .delete:
+                if report.groupLimit != nil, losers.contains(slot(record.batch, record.table, record.key)) { continue }
+                report.rules[r].childrenDeleted.append(deletedRow(record))
             case .update:
                 if report.groupLimit != nil, winners.contains(row(rule, record.table, record.key)) { continue }
                 report.rules[r].repointed.append(changedRow(record))
