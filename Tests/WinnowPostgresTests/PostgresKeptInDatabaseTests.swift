@@ -70,6 +70,10 @@ final class PostgresKeptInDatabaseTests: XCTestCase {
 
     func testShowListsTheFirstGroupsUnlessVerbose() throws { try scenario().showListsTheFirstGroupsUnlessVerbose() }
 
+    func testShowWithoutVerboseListsTheHeadOfTheVerboseListing() throws {
+        try scenario().showWithoutVerboseListsTheHeadOfTheVerboseListing()
+    }
+
     func testShowOfARunWithoutJournalSaysSo() throws { try scenario().showOfARunWithoutJournalSaysSo() }
 
     func testRefusedRestoresLeaveNoTraceAndRestoresCount() throws { try scenario().refusedRestoresLeaveNoTraceAndRestoresCount() }

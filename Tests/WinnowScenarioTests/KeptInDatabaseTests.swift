@@ -32,6 +32,8 @@ final class KeptInDatabaseTests: CLITestCase {
 
     func testShowListsTheFirstGroupsUnlessVerbose() throws { try scenario.showListsTheFirstGroupsUnlessVerbose() }
 
+    func testShowWithoutVerboseListsTheHeadOfTheVerboseListing() throws { try scenario.showWithoutVerboseListsTheHeadOfTheVerboseListing() }
+
     func testShowOfARunWithoutJournalSaysSo() throws { try scenario.showOfARunWithoutJournalSaysSo() }
 
     func testRefusedRestoresLeaveNoTraceAndRestoresCount() throws { try scenario.refusedRestoresLeaveNoTraceAndRestoresCount() }

@@ -193,6 +193,43 @@ package struct KeptInDatabase {
         XCTAssertEqual(((object["rules"] as? [[String: Any]])?.first?["groups"] as? [Any])?.count, 12)
     }
 
+    /// Text without `--verbose` lists the head of what `--verbose` lists: the first 10 groups
+    /// with their merges, then the first 10 re-pointed child rows, of a run of 30 groups in
+    /// batches of 3 (each batch's journal holds other groups' rows and children).
+    package func showWithoutVerboseListsTheHeadOfTheVerboseListing() throws {
+        let people = (1...30).flatMap { n in
+            [
+                "(\(3 * n - 2), 'p\(n)@x.org', 'A', NULL, 1)", "(\(3 * n - 1), ' P\(n)@x.org', 'B', '555-\(n)', 2)",
+                "(\(3 * n), 'q\(n)@x.org', 'C', NULL, 1)",
+            ]
+        }
+        let orders = (1...90).map { n in "(\(100 + n), \((n * 37) % 90 + 1), \(n))" }
+        try load(
+            """
+            CREATE TABLE people (id INTEGER PRIMARY KEY, email TEXT, name TEXT, phone TEXT, visits INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE orders (id INTEGER PRIMARY KEY, person_id INTEGER NOT NULL REFERENCES people(id), total INTEGER NOT NULL);
+            CREATE INDEX orders_person ON orders (person_id);
+            INSERT INTO people VALUES \(people.joined(separator: ", "));
+            INSERT INTO orders VALUES \(orders.joined(separator: ", "));
+            """)
+        try writeJob(Self.job(extra: "batch: {size: 3}"))
+        let args = ["--database", database]
+        try winnow(["run", "job.yaml"] + args, expect: 0)
+        func listing(_ text: String) -> (groups: [String], repointed: [String]) {
+            let lines = text.split(separator: "\n").map(String.init)
+            let groups = lines.filter { $0.hasPrefix("  group ") || $0.hasPrefix("    updated ") }
+            let start = lines.firstIndex(of: "  re-pointed child rows:").map { $0 + 1 } ?? lines.count
+            let repointed = lines[start...].prefix { $0.hasPrefix("    ") && !$0.hasPrefix("    ...") }
+            return (groups, Array(repointed))
+        }
+        let short = listing(try winnow(["show", "--run", "1"] + args, expect: 0).stdout)
+        let long = listing(try winnow(["show", "--run", "1", "--verbose"] + args, expect: 0).stdout)
+        XCTAssertEqual(long.groups.count, 60, "30 groups, each with its merge")
+        XCTAssertEqual(long.repointed.count, 30)
+        XCTAssertEqual(short.groups, Array(long.groups.prefix(20)))
+        XCTAssertEqual(short.repointed, Array(long.repointed.prefix(10)))
+    }
+
     /// A run with `archive: false` kept no journal: `show` gives its counts and says why it
     /// lists no rows.
     package func showOfARunWithoutJournalSaysSo() throws {

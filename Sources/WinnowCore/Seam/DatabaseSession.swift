@@ -82,8 +82,10 @@ public protocol DatabaseSession: AnyObject {
     // MARK: what winnow keeps
 
     /// What run `runID` journaled, oldest entry first (only `batches`, when given), each
-    /// update's row also as it is now.
-    func journalRecords(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord]
+    /// update's row also as it is now. `keep`, when given, judges each entry by its batch,
+    /// rule, operation, table and row (its `columns` and `before` still empty) before its
+    /// values are decoded or its row is read again; the entries it refuses are left out.
+    func journalRecords(runID: Int64, batches: Set<Int>?, keep: ((JournalRecord) -> Bool)?) throws -> [JournalRecord]
     /// The losers run `runID` deleted and their winners, as `winnow_run_groups` holds them, in
     /// the order they were recorded.
     func groupRecords(runID: Int64) throws -> [GroupRecord]
@@ -127,6 +129,11 @@ public struct SeedOutcome: Sendable, Equatable {
 }
 
 extension DatabaseSession {
+    /// Every entry of ``journalRecords(runID:batches:keep:)``.
+    public func journalRecords(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
+        try journalRecords(runID: runID, batches: batches, keep: nil)
+    }
+
     public func typedJournalDeletes(runID: Int64) throws -> [String: Int] { [:] }
 
     /// Run `runID`'s entries in the typed journal (``typedJournalDeletes(runID:)``).

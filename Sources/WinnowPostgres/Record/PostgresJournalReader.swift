@@ -92,7 +92,7 @@ struct PostgresJournalReader {
         }.map(\.element.record)
     }
 
-    func records(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
+    func records(runID: Int64, batches: Set<Int>?, keep: ((JournalRecord) -> Bool)? = nil) throws -> [JournalRecord] {
         let schema = try session.inspect()
         let naming = Naming(schema)
         let journal = dialect.bookkeeping("winnow_journal")
@@ -110,16 +110,18 @@ struct PostgresJournalReader {
             """, [SQLValue(runID)])
         {
             let table = try row.string(4)
+            let operation: JournalRecord.Operation = try row.string(3) == "delete" ? .delete : .update
+            var record = JournalRecord(
+                batch: try row.int(1), rule: row[2].int, operation: operation, table: schema.table(named: table)?.name ?? table,
+                key: naming.key(table: table, stored: try row.string(6), literals: row[7].string), columns: [], before: [])
+            if let keep, !keep(record) { continue }
             let columns = Self.decode(row[5].string, as: [String].self) ?? []
             let image = Self.decode(row[8].string, as: [String: String].self) ?? [:]
-            let operation: JournalRecord.Operation = try row.string(3) == "delete" ? .delete : .update
+            record.columns = columns
+            record.before = columns.map { image[$0] ?? "NULL" }
             position[try row.int64(0)] = records.count
             if operation == .update { updated[try row.int64(9)] = table }
-            records.append(
-                JournalRecord(
-                    batch: try row.int(1), rule: row[2].int, operation: operation, table: schema.table(named: table)?.name ?? table,
-                    key: naming.key(table: table, stored: try row.string(6), literals: row[7].string), columns: columns,
-                    before: columns.map { image[$0] ?? "NULL" }))
+            records.append(record)
         }
         // Each changed row as it is now, shape by shape, found by its key after the change.
         for (shape, name) in updated {
@@ -159,15 +161,14 @@ struct PostgresJournalReader {
                 ORDER BY r.winnow_seq, \(journal.key.map { "r.\($0.sqlIdentifier)" }.joined(separator: ", "))
                 """, [SQLValue(runID)])
             {
+                var record = JournalRecord(
+                    batch: try row.int(1), rule: row[2].int, operation: .delete, table: name,
+                    key: naming.key(table: journal.table, stored: try row.string(3), literals: row[4].string), columns: [], before: [])
+                if let keep, !keep(record) { continue }
                 let image = Self.decode(row[5].string, as: [String: String].self) ?? [:]
-                typed.append(
-                    (
-                        [try row.int64(0), Int64(typed.count)],
-                        JournalRecord(
-                            batch: try row.int(1), rule: row[2].int, operation: .delete, table: name,
-                            key: naming.key(table: journal.table, stored: try row.string(3), literals: row[4].string),
-                            columns: journal.columns, before: journal.columns.map { image[$0] ?? "NULL" })
-                    ))
+                record.columns = journal.columns
+                record.before = journal.columns.map { image[$0] ?? "NULL" }
+                typed.append(([try row.int64(0), Int64(typed.count)], record))
             }
         }
         guard !typed.isEmpty else { return records }

@@ -320,8 +320,8 @@ public final class PostgresSession: DatabaseSession {
         try PostgresRestorer(session: self).undo(runID: runID, restoreID: restoreID)
     }
 
-    public func journalRecords(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
-        try PostgresJournalReader(session: self).records(runID: runID, batches: batches)
+    public func journalRecords(runID: Int64, batches: Set<Int>?, keep: ((JournalRecord) -> Bool)?) throws -> [JournalRecord] {
+        try PostgresJournalReader(session: self).records(runID: runID, batches: batches, keep: keep)
     }
 
     public func groupRecords(runID: Int64) throws -> [GroupRecord] { try PostgresJournalReader(session: self).groups(runID: runID) }

@@ -106,7 +106,8 @@ enum JournalReader {
         }.map(\.element.record)
     }
 
-    static func records(_ db: Database, runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
+    static func records(_ db: Database, runID: Int64, batches: Set<Int>?, keep: ((JournalRecord) -> Bool)? = nil) throws -> [JournalRecord]
+    {
         let tables = Tables(db)
         var shapes: [Int64: (table: String, columns: [String])] = [:]
         let filter = batches.map { " AND j.batch IN (\($0.sorted().map(String.init).joined(separator: ", ")))" } ?? ""
@@ -129,15 +130,16 @@ enum JournalReader {
                 shapes[shapeID] = (shape[0], try JSONDecoder().decode([String].self, from: Data((shape[1] as String).utf8)))
             }
             let shape = shapes[shapeID]!
-            let values = try ValueCodec.decode([UInt8](row[4] as Data))
             let naming = try tables.naming(shape.table)
+            var record = JournalRecord(
+                batch: row[0], rule: row[5], operation: (row[1] as String) == "delete" ? .delete : .update,
+                table: naming.live?.name ?? shape.table, key: try naming.key(row[3]), columns: [], before: [])
+            if let keep, !keep(record) { continue }
+            record.columns = shape.columns
+            record.before = try ValueCodec.decode([UInt8](row[4] as Data)).map { SQLValue($0).quotedLiteral }
             identities.append(try naming.values(row[3]))
             ids.append(row[6])
-            records.append(
-                JournalRecord(
-                    batch: row[0], rule: row[5], operation: (row[1] as String) == "delete" ? .delete : .update,
-                    table: naming.live?.name ?? shape.table,
-                    key: try naming.key(row[3]), columns: shape.columns, before: values.map { SQLValue($0).quotedLiteral }))
+            records.append(record)
         }
         // Each changed row as it is now, by rowid or primary key: one statement per table and
         // columns, and a read transaction per thousand rows (outside one, SQLite takes and
@@ -182,14 +184,13 @@ enum JournalReader {
                     WHERE winnow_seq BETWEEN ? AND ?\(kept) ORDER BY winnow_seq
                     """, arguments: [range.lowerBound, range.upperBound])
             {
-                typed.append(
-                    (
-                        [row[0], 1, row[1], row[2], row[3]],
-                        JournalRecord(
-                            batch: row[2], rule: row[1], operation: .delete, table: naming.live?.name ?? journal.table,
-                            key: try naming.key(row[4]), columns: journal.columns,
-                            before: journal.columns.indices.map { SQLValue(row[5 + $0] as DatabaseValue).quotedLiteral })
-                    ))
+                var record = JournalRecord(
+                    batch: row[2], rule: row[1], operation: .delete, table: naming.live?.name ?? journal.table,
+                    key: try naming.key(row[4]), columns: [], before: [])
+                if let keep, !keep(record) { continue }
+                record.columns = journal.columns
+                record.before = journal.columns.indices.map { SQLValue(row[5 + $0] as DatabaseValue).quotedLiteral }
+                typed.append(([row[0], 1, row[1], row[2], row[3]], record))
             }
         }
         guard !typed.isEmpty else { return records }

@@ -129,8 +129,8 @@ public final class SQLiteSession: DatabaseSession {
         try Restorer.undo(db, runID: runID, restoreID: restoreID)
     }
 
-    public func journalRecords(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
-        try JournalReader.records(db, runID: runID, batches: batches)
+    public func journalRecords(runID: Int64, batches: Set<Int>?, keep: ((JournalRecord) -> Bool)?) throws -> [JournalRecord] {
+        try JournalReader.records(db, runID: runID, batches: batches, keep: keep)
     }
 
     public func groupRecords(runID: Int64) throws -> [GroupRecord] { try JournalReader.groups(db, runID: runID) }
