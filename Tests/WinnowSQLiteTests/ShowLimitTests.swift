@@ -96,4 +96,30 @@ final class ShowLimitTests: XCTestCase {
         XCTAssertGreaterThan(summary.counts.batches, 2)
         try assertHeadOfVerbose(path)
     }
+
+    /// Group records that do not come in batch order within their rule are read again, every
+    /// group kept: the listing is the same as from records in order.
+    func testRecordsOutOfBatchOrderAreReadAgainAndListTheSame() throws {
+        let path = try makeStore("order.sqlite", customers: 600)
+        try ScenarioKit.run(Self.job(merge: true, size: 7), db: path)
+        let expected = try History.show(database: path, runID: 1, groupLimit: 10, backend: SQLiteBackend())
+        try SQLiteBackend().withSession(path, mode: .readOnly) { session in
+            let records = try session.groupRecords(runID: 1)
+            XCTAssertGreaterThan(Set(records.map(\.batch)).count, 2)
+            var report = RunReport(run: try XCTUnwrap(History.entry(session, runID: 1)))
+            report.groupLimit = 10
+            report.rules = try History.rules(session, runID: 1)
+            report.journal = try History.journalTables(session, runID: 1)
+            report.rows = .listed
+            var reads = 0
+            let listed = try History.list(
+                { body in
+                    reads += 1
+                    for record in records.reversed() { try body(record) }
+                }, into: &report, session: session, runID: 1)
+            XCTAssertTrue(listed)
+            XCTAssertEqual(reads, 2, "read again once the order broke")
+            XCTAssertEqual(report, expected)
+        }
+    }
 }

@@ -22,13 +22,10 @@ extension History {
             } else if report.journal.isEmpty {
                 report.rows = changed ? .notJournaled : .unchanged
             } else {
-                let groups = try session.tableExists("winnow_run_groups") ? try session.groupRecords(runID: runID) : []
-                if groups.isEmpty {
-                    report.rows = .groupsNotRecorded
-                } else {
-                    report.rows = .listed
-                    try list(groups, into: &report, session: session, runID: runID)
-                }
+                let recorded =
+                    try session.tableExists("winnow_run_groups")
+                    && list({ try session.forEachGroupRecord(runID: runID, $0) }, into: &report, session: session, runID: runID)
+                report.rows = recorded ? .listed : .groupsNotRecorded
             }
             return report
         }
@@ -84,8 +81,13 @@ extension History {
         return order.sorted { $0.lowercased() < $1.lowercased() }.compactMap { tables[$0] }
     }
 
-    /// Fills each rule's groups and children from the group records and the journal.
-    static func list(_ records: [GroupRecord], into report: inout RunReport, session: any DatabaseSession, runID: Int64) throws {
+    /// Fills each rule's groups and children from the group records (`records` gives them one
+    /// at a time, and can be read again) and the journal; returns false, having done nothing,
+    /// where there are none.
+    static func list(
+        _ records: (_ body: (GroupRecord) throws -> Void) throws -> Void, into report: inout RunReport, session: any DatabaseSession,
+        runID: Int64
+    ) throws -> Bool {
         // Groups per rule, in the order they were resolved: each winner with its losers. A rule
         // batched by position deletes a group's losers in several batches (each records its
         // part): the parts are one group, listed where its first part is, and each loser is
@@ -98,6 +100,7 @@ extension History {
             /// The batch of its first part.
             var batch: Int { batches.min()! }
         }
+        struct OutOfOrder: Error {}
         var found: [Int: [Found]] = [:]
         var grouped: [String: Int] = [:]
         // A rule's batches: those of its groups; before them, stretches applied ahead of the
@@ -106,47 +109,56 @@ extension History {
         var span: [Int: (first: Int, last: Int)] = [:]
         // With a limit, every group's rows, so that the rows the groups not listed deleted and
         // merged are not taken for child rows (and their journal entries are not read).
-        var winners = Set<String>()
-        var losers = Set<String>()
+        var winners = Set<Place>()
+        var losers = Set<Place>()
         // With a limit, and the records in batch order within each rule (as the engines keep
         // them): a group first seen in a later batch comes after every group seen before it, so
         // once a rule has `limit` groups from its batches before the one being read, it takes
-        // no new ones (their rows are in `winners` and `losers`). Out of order, every group is kept.
+        // no new ones (their rows are in `winners` and `losers`). Records out of that order are
+        // read again, every group kept.
         let limit = report.groupLimit
         var inOrder = limit != nil
-        var lastBatch: [Int: Int] = [:]
-        if inOrder {
-            for record in records {
-                if let last = lastBatch[record.rule], record.batch < last {
-                    inOrder = false
-                    break
+        while true {
+            found = [:]
+            grouped = [:]
+            span = [:]
+            winners = []
+            losers = []
+            var lastBatch: [Int: Int] = [:]
+            var full = Set<Int>()
+            do {
+                try records { record in
+                    let rule = record.rule
+                    span[rule] =
+                        span[rule].map { (min($0.first, record.batch), max($0.last, record.batch)) } ?? (record.batch, record.batch)
+                    if limit != nil {
+                        winners.insert(row(rule, record.table, record.winner))
+                        losers.insert(slot(record.batch, record.table, record.loser))
+                    }
+                    if let limit, inOrder, record.batch != lastBatch[rule] {
+                        if let last = lastBatch[rule], record.batch < last { throw OutOfOrder() }
+                        if found[rule]?.count ?? 0 >= limit { full.insert(rule) }
+                        lastBatch[rule] = record.batch
+                    }
+                    let id = "\(rule)\u{1F}\(record.table.lowercased())\u{1F}\(record.winner.stored)"
+                    if let index = grouped[id] {
+                        found[rule]![index].losers.append((record.loser, record.batch))
+                        found[rule]![index].batches.insert(record.batch)
+                    } else if !full.contains(rule) {
+                        grouped[id] = found[rule, default: []].count
+                        found[rule, default: []].append(
+                            Found(
+                                table: record.table, winner: record.winner, losers: [(record.loser, record.batch)], batches: [record.batch])
+                        )
+                    }
                 }
-                lastBatch[record.rule] = record.batch
+            } catch is OutOfOrder {
+                inOrder = false
+                continue
             }
-            lastBatch = [:]
+            break
         }
-        var full = Set<Int>()
-        for record in records {
-            let rule = record.rule
-            span[rule] = span[rule].map { (min($0.first, record.batch), max($0.last, record.batch)) } ?? (record.batch, record.batch)
-            if limit != nil {
-                winners.insert(row(rule, record.table, record.winner))
-                losers.insert(slot(record.batch, record.table, record.loser))
-            }
-            if let limit, inOrder, record.batch > lastBatch[rule] ?? Int.min {
-                if found[rule]?.count ?? 0 >= limit { full.insert(rule) }
-                lastBatch[rule] = record.batch
-            }
-            let id = "\(rule)\u{1F}\(record.table.lowercased())\u{1F}\(record.winner.stored)"
-            if let index = grouped[id] {
-                found[rule]![index].losers.append((record.loser, record.batch))
-                found[rule]![index].batches.insert(record.batch)
-            } else if !full.contains(rule) {
-                grouped[id] = found[rule, default: []].count
-                found[rule, default: []].append(
-                    Found(table: record.table, winner: record.winner, losers: [(record.loser, record.batch)], batches: [record.batch]))
-            }
-        }
+        guard !found.isEmpty else { return false }
         // The same order on every engine: by batch, then by the kept row's key.
         for rule in found.keys {
             found[rule]!.sort { $0.batch != $1.batch ? $0.batch < $1.batch : precedes($0.winner, $1.winner) }
@@ -178,8 +190,8 @@ extension History {
         // and a kept row's merge is no re-pointed child row.)
         var keep: ((JournalRecord) -> Bool)? = nil
         if let limit = report.groupLimit {
-            var listedLosers = Set<String>()
-            var listedWinners = Set<String>()
+            var listedLosers = Set<Place>()
+            var listedWinners = Set<Place>()
             for group in listed.values.joined() {
                 listedWinners.insert(place(group.table, group.winner))
                 for loser in group.losers { listedLosers.insert(slot(loser.batch, group.table, loser.key)) }
@@ -188,11 +200,11 @@ extension History {
                 limit: limit, span: span, listedLosers: listedLosers, listedWinners: listedWinners, winners: winners, losers: losers)
         }
         let journal = try session.journalRecords(runID: runID, batches: wanted, keep: keep)
-        var deletes: [String: Int] = [:]
-        var updates: [String: Int] = [:]
+        var deletes: [Place: Int] = [:]
+        var updates: [Place: Int] = [:]
         // A row's first update by a rule, in whichever batch: a merge applied ahead of the
         // deletions is journaled in a stretch of its own, before its group's batches.
-        var firstUpdates: [String: Int] = [:]
+        var firstUpdates: [Place: Int] = [:]
         for (index, record) in journal.enumerated() {
             let id = slot(record.batch, record.table, record.key)
             switch record.operation {
@@ -249,16 +261,31 @@ extension History {
                 report.rules[r].repointed.append(changedRow(record))
             }
         }
+        return true
     }
 
-    /// A row's place in a batch's journal (batch, table, stored key).
-    static func slot(_ batch: Int, _ table: String, _ key: RowKey) -> String { "\(batch)\u{1F}\(table.lowercased())\u{1F}\(key.stored)" }
+    /// A row as the journal names it (its table in any case, its stored key), in one batch, by
+    /// one rule, or anywhere: a key of the sets and maps that match journal entries to groups,
+    /// without a string built for each (a run of 1,600,000 customers has a million losers).
+    struct Place: Hashable {
+        /// The batch (0 or more), the rule (-1 - rule), or neither (`Int.min`).
+        var scope: Int
+        var table: String
+        var stored: String
+    }
+
+    /// A row's place in a batch's journal.
+    static func slot(_ batch: Int, _ table: String, _ key: RowKey) -> Place {
+        Place(scope: batch, table: table.lowercased(), stored: key.stored)
+    }
 
     /// A row as one rule changed it, in whichever batch.
-    static func row(_ rule: Int, _ table: String, _ key: RowKey) -> String { "\(rule)\u{1F}\(table.lowercased())\u{1F}\(key.stored)" }
+    static func row(_ rule: Int, _ table: String, _ key: RowKey) -> Place {
+        Place(scope: -1 - rule, table: table.lowercased(), stored: key.stored)
+    }
 
     /// A row, in whichever batch and by whichever rule.
-    static func place(_ table: String, _ key: RowKey) -> String { "\(table.lowercased())\u{1F}\(key.stored)" }
+    static func place(_ table: String, _ key: RowKey) -> Place { Place(scope: Int.min, table: table.lowercased(), stored: key.stored) }
 
     /// The order of child rows in a listing: by batch, table and row.
     static func listedBefore(_ x: JournalRecord, _ y: JournalRecord) -> Bool {
@@ -275,8 +302,8 @@ extension History {
     /// groups' batches (every batch, when they were filed by position) took most of the 26 s
     /// and 1.6 GB that `show` took.
     static func firstEntries(
-        limit: Int, span: [Int: (first: Int, last: Int)], listedLosers: Set<String>, listedWinners: Set<String>,
-        winners: Set<String>, losers: Set<String>
+        limit: Int, span: [Int: (first: Int, last: Int)], listedLosers: Set<Place>, listedWinners: Set<Place>,
+        winners: Set<Place>, losers: Set<Place>
     ) -> (JournalRecord) -> Bool {
         var heads: [String: [JournalRecord]] = [:]
         return { record in

@@ -89,6 +89,9 @@ public protocol DatabaseSession: AnyObject {
     /// The losers run `runID` deleted and their winners, as `winnow_run_groups` holds them, in
     /// the order they were recorded.
     func groupRecords(runID: Int64) throws -> [GroupRecord]
+    /// ``groupRecords(runID:)`` one at a time, in the same order, without holding them all
+    /// where the engine can read them so.
+    func forEachGroupRecord(runID: Int64, _ body: (GroupRecord) throws -> Void) throws
     /// The journal kept beside `winnow_journal` for the losers a rule deletes, as rows of a
     /// table per journal shape (`winnow_journal_rows_<shape>`: docs/reference.md, "Journal and
     /// restore"): the rows run `runID` deleted and kept there, by table.
@@ -129,6 +132,10 @@ public struct SeedOutcome: Sendable, Equatable {
 }
 
 extension DatabaseSession {
+    public func forEachGroupRecord(runID: Int64, _ body: (GroupRecord) throws -> Void) throws {
+        for record in try groupRecords(runID: runID) { try body(record) }
+    }
+
     /// Every entry of ``journalRecords(runID:batches:keep:)``.
     public func journalRecords(runID: Int64, batches: Set<Int>?) throws -> [JournalRecord] {
         try journalRecords(runID: runID, batches: batches, keep: nil)

@@ -106,6 +106,51 @@ enum JournalReader {
         }.map(\.element.record)
     }
 
+    /// ``groups(_:runID:)`` one at a time, read as they are given, where they are in one table
+    /// (`winnow_run_groups`, or the journal of one shape); from several, merged in order in memory.
+    static func forEachGroup(_ db: Database, runID: Int64, _ body: (GroupRecord) throws -> Void) throws {
+        let recorded =
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM winnow_run_groups WHERE run_id = ?)", arguments: [runID]) ?? false
+        var typed: [TypedJournal] = []
+        if let range = TypedJournal.range(runID) {
+            for journal in try TypedJournal.all(db)
+            where try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM \(journal.relation) WHERE winnow_seq BETWEEN ? AND ?)",
+                arguments: [range.lowerBound, range.upperBound]) ?? false
+            {
+                typed.append(journal)
+            }
+        }
+        let tables = Tables(db)
+        if recorded, typed.isEmpty {
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT rule, batch, tbl, winner, loser FROM winnow_run_groups WHERE run_id = ? ORDER BY id", arguments: [runID])
+            while let row = try rows.next() {
+                let naming = try tables.naming(row[2])
+                try body(
+                    GroupRecord(
+                        rule: row[0], batch: row[1], table: naming.live?.name ?? row[2], winner: try naming.key(row[3]),
+                        loser: try naming.key(row[4])))
+            }
+        } else if !recorded, typed.count == 1, let journal = typed.first, let range = TypedJournal.range(runID) {
+            let naming = try tables.naming(journal.table)
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT winnow_rule, winnow_batch, winnow_winner, winnow_rid FROM \(journal.relation)
+                    WHERE winnow_seq BETWEEN ? AND ? ORDER BY winnow_seq
+                    """, arguments: [range.lowerBound, range.upperBound])
+            while let row = try rows.next() {
+                try body(
+                    GroupRecord(
+                        rule: row[0], batch: row[1], table: naming.live?.name ?? journal.table, winner: try naming.key(row[2]),
+                        loser: try naming.key(row[3])))
+            }
+        } else {
+            for record in try groups(db, runID: runID) { try body(record) }
+        }
+    }
+
     static func records(_ db: Database, runID: Int64, batches: Set<Int>?, keep: ((JournalRecord) -> Bool)? = nil) throws -> [JournalRecord]
     {
         let tables = Tables(db)

@@ -135,6 +135,10 @@ public final class SQLiteSession: DatabaseSession {
 
     public func groupRecords(runID: Int64) throws -> [GroupRecord] { try JournalReader.groups(db, runID: runID) }
 
+    public func forEachGroupRecord(runID: Int64, _ body: (GroupRecord) throws -> Void) throws {
+        try JournalReader.forEachGroup(db, runID: runID, body)
+    }
+
     public func typedJournalDeletes(runID: Int64) throws -> [String: Int] {
         var deletes: [String: Int] = [:]
         for journal in try TypedJournal.all(db) {
