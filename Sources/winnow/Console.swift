@@ -29,6 +29,20 @@ enum Console {
         }
     }
 
+    /// Lines on standard output written as `produce` makes them (a text summary that lists
+    /// every group), each as ``out(_:)-(String)`` would.
+    static func lines(_ produce: (_ line: (String) -> Void) -> Void) {
+        out { write in
+            withoutActuallyEscaping(write) { write in
+                var first = true
+                produce { text in
+                    write((first ? "" : "\n") + text)
+                    first = false
+                }
+            }
+        }
+    }
+
     private static func write(_ line: String, to handle: FileHandle) {
         lock.withLock { emit(Data((line + "\n").utf8), to: handle) }
     }

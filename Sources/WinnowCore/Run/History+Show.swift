@@ -102,7 +102,7 @@ extension History {
         }
         struct OutOfOrder: Error {}
         var found: [Int: [Found]] = [:]
-        var grouped: [String: Int] = [:]
+        var grouped: [Place: Int] = [:]
         // A rule's batches: those of its groups; before them, stretches applied ahead of the
         // groups (SQLite: children re-pointed, merges); after them, its stored key hashes (not
         // listed: the counts say how many).
@@ -131,8 +131,9 @@ extension History {
                     let rule = record.rule
                     span[rule] =
                         span[rule].map { (min($0.first, record.batch), max($0.last, record.batch)) } ?? (record.batch, record.batch)
+                    let id = row(rule, record.table, record.winner)
                     if limit != nil {
-                        winners.insert(row(rule, record.table, record.winner))
+                        winners.insert(id)
                         losers.insert(slot(record.batch, record.table, record.loser))
                     }
                     if let limit, inOrder, record.batch != lastBatch[rule] {
@@ -140,7 +141,6 @@ extension History {
                         if found[rule]?.count ?? 0 >= limit { full.insert(rule) }
                         lastBatch[rule] = record.batch
                     }
-                    let id = "\(rule)\u{1F}\(record.table.lowercased())\u{1F}\(record.winner.stored)"
                     if let index = grouped[id] {
                         found[rule]![index].losers.append((record.loser, record.batch))
                         found[rule]![index].batches.insert(record.batch)
@@ -305,7 +305,11 @@ extension History {
         limit: Int, span: [Int: (first: Int, last: Int)], listedLosers: Set<Place>, listedWinners: Set<Place>,
         winners: Set<Place>, losers: Set<Place>
     ) -> (JournalRecord) -> Bool {
-        var heads: [String: [JournalRecord]] = [:]
+        struct List: Hashable {
+            var rule: Int
+            var operation: JournalRecord.Operation
+        }
+        var heads: [List: [JournalRecord]] = [:]
         return { record in
             switch record.operation {
             case .delete:
@@ -317,7 +321,7 @@ extension History {
                 if let rule = record.rule, winners.contains(row(rule, record.table, record.key)) { return false }
             }
             guard let rule = record.rule, let span = span[rule], record.batch <= span.last, limit > 0 else { return false }
-            let list = "\(rule)\u{1F}\(record.operation.rawValue)"
+            let list = List(rule: rule, operation: record.operation)
             var head = heads[list, default: []]
             if head.count >= limit {
                 guard let last = head.last, listedBefore(record, last) else { return false }

@@ -63,12 +63,8 @@ func printSummary<Help>(_ summary: RunSummary, _ options: CommandOptions<Help>) 
         return
     }
     // Written as it is made: `plan --verbose` lists every group (``SampleList``).
-    Console.out { write in
-        var first = true
-        func line(_ text: String) {
-            write((first ? "" : "\n") + Console.painted(text))
-            first = false
-        }
+    Console.lines { write in
+        func line(_ text: String) { write(Console.painted(text)) }
         Renderer.text(summary, line: line)
         if options.verbose, !Progress.shared.timings.isEmpty {
             line("timings:")

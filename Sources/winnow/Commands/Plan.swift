@@ -78,13 +78,7 @@ struct Plan: ParsableCommand {
             return (try JobRunner.plan(job, options: storeOptions, backend: BackendRouter()), 0)
         }
         guard text else { return result.code }
-        Console.out { write in
-            var first = true
-            Renderer.fleetPlan(result.outcomes, plans: plans.plans) { text in
-                write((first ? "" : "\n") + text)
-                first = false
-            }
-        }
+        Console.lines { line in Renderer.fleetPlan(result.outcomes, plans: plans.plans, line: line) }
         Console.out(Renderer.fleetTotal(result.outcomes, exitCode: result.code, seconds: result.seconds))
         return result.code
     }
