@@ -112,21 +112,20 @@ final class SavedPlanTests: XCTestCase {
             ["p.plan"], "no temporary file left")
     }
 
-    /// A job file's fingerprint is its bytes' SHA-256; a missing file is 66, and one that is
-    /// there but cannot be read is an I/O error (74) with the reason, not a missing file (a
-    /// fleet out of file descriptors reported its job file missing).
-    func testJobFingerprintTellsAMissingFileFromOneThatCannotBeRead() throws {
-        let job = try path("job.yaml")
-        try "abc".write(toFile: job, atomically: true, encoding: .utf8)
-        XCTAssertEqual(try SavedPlan.fingerprint(jobFile: job), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        XCTAssertThrowsError(try SavedPlan.fingerprint(jobFile: job + ".missing")) {
-            XCTAssertEqual(($0 as? WinnowError)?.exitCode, 66)
-        }
-        let folder = try path("jobs")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        XCTAssertThrowsError(try SavedPlan.fingerprint(jobFile: folder)) {
-            XCTAssertEqual(($0 as? WinnowError)?.exitCode, 74)
-            XCTAssertTrue("\($0)".contains("cannot read the job file"), "\($0)")
-        }
+    static let jobText = "version: 1\ndatabase: people.sqlite\ndedupe:\n  - entity: people\n    key: email\n    winner:\n      - id: asc\n"
+
+    /// A job's fingerprint is the SHA-256 of the bytes it was loaded from (`sha256sum` of the
+    /// same text), whether read from a file or given as text; the file is not read again, and
+    /// loading the edited file gives another.
+    func testAJobIsFingerprintedByTheBytesItWasLoadedFrom() throws {
+        let file = try path("job.yaml")
+        try Self.jobText.write(toFile: file, atomically: true, encoding: .utf8)
+        let loaded = try JobLoader.load(path: file)
+        XCTAssertEqual(loaded.digest, "6500bede4ef3289421062e862d9762e5171fa6cf3d2a139d5b0ba9f5e195d4be")
+        XCTAssertEqual(try JobLoader.decode(yaml: Self.jobText).digest, loaded.digest)
+        try (Self.jobText + "# reviewed\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let edited = try JobLoader.load(path: file)
+        XCTAssertNotEqual(edited.digest, loaded.digest)
+        XCTAssertEqual(edited.dedupe.map(\.entity.value), loaded.dedupe.map(\.entity.value), "the same job, other bytes")
     }
 }

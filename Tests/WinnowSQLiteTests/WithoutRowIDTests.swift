@@ -145,8 +145,6 @@ final class WithoutRowIDTests: XCTestCase {
                 winner:
                   - visits: desc
             """
-        let jobFile = dir.appendingPathComponent("digest.yaml").path
-        try job.write(toFile: jobFile, atomically: true, encoding: .utf8)
         var survivors: [[String]] = []
         var digests: [String?] = []
         for (index, size) in [1, 5, 64, 5000].enumerated() {
@@ -155,7 +153,7 @@ final class WithoutRowIDTests: XCTestCase {
             var options = RunOptions(database: path, batchSize: size, sampleLimit: nil)
             options.fingerprints = true
             digests.append(
-                try SQLiteBackend.plan(try ScenarioKit.job(job, dir: dir, file: jobFile), options: options).rules.first?.deletionDigest)
+                try SQLiteBackend.plan(try ScenarioKit.job(job), options: options).rules.first?.deletionDigest)
             _ = try ScenarioKit.run(job, db: path, batchSize: size)
             survivors.append(try typed(path, "units"))
         }

@@ -19,6 +19,9 @@ extension Located: Equatable where Value: Equatable {
 public struct Job: Sendable {
     /// The file the job was read from, as given on the command line.
     public var file: String
+    /// The SHA-256 (hex) of the bytes the job was decoded from (set by ``JobLoader``): a saved
+    /// plan's job fingerprint. Empty for a job built in code.
+    public var digest = ""
     /// Format version (1).
     public var version: Int
     /// The database path, resolved against the job file's folder.

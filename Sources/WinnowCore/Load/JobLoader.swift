@@ -13,18 +13,25 @@ public enum JobLoader {
     package static let supportedVersions = 1...1
 
     /// Loads and checks a job file. Relative paths inside it are resolved against its folder.
+    /// The job's ``Job/digest`` is of the bytes read here: a saved plan fingerprints the job
+    /// as it was loaded, and the file is not read again.
     public static func load(path: String) throws -> Job {
-        let (reader, root) = try YAMLReader.load(path: path)
-        return try decode(root, reader: reader, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
+        let (reader, root, bytes) = try YAMLReader.load(path: path)
+        var job = try decode(root, reader: reader, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent())
+        job.digest = SavedPlan.sha256(bytes)
+        return job
     }
 
-    /// Decodes job text (for tests and tools); `file` names it in messages.
+    /// Decodes job text (for tests and tools); `file` names it in messages. The job's
+    /// ``Job/digest`` is of the text's UTF-8 bytes.
     public static func decode(yaml: String, file: String = "job.yaml", baseDirectory: URL? = nil) throws -> Job {
         let reader = YAMLReader(file: file)
         let root = try reader.compose(yaml)
-        return try decode(
+        var job = try decode(
             root, reader: reader,
             baseDirectory: baseDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        job.digest = SavedPlan.sha256(Data(yaml.utf8))
+        return job
     }
 
     package static func decode(_ root: Node, reader: YAMLReader, baseDirectory: URL) throws -> Job {

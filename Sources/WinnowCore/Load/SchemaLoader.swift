@@ -10,7 +10,7 @@ public enum SchemaLoader {
     package static let indexKeys = ["name", "columns", "unique"]
 
     public static func load(path: String) throws -> SchemaModel {
-        let (reader, root) = try YAMLReader.load(path: path)
+        let (reader, root, _) = try YAMLReader.load(path: path)
         return try decode(root, reader: reader)
     }
 

@@ -20,7 +20,7 @@ public enum Validator {
     /// Reads a file as a schema file when it has `tables:`, else as a job (whose target schema,
     /// if it names one, is read too).
     public static func validate(path: String) throws -> Result {
-        let (reader, root) = try YAMLReader.load(path: path)
+        let (reader, root, _) = try YAMLReader.load(path: path)
         if SchemaLoader.isSchema(root) {
             return .schema(try SchemaLoader.decode(root, reader: reader))
         }

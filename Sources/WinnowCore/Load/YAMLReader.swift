@@ -10,8 +10,9 @@ package struct YAMLReader {
     /// Largest file accepted, a guard against reading something that is not a job at all.
     package static let maximumFileBytes = 4 << 20
 
-    /// Reads and composes a file. Missing file: exit 66; unreadable or not YAML: exit 65.
-    package static func load(path: String) throws -> (YAMLReader, Node) {
+    /// Reads and composes a file; returns its bytes too, as read. Missing file: exit 66;
+    /// unreadable or not YAML: exit 65.
+    package static func load(path: String) throws -> (reader: YAMLReader, root: Node, bytes: Data) {
         let url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
@@ -35,7 +36,7 @@ package struct YAMLReader {
         guard let text = String(data: data, encoding: .utf8), !text.contains("\u{0}") else {
             throw WinnowError.invalidFile(reader.location(line: 1, column: 1), "not a UTF-8 text file")
         }
-        return (reader, try reader.compose(text))
+        return (reader, try reader.compose(text), data)
     }
 
     package func location(line: Int, column: Int) -> SourceLocation {

@@ -73,15 +73,15 @@ public enum JobRunner {
         }
     }
 
-    /// What a plan depends on: the job file, the target schema, the live schema (as the
-    /// preflight inspected it) and the rows each rule would delete (`rules` from a plan loop run
-    /// with ``RunOptions/fingerprints``).
+    /// What a plan depends on: the job file as it was loaded (``Job/digest``), the target
+    /// schema, the live schema (as the preflight inspected it) and the rows each rule would
+    /// delete (`rules` from a plan loop run with ``RunOptions/fingerprints``).
     package static func fingerprints(
         _ job: Job, target: SchemaModel?, live inspected: LiveSchema, session: any DatabaseSession, rules: [RuleSummary]
     ) throws -> SavedPlan.Fingerprints {
         let live = SchemaModel(live: inspected, version: try SchemaVersions.recorded(session)?.version ?? 0)
         return SavedPlan.Fingerprints(
-            job: try SavedPlan.fingerprint(jobFile: job.file), targetSchema: try target.map(SchemaVersions.checksum(of:)) ?? "none",
+            job: job.digest, targetSchema: try target.map(SchemaVersions.checksum(of:)) ?? "none",
             liveSchema: try SchemaVersions.checksum(of: live), duplicates: SavedPlan.duplicatesFingerprint(rules))
     }
 

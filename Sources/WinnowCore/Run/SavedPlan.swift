@@ -11,7 +11,7 @@ public struct SavedPlan: Sendable, Equatable {
 
     /// What the plan depends on, each as a SHA-256 (hex).
     public struct Fingerprints: Sendable, Equatable {
-        /// The job file's bytes.
+        /// The job file's bytes, as they were loaded (``Job/digest``).
         public var job: String
         /// The target schema's canonical rendering (`none` without a schema).
         public var targetSchema: String
@@ -51,22 +51,6 @@ public struct SavedPlan: Sendable, Equatable {
     }
 
     static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
-
-    /// The fingerprint of a job file's bytes. A file that is there but cannot be read (out of
-    /// file descriptors, say) is an I/O error with the system's reason, not a missing file.
-    public static func fingerprint(jobFile path: String) throws -> String {
-        let descriptor = open(path, O_RDONLY)
-        guard descriptor >= 0 else {
-            if errno == ENOENT { throw WinnowError.notFound("\(path): no such job file") }
-            throw WinnowError.io("\(path): cannot read the job file: \(String(cString: strerror(errno)))")
-        }
-        let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        do {
-            return sha256(try file.readToEnd() ?? Data())
-        } catch {
-            throw WinnowError.io("\(path): cannot read the job file: \(error.localizedDescription)")
-        }
-    }
 
     /// The fingerprint of the rows the rules would delete (each rule's digest of the losers'
     /// identities, in order).
