@@ -46,50 +46,82 @@ struct PostgresJournalReader {
         }
     }
 
+    /// One typed journal's group records of run `runID`, as a statement with the run's number
+    /// written in (a cursor's statement takes no parameters): in the order it journaled them.
+    private func typedGroupsSQL(_ journal: PostgresTypedJournal, runID: Int64) -> String {
+        """
+        SELECT r.winnow_rule, r.winnow_batch, r.winnow_seq, \(journal.winner(alias: "r"))::text, \(journal.rid(alias: "r"))::text,
+            \(Self.literals(ofArray: journal.winner(alias: "r"))), \(Self.literals(ofArray: journal.rid(alias: "r")))
+        FROM \(journal.relation) AS r WHERE r.winnow_run = \(runID)
+        ORDER BY r.winnow_seq, \(journal.key.map { "r.\($0.sqlIdentifier)" }.joined(separator: ", "))
+        """
+    }
+
+    private func typedGroup(_ row: SQLRow, _ journal: PostgresTypedJournal, naming: Naming) throws -> GroupRecord {
+        GroupRecord(
+            rule: try row.int(0), batch: try row.int(1), table: naming.schema.table(named: journal.table)?.name ?? journal.table,
+            winner: naming.key(table: journal.table, stored: try row.string(3), literals: row[5].string),
+            loser: naming.key(table: journal.table, stored: try row.string(4), literals: row[6].string))
+    }
+
+    /// `winnow_run_groups`' records of run `runID`, in the order they were recorded.
+    private func recordedGroupsSQL(runID: Int64) -> String {
+        """
+        SELECT g.rule, g.batch, g.tbl, g.winner::text, g.loser::text, \(Self.literals(ofArray: "g.winner")), \(Self.literals(ofArray: "g.loser"))
+        FROM \(dialect.bookkeeping("winnow_run_groups")) AS g WHERE g.run_id = \(runID) ORDER BY g.id
+        """
+    }
+
+    private func recordedGroup(_ row: SQLRow, naming: Naming) throws -> GroupRecord {
+        let table = try row.string(2)
+        return GroupRecord(
+            rule: try row.int(0), batch: try row.int(1), table: naming.schema.table(named: table)?.name ?? table,
+            winner: naming.key(table: table, stored: try row.string(3), literals: row[5].string),
+            loser: naming.key(table: table, stored: try row.string(4), literals: row[6].string))
+    }
+
     func groups(runID: Int64) throws -> [GroupRecord] {
         let naming = Naming(try session.inspect())
         // The typed journal keeps each loser's winner beside it (no `winnow_run_groups` row):
         // its groups follow, in the order it journaled them.
         var typed: [(order: [Int64], record: GroupRecord)] = []
         for journal in try PostgresTypedJournal.all(session) {
-            let name = naming.schema.table(named: journal.table)?.name ?? journal.table
-            for row in try session.rows(
-                """
-                SELECT r.winnow_rule, r.winnow_batch, r.winnow_seq, \(journal.winner(alias: "r"))::text, \(journal.rid(alias: "r"))::text,
-                    \(Self.literals(ofArray: journal.winner(alias: "r"))), \(Self.literals(ofArray: journal.rid(alias: "r")))
-                FROM \(journal.relation) AS r WHERE r.winnow_run = ?
-                ORDER BY r.winnow_seq, \(journal.key.map { "r.\($0.sqlIdentifier)" }.joined(separator: ", "))
-                """, [SQLValue(runID)])
-            {
-                typed.append(
-                    (
-                        [try row.int64(0), try row.int64(1), try row.int64(2)],
-                        GroupRecord(
-                            rule: try row.int(0), batch: try row.int(1), table: name,
-                            winner: naming.key(table: journal.table, stored: try row.string(3), literals: row[5].string),
-                            loser: naming.key(table: journal.table, stored: try row.string(4), literals: row[6].string))
-                    ))
+            for row in try session.rows(typedGroupsSQL(journal, runID: runID)) {
+                typed.append(([try row.int64(0), try row.int64(1), try row.int64(2)], try typedGroup(row, journal, naming: naming)))
             }
         }
-        let recorded = try session.rows(
-            """
-            SELECT g.rule, g.batch, g.tbl, g.winner::text, g.loser::text, \(Self.literals(ofArray: "g.winner")), \(Self.literals(ofArray: "g.loser"))
-            FROM \(dialect.bookkeeping("winnow_run_groups")) AS g WHERE g.run_id = ? ORDER BY g.id
-            """, [SQLValue(runID)]
-        ).map { row in
-            let table = try row.string(2)
-            let name = naming.schema.table(named: table)?.name ?? table
-            return GroupRecord(
-                rule: try row.int(0), batch: try row.int(1), table: name,
-                winner: naming.key(table: table, stored: try row.string(3), literals: row[5].string),
-                loser: naming.key(table: table, stored: try row.string(4), literals: row[6].string))
-        }
+        let recorded = try session.rows(recordedGroupsSQL(runID: runID)).map { try recordedGroup($0, naming: naming) }
         guard !typed.isEmpty else { return recorded }
         // By rule, then batch (a run's rules run one after another).
         let all = recorded.map { (order: [Int64($0.rule), Int64($0.batch), 0], record: $0) } + typed
         return all.enumerated().sorted { a, b in
             a.element.order == b.element.order ? a.offset < b.offset : a.element.order.lexicographicallyPrecedes(b.element.order)
         }.map(\.element.record)
+    }
+
+    /// ``groups(runID:)`` one at a time, in the same order. Where the run's records are in one
+    /// table (`winnow_run_groups`, or one typed journal) they are read through a cursor, a page
+    /// at a time; where they are in several, the order between them is only known once all are
+    /// read, so they are read whole, as ``groups(runID:)`` does.
+    func forEachGroup(runID: Int64, _ body: (GroupRecord) throws -> Void) throws {
+        let naming = Naming(try session.inspect())
+        var typed: [PostgresTypedJournal] = []
+        for journal in try PostgresTypedJournal.all(session)
+        where try session.value("SELECT EXISTS (SELECT 1 FROM \(journal.relation) WHERE winnow_run = ?)", [SQLValue(runID)]).bool == true {
+            typed.append(journal)
+        }
+        let recorded =
+            try session.value(
+                "SELECT EXISTS (SELECT 1 FROM \(dialect.bookkeeping("winnow_run_groups")) WHERE run_id = ?)", [SQLValue(runID)]
+            ).bool == true
+        switch (typed.count, recorded) {
+        case (0, _):
+            try session.forEachRow(recordedGroupsSQL(runID: runID)) { try body(try recordedGroup($0, naming: naming)) }
+        case (1, false):
+            try session.forEachRow(typedGroupsSQL(typed[0], runID: runID)) { try body(try typedGroup($0, typed[0], naming: naming)) }
+        default:
+            for record in try groups(runID: runID) { try body(record) }
+        }
     }
 
     func records(runID: Int64, batches: Set<Int>?, keep: ((JournalRecord) -> Bool)? = nil) throws -> [JournalRecord] {

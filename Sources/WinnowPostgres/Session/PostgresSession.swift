@@ -326,6 +326,10 @@ public final class PostgresSession: DatabaseSession {
 
     public func groupRecords(runID: Int64) throws -> [GroupRecord] { try PostgresJournalReader(session: self).groups(runID: runID) }
 
+    public func forEachGroupRecord(runID: Int64, _ body: (GroupRecord) throws -> Void) throws {
+        try PostgresJournalReader(session: self).forEachGroup(runID: runID, body)
+    }
+
     public func typedJournalDeletes(runID: Int64) throws -> [String: Int] {
         var tables: [String: Int] = [:]
         for typed in try PostgresTypedJournal.all(self) {

@@ -1,0 +1,115 @@
+import Foundation
+import WinnowBackends
+import WinnowCore
+import WinnowTestSupport
+import XCTest
+
+@testable import WinnowPostgres
+
+/// `show` reads a run's group records one at a time (``DatabaseSession/forEachGroupRecord``):
+/// through a cursor, a page at a time, where they are in one table (the typed journal of one
+/// table, or `winnow_run_groups`), and whole where they are in several. Either way they are
+/// the records ``DatabaseSession/groupRecords(runID:)`` gives, in its order.
+final class PostgresGroupRecordStreamTests: XCTestCase {
+    var savedPage = PostgresSession.cursorPage
+    override func setUp() { savedPage = PostgresSession.cursorPage }
+    override func tearDown() { PostgresSession.cursorPage = savedPage }
+
+    /// `people` is journaled in its own column types; `pets` has a column named like winnow's
+    /// own, so its rows go to the `jsonb` journal and its groups to `winnow_run_groups`. Each
+    /// table: 30 keys, key k with k % 4 + 1 rows (43 losers), at rowids spread by a stride.
+    func load() throws -> String {
+        let url = try PostgresServer.require()
+        try PostgresServer.reset(url)
+        try PostgresBackend().withSession(url, mode: .readWrite(create: false)) { session in
+            for table in ["people", "pets"] {
+                let extra = table == "pets" ? ", winnow_mark integer" : ""
+                try session.execute(
+                    "CREATE TABLE public.\(table) (id integer PRIMARY KEY, email text, created integer NOT NULL\(extra))")
+                try session.execute(
+                    """
+                    INSERT INTO public.\(table) (id, email, created)
+                    SELECT (k * 37 + c * 11) % 1000, 'k' || k, c FROM generate_series(0, 29) AS k, generate_series(0, 3) AS c
+                    WHERE c <= k % 4
+                    """)
+            }
+        }
+        return url
+    }
+
+    func job(_ tables: [String]) -> String {
+        "version: 1\ndedupe:\n"
+            + tables.map { "  - entity: \($0)\n    key: email\n    winner:\n      - created: asc\n    archive: true\n" }.joined()
+            + "batch:\n  size: 3\n"
+    }
+
+    func run(_ url: String, _ tables: [String]) throws {
+        let dir = try TestSupport.scratchDirectory()
+        let file = try TestSupport.writeFile(job(tables), to: dir.appendingPathComponent("job.yaml").path)
+        let result = try TestSupport.winnow(["run", file, "--database", url])
+        XCTAssertEqual(result.status, 0, result.stderr)
+    }
+
+    /// The records streamed with `page` rows a fetch, and the records read whole.
+    func records(_ url: String, page: Int) throws -> (streamed: [GroupRecord], whole: [GroupRecord]) {
+        PostgresSession.cursorPage = page
+        return try PostgresBackend().withSession(url, mode: .readOnly) { session in
+            var streamed: [GroupRecord] = []
+            try session.forEachGroupRecord(runID: 1) { streamed.append($0) }
+            return (streamed, try session.groupRecords(runID: 1))
+        }
+    }
+
+    func assertSame(_ url: String, losers: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        // Pages that divide the records, that do not, of one row, and larger than all of them.
+        for page in [1, 7, 15, 1_000] {
+            let (streamed, whole) = try records(url, page: page)
+            XCTAssertEqual(whole.count, losers, "page \(page)", file: file, line: line)
+            XCTAssertEqual(streamed, whole, "page \(page)", file: file, line: line)
+        }
+    }
+
+    func testTheTypedJournalsRecordsComeThroughTheCursorInOrder() throws {
+        let url = try load()
+        try run(url, ["people"])
+        XCTAssertEqual(try count(url, "SELECT count(*) FROM winnow.winnow_run_groups"), 0, "typed: no group rows")
+        try assertSame(url, losers: 43)
+    }
+
+    func testWinnowRunGroupsRecordsComeThroughTheCursorInOrder() throws {
+        let url = try load()
+        try run(url, ["pets"])
+        XCTAssertEqual(try count(url, "SELECT count(*) FROM winnow.winnow_run_groups"), 43)
+        try assertSame(url, losers: 43)
+    }
+
+    /// Records in both places: the stream gives them rule by rule, as read whole.
+    func testRecordsInTwoPlacesComeInTheOrderOfTheWholeRead() throws {
+        let url = try load()
+        try run(url, ["pets", "people"])
+        try assertSame(url, losers: 86)
+        let (streamed, _) = try records(url, page: 7)
+        XCTAssertEqual(streamed.map(\.rule), Array(repeating: 0, count: 43) + Array(repeating: 1, count: 43))
+    }
+
+    /// In a transaction of the caller's, the cursor reads in it and leaves it open.
+    func testTheCursorReadsInsideTheCallersTransaction() throws {
+        let url = try load()
+        try run(url, ["people"])
+        PostgresSession.cursorPage = 4
+        try PostgresBackend().withSession(url, mode: .readOnly) { session in
+            var streamed = 0
+            try session.scratch {
+                try session.execute("CREATE TEMP TABLE seen (n integer)")
+                try session.forEachGroupRecord(runID: 1) { _ in streamed += 1 }
+                try session.execute("INSERT INTO seen VALUES (1)")
+            }
+            XCTAssertEqual(streamed, 43)
+            XCTAssertEqual(try session.value("SELECT count(*) FROM seen").int, 1)
+        }
+    }
+
+    func count(_ url: String, _ sql: String) throws -> Int {
+        try PostgresBackend().withSession(url, mode: .readOnly) { try $0.value(sql).int ?? -1 }
+    }
+}
