@@ -109,6 +109,26 @@ final class PostgresGroupRecordStreamTests: XCTestCase {
         }
     }
 
+    /// Values of many types (quotes, backslashes, NaN, arrays, JSON, NULL) get the same
+    /// literals one by one as through a `jsonb` array of them.
+    func testLiteralsOfValuesEqualLiteralsOfTheirArray() throws {
+        let url = try PostgresServer.require()
+        let values = [
+            "1", "(-9223372036854775808)::int8", "12345678.1234::numeric", "'NaN'::float8", "1e-300::float8", "-0.0::float8",
+            "'it''s'::text", #"'back\slash'::text"#, "'ü\t'::varchar", "true", "NULL::int", "'{1,NULL,3}'::int[]",
+            #"'{"b": 1, "a": [1.50, null]}'::jsonb"#, "'2026-01-02 03:04:05.123456+00'::timestamptz", "'\\x00ff'::bytea",
+            "'00000000-0000-0000-0000-000000000001'::uuid",
+        ]
+        try PostgresBackend().withSession(url, mode: .readOnly) { session in
+            for value in values {
+                let one = try session.value("SELECT \(PostgresJournalReader.literals(ofValues: [value, "7"]))").string
+                let array = try session.value("SELECT \(PostgresJournalReader.literals(ofArray: "jsonb_build_array(\(value), 7)"))").string
+                XCTAssertNotNil(one, value)
+                XCTAssertEqual(one, array, value)
+            }
+        }
+    }
+
     func count(_ url: String, _ sql: String) throws -> Int {
         try PostgresBackend().withSession(url, mode: .readOnly) { try $0.value(sql).int ?? -1 }
     }

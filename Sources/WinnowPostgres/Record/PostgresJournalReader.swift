@@ -9,6 +9,13 @@ struct PostgresJournalReader {
 
     private var dialect: PostgresDialect { session.postgresDialect }
 
+    /// `values` as a JSON array of their literals: what ``literals(ofArray:)`` gives for
+    /// `jsonb_build_array` of them, without unnesting and aggregating an array for every row
+    /// (the typed journal's keys). A NULL is `jsonb`'s `null` there, as in an array.
+    static func literals(ofValues values: [String]) -> String {
+        "jsonb_build_array(\(values.map { literal("coalesce(to_jsonb(\($0)), 'null')") }.joined(separator: ", ")))::text"
+    }
+
     /// A `jsonb` value as an SQL literal (`NULL`, a bare number, quoted text or JSON).
     static func literal(_ value: String) -> String {
         """
@@ -51,7 +58,8 @@ struct PostgresJournalReader {
     private func typedGroupsSQL(_ journal: PostgresTypedJournal, runID: Int64) -> String {
         """
         SELECT r.winnow_rule, r.winnow_batch, r.winnow_seq, \(journal.winner(alias: "r"))::text, \(journal.rid(alias: "r"))::text,
-            \(Self.literals(ofArray: journal.winner(alias: "r"))), \(Self.literals(ofArray: journal.rid(alias: "r")))
+            \(Self.literals(ofValues: journal.winnerColumns(alias: "r"))),
+            \(Self.literals(ofValues: journal.ridColumns(alias: "r")))
         FROM \(journal.relation) AS r WHERE r.winnow_run = \(runID)
         ORDER BY r.winnow_seq, \(journal.key.map { "r.\($0.sqlIdentifier)" }.joined(separator: ", "))
         """
@@ -187,7 +195,7 @@ struct PostgresJournalReader {
                 ?? ""
             for row in try session.rows(
                 """
-                SELECT r.winnow_seq, r.winnow_batch, r.winnow_rule, \(journal.rid(alias: "r"))::text, \(Self.literals(ofArray: journal.rid(alias: "r"))),
+                SELECT r.winnow_seq, r.winnow_batch, r.winnow_rule, \(journal.rid(alias: "r"))::text, \(Self.literals(ofValues: journal.ridColumns(alias: "r"))),
                     \(Self.literals(ofObject: "to_jsonb(r)"))
                 FROM \(journal.relation) AS r WHERE r.winnow_run = ?\(kept)
                 ORDER BY r.winnow_seq, \(journal.key.map { "r.\($0.sqlIdentifier)" }.joined(separator: ", "))

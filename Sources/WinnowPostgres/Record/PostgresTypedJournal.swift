@@ -124,15 +124,17 @@ struct PostgresTypedJournal: Equatable {
         }
     }
 
+    /// The deleted row's key columns, for the row `alias`.
+    func ridColumns(alias: String) -> [String] { key.map { "\(alias).\($0.sqlIdentifier)" } }
+
+    /// The winner's key columns, for the row `alias`.
+    func winnerColumns(alias: String) -> [String] { winners.map { "\(alias).\($0)" } }
+
     /// The deleted row's key as the `jsonb` journal's `rid` holds it, for the row `alias`.
-    func rid(alias: String) -> String {
-        "jsonb_build_array(\(key.map { "\(alias).\($0.sqlIdentifier)" }.joined(separator: ", ")))"
-    }
+    func rid(alias: String) -> String { "jsonb_build_array(\(ridColumns(alias: alias).joined(separator: ", ")))" }
 
     /// The winner's key, as `rid` spells a key.
-    func winner(alias: String) -> String {
-        "jsonb_build_array(\(winners.map { "\(alias).\($0)" }.joined(separator: ", ")))"
-    }
+    func winner(alias: String) -> String { "jsonb_build_array(\(winnerColumns(alias: alias).joined(separator: ", ")))" }
 
     static func json(_ names: [String]) -> String {
         let data = (try? JSONSerialization.data(withJSONObject: names, options: [.withoutEscapingSlashes])) ?? Data("[]".utf8)
