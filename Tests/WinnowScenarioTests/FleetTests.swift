@@ -59,6 +59,24 @@ final class FleetTests: CLITestCase {
         return (locked, corrupt, notADatabase)
     }
 
+    /// A fleet's target schema is read once, before any store: a missing file stops `run`,
+    /// `plan` and `check` with one error (66) and no store touched, not a failure per store.
+    func testAFleetReadsItsTargetSchemaOnce() throws {
+        try FileManager.default.createDirectory(atPath: path("tenants"), withIntermediateDirectories: true)
+        for n in 0..<3 { try makeStore(path("tenants/t\(n).sqlite"), rows: 9, duplicates: true, seed: n) }
+        try write("job.yaml", "schema: gone.yaml\n" + Self.job)
+        let before = try (0..<3).map { try TestSupport.fileBytes(path("tenants/t\($0).sqlite")) }
+        for command in ["run", "plan", "check"] {
+            let result = try winnow(
+                [command, "job.yaml", "--database", "tenants/*.sqlite", "--continue-on-error", "--format", "json"], expect: 66)
+            let lines = result.stdout.split(separator: "\n").compactMap { json($0) }
+            XCTAssertEqual(lines.filter { $0["store"] != nil }.count, 0, "\(command): no store ran")
+            XCTAssertEqual(lines.count, 1, "\(command): \(result.stdout)")
+            XCTAssertTrue((lines.first?["message"] as? String ?? "").contains("gone.yaml: no such file"), "\(command): \(result.stdout)")
+        }
+        XCTAssertEqual(try (0..<3).map { try TestSupport.fileBytes(path("tenants/t\($0).sqlite")) }, before)
+    }
+
     func testFleetOfTwoHundredStoresOneCall() throws {
         let bad = try makeFleet(count: 200, rows: 30)
         try write("job.yaml", Self.job)

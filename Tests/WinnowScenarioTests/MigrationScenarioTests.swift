@@ -241,6 +241,32 @@ final class MigrationScenarioTests: XCTestCase {
         try assertSettled(job, db)
     }
 
+    /// A job whose target was read once (a command over many stores) brings each store to that
+    /// target, though the file changes or goes after it was read; a job that reads the file
+    /// when it runs gets the file as it is then.
+    func testATargetReadOnceStaysTheTargetWhateverHappensToTheFile() throws {
+        try writeSchema(Self.schema(1))
+        let once = try JobRunner.readingTarget(try job())
+        XCTAssertEqual(once.readTarget?.version, 1)
+        try writeSchema(
+            Self.schema(
+                2,
+                extraTables: """
+                      tags:
+                        columns:
+                          - {name: id, type: integer, primary_key: true}
+                    """))
+        let first = try makeDB(Self.baseSQL, name: "first.sqlite")
+        try run(once, first)
+        XCTAssertEqual(try recordedVersion(first), 1)
+        XCTAssertEqual(try masterNames(first, type: "table", table: "tags"), [])
+        try FileManager.default.removeItem(atPath: path("schema.yaml"))
+        let second = try makeDB(Self.baseSQL, name: "second.sqlite")
+        try run(once, second)
+        XCTAssertEqual(try recordedVersion(second), 1)
+        XCTAssertThrowsError(try run(try job(), second)) { XCTAssertEqual(($0 as? WinnowError)?.exitCode, 66) }
+    }
+
     // MARK: - Lightweight changes
 
     func testAddTable() throws {

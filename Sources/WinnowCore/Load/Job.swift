@@ -36,6 +36,10 @@ public struct Job: Sendable {
     public var journal: JournalSettings?
     /// The `sqlite:` section (SQLite files only).
     public var sqlite = SQLiteSettings()
+    /// The target schema, read once for a command over many stores
+    /// (``JobRunner/readingTarget(_:)``), so that every store is brought to the same version
+    /// whatever happens to the file during the rollout; nil: the file is read when needed.
+    public var readTarget: SchemaModel?
 
     public init(
         file: String, version: Int = 1, database: Located<String>? = nil,

@@ -20,13 +20,24 @@ public enum JobRunner {
         return settings
     }
 
-    /// The job's target schema, if it names one.
+    /// The job's target schema, if it names one: as read once for many stores
+    /// (``readingTarget(_:)``), else read from its file now.
     package static func target(_ job: Job) throws -> SchemaModel? {
+        if let read = job.readTarget { return read }
         guard let schema = job.schema else { return nil }
         guard FileManager.default.fileExists(atPath: schema.value) else {
             throw WinnowError.notFound("\(schema.location.map { "\($0): " } ?? "")schema: \(schema.value): no such file")
         }
         return try SchemaLoader.load(path: schema.value)
+    }
+
+    /// `job` with its target schema read, for a command over many stores: each store gets
+    /// the same target, and a file that is missing or invalid stops the command once, before
+    /// any store, instead of failing every store.
+    public static func readingTarget(_ job: Job) throws -> Job {
+        var read = job
+        read.readTarget = try target(job)
+        return read
     }
 
     // MARK: plan

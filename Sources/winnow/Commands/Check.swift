@@ -68,6 +68,7 @@ struct Check: ParsableCommand {
                 let stores = try common.stores(for: job)
                 if stores.count > 1 || fleet.given {
                     let printed: OutputFormat? = format == .text || format == .json ? format : nil
+                    let job = try JobRunner.readingTarget(job)
                     let result = FleetReport.run(stores, flags: fleet, format: printed, quiet: quiet, command: "check") { store in
                         let summary = try JobRunner.check(job, options: options(store), backend: BackendRouter())
                         return (summary, Renderer.checkFailed(summary) ? ExitStatus.findings : ExitStatus.ok)

@@ -40,7 +40,7 @@ struct Plan: ParsableCommand {
             let stores = try options.stores(for: loaded)
             if stores.count > 1 || fleet.given {
                 guard saveTo == nil else { throw WinnowError.usage("plan --save saves the plan of one database; name one") }
-                return planFleet(loaded, stores: stores, runOptions: runOptions)
+                return planFleet(try JobRunner.readingTarget(loaded), stores: stores, runOptions: runOptions)
             }
             runOptions.database = stores.first
             runOptions.fingerprints = saveTo != nil

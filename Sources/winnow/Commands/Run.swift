@@ -78,6 +78,7 @@ struct Run: ParsableCommand {
                     // After a failing store, the runs in flight stop after their batch (unless --continue-on-error).
                     runOptions.stop = StopSignal()
                     let shared = runOptions
+                    let job = try JobRunner.readingTarget(job)
                     let result = FleetReport.run(
                         // JSON lines are data: --quiet leaves out the batch lines, not a store's summary.
                         stores, flags: fleet, format: options.format, quiet: options.quiet && options.format == .text, command: "run",
