@@ -92,8 +92,11 @@ final class PostgresGroupRecordStreamTests: XCTestCase {
         XCTAssertEqual(streamed.map(\.rule), Array(repeating: 0, count: 43) + Array(repeating: 1, count: 43))
     }
 
-    /// In a transaction of the caller's, the cursor reads in it and leaves it open.
+    /// In a transaction of the caller's, the cursor reads in it and leaves it open; a reader
+    /// that stops it with an error of its own (as `show` does, to read again when records come
+    /// out of order) can read again, there and outside it.
     func testTheCursorReadsInsideTheCallersTransaction() throws {
+        struct Enough: Error {}
         let url = try load()
         try run(url, ["people"])
         PostgresSession.cursorPage = 4
@@ -101,11 +104,16 @@ final class PostgresGroupRecordStreamTests: XCTestCase {
             var streamed = 0
             try session.scratch {
                 try session.execute("CREATE TEMP TABLE seen (n integer)")
+                XCTAssertThrowsError(try session.forEachGroupRecord(runID: 1) { _ in throw Enough() }) { XCTAssertTrue($0 is Enough) }
                 try session.forEachGroupRecord(runID: 1) { _ in streamed += 1 }
                 try session.execute("INSERT INTO seen VALUES (1)")
             }
             XCTAssertEqual(streamed, 43)
             XCTAssertEqual(try session.value("SELECT count(*) FROM seen").int, 1)
+            XCTAssertThrowsError(try session.forEachGroupRecord(runID: 1) { _ in throw Enough() }) { XCTAssertTrue($0 is Enough) }
+            var again = 0
+            try session.forEachGroupRecord(runID: 1) { _ in again += 1 }
+            XCTAssertEqual(again, 43)
         }
     }
 

@@ -25,8 +25,10 @@ extension PostgresSession {
             try link.command("CLOSE winnow_rows")
             if own { try link.command("COMMIT") }
         } catch {
-            // Inside the caller's transaction the error ends it; its rollback closes the cursor.
-            if own { _ = try? link.command("ROLLBACK") }
+            // The cursor goes with the transaction; in the caller's, it is closed so that the
+            // caller may read again after an error of its own (a server's error has aborted that
+            // transaction, and its rollback closes the cursor).
+            _ = try? link.command(own ? "ROLLBACK" : "CLOSE winnow_rows")
             throw error
         }
     }
