@@ -137,6 +137,35 @@ final class PostgresGroupRecordStreamTests: XCTestCase {
         }
     }
 
+    /// A row's columns get the same literals one by one as through `to_jsonb` of the row, over
+    /// more columns than one `jsonb_build_object` takes and names that need quoting; a column
+    /// not asked for is left out.
+    func testLiteralsOfColumnsEqualLiteralsOfTheirRow() throws {
+        let url = try PostgresServer.require()
+        let typed = [
+            ("it's", "'it''s'::text"), (#"back\slash"#, #"'back\slash'::text"#), ("nan", "'NaN'::float8"), ("n", "NULL::int"),
+            ("j", #"'{"b": 1, "a": [1.50, null]}'::jsonb"#), ("arr", "'{1,NULL,3}'::int[]"), ("flag", "false"),
+            ("at", "'2026-01-02 03:04:05.123456+00'::timestamptz"), ("big", "(-9223372036854775808)::int8"),
+        ]
+        let columns = typed + (1...60).map { ("c\($0)", "\($0 * 7)::numeric(9,2)") }
+        let row = "(SELECT \(columns.map { "\($0.1) AS \($0.0.sqlIdentifier)" }.joined(separator: ", ")), 1 AS skipped) AS r"
+        try PostgresBackend().withSession(url, mode: .readOnly) { session in
+            let postgres = try XCTUnwrap(session as? PostgresSession)
+            let reader = PostgresJournalReader(session: postgres)
+            let byColumn = try session.value(
+                "SELECT \(reader.literals(ofColumns: columns.map { ($0.0, "r.\($0.0.sqlIdentifier)") })) FROM \(row)"
+            ).string
+            let byRow = try session.value("SELECT \(PostgresJournalReader.literals(ofObject: "to_jsonb(r)")) FROM \(row)").string
+            let one = try XCTUnwrap(PostgresJournalReader.decode(byColumn, as: [String: String].self))
+            var all = try XCTUnwrap(PostgresJournalReader.decode(byRow, as: [String: String].self))
+            XCTAssertEqual(all.removeValue(forKey: "skipped"), "1")
+            XCTAssertEqual(one.count, 69)
+            XCTAssertEqual(one, all)
+            XCTAssertEqual(one["n"], "NULL")
+            XCTAssertEqual(one["it's"], "'it''s'")
+        }
+    }
+
     func count(_ url: String, _ sql: String) throws -> Int {
         try PostgresBackend().withSession(url, mode: .readOnly) { try $0.value(sql).int ?? -1 }
     }
