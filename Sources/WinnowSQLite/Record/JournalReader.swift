@@ -68,34 +68,15 @@ enum JournalReader {
 
     static func groups(_ db: Database, runID: Int64) throws -> [GroupRecord] {
         let tables = Tables(db)
-        let recorded = try Row.fetchAll(
-            db, sql: "SELECT rule, batch, tbl, winner, loser FROM winnow_run_groups WHERE run_id = ? ORDER BY id", arguments: [runID]
-        ).map { row in
-            let naming = try tables.naming(row[2])
-            return GroupRecord(
-                rule: row[0], batch: row[1], table: naming.live?.name ?? row[2], winner: try naming.key(row[3]),
-                loser: try naming.key(row[4]))
-        }
+        var recorded: [GroupRecord] = []
+        try forEachRecorded(db, runID: runID, tables: tables) { recorded.append($0) }
         // The typed journal keeps each loser's winner beside it (no `winnow_run_groups` row):
         // its groups follow, in the order it kept them.
         guard let range = TypedJournal.range(runID) else { return recorded }
         var typed: [(order: [Int64], record: GroupRecord)] = []
         for journal in try TypedJournal.all(db) {
-            let naming = try tables.naming(journal.table)
-            for row in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT winnow_rule, winnow_batch, winnow_seq, winnow_winner, winnow_rid FROM \(journal.relation)
-                    WHERE winnow_seq BETWEEN ? AND ? ORDER BY winnow_seq
-                    """, arguments: [range.lowerBound, range.upperBound])
-            {
-                typed.append(
-                    (
-                        [row[0], row[1], row[2]],
-                        GroupRecord(
-                            rule: row[0], batch: row[1], table: naming.live?.name ?? journal.table, winner: try naming.key(row[3]),
-                            loser: try naming.key(row[4]))
-                    ))
+            try forEachTyped(db, journal: journal, range: range, tables: tables) { record, seq in
+                typed.append(([Int64(record.rule), Int64(record.batch), seq], record))
             }
         }
         guard !typed.isEmpty else { return recorded }
@@ -106,13 +87,48 @@ enum JournalReader {
         }.map(\.element.record)
     }
 
+    /// `winnow_run_groups`' records of run `runID`, one at a time, in the order they were recorded.
+    private static func forEachRecorded(_ db: Database, runID: Int64, tables: Tables, _ body: (GroupRecord) throws -> Void) throws {
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT rule, batch, tbl, winner, loser FROM winnow_run_groups WHERE run_id = ? ORDER BY id", arguments: [runID])
+        while let row = try rows.next() {
+            let naming = try tables.naming(row[2])
+            try body(
+                GroupRecord(
+                    rule: row[0], batch: row[1], table: naming.live?.name ?? row[2], winner: try naming.key(row[3]),
+                    loser: try naming.key(row[4])))
+        }
+    }
+
+    /// One typed journal's records of the run whose entries are numbered in `range`, one at a
+    /// time with their number, in the order it kept them.
+    private static func forEachTyped(
+        _ db: Database, journal: TypedJournal, range: ClosedRange<Int64>, tables: Tables, _ body: (GroupRecord, Int64) throws -> Void
+    ) throws {
+        let naming = try tables.naming(journal.table)
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT winnow_rule, winnow_batch, winnow_seq, winnow_winner, winnow_rid FROM \(journal.relation)
+                WHERE winnow_seq BETWEEN ? AND ? ORDER BY winnow_seq
+                """, arguments: [range.lowerBound, range.upperBound])
+        while let row = try rows.next() {
+            try body(
+                GroupRecord(
+                    rule: row[0], batch: row[1], table: naming.live?.name ?? journal.table, winner: try naming.key(row[3]),
+                    loser: try naming.key(row[4])),
+                row[2])
+        }
+    }
+
     /// ``groups(_:runID:)`` one at a time, read as they are given, where they are in one table
     /// (`winnow_run_groups`, or the journal of one shape); from several, merged in order in memory.
     static func forEachGroup(_ db: Database, runID: Int64, _ body: (GroupRecord) throws -> Void) throws {
         let recorded =
             try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM winnow_run_groups WHERE run_id = ?)", arguments: [runID]) ?? false
         var typed: [TypedJournal] = []
-        if let range = TypedJournal.range(runID) {
+        let range = TypedJournal.range(runID)
+        if let range {
             for journal in try TypedJournal.all(db)
             where try Bool.fetchOne(
                 db, sql: "SELECT EXISTS (SELECT 1 FROM \(journal.relation) WHERE winnow_seq BETWEEN ? AND ?)",
@@ -122,30 +138,10 @@ enum JournalReader {
             }
         }
         let tables = Tables(db)
-        if recorded, typed.isEmpty {
-            let rows = try Row.fetchCursor(
-                db, sql: "SELECT rule, batch, tbl, winner, loser FROM winnow_run_groups WHERE run_id = ? ORDER BY id", arguments: [runID])
-            while let row = try rows.next() {
-                let naming = try tables.naming(row[2])
-                try body(
-                    GroupRecord(
-                        rule: row[0], batch: row[1], table: naming.live?.name ?? row[2], winner: try naming.key(row[3]),
-                        loser: try naming.key(row[4])))
-            }
-        } else if !recorded, typed.count == 1, let journal = typed.first, let range = TypedJournal.range(runID) {
-            let naming = try tables.naming(journal.table)
-            let rows = try Row.fetchCursor(
-                db,
-                sql: """
-                    SELECT winnow_rule, winnow_batch, winnow_winner, winnow_rid FROM \(journal.relation)
-                    WHERE winnow_seq BETWEEN ? AND ? ORDER BY winnow_seq
-                    """, arguments: [range.lowerBound, range.upperBound])
-            while let row = try rows.next() {
-                try body(
-                    GroupRecord(
-                        rule: row[0], batch: row[1], table: naming.live?.name ?? journal.table, winner: try naming.key(row[2]),
-                        loser: try naming.key(row[3])))
-            }
+        if typed.isEmpty {
+            try forEachRecorded(db, runID: runID, tables: tables, body)
+        } else if !recorded, typed.count == 1, let range {
+            try forEachTyped(db, journal: typed[0], range: range, tables: tables) { record, _ in try body(record) }
         } else {
             for record in try groups(db, runID: runID) { try body(record) }
         }
