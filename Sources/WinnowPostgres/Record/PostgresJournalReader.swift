@@ -105,11 +105,14 @@ struct PostgresJournalReader {
     }
 
     func groups(runID: Int64) throws -> [GroupRecord] {
-        let naming = Naming(try session.inspect())
+        try groups(runID: runID, naming: Naming(try session.inspect()), journals: try PostgresTypedJournal.all(session))
+    }
+
+    private func groups(runID: Int64, naming: Naming, journals: [PostgresTypedJournal]) throws -> [GroupRecord] {
         // The typed journal keeps each loser's winner beside it (no `winnow_run_groups` row):
         // its groups follow, in the order it journaled them.
         var typed: [(order: [Int64], record: GroupRecord)] = []
-        for journal in try PostgresTypedJournal.all(session) {
+        for journal in journals {
             for row in try session.rows(typedGroupsSQL(journal, runID: runID)) {
                 typed.append(([try row.int64(0), try row.int64(1), try row.int64(2)], try typedGroup(row, journal, naming: naming)))
             }
@@ -129,22 +132,22 @@ struct PostgresJournalReader {
     /// read, so they are read whole, as ``groups(runID:)`` does.
     func forEachGroup(runID: Int64, _ body: (GroupRecord) throws -> Void) throws {
         let naming = Naming(try session.inspect())
-        var typed: [PostgresTypedJournal] = []
-        for journal in try PostgresTypedJournal.all(session)
-        where try session.value("SELECT EXISTS (SELECT 1 FROM \(journal.relation) WHERE winnow_run = ?)", [SQLValue(runID)]).bool == true {
-            typed.append(journal)
-        }
-        let recorded =
-            try session.value(
-                "SELECT EXISTS (SELECT 1 FROM \(dialect.bookkeeping("winnow_run_groups")) WHERE run_id = ?)", [SQLValue(runID)]
-            ).bool == true
+        let journals = try PostgresTypedJournal.all(session)
+        // Which tables hold the run's records, in one statement: `winnow_run_groups`, then each typed journal.
+        let holds = try session.rows(
+            "SELECT "
+                + ([dialect.bookkeeping("winnow_run_groups") + " WHERE run_id"] + journals.map { "\($0.relation) WHERE winnow_run" })
+                .map { "EXISTS (SELECT 1 FROM \($0) = \(runID))" }.joined(separator: ", ")
+        ).first?.values.map { $0.bool == true } ?? []
+        let recorded = holds.first == true
+        let typed = zip(journals, holds.dropFirst()).filter(\.1).map(\.0)
         switch (typed.count, recorded) {
         case (0, _):
             try session.forEachRow(recordedGroupsSQL(runID: runID)) { try body(try recordedGroup($0, naming: naming)) }
         case (1, false):
             try session.forEachRow(typedGroupsSQL(typed[0], runID: runID)) { try body(try typedGroup($0, typed[0], naming: naming)) }
         default:
-            for record in try groups(runID: runID) { try body(record) }
+            for record in try groups(runID: runID, naming: naming, journals: typed) { try body(record) }
         }
     }
 
