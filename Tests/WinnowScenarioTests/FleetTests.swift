@@ -60,7 +60,8 @@ final class FleetTests: CLITestCase {
     }
 
     /// A fleet's target schema is read once, before any store: a missing file stops `run`,
-    /// `plan` and `check` with one error (66) and no store touched, not a failure per store.
+    /// `plan` and `check` with one error (66), an invalid one with one error (65), no store
+    /// touched, not a failure per store.
     func testAFleetReadsItsTargetSchemaOnce() throws {
         try FileManager.default.createDirectory(atPath: path("tenants"), withIntermediateDirectories: true)
         for n in 0..<3 { try makeStore(path("tenants/t\(n).sqlite"), rows: 9, duplicates: true, seed: n) }
@@ -73,6 +74,17 @@ final class FleetTests: CLITestCase {
             XCTAssertEqual(lines.filter { $0["store"] != nil }.count, 0, "\(command): no store ran")
             XCTAssertEqual(lines.count, 1, "\(command): \(result.stdout)")
             XCTAssertTrue((lines.first?["message"] as? String ?? "").contains("gone.yaml: no such file"), "\(command): \(result.stdout)")
+        }
+        XCTAssertEqual(try (0..<3).map { try TestSupport.fileBytes(path("tenants/t\($0).sqlite")) }, before)
+        // An invalid one: 65, once, pointing at the file.
+        try write("gone.yaml", "version: 1\ntables: [\n")
+        for command in ["run", "plan", "check"] {
+            let result = try winnow(
+                [command, "job.yaml", "--database", "tenants/*.sqlite", "--continue-on-error", "--format", "json"], expect: 65)
+            let lines = result.stdout.split(separator: "\n").compactMap { json($0) }
+            XCTAssertEqual(lines.count, 1, "\(command): \(result.stdout)")
+            XCTAssertNil(lines.first?["store"], "\(command): no store ran")
+            XCTAssertTrue((lines.first?["file"] as? String ?? "").hasSuffix("gone.yaml"), "\(command): \(result.stdout)")
         }
         XCTAssertEqual(try (0..<3).map { try TestSupport.fileBytes(path("tenants/t\($0).sqlite")) }, before)
     }
