@@ -134,11 +134,9 @@ struct PostgresJournalReader {
         let naming = Naming(try session.inspect())
         let journals = try PostgresTypedJournal.all(session)
         // Which tables hold the run's records, in one statement: `winnow_run_groups`, then each typed journal.
-        let holds = try session.rows(
-            "SELECT "
-                + ([dialect.bookkeeping("winnow_run_groups") + " WHERE run_id"] + journals.map { "\($0.relation) WHERE winnow_run" })
-                .map { "EXISTS (SELECT 1 FROM \($0) = \(runID))" }.joined(separator: ", ")
-        ).first?.values.map { $0.bool == true } ?? []
+        let places = ["\(dialect.bookkeeping("winnow_run_groups")) WHERE run_id"] + journals.map { "\($0.relation) WHERE winnow_run" }
+        let exists = places.map { "EXISTS (SELECT 1 FROM \($0) = \(runID))" }
+        let holds = try session.rows("SELECT " + exists.joined(separator: ", ")).first?.values.map { $0.bool == true } ?? []
         let recorded = holds.first == true
         let typed = zip(journals, holds.dropFirst()).filter(\.1).map(\.0)
         switch (typed.count, recorded) {
