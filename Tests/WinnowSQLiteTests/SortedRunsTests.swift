@@ -254,4 +254,27 @@ final class SortedRunsTests: XCTestCase {
         XCTAssertEqual(large, direct)
         XCTAssertEqual(direct.count, 9000)
     }
+
+    /// Each full run ends at its 1,000th row of the table, whatever the gaps between rowids and
+    /// the rows the read leaves out (no key), and the last run takes what is left: 10,010 rows
+    /// make 11 runs (runs of 1,001 would make 10), and the outcome is the one-statement read's.
+    func testRunsEndAtTheirLastRowWhateverTheGapsBetweenRowids() throws {
+        var values: [String] = []
+        var id = 0
+        for row in 0..<10_010 {
+            id += 1 + (row * 7) % 5
+            values.append("(\(id), \(row % 7 == 3 ? "NULL" : "'k\((row * 7919) % 4000)'"), \((row * 31) % 17))")
+        }
+        let setup = "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v INTEGER); INSERT INTO t VALUES \(values.joined(separator: ", "));"
+        let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - v: desc\n"
+        var merged: [Int] = []
+        DedupeExecutor.mergingSortedRuns = { merged.append($0) }
+        DedupeExecutor.sortedRunKiB = 16
+        let runs = try keptIDs(setup, job, name: "gaps", copied: true, batchSize: 500).ids
+        XCTAssertEqual(merged, [11])
+        DedupeExecutor.sortedRunKiB = 8192
+        let direct = try keptIDs(setup, job, name: "gaps-direct", copied: false, batchSize: 500).ids
+        XCTAssertEqual(runs, direct)
+        XCTAssertEqual(direct.count, 4000 + (0..<10_010).filter { $0 % 7 == 3 }.count, "a row per key, and every row without one")
+    }
 }

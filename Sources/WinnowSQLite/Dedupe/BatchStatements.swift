@@ -229,9 +229,10 @@ struct BatchStatements {
     /// on the child columns, which hold the parent's rowid, in another table, with no unique key
     /// that re-pointing could break.
     let aheadPaths: [Int]
-    /// Per path re-pointed ahead (nil elsewhere): the last child rowid of the next `?2` child
-    /// rows after `?1`.
-    let nextAhead: [String?]
+    /// Per path re-pointed ahead (nil elsewhere): the rowid of the `?2 + 1`th child row after
+    /// `?1` (the last of a full stretch; stepping over the rows before it costs about half of
+    /// counting them), then the last child rowid after `?1` (for the last stretch, shorter).
+    let nextAhead: [(full: String, last: String)?]
     /// Per path re-pointed ahead: its child rows in `(?1, ?2]` that point at a loser whose winner
     /// is settled (`winnow_mapped.winner`), as moves to that winner, into the record of the
     /// moves ahead (`winnow_ahead`, which ``moveBack`` reads): found before the write
@@ -402,7 +403,7 @@ struct BatchStatements {
         let batchMembers = """
             SELECT rid FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2 UNION SELECT winner FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2
             """
-        var aheadPaths: [Int] = [], nextAhead: [String?] = [], findAhead: [String?] = [], mapAhead: [String?] = []
+        var aheadPaths: [Int] = [], nextAhead: [(full: String, last: String)?] = [], findAhead: [String?] = [], mapAhead: [String?] = []
         var findAheadSettled: [String?] = []
         var applyAhead: [String?] = [], aheadChildren: [String?] = []
         var moveBack: [String?] = []
@@ -464,7 +465,10 @@ struct BatchStatements {
             let childRowID = "c.\(path.childRowID)"
             nextAhead.append(
                 ahead
-                    ? "SELECT max(\(path.childRowID)) FROM (SELECT \(path.childRowID) FROM \(child) WHERE \(path.childRowID) > ? ORDER BY 1 LIMIT ?)"
+                    ? (
+                        full: "SELECT \(path.childRowID) FROM \(child) WHERE \(path.childRowID) > ? ORDER BY 1 LIMIT 1 OFFSET ?",
+                        last: "SELECT max(\(path.childRowID)) FROM \(child) WHERE \(path.childRowID) > ?"
+                    )
                     : nil)
             // The moves of the stretch's child rows to the settled winner `winner` (SQL over
             // the child `c`, after `join`).

@@ -282,6 +282,11 @@ extension DedupeExecutor {
         try db.execute(sql: "DROP TABLE IF EXISTS \(SortedRuns.table)")
         // Untyped columns: every value is kept as the read computed it.
         try db.execute(sql: "CREATE TABLE \(SortedRuns.table) (\(read.columns.indices.map { "v\($0)" }.joined(separator: ", ")))")
+        // A full range ends at the rowid its last row has: stepping over the rows before it costs
+        // about half of counting them (3 against 7-8 ms for 80,000 rows of dup67's 2,000,000).
+        // Only the last range, shorter, is counted.
+        let fullRange = try db.makeStatement(
+            sql: "SELECT \(rowid) FROM \(table) WHERE \(rowid) > ? AND \(rowid) <= ? ORDER BY \(rowid) LIMIT 1 OFFSET ?")
         let range = try db.makeStatement(
             sql: """
                 SELECT max(r), count(*) FROM (SELECT \(rowid) AS r FROM \(table) WHERE \(rowid) > ? AND \(rowid) <= ? ORDER BY \(rowid) LIMIT ?)
@@ -307,10 +312,14 @@ extension DedupeExecutor {
             let pagesBefore = first ? try usedTemporaryPages() : 0
             // The range and its rows in one read, so that the rows counted are those copied.
             let (upTo, count, copied) = try db.readTransaction { () -> (Int64?, Int, Int) in
-                let found = try Row.fetchOne(range, arguments: [after, last, size])
-                guard let upTo = found?[0] as Int64? else { return (nil, 0, 0) }
+                var (upTo, count) = (try Int64.fetchOne(fullRange, arguments: [after, last, size - 1]), size)
+                if upTo == nil {
+                    let found = try Row.fetchOne(range, arguments: [after, last, size - 1])
+                    (upTo, count) = (found?[0], found?[1] ?? 0)
+                }
+                guard let upTo else { return (nil, 0, 0) }
                 try copy.execute(arguments: [after, upTo])
-                return (upTo, found?[1] ?? 0, db.changesCount)
+                return (upTo, count, db.changesCount)
             }
             let seconds = Date().timeIntervalSince(started)
             guard let upTo else { break }
