@@ -27,7 +27,7 @@ struct AheadBatches: BatchSource {
     let path: Int
     /// `PRAGMA data_version` when the losers were found.
     let foundAt: Int64
-    private let next: (full: String, last: String)
+    private let next: RangeBound
     private let find: String
     private let map: String?
     /// Whether and how far a stretch takes more rows than its bounds (``StretchFill``).
@@ -70,9 +70,7 @@ struct AheadBatches: BatchSource {
     var start: Int64 { .min }
 
     func nextBound(after: Int64, size: Int) throws -> Int64? {
-        guard size > 0 else { return nil }
-        return try Int64.fetchOne(db.cachedStatement(sql: next.full), arguments: [after, size - 1])
-            ?? Int64.fetchOne(db.cachedStatement(sql: next.last), arguments: [after])
+        try next.next(db, after: after, size: size)
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {

@@ -31,10 +31,8 @@ struct BatchStatements {
     /// The same for the child table of each reference path.
     let childNumbers: [RowNumbers]
 
-    /// The last `first` of the next batch of `?2` groups after `?1`.
-    let nextBatch = """
-        SELECT max(first) FROM (SELECT DISTINCT first FROM temp.winnow_queue WHERE first > ? ORDER BY first LIMIT ?)
-        """
+    /// The last `first` of the next batch of groups.
+    let nextBatch = RangeBound("first", in: "temp.winnow_queue", distinct: true)
     let clearBatch = "DELETE FROM temp.winnow_batch"
     /// The batch's losers as found (no other connection has committed since the discovery).
     let fillBatchAsFound = """
@@ -143,11 +141,11 @@ struct BatchStatements {
     /// (``MergeAheadBatches``), and the statements that move one stretch into `winnow_merged`.
     let createDecided: String
     let keepDecided = "INSERT INTO temp.winnow_decided SELECT * FROM temp.winnow_merged"
-    let nextDecided = "SELECT max(winner) FROM (SELECT winner FROM temp.winnow_decided WHERE winner > ? ORDER BY winner LIMIT ?)"
+    let nextDecided = RangeBound("winner", in: "temp.winnow_decided")
     let stageDecided = "INSERT INTO temp.winnow_merged SELECT * FROM temp.winnow_decided WHERE winner > ? AND winner <= ?"
     /// The last winner of the next `?2` losers of the queue's copy by winner after winner `?1`:
     /// the end of a piece of the merge decisions (``queueMergeRows``), its groups whole.
-    let nextTakeable = "SELECT max(winner) FROM (SELECT winner FROM temp.winnow_takeable WHERE winner > ? ORDER BY winner LIMIT ?)"
+    let nextTakeable = RangeBound("winner", in: "temp.winnow_takeable")
     /// The queue by winner, each group's losers in their order (samples of batches filed by
     /// position find a group's other losers through it).
     let indexQueueWinner = "CREATE INDEX IF NOT EXISTS temp.winnow_queue_winner ON winnow_queue (winner, rn, rid)"
@@ -229,10 +227,8 @@ struct BatchStatements {
     /// on the child columns, which hold the parent's rowid, in another table, with no unique key
     /// that re-pointing could break.
     let aheadPaths: [Int]
-    /// Per path re-pointed ahead (nil elsewhere): the rowid of the `?2 + 1`th child row after
-    /// `?1` (the last of a full stretch; stepping over the rows before it costs about half of
-    /// counting them), then the last child rowid after `?1` (for the last stretch, shorter).
-    let nextAhead: [(full: String, last: String)?]
+    /// Per path re-pointed ahead (nil elsewhere): the last child rowid of a stretch.
+    let nextAhead: [RangeBound?]
     /// Per path re-pointed ahead: its child rows in `(?1, ?2]` that point at a loser whose winner
     /// is settled (`winnow_mapped.winner`), as moves to that winner, into the record of the
     /// moves ahead (`winnow_ahead`, which ``moveBack`` reads): found before the write
@@ -403,7 +399,7 @@ struct BatchStatements {
         let batchMembers = """
             SELECT rid FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2 UNION SELECT winner FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2
             """
-        var aheadPaths: [Int] = [], nextAhead: [(full: String, last: String)?] = [], findAhead: [String?] = [], mapAhead: [String?] = []
+        var aheadPaths: [Int] = [], nextAhead: [RangeBound?] = [], findAhead: [String?] = [], mapAhead: [String?] = []
         var findAheadSettled: [String?] = []
         var applyAhead: [String?] = [], aheadChildren: [String?] = []
         var moveBack: [String?] = []
@@ -465,10 +461,7 @@ struct BatchStatements {
             let childRowID = "c.\(path.childRowID)"
             nextAhead.append(
                 ahead
-                    ? (
-                        full: "SELECT \(path.childRowID) FROM \(child) WHERE \(path.childRowID) > ? ORDER BY 1 LIMIT 1 OFFSET ?",
-                        last: "SELECT max(\(path.childRowID)) FROM \(child) WHERE \(path.childRowID) > ?"
-                    )
+                    ? RangeBound(path.childRowID, in: child)
                     : nil)
             // The moves of the stretch's child rows to the settled winner `winner` (SQL over
             // the child `c`, after `join`).

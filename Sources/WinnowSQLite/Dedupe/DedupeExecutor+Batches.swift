@@ -264,7 +264,7 @@ extension DedupeExecutor {
         let fill = StretchFill(maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
         var decided = BatchWork(number: 0)
         var (after, losers, secondsPerLoser) = (Int64.min, Self.aheadStart, nil as Double?)
-        while let upTo = try Int64.fetchOne(db.cachedStatement(sql: sql.nextTakeable), arguments: [after, losers]) {
+        while let upTo = try sql.nextTakeable.next(db, after: after, size: losers) {
             let started = Date()
             // (A transaction of its own: one read of the rows, and no commit of the temporary
             // database after each decision.)

@@ -38,7 +38,7 @@ extension DedupeExecutor {
         if let topUp = numbers.topUp { try db.execute(sql: topUp) }
         var held: TimeInterval?
         while true {
-            guard let upTo = try Int64.fetchOne(db, sql: numbers.nextBound, arguments: [after, sizer.current]) else { break }
+            guard let upTo = try numbers.nextBound.next(db, after: after, size: sizer.current) else { break }
             // Between two transactions only (none after the last): back to back, they would
             // leave a waiting writer no gap. A dry run holds no lock that lasts: nothing to let
             // through.

@@ -42,7 +42,7 @@ struct DeleteAheadBatches: BatchSource {
     var start: Int64 { .min }
 
     func nextBound(after: Int64, size: Int) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [after, size])
+        try sql.nextBatch.next(db, after: after, size: size)
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {

@@ -59,7 +59,7 @@ struct MergeAheadBatches: BatchSource {
     var start: Int64 { .min }
 
     func nextBound(after: Int64, size: Int) throws -> Int64? {
-        return try Int64.fetchOne(db.cachedStatement(sql: sql.nextDecided), arguments: [after, size])
+        try sql.nextDecided.next(db, after: after, size: size)
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {

@@ -55,7 +55,7 @@ struct QueueBatches: BatchSource {
 
     func nextBound(after: Int64, size: Int) throws -> Int64? {
         let groups = countsGroupsOfLosers ? max(1, Int((Double(size) / perGroup).rounded())) : size
-        return try Int64.fetchOne(db.cachedStatement(sql: sql.nextBatch), arguments: [after, groups])
+        return try sql.nextBatch.next(db, after: after, size: groups)
     }
 
     /// Another connection's commit widens the checkpoint (``WriteGap``), and while one has

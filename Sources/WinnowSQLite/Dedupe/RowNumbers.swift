@@ -127,12 +127,9 @@ struct RowNumbers {
         return "\(tuple) IN (SELECT \(mapColumns.joined(separator: ", ")) FROM temp.\(map) WHERE winnow_id > ? AND winnow_id <= ?)"
     }
 
-    /// The last number of the next `?2` rows after number `?1`.
-    var nextBound: String {
-        guard mapped else {
-            return "SELECT max(r) FROM (SELECT \(rowid!) AS r FROM \(table) WHERE \(rowid!) > ? ORDER BY \(rowid!) LIMIT ?)"
-        }
-        return "SELECT max(r) FROM (SELECT winnow_id AS r FROM temp.\(map) WHERE winnow_id > ? ORDER BY winnow_id LIMIT ?)"
+    /// The last number of the next rows.
+    var nextBound: RangeBound {
+        mapped ? RangeBound("winnow_id", in: "temp.\(map)") : RangeBound(rowid!, in: table)
     }
 
     /// The row's identity as the journal keeps it, over the table's own columns (unqualified):
