@@ -314,7 +314,7 @@ extension DedupeExecutor {
             let (upTo, count, copied) = try db.readTransaction { () -> (Int64?, Int, Int) in
                 var (upTo, count) = (try Int64.fetchOne(fullRange, arguments: [after, last, size - 1]), size)
                 if upTo == nil {
-                    let found = try Row.fetchOne(range, arguments: [after, last, size - 1])
+                    let found = try Row.fetchOne(range, arguments: [after, last, size])
                     (upTo, count) = (found?[0], found?[1] ?? 0)
                 }
                 guard let upTo else { return (nil, 0, 0) }
