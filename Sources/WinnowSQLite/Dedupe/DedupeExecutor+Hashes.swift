@@ -37,8 +37,9 @@ extension DedupeExecutor {
         let numbers = RowNumbers(rule)
         if let topUp = numbers.topUp { try db.execute(sql: topUp) }
         var held: TimeInterval?
+        let bound = numbers.nextBound
         while true {
-            guard let upTo = try numbers.nextBound.next(db, after: after, size: sizer.current) else { break }
+            guard let upTo = try bound.next(db, after: after, size: sizer.current) else { break }
             // Between two transactions only (none after the last): back to back, they would
             // leave a waiting writer no gap. A dry run holds no lock that lasts: nothing to let
             // through.

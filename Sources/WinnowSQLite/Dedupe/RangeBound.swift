@@ -15,8 +15,8 @@ struct RangeBound: Sendable {
     /// The last value after `?1`.
     let last: String
 
-    /// The values of `column` in `source` (a table, or a table with a filter after `WHERE`'s
-    /// `AND`), each counted once where `distinct`.
+    /// The values of `column` in the table `source` (ordered by an index or the rowid, so that
+    /// neither statement sorts), each counted once where `distinct`.
     init(_ column: String, in source: String, distinct: Bool = false) {
         full = "SELECT \(distinct ? "DISTINCT " : "")\(column) FROM \(source) WHERE \(column) > ? ORDER BY \(column) LIMIT 1 OFFSET ?"
         last = "SELECT max(\(column)) FROM \(source) WHERE \(column) > ?"
