@@ -425,7 +425,8 @@ final class MergeAheadTests: XCTestCase {
     /// of it as it was with the same statements committed, the run's summary and batches, and
     /// how many times moves were found.
     func runWithACommitAfterTheSecondFinding(
-        _ name: String, archive: Bool, changes: @escaping (Database) throws -> [String]
+        _ name: String, archive: Bool, changes: @escaping (Database) throws -> [String],
+        onBatch: @escaping (Counts, String) throws -> Void = { _, _ in }
     ) throws -> (path: String, changed: String, summary: RunSummary, batches: [Counts], findings: Int) {
         let path = try makeStore("\(name)-\(archive).sqlite", manyOrders: 30_000)
         let changed = dir.appendingPathComponent("\(name)-\(archive)-changed.sqlite").path
@@ -445,7 +446,9 @@ final class MergeAheadTests: XCTestCase {
         let summary = try withAheadStart(100) {
             try ScenarioKit.run(ScenarioKit.customersJob(size: 20, maxTransactionMilliseconds: 60000, archive: archive), db: path) {
                 event in
-                if case .batch(let report) = event { batches.append(report.counts) }
+                guard case .batch(let report) = event else { return }
+                batches.append(report.counts)
+                try? onBatch(report.counts, path)
             }
         }
         XCTAssertFalse(committed.isEmpty, "the other connection committed")
@@ -454,23 +457,24 @@ final class MergeAheadTests: XCTestCase {
     }
 
     /// Another connection deletes an order between the finding of the second stretch's moves,
-    /// which include that order's, and the stretch's write transaction: the stretch applies
-    /// none of them (the rows are no longer as found), the children's stretches end there, and
-    /// the batches re-point the rest as the rows are then. The end and the count of children
-    /// re-pointed are those of batches by group on the store without that order.
-    func testACommitBetweenFindingAStretchsMovesAndItsTransactionEndsTheStretches() throws {
-        for archive in [true, false] { try aCommitBetweenFindingAndTheTransactionEndsTheStretches(archive: archive) }
+    /// which include that order's, and the stretch's write transaction: the stretch goes on
+    /// after the commit, forgets that order's move (the child is gone) and re-points every other
+    /// order found, so the batches re-point none. The end and the count of children re-pointed
+    /// are those of batches by group on the store without that order; `restore` gives back that
+    /// store.
+    func testACommitBetweenFindingAStretchsMovesAndItsTransactionForgetsTheMovesThatNoLongerHold() throws {
+        for archive in [true, false] { try aCommitBetweenFindingAndTheTransactionForgetsMoves(archive: archive) }
     }
 
-    func aCommitBetweenFindingAndTheTransactionEndsTheStretches(archive: Bool) throws {
+    func aCommitBetweenFindingAndTheTransactionForgetsMoves(archive: Bool) throws {
         let run = try runWithACommitAfterTheSecondFinding("deleted", archive: archive) { db in
             let child = try XCTUnwrap(Int64.fetchOne(db, sql: "SELECT max(child) FROM temp.winnow_ahead"))
             return ["DELETE FROM orders WHERE id = \(child)"]
         }
-        XCTAssertEqual(run.findings, 2, "the stretches of children end at the commit")
+        XCTAssertEqual(run.findings, 2)
         let children = run.batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
-        XCTAssertEqual(children.count, 1, "only the first stretch re-pointed children ahead")
-        XCTAssertTrue(run.batches.dropFirst(children.count).contains { $0.repointed > 0 }, "the batches re-pointed the rest")
+        XCTAssertEqual(children.count, 2, "both stretches re-pointed children ahead, the second after the commit")
+        XCTAssertFalse(run.batches.dropFirst(children.count).contains { $0.repointed > 0 }, "nothing left for the batches")
         let original = try ScenarioKit.userState(run.changed)
         let reference = dir.appendingPathComponent("reference-\(archive).sqlite").path
         try FileManager.default.copyItem(atPath: run.changed, toPath: reference)
@@ -483,13 +487,63 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(run.path), original)
     }
 
-    /// The moves found for rows no stretch took are forgotten when the stretches end, so that
-    /// the record of the moves ahead holds only those applied. Between the finding of the
+    /// Another connection deletes a winner (and its own orders) between the finding of the
+    /// second stretch's moves, which include orders of that winner's losers, and the stretch's
+    /// transaction: the stretch re-points none of them to the row that is gone (no reference
+    /// dangles), and the batch of that group leaves its losers as they are (skipped), with their
+    /// orders; `restore` gives back the store with the change. The next run settles them: the
+    /// end is then the one batches by group give on the store with the change.
+    func testAStretchAfterACommitMovesNoChildToAWinnerThatIsGone() throws {
+        for archive in [true, false] { try aStretchAfterACommitMovesNoChildToAWinnerThatIsGone(archive: archive) }
+    }
+
+    func aStretchAfterACommitMovesNoChildToAWinnerThatIsGone(archive: Bool) throws {
+        var losers: [Int64] = []
+        var dangling: [Int] = []
+        let run = try runWithACommitAfterTheSecondFinding("winner-gone", archive: archive) { db in
+            let winner = try XCTUnwrap(
+                Int64.fetchOne(db, sql: "SELECT winner FROM temp.winnow_ahead WHERE child > 150 ORDER BY child LIMIT 1"))
+            losers = try Int64.fetchAll(
+                db, sql: "SELECT DISTINCT loser FROM temp.winnow_ahead WHERE winner = ? AND child > 150", arguments: [winner])
+            return ["DELETE FROM orders WHERE customer_id = \(winner)", "DELETE FROM customers WHERE id = \(winner)"]
+        } onBatch: { counts, path in
+            // (As each stretch committed it: what a run killed there leaves.)
+            guard counts.repointed > 0, counts.deleted == 0 else { return }
+            dangling.append(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count)
+        }
+        XCTAssertEqual(dangling, [0, 0], "no reference dangles after either stretch")
+        XCTAssertFalse(losers.isEmpty, "orders of that winner's losers were found to move")
+        let children = run.batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
+        XCTAssertEqual(children.count, 2, "both stretches re-pointed children ahead")
+        XCTAssertEqual(try ScenarioKit.rows(run.path, "PRAGMA foreign_key_check").count, 0)
+        let list = losers.map(String.init).joined(separator: ", ")
+        XCTAssertEqual(
+            try ScenarioKit.int(run.path, "SELECT count(*) FROM customers WHERE id IN (\(list))"), losers.count, "the losers stay")
+        XCTAssertEqual(
+            try ScenarioKit.int(run.path, "SELECT count(*) FROM orders WHERE customer_id IN (\(list))"),
+            try ScenarioKit.int(run.changed, "SELECT count(*) FROM orders WHERE customer_id IN (\(list))"), "with all their orders")
+        XCTAssertGreaterThanOrEqual(run.summary.counts.skipped, losers.count)
+        if archive {
+            let restored = dir.appendingPathComponent("winner-gone-restored.sqlite").path
+            try FileManager.default.copyItem(atPath: run.path, toPath: restored)
+            _ = try Restorer.restore(database: restored, runID: try XCTUnwrap(run.summary.runID))
+            XCTAssertEqual(try ScenarioKit.userState(restored), try ScenarioKit.userState(run.changed))
+        }
+        let job = ScenarioKit.customersJob(size: 100_000, archive: archive)
+        let reference = try byGroup(run.changed, job: job)
+        let next = try ScenarioKit.run(job, db: run.path)
+        XCTAssertGreaterThan(next.counts.deleted, 0, "the next run settles the losers left")
+        XCTAssertEqual(try TestSupport.contentDump(run.path), try TestSupport.contentDump(reference))
+    }
+
+    /// The record of the moves ahead holds only those applied. Between the finding of the
     /// second stretch's moves and its transaction, another connection takes a loser out of its
     /// group and itself points one of that loser's orders, whose move to the winner was found,
-    /// at the winner. The batch of that group, which no longer deletes the loser, moves back to
-    /// it only the children re-pointed ahead: the order the application moved stays where it
-    /// put it, as batches by group leave it on the store with the same two changes.
+    /// at the winner: the stretch forgets the loser's moves (it no longer shares its winner's
+    /// key, and that order no longer points at it). The batch of that group, which no longer
+    /// deletes the loser, moves back to it only children re-pointed ahead (none here): the order
+    /// the application moved stays where it put it, as batches by group leave it on the store
+    /// with the same two changes.
     func testMovesFoundForRowsNoStretchTookAreForgotten() throws {
         for archive in [true, false] { try movesFoundForRowsNoStretchTookAreForgotten(archive: archive) }
     }
@@ -504,7 +558,7 @@ final class MergeAheadTests: XCTestCase {
                 "UPDATE orders SET customer_id = \(winner) WHERE id = \(child)",
             ]
         }
-        XCTAssertEqual(run.findings, 2, "the stretches of children end at the commit")
+        XCTAssertEqual(run.findings, 2)
         let reference = try byGroup(run.changed, job: ScenarioKit.customersJob(size: 100_000, archive: archive))
         XCTAssertEqual(try TestSupport.contentDump(run.path), try TestSupport.contentDump(reference))
         XCTAssertEqual(try ScenarioKit.rows(run.path, "PRAGMA foreign_key_check").count, 0)

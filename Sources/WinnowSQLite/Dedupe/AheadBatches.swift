@@ -10,11 +10,18 @@ import WinnowCore
 /// out). Every page of the child table is so rewritten about once, where batches by group
 /// rewrite most of its pages each time (the children of a batch's losers lie all over it).
 ///
-/// Only while no other connection has committed since the discovery (checked inside each
-/// transaction; the stretch then stops the loop), so that every loser and its winner are as
-/// found; a group whose winner ties its second row on the winner terms is settled by content in
+/// While no other connection has committed since the discovery (checked inside each
+/// transaction), every loser and its winner are as found. After such a commit, a path with an
+/// index on its reference goes on (``revalidates``): each stretch first forgets the moves that
+/// no longer hold as the rows are now (``BatchStatements/pruneAhead``: the child no longer
+/// points at the loser, the loser or its winner is gone, or they no longer share a key), so it
+/// moves children only to a row that exists, of a loser still beside it; the stretches then
+/// leave the lock free between them as batches do beside another writer (``WriteGap``). A path
+/// mapped for the batches (no index) stops the loop there instead: its map is exact only as
+/// found. A group whose winner ties its second row on the winner terms is settled by content in
 /// its batch, and re-pointed there. A batch that, after another connection's commit, no longer
-/// deletes a loser whose children went ahead moves them back (``BatchStatements/moveBack``).
+/// deletes a loser whose children went ahead, or no longer keeps their winner, moves them back
+/// or on (``BatchStatements/moveBack``, then the batch's own moves).
 /// Each stretch is journaled and committed as a batch of its own; a stretch with nothing to
 /// move is no batch. Where a stretch's commit is long (the child's index rewritten), a stretch
 /// takes more rows than its bounds while its time allows (``StretchFill``), and the moves of
@@ -43,6 +50,13 @@ struct AheadBatches: BatchSource {
     private var aheadUnits = 0
     /// What finding the moves of a child row took in the last read (seconds; nil before one).
     private var findCost: Double?
+    /// Whether a stretch goes on after another connection's commit, checking its moves as the
+    /// rows are now (a path with an index on its reference: nothing mapped for the batches).
+    let revalidates: Bool
+    /// The gap between two stretches while another connection commits (as between batches).
+    private var gap: WriteGap
+    /// How long the last stretch's transaction held the write lock.
+    private var held: TimeInterval = 0
     /// How many more child rows than the last stretch took (or than its bounds) the moves are
     /// found for before a stretch: a filled stretch may take more than the one before it, and
     /// what it does not take stays found for the next.
@@ -62,7 +76,16 @@ struct AheadBatches: BatchSource {
         self.next = next
         self.find = find
         map = sql.mapAhead[path]
+        revalidates = map == nil && sql.pruneAhead[path] != nil
         fill = StretchFill(maxTransactionMilliseconds: executor.settings.maxTransactionMilliseconds)
+        gap = WriteGap(settings: executor.settings, version: foundAt)
+    }
+
+    /// While another connection has committed in the last seconds, the next stretch waits as
+    /// long as the last one held the lock (`pause_ms: 0`; ``QueueBatches/betweenBatches()``).
+    mutating func betweenBatches() throws {
+        guard writes else { return }
+        if gap.observe(db), gap.fixed == nil, held > 0 { Thread.sleep(forTimeInterval: held * WriteGap.sharedShare) }
     }
 
     private var db: Database { executor.db }
@@ -77,12 +100,15 @@ struct AheadBatches: BatchSource {
         try findAhead(from: bounds)
         try Self.afterFindingMoves?(db)
         let stretch = self
+        let started = Date()
+        defer { held = Date().timeIntervalSince(started) }
         // More of the child table in the same transaction while its time allows
         // (``StretchFill``): each stretch rewrites the child's index.
         guard
             let ended = try executor.filledStretch(
-                bounds, number: number, totals: totals, foundAt: foundAt, fill: &fill, nextBound: stretch.nextBound,
-                apply: { try stretch.repoint(after: $0, upTo: $1, into: &$2) })
+                bounds, number: number, totals: totals, foundAt: foundAt, revalidates: revalidates, fill: &fill,
+                nextBound: stretch.nextBound,
+                apply: { try stretch.repoint(after: $0, upTo: $1, asFound: $2, into: &$3) })
         else { return nil }
         (appliedUpTo, lastUnits) = (ended.upTo, ended.units)
         aheadUnits = (foundUpTo ?? ended.upTo) > ended.upTo ? max(0, aheadUnits - ended.units) : 0
@@ -142,10 +168,13 @@ struct AheadBatches: BatchSource {
     /// settled: their moves found before the transaction as far as those go, found here past
     /// them (into the record of the moves ahead, ``BatchStatements/findAhead``), applied from
     /// that record (``BatchStatements/applyAhead``, which the journal reads too); journals them
-    /// into `work`'s batch, then maps the rest of those rows.
-    private func repoint(after: Int64, upTo: Int64, into work: inout BatchWork) throws {
+    /// into `work`'s batch, then maps the rest of those rows. Not `asFound` (another
+    /// connection has committed since the discovery): the moves that no longer hold are
+    /// forgotten first (``BatchStatements/pruneAhead``).
+    private func repoint(after: Int64, upTo: Int64, asFound: Bool, into work: inout BatchWork) throws {
         let found = max(foundUpTo ?? after, after)
         if upTo > found { try db.cachedStatement(sql: find).execute(arguments: [found, upTo]) }
+        if !asFound, let prune = sql.pruneAhead[path] { try db.cachedStatement(sql: prune).execute(arguments: [after, upTo]) }
         var piece = BatchWork(number: work.number)
         let count = try Int.fetchOne(db.cachedStatement(sql: sql.countAhead), arguments: [path, after, upTo]) ?? 0
         piece.moved = [(path: path, count: count)]

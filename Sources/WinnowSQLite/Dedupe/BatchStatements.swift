@@ -242,6 +242,13 @@ struct BatchStatements {
     /// first took a tenth of each stretch of children (merge-500 at 1,600,000 customers: 82 ms
     /// of 837).
     let applyAhead: [String?]
+    /// Per path re-pointed ahead: forgets the recorded moves of its child rows in `(?1, ?2]`
+    /// that no longer hold as the rows are now: the child no longer points at the loser, or the
+    /// loser or its winner is gone, or they no longer share a key. A stretch after another
+    /// connection's commit runs it before ``applyAhead`` (``AheadBatches``), so that it moves
+    /// only children of a loser still beside its winner, to a row that exists, and the record
+    /// (which the journal and ``moveBack`` read) holds only the moves made.
+    let pruneAhead: [String?]
     /// Per path re-pointed ahead: the rowids of its child rows in `(?, ?]` that the record of the
     /// moves ahead holds, which ``applyAhead`` re-points (the journal's selection; its
     /// parameters are not numbered, as the journal's statement has parameters before them).
@@ -401,7 +408,7 @@ struct BatchStatements {
             """
         var aheadPaths: [Int] = [], nextAhead: [RangeBound?] = [], findAhead: [String?] = [], mapAhead: [String?] = []
         var findAheadSettled: [String?] = []
-        var applyAhead: [String?] = [], aheadChildren: [String?] = []
+        var applyAhead: [String?] = [], aheadChildren: [String?] = [], pruneAhead: [String?] = []
         var moveBack: [String?] = []
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
@@ -481,6 +488,16 @@ struct BatchStatements {
                     UPDATE \(child) SET \(path.childColumns[0].sqlIdentifier) = mv.winner FROM temp.winnow_ahead AS mv
                     WHERE mv.path = \(index) AND mv.child > ?1 AND mv.child <= ?2
                     AND mv.child = \(child).\(path.childRowID) AND \(child).\(path.childColumns[0].sqlIdentifier) = mv.loser
+                    """ : nil)
+            pruneAhead.append(
+                ahead
+                    ? """
+                    DELETE FROM temp.winnow_ahead WHERE path = \(index) AND child > ?1 AND child <= ?2 AND child NOT IN (
+                      SELECT mv.child FROM temp.winnow_ahead AS mv
+                      CROSS JOIN \(child) AS c ON \(childRowID) = mv.child AND \(reference) = mv.loser
+                      \(numbers.join("a", numbered: "mv.loser"))
+                      \(numbers.join("b", numbered: "mv.winner"))
+                      WHERE mv.path = \(index) AND mv.child > ?1 AND mv.child <= ?2 AND \(rule.sameKey("a", "b")))
                     """ : nil)
             aheadChildren.append(ahead ? "SELECT child FROM temp.winnow_ahead WHERE path = \(index) AND child > ? AND child <= ?" : nil)
             mapAhead.append(
@@ -641,6 +658,7 @@ struct BatchStatements {
         self.findAhead = findAhead
         self.findAheadSettled = findAheadSettled
         self.applyAhead = applyAhead
+        self.pruneAhead = pruneAhead
         self.movedChildren = movedChildren
         self.aheadChildren = aheadChildren
         self.mapAhead = mapAhead

@@ -30,8 +30,10 @@ extension DedupeExecutor {
             writer.writes && !sql.aheadPaths.isEmpty && discovery.groups > settings.size && deadline.at == nil && deadline.stop == nil
         if sql.mapsChildren, discovery.losers > 0 {
             try mapChildren(sql, state: &state, ahead: ahead)
-        } else if ahead, let foundAt = state.foundAt, try unchanged(since: foundAt) {
-            // Only paths with an index on the reference: no map, but each loser's settled winner.
+        } else if ahead, let foundAt = state.foundAt {
+            // Only paths with an index on the reference: no map, but each loser's settled winner
+            // as found (after another connection's commit too: each stretch then checks its
+            // moves as the rows are, ``AheadBatches``).
             try db.execute(sql: sql.fillMappedSettled)
             state.mappedAt = foundAt
         }
@@ -82,6 +84,8 @@ extension DedupeExecutor {
                     else { continue }
                     let result = try loop(total: discovery.losers).run(
                         &stretches, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+                    // (The gap after the last stretch too, before the next stage's first write.)
+                    try stretches.betweenBatches()
                     try stretches.forgetUnapplied()
                     counts = counts + result.counts
                     if result.counts.batches > 0 { state.repointedAhead = true }
@@ -109,6 +113,21 @@ extension DedupeExecutor {
                 totals: &totals, samples: &samples)
             counts = counts + merged.counts
             handledAhead = merged.done
+        }
+        // Once another connection has committed, the first batch would file the queue by group
+        // again and index the record of the children re-pointed ahead, both inside its write
+        // transaction (merge-writer: about 45 ms of a first batch of 52 ms under a 50 ms limit,
+        // while that writer waited). Both change temporary tables only: done here, before the
+        // batches, with no lock on the database held.
+        if writer.writes, let foundAt = state.foundAt, try !unchanged(since: foundAt) {
+            if filesByPosition, !state.refiled {
+                try db.execute(sql: sql.refileByGroup(after: .min))
+                state.refiled = true
+            }
+            if state.repointedAhead, !state.aheadIndexed {
+                try db.execute(sql: sql.indexAhead)
+                state.aheadIndexed = true
+            }
         }
         // (Not for a dry run: `plan` of merge-archive-50 took 4% longer with the flush.)
         if writer.writes { try flushTemporaryPages(expectedBatches: discovery.groups / max(1, settings.size), sql: sql) }

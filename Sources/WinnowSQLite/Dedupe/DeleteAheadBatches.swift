@@ -55,7 +55,7 @@ struct DeleteAheadBatches: BatchSource {
         guard
             let ended = try executor.filledStretch(
                 bounds, number: number, totals: totals, foundAt: foundAt, fill: &fill, nextBound: source.nextBound,
-                apply: { after, upTo, work in
+                apply: { after, upTo, _, work in
                     work.absorb(
                         try executor.deleteTaken(
                             batch: number, after: after, upTo: upTo, takenUpTo: .max, sql: sql, state: &state,
