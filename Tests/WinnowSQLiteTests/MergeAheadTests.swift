@@ -471,9 +471,11 @@ final class MergeAheadTests: XCTestCase {
             let child = try XCTUnwrap(Int64.fetchOne(db, sql: "SELECT max(child) FROM temp.winnow_ahead"))
             return ["DELETE FROM orders WHERE id = \(child)"]
         }
-        XCTAssertEqual(run.findings, 2)
+        XCTAssertGreaterThanOrEqual(run.findings, 2)
         let children = run.batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
-        XCTAssertEqual(children.count, 2, "both stretches re-pointed children ahead, the second after the commit")
+        // (Beside the other connection, the stretch after its commit takes its bounds alone, and
+        // more stretches follow: ``AheadBatches``.)
+        XCTAssertGreaterThanOrEqual(children.count, 2, "the stretches re-pointed children ahead after the commit too")
         XCTAssertFalse(run.batches.dropFirst(children.count).contains { $0.repointed > 0 }, "nothing left for the batches")
         let original = try ScenarioKit.userState(run.changed)
         let reference = dir.appendingPathComponent("reference-\(archive).sqlite").path
@@ -511,10 +513,11 @@ final class MergeAheadTests: XCTestCase {
             guard counts.repointed > 0, counts.deleted == 0 else { return }
             dangling.append(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count)
         }
-        XCTAssertEqual(dangling, [0, 0], "no reference dangles after either stretch")
+        XCTAssertGreaterThanOrEqual(dangling.count, 2)
+        XCTAssertEqual(dangling, Array(repeating: 0, count: dangling.count), "no reference dangles after any stretch")
         XCTAssertFalse(losers.isEmpty, "orders of that winner's losers were found to move")
         let children = run.batches.prefix { $0.repointed > 0 && $0.updated == 0 && $0.deleted == 0 }
-        XCTAssertEqual(children.count, 2, "both stretches re-pointed children ahead")
+        XCTAssertGreaterThanOrEqual(children.count, 2, "the stretches re-pointed children ahead after the commit too")
         XCTAssertEqual(try ScenarioKit.rows(run.path, "PRAGMA foreign_key_check").count, 0)
         let list = losers.map(String.init).joined(separator: ", ")
         XCTAssertEqual(
@@ -558,7 +561,7 @@ final class MergeAheadTests: XCTestCase {
                 "UPDATE orders SET customer_id = \(winner) WHERE id = \(child)",
             ]
         }
-        XCTAssertEqual(run.findings, 2)
+        XCTAssertGreaterThanOrEqual(run.findings, 2)
         let reference = try byGroup(run.changed, job: ScenarioKit.customersJob(size: 100_000, archive: archive))
         XCTAssertEqual(try TestSupport.contentDump(run.path), try TestSupport.contentDump(reference))
         XCTAssertEqual(try ScenarioKit.rows(run.path, "PRAGMA foreign_key_check").count, 0)

@@ -100,13 +100,18 @@ struct AheadBatches: BatchSource {
         try findAhead(from: bounds)
         try Self.afterFindingMoves?(db)
         let stretch = self
+        // Beside another writer, no stretch fills before two commits were seen: the first
+        // stretch's few rows commit in a few milliseconds, where a full one commits most of the
+        // child's index, and a second stretch filled by the first commit's time took 76-90 ms
+        // under a 50 ms limit (merge-writer), with that writer waiting for it.
+        let fills = fill.commits >= 2 || !gap.observe(db)
         let started = Date()
         defer { held = Date().timeIntervalSince(started) }
         // More of the child table in the same transaction while its time allows
         // (``StretchFill``): each stretch rewrites the child's index.
         guard
             let ended = try executor.filledStretch(
-                bounds, number: number, totals: totals, foundAt: foundAt, revalidates: revalidates, fill: &fill,
+                bounds, number: number, totals: totals, foundAt: foundAt, revalidates: revalidates, fills: fills, fill: &fill,
                 nextBound: stretch.nextBound,
                 apply: { try stretch.repoint(after: $0, upTo: $1, asFound: $2, into: &$3) })
         else { return nil }
