@@ -30,13 +30,9 @@ public struct StretchFill {
     /// is not worth its statements.
     public static let leastPiece = 1.0 / 16
 
-    /// How many commits were recorded.
-    public private(set) var commits = 0
-
     /// Records how long a commit took.
     public mutating func recordCommit(seconds: TimeInterval) {
         commitCost = max(commitCost ?? 0, seconds)
-        commits += 1
     }
 
     /// Whether the transactions fill: from the second on (a commit was seen).

@@ -100,11 +100,13 @@ struct AheadBatches: BatchSource {
         try findAhead(from: bounds)
         try Self.afterFindingMoves?(db)
         let stretch = self
-        // Beside another writer, no stretch fills before two commits were seen: the first
-        // stretch's few rows commit in a few milliseconds, where a full one commits most of the
-        // child's index, and a second stretch filled by the first commit's time took 76-90 ms
-        // under a 50 ms limit (merge-writer), with that writer waiting for it.
-        let fills = fill.commits >= 2 || !gap.observe(db)
+        // Beside another writer a stretch takes its bounds alone, which the sizer aims at
+        // ``BatchSizer/rowRangeAim`` of the limit, as batches of groups stay near their size:
+        // filled to 0.9 of it, a stretch left that writer in SQLite's next step of sleeps more
+        // often (merge-writer in WAL: worst waits 54-58 ms against 38-39 ms beside batches),
+        // and a second stretch filled by the first one's few-millisecond commit took 76-90 ms
+        // under a 50 ms limit.
+        let fills = !gap.observe(db)
         let started = Date()
         defer { held = Date().timeIntervalSince(started) }
         // More of the child table in the same transaction while its time allows
