@@ -101,11 +101,10 @@ struct AheadBatches: BatchSource {
         try Self.afterFindingMoves?(db)
         let stretch = self
         // Beside another writer a stretch takes its bounds alone, which the sizer aims at
-        // ``BatchSizer/rowRangeAim`` of the limit, as batches of groups stay near their size:
-        // filled to 0.9 of it, a stretch left that writer in SQLite's next step of sleeps more
-        // often (merge-writer in WAL: worst waits 54-58 ms against 38-39 ms beside batches),
-        // and a second stretch filled by the first one's few-millisecond commit took 76-90 ms
-        // under a 50 ms limit.
+        // ``BatchSizer/rowRangeAim`` of the limit: a stretch filled to 0.9 of it by the commits
+        // seen so far may go past it, and the second stretch, filled by the first one's
+        // few-millisecond commit where a full stretch commits most of the child's index, took
+        // 76-90 ms under a 50 ms limit (merge-writer), with that writer waiting for it.
         let fills = !gap.observe(db)
         let started = Date()
         defer { held = Date().timeIntervalSince(started) }
