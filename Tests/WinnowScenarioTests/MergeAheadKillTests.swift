@@ -164,7 +164,6 @@ final class MergeAheadKillTests: XCTestCase {
         let longest = whole.events.compactMap { Self.stage($0) == nil ? nil : ($0["seconds"] as? NSNumber)?.doubleValue }.max() ?? 0.05
         let expected = try ScenarioKit.userState(reference)
         XCTAssertNotEqual(expected, original)
-        print("TMPDEBUG counts \(counts) longest \(longest) whole \(wholeSeconds) stages \(stages.map(\.rawValue))")
 
         let seeds: UInt64 = {
             guard let text = ProcessInfo.processInfo.environment["WINNOW_CRASH_SEED"] else { return 0xA4EA_D000 }
@@ -228,5 +227,49 @@ final class MergeAheadKillTests: XCTestCase {
         // The kills reach the stretches of every stage.
         XCTAssertGreaterThanOrEqual(landed.count, 3, "kills by the stage of the last transaction before them: \(landed)")
         print("MergeAheadKillTests: kills by the last transaction before them: \(landed)")
+    }
+
+    /// The stretches of children go on after another connection's commit (each checks its moves
+    /// as the rows are): killed amid them while a writer commits to another table every 2 ms, a
+    /// run leaves no order pointing at a customer that is gone and no visit lost or counted
+    /// twice, and the run after it (the writer stopped) ends with the customers and orders of an
+    /// uninterrupted run without a writer.
+    func testRunsKilledAmidStretchesBesideAWriterResumeToTheSameRows() throws {
+        let template = try makeStore()
+        try ScenarioKit.execute(template, "CREATE TABLE heartbeat (id INTEGER PRIMARY KEY, at REAL)")
+        let totalVisits = try ScenarioKit.int(template, "SELECT sum(visits) FROM customers")
+        let jobPath = dir.appendingPathComponent("job.yaml")
+        try Self.job.write(to: jobPath, atomically: true, encoding: .utf8)
+        let reference = dir.appendingPathComponent("reference.sqlite").path
+        try FileManager.default.copyItem(atPath: template, toPath: reference)
+        let whole = try runAndKill(["run", jobPath.path, "--database", reference, "--format", "json", "--verbose"], at: nil)
+        XCTAssertEqual(whole.status, 0)
+        func rows(_ path: String) throws -> [[[DatabaseValue]]] {
+            try ["customers", "orders"].map { try ScenarioKit.rows(path, "SELECT * FROM \($0) ORDER BY id") }
+        }
+        let expected = try rows(reference)
+        var killedAmidStretches = 0
+        for scenario in 0..<4 {
+            let tag = "scenario \(scenario)"
+            let path = dir.appendingPathComponent("w\(scenario).sqlite").path
+            try FileManager.default.copyItem(atPath: template, toPath: path)
+            let writer = try LiveWriterTests.Heartbeat(path: path)
+            writer.start()
+            Thread.sleep(forTimeInterval: 0.05)
+            // After 2 to 5 stretches of children, 0 to 30 ms later.
+            let trigger = Trigger(stage: .children, count: 2 + scenario, extra: Double(scenario) * 0.01)
+            let result = try runAndKill(["run", jobPath.path, "--database", path, "--format", "json", "--verbose"], at: trigger)
+            writer.stop()
+            XCTAssertEqual(writer.done.wait(timeout: .now() + 30), .success, "\(tag): the writer did not stop")
+            try writer.queue.close()
+            XCTAssertEqual(writer.failures, [], tag)
+            if result.killed, result.events.compactMap(Self.stage).last == .children { killedAmidStretches += 1 }
+            for problem in try problemsBetweenRuns(path, totalVisits: totalVisits) { XCTFail("\(tag): \(problem)") }
+            let resumed = try TestSupport.winnow(["run", jobPath.path, "--database", path, "--format", "json"])
+            XCTAssertEqual(resumed.status, 0, "\(tag): \(resumed.stderr)")
+            XCTAssertTrue(try rows(path) == expected, "\(tag): the customers and orders differ from an uninterrupted run's")
+            XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM pragma_foreign_key_check"), 0, tag)
+        }
+        XCTAssertGreaterThanOrEqual(killedAmidStretches, 2, "kills that came amid the stretches of children beside the writer")
     }
 }
