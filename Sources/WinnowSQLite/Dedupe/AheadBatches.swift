@@ -85,7 +85,7 @@ struct AheadBatches: BatchSource {
     /// long as the last one held the lock (`pause_ms: 0`; ``QueueBatches/betweenBatches()``).
     mutating func betweenBatches() throws {
         guard writes else { return }
-        if gap.observe(db), gap.fixed == nil, held > 0 { Thread.sleep(forTimeInterval: held * WriteGap.sharedShare) }
+        gap.waitWhileShared(after: held, db: db)
     }
 
     private var db: Database { executor.db }

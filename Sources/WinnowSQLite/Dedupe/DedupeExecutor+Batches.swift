@@ -63,9 +63,9 @@ extension DedupeExecutor {
             // Where another connection has committed since the discovery, the stretches (which
             // then check their moves, ``AheadBatches``) are sized to ``aheadShareBesideWriter``
             // of the limit.
-            var watch = WriteGap(settings: settings, version: state.foundAt)
+            let besideWriter = try state.foundAt.map { try !unchanged(since: $0) } ?? false
             let sizer = try aheadSizer(
-                start: min(Self.aheadStart, Self.childrenAheadStart), share: watch.observe(db) ? Self.aheadShareBesideWriter : 1)
+                start: min(Self.aheadStart, Self.childrenAheadStart), share: besideWriter ? Self.aheadShareBesideWriter : 1)
             // The settled winners in memory for the paths whose reference compares with a
             // rowid by value (``SettledWinners``), as the map is when the stretches begin.
             let settled = state.mappedAt != nil && state.mappedAt == state.foundAt ? try holdSettledWinners(sql) : []

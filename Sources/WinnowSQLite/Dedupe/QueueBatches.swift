@@ -66,8 +66,7 @@ struct QueueBatches: BatchSource {
     /// the batches go on at once.
     mutating func betweenBatches() throws {
         guard writes else { return }
-        let shared = gap.observe(db, version: state.version)
-        if shared, gap.fixed == nil, held > 0 { Thread.sleep(forTimeInterval: held * WriteGap.sharedShare) }
+        gap.waitWhileShared(after: held, db: db, version: state.version)
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {

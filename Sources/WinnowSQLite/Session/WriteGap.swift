@@ -67,6 +67,14 @@ struct WriteGap {
         return seconds * (shared ? Self.sharedShare : Self.idleShare)
     }
 
+    /// Between a rule's batches or stretches, whose loop keeps `pause_ms` itself: sleeps as long
+    /// as the last transaction held the lock (`seconds`) while another connection has committed
+    /// in the last seconds and no `pause_ms` is set; otherwise not at all. `version`: as in
+    /// ``observe(_:version:)``.
+    mutating func waitWhileShared(after seconds: TimeInterval, db: Database, version: Int64? = nil) {
+        if observe(db, version: version), fixed == nil, seconds > 0 { Thread.sleep(forTimeInterval: seconds * Self.sharedShare) }
+    }
+
     /// Sleeps for ``gap(after:db:)``.
     mutating func wait(after seconds: TimeInterval, db: Database) {
         let pause = gap(after: seconds, db: db)
