@@ -792,6 +792,40 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.userState(path), original)
     }
 
+    /// Another connection takes a loser that a stretch of merges has taken, but not yet deleted,
+    /// out of its group (changes its key). Its values are in its winner already: the run still
+    /// deletes it (as if the other connection had changed it after a batch by group deleted it),
+    /// so that no value is counted twice: the sum of `visits` over the table is kept.
+    func testALoserTakenByAMergeThatAnotherConnectionMovesOutOfItsGroupIsNotCountedTwice() throws {
+        let path = try makeStore("store.sqlite", customers: 6000)
+        let total = try ScenarioKit.int(path, "SELECT sum(visits) FROM customers")
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        var moved: Int64?
+        try withAheadStart(100) {
+            _ = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
+                guard case .batch(let report) = event, moved == nil, report.counts.updated > 0 else { return }
+                moved = try? other.write { db in
+                    let loser = try Int64.fetchOne(
+                        db,
+                        sql: """
+                            SELECT c.id FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser
+                            WHERE c.visits > 0 ORDER BY c.id LIMIT 1
+                            """)
+                    if let loser {
+                        try db.execute(sql: "UPDATE customers SET email = 'moved@elsewhere.org' WHERE id = ?", arguments: [loser])
+                    }
+                    return loser
+                }
+            }
+        }
+        let loser = try XCTUnwrap(moved, "a taken loser was still there after the first stretch of merges")
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT sum(visits) FROM customers"), total, "no loser's visits counted twice")
+        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id = \(loser)"), 0, "the loser went")
+        XCTAssertEqual(try takenRows(path), 0)
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+    }
+
     /// Another connection commits after the first stretch of the losers left by the merges: the
     /// batches delete the rest, as they are then, each loser once, and the end is the one
     /// batches by group give (the other connection's row aside).

@@ -53,6 +53,13 @@ struct BatchStatements {
     /// is settled by the full winner order on its rows as they are now (another connection may
     /// have changed a winner term since the discovery).
     let fillBatchRevalidated: String
+    /// ``fillBatchRevalidated`` that also keeps every loser a merge took (`temp.winnow_taken`,
+    /// ``fillTaken``) for the winner that took it, whatever its key is now: its values are in
+    /// that winner already, so it goes, as if the other connection had changed it after a batch
+    /// by group had deleted it. Left alone, it would be counted twice (in its winner, and as
+    /// itself). (The batch's join reaches only winners that still exist: a loser whose winner
+    /// is gone is settled as any other.)
+    let fillBatchRevalidatedKeepingTaken: String
     let countPlanned = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
     let clearSwaps = "DELETE FROM temp.winnow_swaps"
     let clearRanks = "DELETE FROM temp.winnow_ranks"
@@ -304,6 +311,14 @@ struct BatchStatements {
             \(numbers.join("a", numbered: "l.rid"))
             \(numbers.join("b", numbered: "l.winner"))
             WHERE l.first > ? AND l.first <= ? AND \(rule.sameKey("a", "b"))
+            """
+        fillBatchRevalidatedKeepingTaken = """
+            INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
+            SELECT l.rid, l.winner, l.rn, 1 FROM temp.winnow_queue AS l
+            \(numbers.join("a", numbered: "l.rid"))
+            \(numbers.join("b", numbered: "l.winner"))
+            WHERE l.first > ? AND l.first <= ?
+            AND (\(rule.sameKey("a", "b")) OR EXISTS (SELECT 1 FROM temp.winnow_taken AS k WHERE k.loser = l.rid AND k.winner = l.winner))
             """
         // Every row of the batch's groups: the winner (rn 0), then its losers.
         let groupRows =

@@ -49,8 +49,15 @@ extension DedupeExecutor {
         try db.cachedStatement(sql: sql.clearBatch).execute()
         if let takenUpTo {
             try db.cachedStatement(sql: sql.fillBatchTaken).execute(arguments: [after, upTo, takenUpTo])
+        } else if unchanged {
+            try db.cachedStatement(sql: sql.fillBatchAsFound).execute(arguments: [after, upTo])
+        } else if state.skipsTaken {
+            // A loser a merge took stays in its batch whatever another connection changed in it
+            // (``BatchStatements/fillBatchRevalidatedKeepingTaken``).
+            try fillTakenCopy(sql)
+            try db.cachedStatement(sql: sql.fillBatchRevalidatedKeepingTaken).execute(arguments: [after, upTo])
         } else {
-            try db.cachedStatement(sql: unchanged ? sql.fillBatchAsFound : sql.fillBatchRevalidated).execute(arguments: [after, upTo])
+            try db.cachedStatement(sql: sql.fillBatchRevalidated).execute(arguments: [after, upTo])
         }
         let planned =
             unchanged
@@ -151,6 +158,13 @@ extension DedupeExecutor {
         try db.cachedStatement(sql: sql.renumber).execute()
     }
 
+    /// Makes the copy of the record of taken losers (``BatchStatements/fillTaken``) unless the
+    /// transaction has it already.
+    func fillTakenCopy(_ sql: BatchStatements) throws {
+        guard try Bool.fetchOne(db.cachedStatement(sql: sql.hasTaken)) != true else { return }
+        for statement in sql.fillTaken { try db.execute(sql: statement) }
+    }
+
     /// Resolves every group's merge (``MergeResolver``) into `temp.winnow_merged`.
     /// `skipsTaken`: leaving out the losers a merge already took (``BatchStatements/mergeRowsUntaken``).
     /// `winners`: the groups of the queue whose winner is in `(after, upTo]`, read from its copy
@@ -165,9 +179,7 @@ extension DedupeExecutor {
         let orders = rule.mergeOrders
         let ranked = rule.mergesRanked
         try db.cachedStatement(sql: sql.clearMerged).execute()
-        if skipsTaken, try Bool.fetchOne(db.cachedStatement(sql: sql.hasTaken)) != true {
-            for statement in sql.fillTaken { try db.execute(sql: statement) }
-        }
+        if skipsTaken { try fillTakenCopy(sql) }
         let insert = RawStatement(try db.cachedStatement(sql: sql.insertMerged))
         var sets: [[Int]: SQLValue] = [:]
         for columns in work.mergeColumnSets { sets[columns] = SQLValue(BatchStatements.mergeSet(columns)) }
