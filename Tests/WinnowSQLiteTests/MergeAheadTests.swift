@@ -826,6 +826,56 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
     }
 
+    /// The same between a run killed after its first stretch of merges and the next run: the
+    /// next run still deletes the taken loser that another connection moved out of its group,
+    /// with its winner's group, whether its new key is its own, another group's where it sorts
+    /// last, or another group's where it would win. The end is the one of a run on the same
+    /// store where that loser had been deleted by hand, its orders first moved to its winner.
+    func testALoserTakenByAKilledRunsMergeThatIsMovedOutOfItsGroupIsNotCountedTwice() throws {
+        let path = try makeStore("store.sqlite", customers: 6000)
+        let total = try ScenarioKit.int(path, "SELECT sum(visits) FROM customers")
+        let stopped = try stoppedAfterFirstMergeStretch(path)
+        let taken = try ScenarioKit.rows(
+            stopped,
+            """
+            SELECT c.id, m.winner FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser
+            WHERE c.visits > 0 ORDER BY c.id LIMIT 1
+            """)
+        let loser = try XCTUnwrap(taken.first.flatMap { Int64.fromDatabaseValue($0[0]) })
+        let winner = try XCTUnwrap(taken.first.flatMap { Int64.fromDatabaseValue($0[1]) })
+        // A group of three customers or more that the first stretch did not reach.
+        let other = try ScenarioKit.rows(
+            stopped,
+            """
+            SELECT lower(email) FROM customers WHERE id NOT IN (SELECT winner FROM winnow_merged_losers)
+            AND lower(email) <> (SELECT lower(email) FROM customers WHERE id = \(winner))
+            GROUP BY lower(email) HAVING count(*) >= 3 ORDER BY min(id) LIMIT 1
+            """)
+        let otherKey = try XCTUnwrap(other.first.flatMap { String.fromDatabaseValue($0[0]) })
+        for (label, change) in [
+            ("a key of its own", "email = 'moved@elsewhere.org'"),
+            ("another group's key, last in it", "email = '\(otherKey)', created_at = 1000"),
+            ("another group's key, first in it", "email = '\(otherKey)', created_at = -1"),
+        ] {
+            let changed = dir.appendingPathComponent("changed-\(UUID().uuidString).sqlite").path
+            try FileManager.default.copyItem(atPath: stopped, toPath: changed)
+            try ScenarioKit.execute(changed, "UPDATE customers SET \(change) WHERE id = \(loser)")
+            let expected = dir.appendingPathComponent("expected-\(UUID().uuidString).sqlite").path
+            try FileManager.default.copyItem(atPath: changed, toPath: expected)
+            try ScenarioKit.execute(
+                expected,
+                "UPDATE orders SET customer_id = \(winner) WHERE customer_id = \(loser); DELETE FROM customers WHERE id = \(loser)")
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: expected)
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: changed)
+            XCTAssertEqual(try ScenarioKit.int(changed, "SELECT sum(visits) FROM customers"), total, "\(label): no visit counted twice")
+            XCTAssertEqual(
+                try ScenarioKit.int(changed, "SELECT count(*) FROM customers WHERE id = \(loser)"), 0, "\(label): the loser went")
+            XCTAssertEqual(try TestSupport.contentDump(changed), try TestSupport.contentDump(expected), label)
+            XCTAssertEqual(try takenRows(changed), 0)
+            XCTAssertEqual(try ScenarioKit.rows(changed, "PRAGMA foreign_key_check").count, 0)
+        }
+    }
+
     /// Another connection commits after the first stretch of the losers left by the merges: the
     /// batches delete the rest, as they are then, each loser once, and the end is the one
     /// batches by group give (the other connection's row aside).

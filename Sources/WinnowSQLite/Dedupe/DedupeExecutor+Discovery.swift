@@ -71,6 +71,9 @@ extension DedupeExecutor {
         } else {
             try db.execute(sql: discoverySQL(duplicateKeys: duplicateKeys, pinsTaken: pins, from: source))
         }
+        // Losers an unfinished run's merge took whose key another connection changed since
+        // go with the winner that took them (then the queue is counted again).
+        if pins, try fileTakenStrays() > 0 { filed = nil }
         if let copy { try db.execute(sql: "DROP TABLE \(copy.table)") }
         if runs != nil { try db.execute(sql: "DROP TABLE \(SortedRuns.table)") }
         if counts { try db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_dupkeys") }
