@@ -113,3 +113,58 @@ final class MergeAheadKeyWriterTests: XCTestCase {
         }
     }
 }
+
+extension MergeAheadKeyWriterTests {
+    /// Runs stopped after their 3rd to 5th stretch (the first stretches of merges) (the file copied as a killed run leaves it),
+    /// then keys changed by another connection, about half of them of losers the stopped run's
+    /// merges took and had not deleted yet (into a group of their own, into another group, as
+    /// that group's first row or not), then the next run: every visit counted once, no order
+    /// pointing at a customer that is gone, no duplicate left, the record of taken losers empty.
+    func testKeysChangedBetweenAStoppedRunAndTheNextCountEveryVisitOnce() throws {
+        for seed in UInt64(11)...UInt64(16) {
+            var rng = SplitMix64(seed: seed)
+            let path = dir.appendingPathComponent("store-\(seed).sqlite").path
+            try TestSupport.makeDatabase(
+                at: path, sql: ScenarioKit.scatteredCustomersSQL(customers: 3000, orders: 3000, seed: seed, createdAt: 0..<40))
+            let visits = try ScenarioKit.int(path, "SELECT sum(visits) FROM customers")
+            let stopped = dir.appendingPathComponent("stopped-\(seed).sqlite").path
+            let stopAfter = Int.random(in: 3...5, using: &rng)
+            let start = DedupeExecutor.aheadStart
+            DedupeExecutor.aheadStart = 50
+            defer { DedupeExecutor.aheadStart = start }
+            var seen = 0
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, archive: seed % 2 == 0), db: path) { event in
+                guard case .batch = event else { return }
+                seen += 1
+                guard seen == stopAfter else { return }
+                try? FileManager.default.copyItem(atPath: path, toPath: stopped)
+                try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+            }
+            XCTAssertTrue(FileManager.default.fileExists(atPath: stopped), "seed \(seed)")
+            let taken = try ScenarioKit.rows(
+                stopped, "SELECT m.loser FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser ORDER BY m.loser"
+            ).compactMap { Int64.fromDatabaseValue($0[0]) }
+            XCTAssertFalse(taken.isEmpty, "seed \(seed): the stopped run left losers its merges took")
+            var changes: [String] = []
+            for step in 0..<40 {
+                let id =
+                    step % 2 == 0 && !taken.isEmpty
+                    ? taken[Int.random(in: 0..<taken.count, using: &rng)] : Int64.random(in: 1...3000, using: &rng)
+                let key = Int.random(in: 0..<1000, using: &rng)
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0: changes.append("UPDATE customers SET email = 'w\(step)@y.org' WHERE id = \(id)")
+                case 1: changes.append("UPDATE customers SET email = 'U\(key)@x.org', created_at = -\(step + 1) WHERE id = \(id)")
+                default: changes.append("UPDATE customers SET email = 'u\(key)@x.org', created_at = \(100 + step) WHERE id = \(id)")
+                }
+            }
+            try ScenarioKit.execute(stopped, changes.joined(separator: ";\n"))
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20, archive: seed % 2 == 0), db: stopped)
+            XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT sum(visits) FROM customers"), visits, "seed \(seed): every visit once")
+            XCTAssertEqual(try ScenarioKit.rows(stopped, "PRAGMA foreign_key_check").count, 0, "seed \(seed)")
+            XCTAssertEqual(
+                try ScenarioKit.int(stopped, "SELECT count(*) FROM (SELECT 1 FROM customers GROUP BY lower(email) HAVING count(*) > 1)"), 0,
+                "seed \(seed)")
+            XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_merged_losers"), 0, "seed \(seed)")
+        }
+    }
+}
