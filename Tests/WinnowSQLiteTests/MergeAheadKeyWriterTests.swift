@@ -115,8 +115,8 @@ final class MergeAheadKeyWriterTests: XCTestCase {
 }
 
 extension MergeAheadKeyWriterTests {
-    /// Runs stopped after their 3rd to 5th stretch (the first stretches of merges) (the file copied as a killed run leaves it),
-    /// then keys changed by another connection, about half of them of losers the stopped run's
+    /// Runs stopped after their 3rd to 5th stretch, among the first stretches of merges (the
+    /// file copied as a killed run leaves it), then keys changed by another connection, about half of them of losers the stopped run's
     /// merges took and had not deleted yet (into a group of their own, into another group, as
     /// that group's first row or not), then the next run: every visit counted once, no order
     /// pointing at a customer that is gone, no duplicate left, the record of taken losers empty.
