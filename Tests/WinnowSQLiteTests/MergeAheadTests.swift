@@ -866,7 +866,10 @@ final class MergeAheadTests: XCTestCase {
                 expected,
                 "UPDATE orders SET customer_id = \(winner) WHERE customer_id = \(loser); DELETE FROM customers WHERE id = \(loser)")
             try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: expected)
-            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: changed)
+            let planned = try ScenarioKit.plan(ScenarioKit.customersJob(size: 20), db: changed)
+            let done = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: changed)
+            XCTAssertEqual(planned.counts.deleted, done.counts.deleted, "\(label): plan counts the loser too")
+            XCTAssertEqual(planned.counts.groups, done.counts.groups, label)
             XCTAssertEqual(try ScenarioKit.int(changed, "SELECT sum(visits) FROM customers"), total, "\(label): no visit counted twice")
             XCTAssertEqual(
                 try ScenarioKit.int(changed, "SELECT count(*) FROM customers WHERE id = \(loser)"), 0, "\(label): the loser went")
