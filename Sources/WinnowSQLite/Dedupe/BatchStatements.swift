@@ -61,6 +61,14 @@ struct BatchStatements {
     /// is gone is settled as any other.)
     let fillBatchRevalidatedKeepingTaken: String
     let countPlanned = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
+    /// ``fillBatchTaken`` after another connection's commit (``DeleteAheadBatches`` taking only
+    /// the losers the stretches of merges took): the losers in `(?1, ?2]` recorded as taken by
+    /// their winner (``fillTaken``), each still there and its winner too, whatever their key
+    /// is now. The others stay in the queue for the batches by group.
+    let fillBatchTakenRevalidated: String
+    /// The losers of `(?1, ?2]` that a stretch has just deleted (`winnow_batch`), out of the queue.
+    let forgetQueuedDeleted =
+        "DELETE FROM temp.winnow_queue WHERE first > ? AND first <= ? AND rid IN (SELECT rid FROM temp.winnow_batch)"
     let clearSwaps = "DELETE FROM temp.winnow_swaps"
     let clearRanks = "DELETE FROM temp.winnow_ranks"
     let anyTied = "SELECT EXISTS (SELECT 1 FROM temp.winnow_batch WHERE tied)"
@@ -311,6 +319,14 @@ struct BatchStatements {
             \(numbers.join("a", numbered: "l.rid"))
             \(numbers.join("b", numbered: "l.winner"))
             WHERE l.first > ? AND l.first <= ? AND \(rule.sameKey("a", "b"))
+            """
+        fillBatchTakenRevalidated = """
+            INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
+            SELECT l.rid, l.winner, l.rn, 0 FROM temp.winnow_queue AS l
+            \(numbers.join("a", numbered: "l.rid"))
+            \(numbers.join("b", numbered: "l.winner"))
+            WHERE l.first > ? AND l.first <= ? AND l.winner <= ?
+            AND EXISTS (SELECT 1 FROM temp.winnow_taken AS k WHERE k.loser = l.rid AND k.winner = l.winner)
             """
         fillBatchRevalidatedKeepingTaken = """
             INSERT INTO temp.winnow_batch (rid, winner, rn, tied)

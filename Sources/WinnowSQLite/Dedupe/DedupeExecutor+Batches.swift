@@ -270,13 +270,33 @@ extension DedupeExecutor {
         if result.counts.batches > 0 { state.skipsTaken = true }
         state.mergedAhead = result.finished
         try db.execute(sql: sql.dropDecisions)
-        guard result.finished else { return (result.counts, result.done) }
-        var left = DeleteAheadBatches(executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: checksReferences)
+        var (counts, done) = (result.counts, result.done)
+        if result.finished {
+            var left = DeleteAheadBatches(executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: checksReferences)
+            var sweep = loop(total: losers)
+            sweep.handledBefore = done
+            let swept = try sweep.run(&left, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
+            state = left.state
+            (counts, done) = (counts + swept.counts, done + swept.done)
+            guard !swept.finished else { return (counts, done) }
+        }
+        // Another connection has committed: the losers the merges took and left go next, in
+        // stretches of their rowids (none of them is merged again, and each goes with the
+        // winner that took it whatever that connection changes in it), so that the time in
+        // which that connection can change a loser whose values are already in its winner
+        // is a few stretches, not the rest of the run; the batches by group settle the rest.
+        guard result.counts.batches > 0, writer.writes else { return (counts, done) }
+        state.sweepsTaken = true
+        defer { state.sweepsTaken = false }
+        var taken = DeleteAheadBatches(executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: checksReferences)
         var sweep = loop(total: losers)
-        sweep.handledBefore = result.done
-        let swept = try sweep.run(&left, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
-        state = left.state
-        return (result.counts + swept.counts, result.done + swept.done)
+        sweep.handledBefore = done
+        let takenSizer = try aheadSizer(start: min(Self.aheadStart, Self.childrenAheadStart), share: Self.aheadShareBesideWriter)
+        let swept = try sweep.run(&taken, sizer: takenSizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+        // (The gap after the last stretch too, before the batches' first write.)
+        try taken.betweenBatches()
+        state = taken.state
+        return (counts + swept.counts, done + swept.done)
     }
 
     /// Decides every group's merge before the stretches of merges (``MergeAheadBatches``) into
@@ -431,6 +451,9 @@ extension DedupeExecutor {
         /// Whether merges leave out the losers a merge already took (`winnow_merged_losers`
         /// holds some for the table).
         var skipsTaken = false
+        /// Whether stretches delete the losers the stretches of merges took after another
+        /// connection's commit (``DeleteAheadBatches``, only those recorded as taken).
+        var sweepsTaken = false
         /// Batches filed by position that read samples (the second makes the queue's index by
         /// winner: ``read(batch:after:upTo:sql:state:wantSamples:)``).
         var sampledBatches = 0

@@ -11,8 +11,9 @@ extension DedupeExecutor {
     /// children is mapped again only after another connection's commit.
     ///
     /// `takenUpTo`: only the losers whose winner is at or below it (a stretch of merges ahead,
-    /// ``MergeAheadBatches``, deletes the losers its merges and the ones before it took). Only as
-    /// found: a stretch stops at another connection's commit before it reads.
+    /// ``MergeAheadBatches``, deletes the losers its merges and the ones before it took). As
+    /// found; after another connection's commit only for the stretches that delete the losers
+    /// the merges recorded as taken (``BatchState/sweepsTaken``), and only those.
     func read(
         batch number: Int, after: Int64, upTo: Int64, sql: BatchStatements, state: inout BatchState,
         wantSamples: Bool, takenUpTo: Int64? = nil
@@ -22,7 +23,7 @@ extension DedupeExecutor {
         let previous = state.version
         state.version = version
         let unchanged = state.foundAt != nil && version == state.foundAt
-        if takenUpTo != nil, !unchanged {
+        if takenUpTo != nil, !unchanged, !state.sweepsTaken {
             throw WinnowError.internal("\(rule.table): a stretch of merges read its losers after another connection's commit")
         }
         if !unchanged, version != previous {
@@ -41,14 +42,18 @@ extension DedupeExecutor {
             }
         }
         // (A rule whose merges did not all go ahead settles whole groups from the start.)
-        if !unchanged || (mergesAhead && !state.mergedAhead), filesByPosition, !state.refiled {
+        // (Not for a stretch of the losers merges took: it deletes in rowid order.)
+        if !unchanged || (mergesAhead && !state.mergedAhead), filesByPosition, !state.refiled, takenUpTo == nil {
             // Another connection has committed: from now on batches settle whole groups.
             try db.execute(sql: sql.refileByGroup(after: after))
             state.refiled = true
         }
         try db.cachedStatement(sql: sql.clearBatch).execute()
-        if let takenUpTo {
+        if let takenUpTo, unchanged {
             try db.cachedStatement(sql: sql.fillBatchTaken).execute(arguments: [after, upTo, takenUpTo])
+        } else if let takenUpTo {
+            try fillTakenCopy(sql)
+            try db.cachedStatement(sql: sql.fillBatchTakenRevalidated).execute(arguments: [after, upTo, takenUpTo])
         } else if unchanged {
             try db.cachedStatement(sql: sql.fillBatchAsFound).execute(arguments: [after, upTo])
         } else if state.skipsTaken {
@@ -59,8 +64,9 @@ extension DedupeExecutor {
         } else {
             try db.cachedStatement(sql: sql.fillBatchRevalidated).execute(arguments: [after, upTo])
         }
+        // (The losers such a stretch leaves are not skipped: they wait in the queue for the batches.)
         let planned =
-            unchanged
+            unchanged || takenUpTo != nil
             ? db.changesCount
             : try Int.fetchOne(db.cachedStatement(sql: sql.countPlanned), arguments: [after, upTo]) ?? 0
         try settleWinners(sql)
@@ -77,7 +83,8 @@ extension DedupeExecutor {
         // Children re-pointed ahead from a row that this batch no longer deletes go back to it
         // (only another connection's commit can make one; as found, every such loser goes).
         var movedBack = [Int](repeating: 0, count: rule.references.count)
-        if !unchanged, state.repointedAhead {
+        // (Not such a stretch's: the losers it leaves are not kept, only left for later.)
+        if !unchanged, state.repointedAhead, takenUpTo == nil {
             if !state.aheadIndexed {
                 try db.execute(sql: sql.indexAhead)
                 state.aheadIndexed = true
@@ -93,7 +100,8 @@ extension DedupeExecutor {
             return work
         }
 
-        if !rule.mergeColumns.isEmpty, !(state.mergedAhead && unchanged) {
+        // (A stretch's losers are taken: their values are in their winner.)
+        if !rule.mergeColumns.isEmpty, takenUpTo == nil, !(state.mergedAhead && unchanged) {
             try readMerges(sql, into: &work, skipsTaken: state.skipsTaken)
         }
         for (index, path) in rule.references.enumerated() {

@@ -12,10 +12,13 @@ import WinnowCore
 /// allows, and from the second on takes more losers while its time allows (``StretchFill``):
 /// it writes each page of the table about once.
 ///
-/// Only while no other connection has committed since the discovery (checked inside each
-/// transaction; the stretch then stops the loop, and the batches take the losers left, as
-/// they are then). Each stretch forgets the losers it took from the queue, so the batches
-/// after it see only those it did not reach.
+/// While no other connection has committed since the discovery, every loser of a stretch is
+/// taken. After such a commit (``DedupeExecutor/BatchState/sweepsTaken``) a stretch deletes only
+/// the losers the merges recorded as taken, each still there with the winner that took it,
+/// whatever its key is now: its values are in that winner. The other losers (their groups'
+/// merges never went ahead) wait for the batches by group, which settle them as they are then.
+/// Each stretch forgets the losers it deleted from the queue, so the batches after it see only
+/// those it did not reach.
 struct DeleteAheadBatches: BatchSource {
     let executor: DedupeExecutor
     let sql: BatchStatements
@@ -27,6 +30,9 @@ struct DeleteAheadBatches: BatchSource {
     let checksReferences: Bool
     /// Whether and how far a stretch takes more losers than its bounds (``StretchFill``).
     private var fill: StretchFill
+    /// The gap after each stretch while another connection commits (as between batches).
+    private var gap: WriteGap
+    private var held: TimeInterval = 0
 
     init(executor: DedupeExecutor, sql: BatchStatements, foundAt: Int64, state: DedupeExecutor.BatchState, checksReferences: Bool) {
         self.executor = executor
@@ -35,6 +41,12 @@ struct DeleteAheadBatches: BatchSource {
         self.state = state
         self.checksReferences = checksReferences
         fill = StretchFill(maxTransactionMilliseconds: executor.settings.maxTransactionMilliseconds)
+        gap = WriteGap(settings: executor.settings, version: foundAt)
+    }
+
+    mutating func betweenBatches() throws {
+        guard writes, state.sweepsTaken else { return }
+        gap.waitWhileShared(after: held, db: db)
     }
 
     private var db: Database { executor.db }
@@ -50,17 +62,27 @@ struct DeleteAheadBatches: BatchSource {
         let source = self
         var state = self.state
         defer { self.state = state }
-        // Every winner's merge is applied: every loser of the stretch is taken. More of them in
-        // the same transaction while its time allows (``StretchFill``).
+        // Beside another writer a stretch takes its bounds alone (as a stretch of children does).
+        let fills = !(state.sweepsTaken && gap.observe(db))
+        let started = Date()
+        defer { held = Date().timeIntervalSince(started) }
+        // Every winner's merge is applied: every loser of the stretch is taken (after another
+        // connection's commit, those recorded as taken). More of them in the same transaction
+        // while its time allows (``StretchFill``).
         guard
             let ended = try executor.filledStretch(
-                bounds, number: number, totals: totals, foundAt: foundAt, fill: &fill, nextBound: source.nextBound,
-                apply: { after, upTo, _, work in
+                bounds, number: number, totals: totals, foundAt: foundAt, revalidates: state.sweepsTaken, fills: fills, fill: &fill,
+                nextBound: source.nextBound,
+                apply: { after, upTo, asFound, work in
                     work.absorb(
                         try executor.deleteTaken(
                             batch: number, after: after, upTo: upTo, takenUpTo: .max, sql: sql, state: &state,
                             wantSamples: wantSamples && work.samples.isEmpty, checksReferences: checksReferences))
-                    try executor.db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [after, upTo, Int64.max])
+                    if asFound {
+                        try executor.db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [after, upTo, Int64.max])
+                    } else {
+                        try executor.db.cachedStatement(sql: sql.forgetQueuedDeleted).execute(arguments: [after, upTo])
+                    }
                 })
         else { return nil }
         let work = ended.work
