@@ -313,29 +313,21 @@ struct BatchStatements {
         childNumbers = rule.references.indices.map { RowNumbers(rule, path: $0) }
         let table = rule.qualifiedTable
         let rowID = numbers.rowid
-        fillBatchRevalidated = """
+        // The queue's losers in `(?1, ?2]` whose row and winner's row both still exist, that
+        // `keeps` keeps, into the batch (`tied`: whether each group is ranked again).
+        func revalidated(tied: Int, keeps: String) -> String {
+            """
             INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
-            SELECT l.rid, l.winner, l.rn, 1 FROM temp.winnow_queue AS l
+            SELECT l.rid, l.winner, l.rn, \(tied) FROM temp.winnow_queue AS l
             \(numbers.join("a", numbered: "l.rid"))
             \(numbers.join("b", numbered: "l.winner"))
-            WHERE l.first > ? AND l.first <= ? AND \(rule.sameKey("a", "b"))
+            WHERE l.first > ? AND l.first <= ? AND \(keeps)
             """
-        fillBatchTakenRevalidated = """
-            INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
-            SELECT l.rid, l.winner, l.rn, 0 FROM temp.winnow_queue AS l
-            \(numbers.join("a", numbered: "l.rid"))
-            \(numbers.join("b", numbered: "l.winner"))
-            WHERE l.first > ? AND l.first <= ? AND l.winner <= ?
-            AND EXISTS (SELECT 1 FROM temp.winnow_taken AS k WHERE k.loser = l.rid AND k.winner = l.winner)
-            """
-        fillBatchRevalidatedKeepingTaken = """
-            INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
-            SELECT l.rid, l.winner, l.rn, 1 FROM temp.winnow_queue AS l
-            \(numbers.join("a", numbered: "l.rid"))
-            \(numbers.join("b", numbered: "l.winner"))
-            WHERE l.first > ? AND l.first <= ?
-            AND (\(rule.sameKey("a", "b")) OR EXISTS (SELECT 1 FROM temp.winnow_taken AS k WHERE k.loser = l.rid AND k.winner = l.winner))
-            """
+        }
+        let taken = "EXISTS (SELECT 1 FROM temp.winnow_taken AS k WHERE k.loser = l.rid AND k.winner = l.winner)"
+        fillBatchRevalidated = revalidated(tied: 1, keeps: rule.sameKey("a", "b"))
+        fillBatchTakenRevalidated = revalidated(tied: 0, keeps: "l.winner <= ? AND \(taken)")
+        fillBatchRevalidatedKeepingTaken = revalidated(tied: 1, keeps: "(\(rule.sameKey("a", "b")) OR \(taken))")
         // Every row of the batch's groups: the winner (rn 0), then its losers.
         let groupRows =
             "(SELECT winner, winner AS rid, 0 AS rn FROM temp.winnow_batch GROUP BY winner UNION ALL SELECT winner, rid, rn FROM temp.winnow_batch)"

@@ -63,9 +63,7 @@ extension DedupeExecutor {
             // Where another connection has committed since the discovery, the stretches (which
             // then check their moves, ``AheadBatches``) are sized to ``aheadShareBesideWriter``
             // of the limit.
-            let besideWriter = try state.foundAt.map { try !unchanged(since: $0) } ?? false
-            let sizer = try aheadSizer(
-                start: min(Self.aheadStart, Self.childrenAheadStart), share: besideWriter ? Self.aheadShareBesideWriter : 1)
+            let sizer = try aheadSizer(besideWriter: state.foundAt.map { try !unchanged(since: $0) } ?? false)
             // The settled winners in memory for the paths whose reference compares with a
             // rowid by value (``SettledWinners``), as the map is when the stretches begin.
             let settled = state.mappedAt != nil && state.mappedAt == state.foundAt ? try holdSettledWinners(sql) : []
@@ -224,6 +222,13 @@ extension DedupeExecutor {
             ? BatchSizer.rowRanges(settings, upTo: 256, start: start) : BatchSizer.rowRanges(settings, start: start)
     }
 
+    /// The sizer of the stretches of children, and of the losers the merges took once another
+    /// connection has committed: from ``childrenAheadStart`` rows, to ``aheadShareBesideWriter``
+    /// of the limit `besideWriter`.
+    func aheadSizer(besideWriter: Bool) throws -> BatchSizer {
+        try aheadSizer(start: min(Self.aheadStart, Self.childrenAheadStart), share: besideWriter ? Self.aheadShareBesideWriter : 1)
+    }
+
     /// The share of `max_transaction_ms` that stretches of children are sized to beside
     /// another writer. merge-writer in WAL (a writer committing every 2 ms, a 50 ms limit): the
     /// writer's worst waits 38.8, 54.4 and 42.1 ms with 0.7 against 57.0, 54.3 and 79.2 ms with
@@ -271,32 +276,30 @@ extension DedupeExecutor {
         state.mergedAhead = result.finished
         try db.execute(sql: sql.dropDecisions)
         var (counts, done) = (result.counts, result.done)
-        if result.finished {
+        // The losers the stretches of merges left, in stretches of their rowids; returns
+        // whether they all went.
+        func deleteLeft(sizer: BatchSizer) throws -> Bool {
             var left = DeleteAheadBatches(executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: checksReferences)
             var sweep = loop(total: losers)
             sweep.handledBefore = done
-            let swept = try sweep.run(&left, sizer: try aheadSizer(), batchNumber: &batchNumber, totals: &totals, samples: &samples)
+            let swept = try sweep.run(&left, sizer: sizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
+            // (The gap after the last stretch too, before the batches' first write.)
+            try left.betweenBatches()
             state = left.state
             (counts, done) = (counts + swept.counts, done + swept.done)
-            guard !swept.finished else { return (counts, done) }
+            return swept.finished
         }
+        if result.finished, try deleteLeft(sizer: aheadSizer()) { return (counts, done) }
         // Another connection has committed: the losers the merges took and left go next, in
         // stretches of their rowids (none of them is merged again, and each goes with the
         // winner that took it whatever that connection changes in it), so that the time in
         // which that connection can change a loser whose values are already in its winner
         // is a few stretches, not the rest of the run; the batches by group settle the rest.
-        guard result.counts.batches > 0, writer.writes else { return (counts, done) }
+        guard result.counts.batches > 0 else { return (counts, done) }
         state.sweepsTaken = true
         defer { state.sweepsTaken = false }
-        var taken = DeleteAheadBatches(executor: self, sql: sql, foundAt: foundAt, state: state, checksReferences: checksReferences)
-        var sweep = loop(total: losers)
-        sweep.handledBefore = done
-        let takenSizer = try aheadSizer(start: min(Self.aheadStart, Self.childrenAheadStart), share: Self.aheadShareBesideWriter)
-        let swept = try sweep.run(&taken, sizer: takenSizer, batchNumber: &batchNumber, totals: &totals, samples: &samples)
-        // (The gap after the last stretch too, before the batches' first write.)
-        try taken.betweenBatches()
-        state = taken.state
-        return (counts + swept.counts, done + swept.done)
+        _ = try deleteLeft(sizer: aheadSizer(besideWriter: true))
+        return (counts, done)
     }
 
     /// Decides every group's merge before the stretches of merges (``MergeAheadBatches``) into
