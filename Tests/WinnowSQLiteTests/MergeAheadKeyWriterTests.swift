@@ -74,16 +74,21 @@ final class MergeAheadKeyWriterTests: XCTestCase {
         }
     }
 
-    /// Three stores whose writer begins after the first stretch of merges, and one whose writer
-    /// is there from the start. After the run and after the next one (alone): the sum of
+    /// Four stores whose writer begins after the first stretch of merges (one of them without
+    /// an index on `orders.customer_id`), and one whose writer is there from the start. After the run and after the next one (alone): the sum of
     /// `visits` is the store's, no order points at a customer that is gone, and the next run
     /// leaves no duplicate.
     func testKeysChangedAmidTheStretchesOfMergesCountEveryVisitOnce() throws {
-        // (Seed 6: the other connection writes from before the run: no stretch of merges goes ahead.)
-        for (seed, archive, before) in [(UInt64(3), true, false), (4, false, false), (5, true, false), (6, true, true)] {
+        // (Seed 6: the other connection writes from before the run: no stretch of merges goes
+        // ahead. Seed 7: `orders` without its index, so that the batches map the children.)
+        let cases = [
+            (UInt64(3), true, false, true), (4, false, false, true), (5, true, false, true), (6, true, true, true), (7, true, false, false),
+        ]
+        for (seed, archive, before, indexed) in cases {
             let path = dir.appendingPathComponent("store-\(seed).sqlite").path
             try TestSupport.makeDatabase(
                 at: path, sql: ScenarioKit.scatteredCustomersSQL(customers: 6000, orders: 6000, seed: seed, createdAt: 0..<40))
+            if !indexed { try ScenarioKit.execute(path, "DROP INDEX orders_customer") }
             let visits = try ScenarioKit.int(path, "SELECT sum(visits) FROM customers")
             let writer = try KeyWriter(path: path, customers: 6000, seed: seed)
             let start = DedupeExecutor.aheadStart

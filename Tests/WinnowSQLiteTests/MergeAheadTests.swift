@@ -63,6 +63,17 @@ final class MergeAheadTests: XCTestCase {
         try ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers")
     }
 
+    /// The losers recorded as taken that are still in `customers` (a merge took them, their
+    /// deletion has not come yet).
+    func takenLeft(_ path: String) throws -> Int {
+        try ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser")
+    }
+
+    /// A commit by another connection that changes no row the job reads.
+    static let note = "INSERT INTO notes (body) VALUES ('written meanwhile')"
+
+    static func writeNote(_ other: DatabaseQueue) { try? other.write { db in try db.execute(sql: Self.note) } }
+
     /// A copy of the store as a run killed right after its first stretch of merges leaves it
     /// (merged winners, their losers recorded as taken: those in the stretch's rowids deleted,
     /// the others still there): the job runs on `path` in batches of 20, its stretches ahead
@@ -84,9 +95,7 @@ final class MergeAheadTests: XCTestCase {
         }
         XCTAssertTrue(copied)
         XCTAssertGreaterThan(first?.deleted ?? 0, 0, "the stretch deleted the losers it took in its rowids")
-        XCTAssertGreaterThan(
-            try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser"), 0,
-            "and left the others it took")
+        XCTAssertGreaterThan(try takenLeft(stopped), 0, "and left the others it took")
         return stopped
     }
 
@@ -708,13 +717,13 @@ final class MergeAheadTests: XCTestCase {
         let other = try DatabaseQueue(path: path)
         defer { try? other.close() }
         let reference = try byGroup(path)
-        try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
+        try ScenarioKit.execute(reference, Self.note)
         var wrote = false
         var first: Counts?
         let summary = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
             guard case .batch(let report) = event, !wrote, report.counts.updated > 0 else { return }
             first = report.counts
-            try? other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") }
+            Self.writeNote(other)
             wrote = true
         }
         let firstStretch = try XCTUnwrap(first)
@@ -734,21 +743,19 @@ final class MergeAheadTests: XCTestCase {
         let other = try DatabaseQueue(path: path)
         defer { try? other.close() }
         let reference = try byGroup(path)
-        try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
+        try ScenarioKit.execute(reference, Self.note)
         var wrote = false
         var takenLeft: Int?
         var takenAtMerges: [Int] = []
         try withAheadStart(100) {
             try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 guard case .batch(let report) = event else { return }
-                let left =
-                    (try? ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser"))
-                    ?? -1
+                let left = (try? self.takenLeft(path)) ?? -1
                 if wrote {
                     if report.counts.updated > 0 { takenAtMerges.append(left) }
                 } else if report.counts.updated > 0 {
                     takenLeft = left
-                    try? other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") }
+                    Self.writeNote(other)
                     wrote = true
                 }
             }
@@ -836,11 +843,13 @@ final class MergeAheadTests: XCTestCase {
     func testALoserTakenByAMergeThatAnotherConnectionMovesOutOfItsGroupIsNotCountedTwice() throws {
         let path = try makeStore("store.sqlite", customers: 6000)
         let total = try ScenarioKit.int(path, "SELECT sum(visits) FROM customers")
+        let before = dir.appendingPathComponent("before.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: before)
         let other = try DatabaseQueue(path: path)
         defer { try? other.close() }
         var moved: Int64?
-        try withAheadStart(100) {
-            _ = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
+        let summary = try withAheadStart(100) {
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 guard case .batch(let report) = event, moved == nil, report.counts.updated > 0 else { return }
                 moved = try? other.write { db in
                     let loser = try Int64.fetchOne(
@@ -861,6 +870,10 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id = \(loser)"), 0, "the loser went")
         XCTAssertEqual(try takenRows(path), 0)
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+        // `restore` gives back the store as the other connection left it, the loser with its new key.
+        _ = try Restorer.restore(database: path, runID: try XCTUnwrap(summary.runID))
+        try ScenarioKit.execute(before, "UPDATE customers SET email = 'moved@elsewhere.org' WHERE id = \(loser)")
+        XCTAssertEqual(try ScenarioKit.userState(path), try ScenarioKit.userState(before))
     }
 
     /// The same between a run killed after its first stretch of merges and the next run: the
@@ -903,7 +916,9 @@ final class MergeAheadTests: XCTestCase {
                 expected,
                 "UPDATE orders SET customer_id = \(winner) WHERE customer_id = \(loser); DELETE FROM customers WHERE id = \(loser)")
             try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: expected)
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: changed))
             let planned = try ScenarioKit.plan(ScenarioKit.customersJob(size: 20), db: changed)
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: changed)), bytes, "\(label): plan writes nothing")
             let done = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: changed)
             XCTAssertEqual(planned.counts.deleted, done.counts.deleted, "\(label): plan counts the loser too")
             XCTAssertEqual(planned.counts.groups, done.counts.groups, label)
@@ -926,7 +941,7 @@ final class MergeAheadTests: XCTestCase {
         let other = try DatabaseQueue(path: path)
         defer { try? other.close() }
         let reference = try byGroup(path)
-        try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
+        try ScenarioKit.execute(reference, Self.note)
         var wrote = false
         var merged = false
         var after: [Counts] = []
@@ -937,7 +952,7 @@ final class MergeAheadTests: XCTestCase {
                 guard merged, report.counts.updated == 0 else { return }
                 after.append(report.counts)
                 guard !wrote else { return }
-                try? other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") }
+                Self.writeNote(other)
                 wrote = true
             }
         }
@@ -1069,8 +1084,7 @@ final class MergeAheadTests: XCTestCase {
             }
         }
         XCTAssertEqual(copied?.deleted, 50, "the copy is taken after the first stretch of the losers left")
-        let leftInCopy = try ScenarioKit.int(
-            stopped, "SELECT count(*) FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser")
+        let leftInCopy = try takenLeft(stopped)
         XCTAssertGreaterThan(leftInCopy, 0, "the copy still holds losers the merges took")
         let updatedBefore = try ScenarioKit.int(stopped, "SELECT sum(updated) FROM winnow_runs")
         let deletedBefore = try ScenarioKit.int(stopped, "SELECT sum(deleted) FROM winnow_runs")
@@ -1199,7 +1213,7 @@ final class MergeAheadTests: XCTestCase {
         let stopped = try stoppedAfterFirstMergeStretch(path)
         let takenBefore = try takenRows(stopped)
         XCTAssertGreaterThan(takenBefore, 0)
-        try ScenarioKit.execute(reference, "INSERT INTO notes (body) VALUES ('written meanwhile')")
+        try ScenarioKit.execute(reference, Self.note)
         let other = try DatabaseQueue(path: stopped)
         defer { try? other.close() }
         var wrote = false
@@ -1207,7 +1221,7 @@ final class MergeAheadTests: XCTestCase {
         let summary = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped) { event in
             guard case .batch(let report) = event, !wrote, report.counts.updated > 0 else { return }
             takenByBoth = (try? ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_merged_losers")) ?? 0
-            try? other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('written meanwhile')") }
+            Self.writeNote(other)
             wrote = true
         }
         XCTAssertTrue(wrote)
