@@ -916,6 +916,10 @@ final class MergeAheadTests: XCTestCase {
                 expected,
                 "UPDATE orders SET customer_id = \(winner) WHERE customer_id = \(loser); DELETE FROM customers WHERE id = \(loser)")
             try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: expected)
+            // A run with a deadline files its losers by group (no merge goes ahead), so the
+            // loser is filed under its taking winner's group there.
+            let grouped = dir.appendingPathComponent("grouped-\(UUID().uuidString).sqlite").path
+            try FileManager.default.copyItem(atPath: changed, toPath: grouped)
             let bytes = try Data(contentsOf: URL(fileURLWithPath: changed))
             let planned = try ScenarioKit.plan(ScenarioKit.customersJob(size: 20), db: changed)
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: changed)), bytes, "\(label): plan writes nothing")
@@ -928,6 +932,12 @@ final class MergeAheadTests: XCTestCase {
             XCTAssertEqual(try TestSupport.contentDump(changed), try TestSupport.contentDump(expected), label)
             XCTAssertEqual(try takenRows(changed), 0)
             XCTAssertEqual(try ScenarioKit.rows(changed, "PRAGMA foreign_key_check").count, 0)
+            let byGroup = try SQLiteBackend.run(
+                try ScenarioKit.job(ScenarioKit.customersJob(size: 20)), options: RunOptions(database: grouped, maxDuration: 3600))
+            XCTAssertEqual(byGroup.counts.deleted, done.counts.deleted, "\(label): by group")
+            XCTAssertEqual(byGroup.counts.groups, done.counts.groups, "\(label): by group")
+            XCTAssertEqual(try TestSupport.contentDump(grouped), try TestSupport.contentDump(expected), "\(label): by group")
+            XCTAssertEqual(try takenRows(grouped), 0, "\(label): by group")
         }
     }
 
