@@ -268,6 +268,14 @@ struct BatchStatements {
     /// moves ahead holds, which ``applyAhead`` re-points (the journal's selection; its
     /// parameters are not numbered, as the journal's statement has parameters before them).
     let aheadChildren: [String?]
+    /// Per path re-pointed ahead whose moves outlast the run (nil elsewhere): the reference's
+    /// name in `winnow_moved_ahead` (``aheadRef(_:path:)``). Only where the child table keeps
+    /// its rowids through a `VACUUM` (an `INTEGER PRIMARY KEY`, or an index, which a path
+    /// looked up by index has): the record names children by rowid until the next run.
+    let aheadRefs: [Int64?]
+    /// Per path of ``aheadRefs``: records the moves of its child rows in `(?2, ?3]` that the
+    /// stretch applied, for run `?1` (``SQLiteDialect/movedAheadTable``), in its transaction.
+    let recordAhead: [String?]
     /// How many moves of path `?1`'s child rows in `(?2, ?3]` the record of the moves ahead holds.
     let countAhead = "SELECT count(*) FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3"
     /// Forgets the moves of path `?1` found past `?2` and never applied (its stretches ended).
@@ -433,6 +441,7 @@ struct BatchStatements {
         var findAheadSettled: [String?] = []
         var applyAhead: [String?] = [], aheadChildren: [String?] = [], pruneAhead: [String?] = []
         var moveBack: [String?] = []
+        var aheadRefs: [Int64?] = [], recordAhead: [String?] = []
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
             let childNumbers = RowNumbers(rule, path: index)
@@ -523,6 +532,20 @@ struct BatchStatements {
                       WHERE mv.path = \(index) AND mv.child > ?1 AND mv.child <= ?2 AND \(rule.sameKey("a", "b")))
                     """ : nil)
             aheadChildren.append(ahead ? "SELECT child FROM temp.winnow_ahead WHERE path = \(index) AND child > ? AND child <= ?" : nil)
+            let keepsRowIDs: Bool
+            switch path.childIdentity {
+            case .rowid(_, let alias): keepsRowIDs = alias != nil || path.indexed
+            case .primaryKey: keepsRowIDs = false
+            }
+            let ref = ahead && keepsRowIDs ? Self.aheadRef(rule, path: path) : nil
+            aheadRefs.append(ref)
+            recordAhead.append(
+                ref.map {
+                    """
+                    INSERT OR REPLACE INTO main.winnow_moved_ahead (ref, child, loser, winner, run_id)
+                    SELECT \($0), child, loser, winner, ?1 FROM temp.winnow_ahead WHERE path = \(index) AND child > ?2 AND child <= ?3
+                    """
+                })
             mapAhead.append(
                 ahead ? mapRefs("SELECT rid FROM temp.winnow_mapped", filter: "\(childRowID) > ?1 AND \(childRowID) <= ?2") : nil)
             moveBack.append(
@@ -684,6 +707,8 @@ struct BatchStatements {
         self.pruneAhead = pruneAhead
         self.movedChildren = movedChildren
         self.aheadChildren = aheadChildren
+        self.aheadRefs = aheadRefs
+        self.recordAhead = recordAhead
         self.mapAhead = mapAhead
         self.moveBack = moveBack
         self.groupChildren = groupChildren
@@ -726,6 +751,19 @@ struct BatchStatements {
                 \(numbers.journalKey(numbered: "b.rid")), \(numbers.journalKey(numbered: "b.winner")), \(values)
             FROM temp.winnow_batch AS b \(numbers.join("t", numbered: "b.rid"))
             """
+    }
+
+    /// The name of a reference in `winnow_moved_ahead`: a 31-bit FNV-1a hash of the rule's
+    /// table, the child table and the child column (lowercased: SQLite compares names without case),
+    /// the same in every run and on every machine, and four bytes a recorded child.
+    static func aheadRef(_ rule: CompiledRule, path: ReferencePath) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        let name = [rule.table, path.childTable, path.childColumns[0]].map { $0.lowercased() }.joined(separator: "\u{1F}")
+        for byte in name.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return Int64(hash & 0x7FFF_FFFF)
     }
 
     /// Whether `path` references the parent's rowid (its alias column): its child column holds

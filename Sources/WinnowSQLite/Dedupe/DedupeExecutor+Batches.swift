@@ -23,6 +23,9 @@ extension DedupeExecutor {
         try db.execute(sql: sql.dropTaken)
         if mayHaveTaken { state.skipsTaken = try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false }
         if mayHaveTaken, writer.writes, !state.skipsTaken { try upgradeTakenRecord() }
+        // Children an unfinished run re-pointed ahead of losers that are no longer their
+        // winners' go back to them first (another connection changed them since).
+        counts = counts + (try moveStrayChildrenBack(sql, batchNumber: &batchNumber, totals: &totals))
         // Children re-pointed ahead of the batches (see ``AheadBatches``): their paths are
         // mapped stretch by stretch there, not here.
         // (Only where the groups take more than one batch: one batch writes each child page once anyway.)
@@ -149,6 +152,8 @@ extension DedupeExecutor {
             try forgetTaken(sql)
             try upgradeTakenRecord()
         }
+        // So is every loser whose children went ahead.
+        if result.finished, writer.writes { try forgetMovedAhead(sql) }
         for (check, before) in zip(sql.danglingInTable, danglingBefore) {
             let after = try Int.fetchOne(db, sql: check.sql) ?? 0
             if after > before {

@@ -167,6 +167,11 @@ final class SQLiteBatchWriter: BatchWriter {
                 throw WinnowError.internal(
                     "\(path.label): \(count) row(s) to re-point, \(db.changesCount) re-pointed; the batch was rolled back")
             }
+            // The moves a stretch applied outlast the run, until their losers are gone
+            // (``SQLiteDialect/movedAheadTable``).
+            if let range = work.movedAhead, let record = sql.recordAhead[index] {
+                try db.cachedStatement(sql: record).execute(arguments: [runID, range.after, range.upTo])
+            }
         }
         // 3. Survivorship: the merged values, one statement per set of changed columns.
         if work.merges > 0 {

@@ -176,6 +176,10 @@ public enum Restorer {
             if try db.tableExists("winnow_merged_losers") {
                 try db.execute(sql: "DELETE FROM winnow_merged_losers WHERE run_id = ?", arguments: [runID])
             }
+            // So are its children re-pointed ahead.
+            if try db.tableExists("winnow_moved_ahead") {
+                try db.execute(sql: "DELETE FROM winnow_moved_ahead WHERE run_id = ?", arguments: [runID])
+            }
             try db.execute(sql: "UPDATE winnow_runs SET restored_by = ? WHERE id = ?", arguments: [restoreID, runID])
             return
         }

@@ -83,6 +83,28 @@ public struct SQLiteDialect: SQLDialect {
 
     public func value(_ expression: String, as type: String) -> String { expression }
 
+    /// Children re-pointed ahead of their losers' deletion (``AheadBatches``), each with the
+    /// loser it pointed at and the winner it points at now, recorded in the transaction that
+    /// moves it: a run killed before those losers' batches leaves them here, and the next run
+    /// moves back to its loser every child whose loser is no longer its winner's loser (another
+    /// connection changed its key meanwhile), as the batches of an uninterrupted run do
+    /// (``DedupeExecutor/moveStrayChildrenBack(_:batchNumber:totals:)``). Emptied for a table once
+    /// its rule is done; a restore forgets its run's.
+    ///
+    /// `ref` names the reference (``BatchStatements/aheadRef(_:path:)``: the rule's table, the
+    /// child table and column); keyed by it and the child's rowid, which the stretches take in
+    /// order, so that each stretch appends its moves.
+    static let movedAheadTable = """
+        CREATE TABLE IF NOT EXISTS winnow_moved_ahead (
+            ref INTEGER NOT NULL,
+            child INTEGER NOT NULL,
+            loser INTEGER NOT NULL,
+            winner INTEGER NOT NULL,
+            run_id INTEGER NOT NULL,
+            PRIMARY KEY (ref, child)
+        ) WITHOUT ROWID
+        """
+
     /// Losers whose values a merge has taken into their winner while they still exist (merges
     /// applied ahead of the deletions, in the table's order): a merge never takes them again.
     /// Emptied for a table once its rule is done; a restore forgets its run's.
@@ -179,6 +201,7 @@ public struct SQLiteDialect: SQLDialect {
             """,
             "CREATE INDEX IF NOT EXISTS winnow_run_groups_by_run ON winnow_run_groups (run_id, id)",
             SchemaStatement(Self.mergedLosersTable),
+            SchemaStatement(Self.movedAheadTable),
             """
             CREATE TABLE IF NOT EXISTS winnow_lock (
                 id INTEGER PRIMARY KEY CHECK (id = 1),

@@ -1,0 +1,81 @@
+import Foundation
+import GRDB
+import WinnowCore
+
+extension DedupeExecutor {
+    /// Moves back to its loser every child that a stretch of an unfinished run re-pointed ahead
+    /// (`winnow_moved_ahead`) and whose loser is no longer its winner's loser: another
+    /// connection changed the loser's key, or its group got another winner, after the stretch
+    /// and before the run was killed. The batches of an uninterrupted run do the same for such
+    /// a loser (``BatchStatements/moveBack``); a child whose loser is a loser of another winner
+    /// now is then re-pointed to that winner with the loser's other children.
+    ///
+    /// A child moves back only while it still points where the stretch re-pointed it and its
+    /// loser still exists. Called after the discovery and the settling of the winners, before
+    /// any stretch or batch; one transaction, journaled and counted as a batch of its own
+    /// (re-pointed rows). Returns its counts (none where nothing was recorded for this rule).
+    func moveStrayChildrenBack(_ sql: BatchStatements, batchNumber: inout Int, totals: inout Counts) throws -> Counts {
+        let refs = sql.aheadRefs.enumerated().compactMap { index, ref in ref.map { (path: index, ref: $0) } }
+        guard !refs.isEmpty, !RowNumbers(rule).mapped, try db.tableExists("winnow_moved_ahead"),
+            try Bool.fetchOne(
+                db,
+                sql:
+                    "SELECT EXISTS (SELECT 1 FROM main.winnow_moved_ahead WHERE ref IN (\(refs.map { String($0.ref) }.joined(separator: ", "))))"
+            ) == true
+        else { return Counts() }
+        let rowID = RowNumbers(rule).rowid ?? "rowid"
+        // The queue files a loser under its winner (by group) or its own rowid (by position).
+        let first = filesByPosition ? "m.loser" : "m.winner"
+        let number = batchNumber
+        let work = try writer.transaction(db) { () -> BatchWork in
+            try db.cachedStatement(sql: sql.clearMoves).execute()
+            // (A dry run's writer takes the batch's rows for deleted ones.)
+            try db.execute(sql: "DELETE FROM temp.winnow_batch")
+            var work = BatchWork(number: number)
+            for (index, ref) in refs {
+                let path = rule.references[index]
+                try db.execute(
+                    sql: """
+                        INSERT INTO temp.winnow_moves (path, child, winner, loser)
+                        SELECT \(index), m.child, m.loser, m.winner FROM main.winnow_moved_ahead AS m
+                        CROSS JOIN \(rule.qualified(path.childTable)) AS c
+                          ON c.\(path.childRowID) = m.child AND c.\(path.childColumns[0].sqlIdentifier) = m.winner
+                        WHERE m.ref = \(ref)
+                          AND EXISTS (SELECT 1 FROM \(rule.qualifiedTable) AS p WHERE p.\(rowID) = m.loser)
+                          AND NOT EXISTS (
+                            SELECT 1 FROM temp.winnow_queue AS q WHERE q.first = \(first) AND q.winner = m.winner AND q.rid = m.loser)
+                        """)
+                work.moved.append((path: index, count: db.changesCount))
+            }
+            guard work.counts.repointed > 0 else { return work }
+            try writer.apply(work, rule: rule, sql: sql, db: db)
+            try writer.recordProgress(totals + work.counts, db: db)
+            return work
+        }
+        guard work.counts.repointed > 0 else { return Counts() }
+        var counts = work.counts
+        counts.batches = 1
+        totals = totals + counts
+        batchNumber += 1
+        return counts
+    }
+
+    /// Empties the record of the children this rule's stretches re-pointed ahead, once its
+    /// losers are gone (where it holds any).
+    func forgetMovedAhead(_ sql: BatchStatements) throws {
+        let refs = sql.aheadRefs.compactMap { $0 }
+        guard !refs.isEmpty, try db.tableExists("winnow_moved_ahead") else { return }
+        let among = "ref IN (\(refs.map { String($0) }.joined(separator: ", ")))"
+        guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.winnow_moved_ahead WHERE \(among))") == true else { return }
+        // (Rows winnow wrote: their freed pages need no zeroing, as in ``forgetTaken(_:)``; and
+        // where the record holds no other rule's moves it is emptied whole, which frees its
+        // pages without rewriting them.)
+        let secure = try Int.fetchOne(db, sql: "PRAGMA main.secure_delete") ?? 0
+        try db.execute(sql: "PRAGMA main.secure_delete = FAST")
+        defer { try? db.execute(sql: "PRAGMA main.secure_delete = \(secure == 2 ? "FAST" : String(secure))") }
+        try writer.transaction(db) {
+            let others = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.winnow_moved_ahead WHERE NOT \(among))") ?? true
+            try db.execute(sql: others ? "DELETE FROM main.winnow_moved_ahead WHERE \(among)" : "DELETE FROM main.winnow_moved_ahead")
+        }
+    }
+}

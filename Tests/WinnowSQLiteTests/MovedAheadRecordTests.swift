@@ -1,0 +1,183 @@
+import Foundation
+import GRDB
+import XCTest
+
+@testable import WinnowCore
+@testable import WinnowSQLite
+import WinnowTestSupport
+
+/// The record of the children re-pointed ahead (`winnow_moved_ahead`): a run killed after a
+/// stretch of children, whose loser another connection then takes out of its group, ends as an
+/// uninterrupted run with the same change made first.
+final class MovedAheadRecordTests: XCTestCase {
+    var dir: URL!
+
+    override func setUpWithError() throws { dir = try TestSupport.scratchDirectory() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
+
+    /// 6,000 customers with keys drawn at random (groups of varying size, scattered), one
+    /// indexed order each on average.
+    func makeStore() throws -> String {
+        let path = dir.appendingPathComponent("store-\(UUID().uuidString).sqlite").path
+        try TestSupport.makeDatabase(
+            at: path, sql: ScenarioKit.scatteredCustomersSQL(customers: 6000, orders: 6000, seed: 11, createdAt: 0..<40))
+        return path
+    }
+
+    func copy(_ path: String, _ label: String) throws -> String {
+        let copy = dir.appendingPathComponent("\(label)-\(UUID().uuidString).sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        return copy
+    }
+
+    /// A copy of the store as a run of `job` killed right after its first stretch of children
+    /// leaves it (the lock, this live process's, removed as a killed run's is taken over), and
+    /// the children that stretch re-pointed.
+    func stoppedAfterFirstChildrenStretch(_ path: String, job: String) throws -> (path: String, repointed: Int) {
+        let stopped = dir.appendingPathComponent("after-children-\(UUID().uuidString).sqlite").path
+        let start = DedupeExecutor.aheadStart
+        DedupeExecutor.aheadStart = 100
+        defer { DedupeExecutor.aheadStart = start }
+        var repointed: Int?
+        try ScenarioKit.run(job, db: path) { event in
+            guard case .batch(let report) = event, repointed == nil, report.counts.repointed > 0, report.counts.deleted == 0
+            else { return }
+            repointed = report.counts.repointed
+            try? FileManager.default.copyItem(atPath: path, toPath: stopped)
+            try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+        }
+        return (stopped, try XCTUnwrap(repointed, "a stretch of children went ahead"))
+    }
+
+    /// A loser whose children the first stretch moved, that still exists, with its winner and
+    /// how many of its children that stretch moved; and the key of a group of three or more
+    /// that it is not in.
+    func movedLoser(_ stopped: String) throws -> (loser: Int64, winner: Int64, children: Int, otherKey: String) {
+        let row = try XCTUnwrap(
+            try ScenarioKit.rows(
+                stopped,
+                """
+                SELECT m.loser, m.winner, count(*) FROM winnow_moved_ahead AS m JOIN customers AS c ON c.id = m.loser
+                GROUP BY m.loser, m.winner ORDER BY count(*) DESC, m.loser LIMIT 1
+                """
+            ).first)
+        let winner = try XCTUnwrap(Int64.fromDatabaseValue(row[1]))
+        let other = try ScenarioKit.rows(
+            stopped,
+            """
+            SELECT lower(email) FROM customers WHERE lower(email) <> (SELECT lower(email) FROM customers WHERE id = \(winner))
+            GROUP BY lower(email) HAVING count(*) >= 3 ORDER BY min(id) LIMIT 1
+            """)
+        return (
+            try XCTUnwrap(Int64.fromDatabaseValue(row[0])), winner, try XCTUnwrap(Int.fromDatabaseValue(row[2])),
+            try XCTUnwrap(other.first.flatMap { String.fromDatabaseValue($0[0]) })
+        )
+    }
+
+    func testEachStretchRecordsTheMovesItAppliedAndTheRunEmptiesTheRecordWhenDone() throws {
+        let path = try makeStore()
+        let job = ScenarioKit.customersJob(size: 20, archive: false)
+        let (stopped, repointed) = try stoppedAfterFirstChildrenStretch(try copy(path, "run"), job: job)
+        XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), repointed)
+        XCTAssertEqual(
+            try ScenarioKit.int(
+                stopped, "SELECT count(*) FROM winnow_moved_ahead AS m JOIN orders AS o ON o.id = m.child AND o.customer_id = m.winner"),
+            repointed, "each recorded child points at its recorded winner")
+        // The next run finishes the job as an uninterrupted one and empties the record.
+        try ScenarioKit.run(job, db: stopped)
+        XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), 0)
+        let uninterrupted = try copy(path, "uninterrupted")
+        try ScenarioKit.run(job, db: uninterrupted)
+        XCTAssertEqual(try ScenarioKit.int(uninterrupted, "SELECT count(*) FROM winnow_moved_ahead"), 0)
+        XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(uninterrupted))
+    }
+
+    /// The loser's key changed between the killed run and the next, in three forms: a key of
+    /// its own (it stays, with its children), another group's key where it sorts last (its
+    /// children go to that group's winner) and where it sorts first (it wins that group).
+    func testChildrenOfALoserTakenOutOfItsGroupAfterAKillGoBackToIt() throws {
+        for archive in [false, true] {
+            let path = try makeStore()
+            let job = ScenarioKit.customersJob(size: 20, archive: archive)
+            let (stopped, _) = try stoppedAfterFirstChildrenStretch(try copy(path, "run"), job: job)
+            let moved = try movedLoser(stopped)
+            XCTAssertGreaterThan(moved.children, 0)
+            // Plan and run of the store as the kill left it: the moves back add to both.
+            let (plannedAsLeft, doneAsLeft) = (
+                try ScenarioKit.plan(job, db: try copy(stopped, "plan")), try ScenarioKit.run(job, db: try copy(stopped, "as-left"))
+            )
+            for (label, change) in [
+                ("a key of its own", "email = 'moved@elsewhere.org'"),
+                ("another group's key, last in it", "email = '\(moved.otherKey)', created_at = 1000"),
+                ("another group's key, first in it", "email = '\(moved.otherKey)', created_at = -1"),
+            ] {
+                let label = "\(label), archive: \(archive)"
+                let changed = try copy(stopped, "changed")
+                try ScenarioKit.execute(changed, "UPDATE customers SET \(change) WHERE id = \(moved.loser)")
+                // The same change before an uninterrupted run.
+                let expected = try copy(path, "expected")
+                try ScenarioKit.execute(expected, "UPDATE customers SET \(change) WHERE id = \(moved.loser)")
+                try ScenarioKit.run(job, db: expected)
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: changed))
+                let planned = try ScenarioKit.plan(job, db: changed)
+                XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: changed)), bytes, "\(label): plan writes nothing")
+                let done = try ScenarioKit.run(job, db: changed)
+                XCTAssertEqual(planned.counts.deleted, done.counts.deleted, label)
+                XCTAssertEqual(try TestSupport.contentDump(changed), try TestSupport.contentDump(expected), label)
+                XCTAssertEqual(try ScenarioKit.int(changed, "SELECT count(*) FROM winnow_moved_ahead"), 0, label)
+                XCTAssertEqual(try ScenarioKit.rows(changed, "PRAGMA foreign_key_check").count, 0, label)
+                if label.hasPrefix("a key of its own") {
+                    XCTAssertGreaterThanOrEqual(
+                        try ScenarioKit.int(changed, "SELECT count(*) FROM orders WHERE customer_id = \(moved.loser)"), moved.children,
+                        "\(label): its children are back")
+                    XCTAssertEqual(
+                        done.counts.repointed - doneAsLeft.counts.repointed, moved.children, "\(label): the moves back are counted")
+                    XCTAssertEqual(
+                        planned.counts.repointed - plannedAsLeft.counts.repointed, moved.children, "\(label): plan counts them too")
+                }
+            }
+        }
+    }
+
+    /// Restoring the second run (archived) puts the children back where the killed run left
+    /// them: the moves back are journaled as re-pointed rows.
+    func testTheMovesBackAreJournaledAndRestored() throws {
+        let path = try makeStore()
+        let job = ScenarioKit.customersJob(size: 20, archive: true)
+        let (stopped, _) = try stoppedAfterFirstChildrenStretch(try copy(path, "run"), job: job)
+        let moved = try movedLoser(stopped)
+        try ScenarioKit.execute(stopped, "UPDATE customers SET email = 'moved@elsewhere.org' WHERE id = \(moved.loser)")
+        let before = try TestSupport.contentDump(stopped)
+        let done = try ScenarioKit.run(job, db: stopped)
+        XCTAssertNotEqual(try TestSupport.contentDump(stopped), before)
+        _ = try Restorer.restore(database: stopped, runID: try XCTUnwrap(done.runID))
+        XCTAssertEqual(try TestSupport.contentDump(stopped), before, "the children the run moved back point at the winner again")
+    }
+
+    /// A child the killed run moved that another connection then points elsewhere is left as
+    /// that connection left it.
+    func testAChildAnotherConnectionRepointedIsLeftAlone() throws {
+        let path = try makeStore()
+        let job = ScenarioKit.customersJob(size: 20, archive: false)
+        let (stopped, _) = try stoppedAfterFirstChildrenStretch(try copy(path, "run"), job: job)
+        let moved = try movedLoser(stopped)
+        let child = try ScenarioKit.int(
+            stopped, "SELECT min(child) FROM winnow_moved_ahead WHERE loser = \(moved.loser) AND winner = \(moved.winner)")
+        // A customer in no group.
+        let single = try ScenarioKit.int(
+            stopped,
+            "SELECT min(id) FROM customers WHERE lower(email) IN (SELECT lower(email) FROM customers GROUP BY 1 HAVING count(*) = 1)")
+        let unmoved = try ScenarioKit.int(stopped, "SELECT count(*) FROM orders WHERE customer_id = \(moved.loser)")
+        try ScenarioKit.execute(
+            stopped,
+            """
+            UPDATE customers SET email = 'moved@elsewhere.org' WHERE id = \(moved.loser);
+            UPDATE orders SET customer_id = \(single) WHERE id = \(child)
+            """)
+        try ScenarioKit.run(job, db: stopped)
+        XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT customer_id FROM orders WHERE id = \(child)"), single)
+        XCTAssertEqual(
+            try ScenarioKit.int(stopped, "SELECT count(*) FROM orders WHERE customer_id = \(moved.loser)"), unmoved + moved.children - 1,
+            "the loser's other moved children are back")
+    }
+}
