@@ -13,6 +13,9 @@ import Foundation
 ///   (`winnow show` lists the groups from it and the journal).
 /// - `winnow_merged_losers` (SQLite): losers whose values a merge took into their winner ahead
 ///   of their deletion; no merge takes them again (emptied when their rule is done).
+/// - `winnow_moved_ahead` (SQLite): children re-pointed ahead of their loser's deletion, each
+///   with its loser and winner; the next run of a killed one moves back those whose loser is no
+///   longer that winner's (emptied when their rule is done).
 /// - `winnow_lock`: the run lock (at most one row).
 public enum Bookkeeping {
     public static let formatVersion = 1
