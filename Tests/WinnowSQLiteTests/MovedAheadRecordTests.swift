@@ -20,7 +20,10 @@ final class MovedAheadRecordTests: XCTestCase {
     func makeStore() throws -> String {
         let path = dir.appendingPathComponent("store-\(UUID().uuidString).sqlite").path
         try TestSupport.makeDatabase(
-            at: path, sql: ScenarioKit.scatteredCustomersSQL(customers: 6000, orders: 6000, seed: 11, createdAt: 0..<40))
+            at: path,
+            sql: ScenarioKit.scatteredCustomersSQL(
+                customers: 6000, orders: 6000, seed: 11, createdAt: 0..<40,
+                alsoCreate: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"))
         return path
     }
 
@@ -49,6 +52,61 @@ final class MovedAheadRecordTests: XCTestCase {
         return (stopped, try XCTUnwrap(repointed, "a stretch of children went ahead"))
     }
 
+    /// Another connection commits after the first stretch's moves are found (and recorded): the
+    /// stretches after it record their moves in their own transactions. A run stopped after the
+    /// second stretch, whose loser is then given a key of its own, ends as an uninterrupted run
+    /// with that change made first.
+    func testMovesRecordedInsideTheStretchesBesideAnotherWriterAreMovedBackToo() throws {
+        let path = try makeStore()
+        let job = ScenarioKit.customersJob(size: 20, archive: false)
+        let run = try copy(path, "run")
+        let stopped = dir.appendingPathComponent("after-two-\(UUID().uuidString).sqlite").path
+        let other = try DatabaseQueue(path: run)
+        defer { try? other.close() }
+        var wrote = false
+        AheadBatches.afterFindingMoves = { _ in
+            guard !wrote else { return }
+            wrote = true
+            try other.write { db in try db.execute(sql: "INSERT INTO notes (body) VALUES ('meanwhile')") }
+        }
+        defer { AheadBatches.afterFindingMoves = nil }
+        let start = DedupeExecutor.aheadStart
+        DedupeExecutor.aheadStart = 100
+        defer { DedupeExecutor.aheadStart = start }
+        var stretches: [Int] = []
+        try ScenarioKit.run(job, db: run) { event in
+            guard case .batch(let report) = event, stretches.count < 2, report.counts.repointed > 0, report.counts.deleted == 0
+            else { return }
+            stretches.append(report.counts.repointed)
+            if stretches.count == 2 {
+                try? FileManager.default.copyItem(atPath: run, toPath: stopped)
+                try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
+            }
+        }
+        XCTAssertEqual(stretches.count, 2)
+        // Every move applied is recorded (the second stretch's past the first finding only in
+        // its own transaction).
+        XCTAssertEqual(
+            try ScenarioKit.int(
+                stopped, "SELECT count(*) FROM winnow_moved_ahead AS m JOIN orders AS o ON o.id = m.child AND o.customer_id = m.winner"),
+            stretches.reduce(0, +))
+        // A loser the second stretch moved (the record's last applied move).
+        let loser = try ScenarioKit.int(
+            stopped,
+            """
+            SELECT m.loser FROM winnow_moved_ahead AS m JOIN orders AS o ON o.id = m.child AND o.customer_id = m.winner
+            ORDER BY m.child DESC LIMIT 1
+            """)
+        let change = "UPDATE customers SET email = 'moved@elsewhere.org' WHERE id = \(loser)"
+        try ScenarioKit.execute(stopped, change)
+        let expected = try copy(path, "expected")
+        try ScenarioKit.execute(expected, change + "; INSERT INTO notes (body) VALUES ('meanwhile')")
+        try ScenarioKit.run(job, db: expected)
+        try ScenarioKit.run(job, db: stopped)
+        XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(expected))
+        XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), 0)
+    }
+
     /// A loser whose children the first stretch moved, that still exists, with its winner and
     /// how many of its children that stretch moved; and the key of a group of three or more
     /// that it is not in.
@@ -74,15 +132,24 @@ final class MovedAheadRecordTests: XCTestCase {
         )
     }
 
-    func testEachStretchRecordsTheMovesItAppliedAndTheRunEmptiesTheRecordWhenDone() throws {
+    func testTheMovesFoundAheadAreRecordedBeforeTheyAreAppliedAndTheRunEmptiesTheRecordWhenDone() throws {
         let path = try makeStore()
         let job = ScenarioKit.customersJob(size: 20, archive: false)
         let (stopped, repointed) = try stoppedAfterFirstChildrenStretch(try copy(path, "run"), job: job)
-        XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), repointed)
+        // The moves found for the stretch and past it, each recorded before it was applied:
+        // the stretch's point at their recorded winner, the others still at their loser.
+        XCTAssertGreaterThan(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), repointed)
         XCTAssertEqual(
             try ScenarioKit.int(
                 stopped, "SELECT count(*) FROM winnow_moved_ahead AS m JOIN orders AS o ON o.id = m.child AND o.customer_id = m.winner"),
-            repointed, "each recorded child points at its recorded winner")
+            repointed)
+        XCTAssertEqual(
+            try ScenarioKit.int(
+                stopped,
+                """
+                SELECT count(*) FROM winnow_moved_ahead AS m JOIN orders AS o ON o.id = m.child
+                WHERE o.customer_id <> m.winner AND o.customer_id <> m.loser
+                """), 0)
         // The next run finishes the job as an uninterrupted one and empties the record.
         try ScenarioKit.run(job, db: stopped)
         XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), 0)
