@@ -44,8 +44,6 @@ struct AheadBatches: BatchSource {
     private var foundUpTo: Int64?
     /// Where the last stretch ended: the moves up to here are applied.
     private var appliedUpTo: Int64?
-    /// Where the moves recorded in a transaction of their own end (``BatchStatements/recordAhead``).
-    private var recordedUpTo: Int64?
     /// The child rows the last stretch took.
     private var lastUnits = 0
     /// About how many child rows past where the last stretch ended have their moves found.
@@ -153,7 +151,6 @@ struct AheadBatches: BatchSource {
     private mutating func findAhead(from bounds: BatchBounds) throws {
         let wanted = Int(Double(max(bounds.size, lastUnits)) * Self.foundAheadShare)
         var from = max(foundUpTo ?? bounds.after, bounds.after)
-        let firstFound = from
         // (The rows found before past the stretch's start count toward those wanted.)
         var left = from > bounds.after ? wanted - aheadUnits : wanted
         var size = left
@@ -171,17 +168,6 @@ struct AheadBatches: BatchSource {
             (foundUpTo, from, units, aheadUnits, left) = (end, end, units + piece, aheadUnits + piece, left - piece)
             size = left > 0 ? left : fill.findMore(units: units, elapsed: Date().timeIntervalSince(started)) ?? 0
         }
-        // The moves found outlast the run (``BatchStatements/recordAhead``): while no other
-        // connection commits, in a transaction of their own (inside a stretch's, they took its
-        // time from re-pointing: merge-500 at 1,600,000 customers then re-pointed fewer children
-        // a stretch and took more stretches, each rewriting the child's index); else in the
-        // stretch's, so that no writer waits for two transactions back to back.
-        if units > 0, let foundUpTo, sql.recordAhead[path] != nil, !gap.observe(db) {
-            try executor.writer.transaction(db) {
-                try executor.writer.recordAhead(sql, path: path, after: firstFound, upTo: foundUpTo, db: db)
-            }
-            recordedUpTo = foundUpTo
-        }
     }
 
     /// Re-points the children of the path's rows in `(after, upTo]` whose loser's winner is
@@ -194,13 +180,7 @@ struct AheadBatches: BatchSource {
     private func repoint(after: Int64, upTo: Int64, asFound: Bool, into work: inout BatchWork) throws {
         let found = max(foundUpTo ?? after, after)
         if upTo > found { try db.cachedStatement(sql: find).execute(arguments: [found, upTo]) }
-        if !asFound, let prune = sql.pruneAhead[path] {
-            try db.cachedStatement(sql: prune).execute(arguments: [after, upTo])
-            if let unrecord = sql.unrecordPruned[path] { try db.cachedStatement(sql: unrecord).execute(arguments: [after, upTo]) }
-        }
-        // The moves not recorded before the transaction (``findAhead(from:)``).
-        let recorded = max(recordedUpTo ?? after, after)
-        if upTo > recorded { try executor.writer.recordAhead(sql, path: path, after: recorded, upTo: upTo, db: db) }
+        if !asFound, let prune = sql.pruneAhead[path] { try db.cachedStatement(sql: prune).execute(arguments: [after, upTo]) }
         var piece = BatchWork(number: work.number)
         let count = try Int.fetchOne(db.cachedStatement(sql: sql.countAhead), arguments: [path, after, upTo]) ?? 0
         piece.moved = [(path: path, count: count)]

@@ -273,16 +273,14 @@ struct BatchStatements {
     /// its rowids through a `VACUUM` (an `INTEGER PRIMARY KEY`, or an index, which a path
     /// looked up by index has): the record names children by rowid until the next run.
     let aheadRefs: [Int64?]
-    /// Per path of ``aheadRefs``: records the moves found for its child rows in `(?2, ?3]`, for
-    /// run `?1` (``SQLiteDialect/movedAheadTable``), before they are applied (a move recorded
-    /// and not applied leaves its child at its loser, which the next run reads as not moved):
-    /// while no other connection commits, in a transaction of their own once found
-    /// (``AheadBatches``), so that recording takes none of a stretch's time; otherwise, and for
-    /// moves found inside a stretch, in the stretch's transaction.
+    /// Per path of ``aheadRefs``: records the moves of its child rows in `(?2, ?3]` that the
+    /// stretch applied, for run `?1` (``SQLiteDialect/movedAheadTable``), in its transaction
+    /// (about 0.2 µs a move). Recorded once found, in a transaction of their own before the
+    /// stretch, they took none of its time, but in a rollback journal that transaction and the
+    /// stretch's came back to back: a writer waiting for the lock (which commits nothing, so
+    /// none is seen) missed the gap between them, and merge-writer's worst waits went from
+    /// 36-42 ms to 55-108 ms (tried, not kept; docs/performance.md).
     let recordAhead: [String?]
-    /// Per path of ``aheadRefs``: forgets the recorded moves of its child rows in `(?1, ?2]` that
-    /// the record of the moves ahead no longer holds (``pruneAhead`` dropped them).
-    let unrecordPruned: [String?]
     /// How many moves of path `?1`'s child rows in `(?2, ?3]` the record of the moves ahead holds.
     let countAhead = "SELECT count(*) FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3"
     /// Forgets the moves of path `?1` found past `?2` and never applied (its stretches ended).
@@ -448,7 +446,7 @@ struct BatchStatements {
         var findAheadSettled: [String?] = []
         var applyAhead: [String?] = [], aheadChildren: [String?] = [], pruneAhead: [String?] = []
         var moveBack: [String?] = []
-        var aheadRefs: [Int64?] = [], recordAhead: [String?] = [], unrecordPruned: [String?] = []
+        var aheadRefs: [Int64?] = [], recordAhead: [String?] = []
         for (index, path) in rule.references.enumerated() {
             let child = rule.qualified(path.childTable)
             let childNumbers = RowNumbers(rule, path: index)
@@ -551,13 +549,6 @@ struct BatchStatements {
                     """
                     INSERT OR REPLACE INTO main.winnow_moved_ahead (ref, child, loser, winner, run_id)
                     SELECT \($0), child, loser, winner, ?1 FROM temp.winnow_ahead WHERE path = \(index) AND child > ?2 AND child <= ?3
-                    """
-                })
-            unrecordPruned.append(
-                ref.map {
-                    """
-                    DELETE FROM main.winnow_moved_ahead WHERE ref = \($0) AND child > ?1 AND child <= ?2
-                    AND child NOT IN (SELECT child FROM temp.winnow_ahead WHERE path = \(index) AND child > ?1 AND child <= ?2)
                     """
                 })
             mapAhead.append(
@@ -723,7 +714,6 @@ struct BatchStatements {
         self.aheadChildren = aheadChildren
         self.aheadRefs = aheadRefs
         self.recordAhead = recordAhead
-        self.unrecordPruned = unrecordPruned
         self.mapAhead = mapAhead
         self.moveBack = moveBack
         self.groupChildren = groupChildren

@@ -20,7 +20,4 @@ protocol BatchWriter {
     func fillHashes(rule: CompiledRule, selection: String, arguments: StatementArguments, batch: Int, db: Database) throws -> Int
     /// Records the run's running totals in the same transaction as the batch.
     func recordProgress(_ totals: Counts, db: Database) throws
-    /// Records the moves ahead of path `path` found for its child rows in `(after, upTo]`
-    /// (``BatchStatements/recordAhead``) for this run; nothing for a path without a record.
-    func recordAhead(_ sql: BatchStatements, path: Int, after: Int64, upTo: Int64, db: Database) throws
 }

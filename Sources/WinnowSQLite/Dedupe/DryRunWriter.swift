@@ -47,5 +47,4 @@ struct DryRunWriter: BatchWriter {
                 """, arguments: arguments) ?? 0
     }
     func recordProgress(_ totals: Counts, db: Database) throws {}
-    func recordAhead(_ sql: BatchStatements, path: Int, after: Int64, upTo: Int64, db: Database) throws {}
 }

@@ -85,11 +85,6 @@ final class SQLiteBatchWriter: BatchWriter {
         return result!
     }
 
-    func recordAhead(_ sql: BatchStatements, path: Int, after: Int64, upTo: Int64, db: Database) throws {
-        guard let record = sql.recordAhead[path] else { return }
-        try db.cachedStatement(sql: record).execute(arguments: [runID, after, upTo])
-    }
-
     func recordProgress(_ totals: Counts, db: Database) throws {
         try db.cachedStatement(sql: progressSQL)
             .execute(arguments: SQLiteSession.arguments(RunRecord.progressArguments(totals, runID: runID)))
@@ -171,6 +166,11 @@ final class SQLiteBatchWriter: BatchWriter {
             guard db.changesCount == count else {
                 throw WinnowError.internal(
                     "\(path.label): \(count) row(s) to re-point, \(db.changesCount) re-pointed; the batch was rolled back")
+            }
+            // The moves a stretch applied outlast the run, until their losers are gone
+            // (``SQLiteDialect/movedAheadTable``).
+            if let range = work.movedAhead, let record = sql.recordAhead[index] {
+                try db.cachedStatement(sql: record).execute(arguments: [runID, range.after, range.upTo])
             }
         }
         // 3. Survivorship: the merged values, one statement per set of changed columns.
