@@ -33,6 +33,23 @@ final class MovedAheadRecordTests: XCTestCase {
         return copy
     }
 
+    /// A copy of `path` whose record's moves are decoded into a table `moves` (the last recorded
+    /// for a child), for the checks to read with SQL.
+    func decoded(_ path: String) throws -> String {
+        let decoded = try copy(path, "decoded")
+        let queue = try DatabaseQueue(path: decoded)
+        defer { try? queue.close() }
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE moves (child INTEGER PRIMARY KEY, loser INTEGER NOT NULL, winner INTEGER NOT NULL)")
+            for blob in try Data.fetchAll(db, sql: "SELECT moves FROM winnow_moved_ahead ORDER BY rowid") {
+                for move in try XCTUnwrap(MovedAheadRecord.moves([UInt8](blob))) {
+                    try db.execute(sql: "INSERT OR REPLACE INTO moves VALUES (?, ?, ?)", arguments: [move.child, move.loser, move.winner])
+                }
+            }
+        }
+        return decoded
+    }
+
     /// A copy of the store as a run of `job` killed right after its first stretch of children
     /// leaves it (the lock, this live process's, removed as a killed run's is taken over), and
     /// the children that stretch re-pointed.
@@ -85,17 +102,13 @@ final class MovedAheadRecordTests: XCTestCase {
         }
         XCTAssertEqual(stretches.count, 2)
         // Every move applied is recorded.
+        let record = try decoded(stopped)
+        XCTAssertEqual(try ScenarioKit.int(record, "SELECT count(*) FROM moves"), stretches.reduce(0, +))
         XCTAssertEqual(
-            try ScenarioKit.int(
-                stopped, "SELECT count(*) FROM winnow_moved_ahead AS m JOIN orders AS o ON o.id = m.child AND o.customer_id = m.winner"),
+            try ScenarioKit.int(record, "SELECT count(*) FROM moves AS m JOIN orders AS o ON o.id = m.child AND o.customer_id = m.winner"),
             stretches.reduce(0, +))
-        // A loser the second stretch moved (the record's last applied move).
-        let loser = try ScenarioKit.int(
-            stopped,
-            """
-            SELECT m.loser FROM winnow_moved_ahead AS m JOIN orders AS o ON o.id = m.child AND o.customer_id = m.winner
-            ORDER BY m.child DESC LIMIT 1
-            """)
+        // A loser the second stretch moved (the record's last move).
+        let loser = try ScenarioKit.int(record, "SELECT loser FROM moves ORDER BY child DESC LIMIT 1")
         let change = "UPDATE customers SET email = 'moved@elsewhere.org' WHERE id = \(loser)"
         try ScenarioKit.execute(stopped, change)
         let expected = try copy(path, "expected")
@@ -112,9 +125,9 @@ final class MovedAheadRecordTests: XCTestCase {
     func movedLoser(_ stopped: String) throws -> (loser: Int64, winner: Int64, children: Int, otherKey: String) {
         let row = try XCTUnwrap(
             try ScenarioKit.rows(
-                stopped,
+                try decoded(stopped),
                 """
-                SELECT m.loser, m.winner, count(*) FROM winnow_moved_ahead AS m JOIN customers AS c ON c.id = m.loser
+                SELECT m.loser, m.winner, count(*) FROM moves AS m JOIN customers AS c ON c.id = m.loser
                 GROUP BY m.loser, m.winner ORDER BY count(*) DESC, m.loser LIMIT 1
                 """
             ).first)
@@ -135,11 +148,20 @@ final class MovedAheadRecordTests: XCTestCase {
         let path = try makeStore()
         let job = ScenarioKit.customersJob(size: 20, archive: false)
         let (stopped, repointed) = try stoppedAfterFirstChildrenStretch(try copy(path, "run"), job: job)
-        XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), repointed)
+        let record = try decoded(stopped)
+        XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), 1, "one row for the stretch")
+        XCTAssertEqual(try ScenarioKit.int(record, "SELECT count(*) FROM moves"), repointed)
+        XCTAssertEqual(
+            try ScenarioKit.int(record, "SELECT count(*) FROM moves AS m JOIN orders AS o ON o.id = m.child AND o.customer_id = m.winner"),
+            repointed, "each recorded child points at its recorded winner")
         XCTAssertEqual(
             try ScenarioKit.int(
-                stopped, "SELECT count(*) FROM winnow_moved_ahead AS m JOIN orders AS o ON o.id = m.child AND o.customer_id = m.winner"),
-            repointed, "each recorded child points at its recorded winner")
+                record,
+                """
+                SELECT count(*) FROM moves AS m JOIN orders AS o ON o.id = m.child
+                JOIN customers AS l ON l.id = m.loser JOIN customers AS w ON w.id = m.winner
+                WHERE lower(l.email) = lower(w.email) AND l.id <> w.id
+                """), repointed, "each from a loser to the winner of its group")
         // The next run finishes the job as an uninterrupted one and empties the record.
         try ScenarioKit.run(job, db: stopped)
         XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), 0)
@@ -219,7 +241,7 @@ final class MovedAheadRecordTests: XCTestCase {
         let (stopped, _) = try stoppedAfterFirstChildrenStretch(try copy(path, "run"), job: job)
         let moved = try movedLoser(stopped)
         let child = try ScenarioKit.int(
-            stopped, "SELECT min(child) FROM winnow_moved_ahead WHERE loser = \(moved.loser) AND winner = \(moved.winner)")
+            try decoded(stopped), "SELECT min(child) FROM moves WHERE loser = \(moved.loser) AND winner = \(moved.winner)")
         // A customer in no group.
         let single = try ScenarioKit.int(
             stopped,
@@ -236,5 +258,33 @@ final class MovedAheadRecordTests: XCTestCase {
         XCTAssertEqual(
             try ScenarioKit.int(stopped, "SELECT count(*) FROM orders WHERE customer_id = \(moved.loser)"), unmoved + moved.children - 1,
             "the loser's other moved children are back")
+    }
+
+    /// Packed moves read back as they were appended, whatever their rowids (negative, past 32
+    /// bits, far apart or adjacent).
+    func testPackedMovesReadBackAsAppended() throws {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            var record = MovedAheadRecord()
+            var moves: [MovedAheadRecord.Move] = []
+            var child = Int64.random(in: -1_000_000...1_000_000, using: &rng)
+            for _ in 0..<Int.random(in: 1...300, using: &rng) {
+                child += [1, 2, 1_000, 1 << 40].randomElement(using: &rng)!
+                let move = MovedAheadRecord.Move(
+                    child: child, loser: Int64.random(in: Int64.min...Int64.max, using: &rng),
+                    winner: [Int64.min, -1, 0, 1, Int64.max, Int64.random(in: -5_000_000...5_000_000, using: &rng)].randomElement(
+                        using: &rng)!)
+                record.append(child: move.child, loser: move.loser, winner: move.winner)
+                moves.append(move)
+            }
+            XCTAssertEqual(MovedAheadRecord.moves(record.packed), moves)
+            XCTAssertEqual(record.count, moves.count)
+            // A blob cut inside a value is no record of moves.
+            XCTAssertNil(MovedAheadRecord.moves(Array(record.packed.dropLast())))
+        }
+        // A move of rowids below 64 takes three bytes.
+        var small = MovedAheadRecord()
+        small.append(child: 5, loser: 7, winner: 9)
+        XCTAssertEqual(small.packed.count, 3)
     }
 }

@@ -273,13 +273,14 @@ struct BatchStatements {
     /// its rowids through a `VACUUM` (an `INTEGER PRIMARY KEY`, or an index, which a path
     /// looked up by index has): the record names children by rowid until the next run.
     let aheadRefs: [Int64?]
-    /// Per path of ``aheadRefs``: records the moves of its child rows in `(?2, ?3]` that the
-    /// stretch applied, for run `?1` (``SQLiteDialect/movedAheadTable``), in its transaction
-    /// (about 0.2 µs a move). Recorded once found, in a transaction of their own before the
-    /// stretch, they took none of its time, but in a rollback journal that transaction and the
-    /// stretch's came back to back: a writer waiting for the lock (which commits nothing, so
-    /// none is seen) missed the gap between them, and merge-writer's worst waits went from
-    /// 36-42 ms to 55-108 ms (tried, not kept; docs/performance.md).
+    /// Per path of ``aheadRefs``: the moves of its child rows in `(?1, ?2]`, by child, which
+    /// the stretch that applied them records in its transaction, packed
+    /// (``SQLiteBatchWriter/recordAhead(_:path:after:upTo:db:)``). Recorded once found, in a
+    /// transaction of their own before the stretch, they took none of its time, but in a
+    /// rollback journal that transaction and the stretch's came back to back: a writer waiting
+    /// for the lock (which commits nothing, so none is seen) missed the gap between them, and
+    /// merge-writer's worst waits went from 36-42 ms to 55-108 ms (tried, not kept;
+    /// docs/performance.md).
     let recordAhead: [String?]
     /// How many moves of path `?1`'s child rows in `(?2, ?3]` the record of the moves ahead holds.
     let countAhead = "SELECT count(*) FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3"
@@ -545,11 +546,8 @@ struct BatchStatements {
             let ref = ahead && keepsRowIDs ? Self.aheadRef(rule, path: path) : nil
             aheadRefs.append(ref)
             recordAhead.append(
-                ref.map {
-                    """
-                    INSERT OR REPLACE INTO main.winnow_moved_ahead (ref, child, loser, winner, run_id)
-                    SELECT \($0), child, loser, winner, ?1 FROM temp.winnow_ahead WHERE path = \(index) AND child > ?2 AND child <= ?3
-                    """
+                ref.map { _ in
+                    "SELECT child, loser, winner FROM temp.winnow_ahead WHERE path = \(index) AND child > ?1 AND child <= ?2 ORDER BY child"
                 })
             mapAhead.append(
                 ahead ? mapRefs("SELECT rid FROM temp.winnow_mapped", filter: "\(childRowID) > ?1 AND \(childRowID) <= ?2") : nil)

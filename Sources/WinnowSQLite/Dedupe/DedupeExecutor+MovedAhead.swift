@@ -27,6 +27,12 @@ extension DedupeExecutor {
         // The queue files a loser under its winner (by group) or its own rowid (by position).
         let first = filesByPosition ? "m.loser" : "m.winner"
         let number = batchNumber
+        try db.execute(
+            sql: """
+                DROP TABLE IF EXISTS temp.winnow_moved_back;
+                CREATE TEMP TABLE winnow_moved_back (child INTEGER PRIMARY KEY, loser INTEGER NOT NULL, winner INTEGER NOT NULL)
+                """)
+        defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_moved_back") }
         let work = try writer.transaction(db) { () -> BatchWork in
             try db.cachedStatement(sql: sql.clearMoves).execute()
             // (A dry run's writer takes the batch's rows for deleted ones.)
@@ -34,14 +40,25 @@ extension DedupeExecutor {
             var work = BatchWork(number: number)
             for (index, ref) in refs {
                 let path = rule.references[index]
+                // The moves recorded for this reference, the last recorded for a child last.
+                try db.execute(sql: "DELETE FROM temp.winnow_moved_back")
+                let unpack = try db.cachedStatement(sql: "INSERT OR REPLACE INTO temp.winnow_moved_back VALUES (?, ?, ?)")
+                let blobs = try Row.fetchCursor(
+                    db, sql: "SELECT moves FROM main.winnow_moved_ahead WHERE ref = ? ORDER BY rowid", arguments: [ref])
+                while let row = try blobs.next() {
+                    let data: Data = row[0]
+                    guard let moves = MovedAheadRecord.moves([UInt8](data)) else {
+                        throw WinnowError.internal("winnow_moved_ahead holds a record that is not one of moves; the run was stopped")
+                    }
+                    for move in moves { try unpack.execute(arguments: [move.child, move.loser, move.winner]) }
+                }
                 try db.execute(
                     sql: """
                         INSERT INTO temp.winnow_moves (path, child, winner, loser)
-                        SELECT \(index), m.child, m.loser, m.winner FROM main.winnow_moved_ahead AS m
+                        SELECT \(index), m.child, m.loser, m.winner FROM temp.winnow_moved_back AS m
                         CROSS JOIN \(rule.qualified(path.childTable)) AS c
                           ON c.\(path.childRowID) = m.child AND c.\(path.childColumns[0].sqlIdentifier) = m.winner
-                        WHERE m.ref = \(ref)
-                          AND EXISTS (SELECT 1 FROM \(rule.qualifiedTable) AS p WHERE p.\(rowID) = m.loser)
+                        WHERE EXISTS (SELECT 1 FROM \(rule.qualifiedTable) AS p WHERE p.\(rowID) = m.loser)
                           AND NOT EXISTS (
                             SELECT 1 FROM temp.winnow_queue AS q WHERE q.first = \(first) AND q.winner = m.winner AND q.rid = m.loser)
                         """)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import WinnowCore
 
 /// Writes batches, journaling every deleted row and before-image when the rule archives.
@@ -83,6 +84,22 @@ final class SQLiteBatchWriter: BatchWriter {
             return
         }
         return result!
+    }
+
+    /// Records the moves of path `path`'s child rows in `(after, upTo]` that the record of the
+    /// moves ahead holds (``BatchStatements/recordAhead``), packed in one row of
+    /// `winnow_moved_ahead` for this run; nothing for a path without such a record.
+    func recordAhead(_ sql: BatchStatements, path: Int, after: Int64, upTo: Int64, db: Database) throws {
+        guard let select = sql.recordAhead[path], let ref = sql.aheadRefs[path] else { return }
+        var record = MovedAheadRecord()
+        let read = try db.cachedStatement(sql: select)
+        read.setUncheckedArguments([after, upTo])
+        try RawStatement(read).forEachRow { row in
+            record.append(child: sqlite3_column_int64(row, 0), loser: sqlite3_column_int64(row, 1), winner: sqlite3_column_int64(row, 2))
+        }
+        guard record.count > 0 else { return }
+        try db.cachedStatement(sql: "INSERT INTO main.winnow_moved_ahead (ref, run_id, moves) VALUES (?, ?, ?)")
+            .execute(arguments: [ref, runID, Data(record.packed)])
     }
 
     func recordProgress(_ totals: Counts, db: Database) throws {
@@ -169,9 +186,7 @@ final class SQLiteBatchWriter: BatchWriter {
             }
             // The moves a stretch applied outlast the run, until their losers are gone
             // (``SQLiteDialect/movedAheadTable``).
-            if let range = work.movedAhead, let record = sql.recordAhead[index] {
-                try db.cachedStatement(sql: record).execute(arguments: [runID, range.after, range.upTo])
-            }
+            if let range = work.movedAhead { try recordAhead(sql, path: index, after: range.after, upTo: range.upTo, db: db) }
         }
         // 3. Survivorship: the merged values, one statement per set of changed columns.
         if work.merges > 0 {

@@ -92,17 +92,14 @@ public struct SQLiteDialect: SQLDialect {
     /// its rule is done; a restore forgets its run's.
     ///
     /// `ref` names the reference (``BatchStatements/aheadRef(_:path:)``: the rule's table, the
-    /// child table and column); keyed by it and the child's rowid, which the stretches take in
-    /// order, so that each stretch appends its moves.
+    /// child table and column); `moves` holds a stretch's moves packed (``MovedAheadRecord``),
+    /// so that each stretch appends one row of a few bytes a move.
     static let movedAheadTable = """
         CREATE TABLE IF NOT EXISTS winnow_moved_ahead (
             ref INTEGER NOT NULL,
-            child INTEGER NOT NULL,
-            loser INTEGER NOT NULL,
-            winner INTEGER NOT NULL,
             run_id INTEGER NOT NULL,
-            PRIMARY KEY (ref, child)
-        ) WITHOUT ROWID
+            moves BLOB NOT NULL
+        )
         """
 
     /// Losers whose values a merge has taken into their winner while they still exist (merges
