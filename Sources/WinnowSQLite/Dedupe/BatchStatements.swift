@@ -130,10 +130,9 @@ struct BatchStatements {
     /// (Unless that winner is gone: another connection deleted it, and its values with it.)
     /// (Tables with rowids only: the only ones whose merges go ahead of their losers.)
     let mergeRowsUntaken: String
-    /// Forgets the taken losers of the rule's table (every one is deleted: the rule is done).
-    let forgetTaken: String
-    /// Whether the record holds losers of another table (a killed run's other rule).
-    let takenForOtherTables: String
+    /// The rule's rows of `winnow_merged_losers` (SQL over it), which ``DedupeExecutor/forgetRecord(_:own:)``
+    /// empties once the rule is done (every one of its losers is deleted).
+    let takenOwn: String
     /// Records every loser of the groups in `temp.winnow_merged` as taken by its winner's merge
     /// (bound: the table, the run), in the transaction that writes the merged values.
     let recordTaken: String
@@ -282,6 +281,9 @@ struct BatchStatements {
     /// merge-writer's worst waits went from 36-42 ms to 55-108 ms (tried, not kept;
     /// docs/performance.md).
     let recordAhead: [String?]
+    /// The rule's rows of `winnow_moved_ahead` (SQL over it: its references of ``aheadRefs``);
+    /// nil where it records none.
+    let movedAheadOwn: String?
     /// How many moves of path `?1`'s child rows in `(?2, ?3]` the record of the moves ahead holds.
     let countAhead = "SELECT count(*) FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3"
     /// Forgets the moves of path `?1` found past `?2` and never applied (its stretches ended).
@@ -409,8 +411,7 @@ struct BatchStatements {
         }
         queueMergeRows = queueRows("")
         queueMergeRowsUntaken = queueRows(" AND \(untaken("q.rid"))")
-        forgetTaken = "DELETE FROM main.winnow_merged_losers WHERE tbl = \(tableLiteral)"
-        takenForOtherTables = "SELECT EXISTS (SELECT 1 FROM main.winnow_merged_losers WHERE tbl <> \(tableLiteral))"
+        takenOwn = "tbl = \(tableLiteral)"
         // Appended (the record has no key, ``SQLiteDialect/mergedLosersTable``); `OR REPLACE`
         // keeps a record an earlier release keyed by loser one row per loser until it is recreated.
         recordTaken = """
@@ -712,6 +713,8 @@ struct BatchStatements {
         self.aheadChildren = aheadChildren
         self.aheadRefs = aheadRefs
         self.recordAhead = recordAhead
+        let refs = aheadRefs.compactMap { $0 }
+        movedAheadOwn = refs.isEmpty ? nil : "ref IN (\(refs.map { String($0) }.joined(separator: ", ")))"
         self.mapAhead = mapAhead
         self.moveBack = moveBack
         self.groupChildren = groupChildren

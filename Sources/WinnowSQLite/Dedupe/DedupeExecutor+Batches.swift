@@ -149,7 +149,7 @@ extension DedupeExecutor {
         counts = counts + result.counts
         // Every loser a merge took is gone now (or no longer a loser): the record has served.
         if result.finished, writer.writes, batches.state.skipsTaken {
-            try forgetTaken(sql)
+            try forgetRecord("winnow_merged_losers", own: sql.takenOwn)
             try upgradeTakenRecord()
         }
         // So is every loser whose children went ahead.
@@ -178,18 +178,19 @@ extension DedupeExecutor {
         return try db.tableExists("winnow_merged_losers")
     }
 
-    /// Empties the record of the losers this rule's merges took, once they are gone. The
-    /// record holds rowids that winnow wrote, so its freed pages are not zeroed
+    /// Empties this rule's rows (`own`, SQL over `table`) of one of the records of work done
+    /// ahead (`winnow_merged_losers`, `winnow_moved_ahead`), once its losers are gone. The
+    /// records hold rowids that winnow wrote, so their freed pages are not zeroed
     /// (`secure_delete = FAST` for this statement only: on a build that zeroes deleted content,
-    /// merge-500 wrote about 7 MB more doing it); and where it holds no other table's losers it
-    /// is emptied whole, which frees its pages without rewriting them.
-    func forgetTaken(_ sql: BatchStatements) throws {
+    /// merge-500 wrote about 7 MB more doing it); and where a record holds no other rule's rows
+    /// it is emptied whole, which frees its pages without rewriting them.
+    func forgetRecord(_ table: String, own: String) throws {
         let secure = try Int.fetchOne(db, sql: "PRAGMA main.secure_delete") ?? 0
         try db.execute(sql: "PRAGMA main.secure_delete = FAST")
         defer { try? db.execute(sql: "PRAGMA main.secure_delete = \(secure == 2 ? "FAST" : String(secure))") }
         try writer.transaction(db) {
-            let others = try Bool.fetchOne(db, sql: sql.takenForOtherTables) ?? true
-            try db.execute(sql: others ? sql.forgetTaken : "DELETE FROM main.winnow_merged_losers")
+            let others = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.\(table) WHERE NOT (\(own)))") ?? true
+            try db.execute(sql: "DELETE FROM main.\(table)" + (others ? " WHERE \(own)" : ""))
         }
     }
 

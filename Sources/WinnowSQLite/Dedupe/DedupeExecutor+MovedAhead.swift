@@ -15,15 +15,8 @@ extension DedupeExecutor {
     /// any stretch or batch; one transaction, journaled and counted as a batch of its own
     /// (re-pointed rows). Returns its counts (none where nothing was recorded for this rule).
     func moveStrayChildrenBack(_ sql: BatchStatements, batchNumber: inout Int, totals: inout Counts) throws -> Counts {
+        guard try recordedMovesAhead(sql) != nil else { return Counts() }
         let refs = sql.aheadRefs.enumerated().compactMap { index, ref in ref.map { (path: index, ref: $0) } }
-        guard !refs.isEmpty, !RowNumbers(rule).mapped, try db.tableExists("winnow_moved_ahead"),
-            try Bool.fetchOne(
-                db,
-                sql:
-                    "SELECT EXISTS (SELECT 1 FROM main.winnow_moved_ahead WHERE ref IN (\(refs.map { String($0.ref) }.joined(separator: ", "))))"
-            ) == true
-        else { return Counts() }
-        let rowID = RowNumbers(rule).rowid ?? "rowid"
         // The queue files a loser under its winner (by group) or its own rowid (by position).
         let first = filesByPosition ? "m.loser" : "m.winner"
         let number = batchNumber
@@ -58,7 +51,7 @@ extension DedupeExecutor {
                         SELECT \(index), m.child, m.loser, m.winner FROM temp.winnow_moved_back AS m
                         CROSS JOIN \(rule.qualified(path.childTable)) AS c
                           ON c.\(path.childRowID) = m.child AND c.\(path.childColumns[0].sqlIdentifier) = m.winner
-                        WHERE EXISTS (SELECT 1 FROM \(rule.qualifiedTable) AS p WHERE p.\(rowID) = m.loser)
+                        WHERE EXISTS (SELECT 1 FROM \(rule.qualifiedTable) AS p WHERE \(sql.numbers.numbered("m.loser", alias: "p")))
                           AND NOT EXISTS (
                             SELECT 1 FROM temp.winnow_queue AS q WHERE q.first = \(first) AND q.winner = m.winner AND q.rid = m.loser)
                         """)
@@ -78,21 +71,16 @@ extension DedupeExecutor {
     }
 
     /// Empties the record of the children this rule's stretches re-pointed ahead, once its
-    /// losers are gone (where it holds any).
+    /// losers are gone (where it holds any: every run of such a rule reads whether it does).
     func forgetMovedAhead(_ sql: BatchStatements) throws {
-        let refs = sql.aheadRefs.compactMap { $0 }
-        guard !refs.isEmpty, try db.tableExists("winnow_moved_ahead") else { return }
-        let among = "ref IN (\(refs.map { String($0) }.joined(separator: ", ")))"
-        guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.winnow_moved_ahead WHERE \(among))") == true else { return }
-        // (Rows winnow wrote: their freed pages need no zeroing, as in ``forgetTaken(_:)``; and
-        // where the record holds no other rule's moves it is emptied whole, which frees its
-        // pages without rewriting them.)
-        let secure = try Int.fetchOne(db, sql: "PRAGMA main.secure_delete") ?? 0
-        try db.execute(sql: "PRAGMA main.secure_delete = FAST")
-        defer { try? db.execute(sql: "PRAGMA main.secure_delete = \(secure == 2 ? "FAST" : String(secure))") }
-        try writer.transaction(db) {
-            let others = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.winnow_moved_ahead WHERE NOT \(among))") ?? true
-            try db.execute(sql: others ? "DELETE FROM main.winnow_moved_ahead WHERE \(among)" : "DELETE FROM main.winnow_moved_ahead")
-        }
+        guard let own = try recordedMovesAhead(sql) else { return }
+        try forgetRecord("winnow_moved_ahead", own: own)
+    }
+
+    /// This rule's rows of `winnow_moved_ahead` (SQL over it) where the record holds any; nil
+    /// where it holds none (every run of a rule whose children may go ahead reads this twice).
+    private func recordedMovesAhead(_ sql: BatchStatements) throws -> String? {
+        guard let own = sql.movedAheadOwn, try db.tableExists("winnow_moved_ahead") else { return nil }
+        return try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.winnow_moved_ahead WHERE \(own))") == true ? own : nil
     }
 }
