@@ -74,6 +74,15 @@ final class MergeAheadTests: XCTestCase {
 
     static func writeNote(_ other: DatabaseQueue) { try? other.write { db in try db.execute(sql: Self.note) } }
 
+    /// A store of 6,000 customers, another connection to it (which the caller closes) that the
+    /// test writes ``note`` through, and the end batches by group give with that note.
+    func storeBesideANote() throws -> (path: String, other: DatabaseQueue, reference: String) {
+        let path = try makeStore("store.sqlite", customers: 6000)
+        let reference = try byGroup(path)
+        try ScenarioKit.execute(reference, Self.note)
+        return (path, try DatabaseQueue(path: path), reference)
+    }
+
     /// A copy of the store as a run killed right after its first stretch of merges leaves it
     /// (merged winners, their losers recorded as taken: those in the stretch's rowids deleted,
     /// the others still there): the job runs on `path` in batches of 20, its stretches ahead
@@ -713,11 +722,8 @@ final class MergeAheadTests: XCTestCase {
     /// settled whole, as they are then. A group merged ahead keeps its merge, and its losers
     /// (recorded as taken) are never counted again.
     func testACommitAfterTheFirstMergeStretchNeverCountsALoserTwice() throws {
-        let path = try makeStore("store.sqlite", customers: 6000)
-        let other = try DatabaseQueue(path: path)
+        let (path, other, reference) = try storeBesideANote()
         defer { try? other.close() }
-        let reference = try byGroup(path)
-        try ScenarioKit.execute(reference, Self.note)
         var wrote = false
         var first: Counts?
         let summary = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
@@ -739,11 +745,8 @@ final class MergeAheadTests: XCTestCase {
     /// values are already in its winner ends there, not at the end of the run. The end is the
     /// one batches by group give.
     func testAfterACommitTheLosersTheMergesTookGoBeforeAnyOtherGroup() throws {
-        let path = try makeStore("store.sqlite", customers: 6000)
-        let other = try DatabaseQueue(path: path)
+        let (path, other, reference) = try storeBesideANote()
         defer { try? other.close() }
-        let reference = try byGroup(path)
-        try ScenarioKit.execute(reference, Self.note)
         var wrote = false
         var takenLeft: Int?
         var takenAtMerges: [Int] = []
@@ -946,12 +949,9 @@ final class MergeAheadTests: XCTestCase {
     /// each loser once, and the end is the one batches by group give (the other connection's
     /// row aside).
     func testACommitBetweenTheStretchesOfLosersLeavesTheRestToTheBatches() throws {
-        let path = try makeStore("store.sqlite", customers: 6000)
-        let original = try ScenarioKit.userState(path)
-        let other = try DatabaseQueue(path: path)
+        let (path, other, reference) = try storeBesideANote()
         defer { try? other.close() }
-        let reference = try byGroup(path)
-        try ScenarioKit.execute(reference, Self.note)
+        let original = try ScenarioKit.userState(path)
         var wrote = false
         var merged = false
         var after: [Counts] = []

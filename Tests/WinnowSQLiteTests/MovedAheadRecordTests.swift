@@ -16,14 +16,15 @@ final class MovedAheadRecordTests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(at: dir) }
 
     /// 6,000 customers with keys drawn at random (groups of varying size, scattered), one
-    /// indexed order each on average.
-    func makeStore() throws -> String {
+    /// order each on average, through an index on `orders.customer_id` unless not `indexed`.
+    func makeStore(indexed: Bool = true) throws -> String {
         let path = dir.appendingPathComponent("store-\(UUID().uuidString).sqlite").path
         try TestSupport.makeDatabase(
             at: path,
             sql: ScenarioKit.scatteredCustomersSQL(
                 customers: 6000, orders: 6000, seed: 11, createdAt: 0..<40,
                 alsoCreate: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"))
+        if !indexed { try ScenarioKit.execute(path, "DROP INDEX orders_customer") }
         return path
     }
 
@@ -175,8 +176,9 @@ final class MovedAheadRecordTests: XCTestCase {
     /// its own (it stays, with its children), another group's key where it sorts last (its
     /// children go to that group's winner) and where it sorts first (it wins that group).
     func testChildrenOfALoserTakenOutOfItsGroupAfterAKillGoBackToIt() throws {
-        for archive in [false, true] {
-            let path = try makeStore()
+        // (Without an index on the reference too: its children are mapped for the stretches.)
+        for (archive, indexed) in [(false, true), (true, true), (false, false)] {
+            let path = try makeStore(indexed: indexed)
             let job = ScenarioKit.customersJob(size: 20, archive: archive)
             let (stopped, _) = try stoppedAfterFirstChildrenStretch(try copy(path, "run"), job: job)
             let moved = try movedLoser(stopped)
@@ -190,7 +192,7 @@ final class MovedAheadRecordTests: XCTestCase {
                 ("another group's key, last in it", "email = '\(moved.otherKey)', created_at = 1000"),
                 ("another group's key, first in it", "email = '\(moved.otherKey)', created_at = -1"),
             ] {
-                let label = "\(label), archive: \(archive)"
+                let label = "\(label), archive: \(archive), indexed: \(indexed)"
                 let changed = try copy(stopped, "changed")
                 try ScenarioKit.execute(changed, "UPDATE customers SET \(change) WHERE id = \(moved.loser)")
                 // The same change before an uninterrupted run.
@@ -231,6 +233,24 @@ final class MovedAheadRecordTests: XCTestCase {
         XCTAssertNotEqual(try TestSupport.contentDump(stopped), before)
         _ = try Restorer.restore(database: stopped, runID: try XCTUnwrap(done.runID))
         XCTAssertEqual(try TestSupport.contentDump(stopped), before, "the children the run moved back point at the winner again")
+    }
+
+    /// Restoring the stopped run puts its children back and forgets the moves it recorded: the
+    /// next run then ends as an uninterrupted one.
+    func testRestoreOfTheStoppedRunForgetsItsRecordedMoves() throws {
+        let path = try makeStore()
+        let original = try ScenarioKit.userState(path)
+        let job = ScenarioKit.customersJob(size: 20, archive: true)
+        let (stopped, _) = try stoppedAfterFirstChildrenStretch(try copy(path, "run"), job: job)
+        XCTAssertGreaterThan(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), 0)
+        let runID = try ScenarioKit.int(stopped, "SELECT max(id) FROM winnow_runs")
+        _ = try Restorer.restore(database: stopped, runID: Int64(runID))
+        XCTAssertEqual(try ScenarioKit.userState(stopped), original, "restore puts the children back")
+        XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_moved_ahead"), 0, "and forgets their moves")
+        let uninterrupted = try copy(path, "uninterrupted")
+        try ScenarioKit.run(job, db: uninterrupted)
+        try ScenarioKit.run(job, db: stopped)
+        XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(uninterrupted))
     }
 
     /// A child the killed run moved that another connection then points elsewhere is left as
