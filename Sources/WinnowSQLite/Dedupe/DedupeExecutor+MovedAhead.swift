@@ -4,11 +4,19 @@ import WinnowCore
 
 extension DedupeExecutor {
     /// Moves back to its loser every child that a stretch of an unfinished run re-pointed ahead
-    /// (`winnow_moved_ahead`) and whose loser is no longer its winner's loser: another
-    /// connection changed the loser's key, or its group got another winner, after the stretch
-    /// and before the run was killed. The batches of an uninterrupted run do the same for such
-    /// a loser (``BatchStatements/moveBack``); a child whose loser is a loser of another winner
-    /// now is then re-pointed to that winner with the loser's other children.
+    /// (`winnow_moved_ahead`) and whose loser is no longer in its winner's group: another
+    /// connection changed the loser's key after the stretch and before the run was killed. The
+    /// batches of an uninterrupted run do the same for such a loser
+    /// (``BatchStatements/moveBack``); a child whose loser is a loser of another winner now is
+    /// then re-pointed to that winner with the loser's other children.
+    ///
+    /// Loser and winner still in one group stay as they are, whichever row wins it now: its
+    /// batch takes the children of each of its losers to its winner, the moved ones with the
+    /// rest. A group is told by the winner the queue files its rows under, which for a queue
+    /// filed by group is the row its batch will rank first only once the batch has settled
+    /// the group's ties (``settleTiesAhead(_:state:)`` settles them ahead only for a queue
+    /// filed by position); so a group's rows are looked up, not the pair as the stretch
+    /// found it, and `plan`, whose queue is filed by group, counts the same moves as the run.
     ///
     /// A child moves back only while it still points where the stretch re-pointed it and its
     /// loser still exists. Called after the discovery and the settling of the winners, before
@@ -17,15 +25,20 @@ extension DedupeExecutor {
     func moveStrayChildrenBack(_ sql: BatchStatements, batchNumber: inout Int, totals: inout Counts) throws -> Counts {
         guard try recordedMovesAhead(sql) != nil else { return Counts() }
         let refs = sql.aheadRefs.enumerated().compactMap { index, ref in ref.map { (path: index, ref: $0) } }
-        // The queue files a loser under its winner (by group) or its own rowid (by position).
-        let first = filesByPosition ? "m.loser" : "m.winner"
         let number = batchNumber
         try db.execute(
             sql: """
                 DROP TABLE IF EXISTS temp.winnow_moved_back;
-                CREATE TEMP TABLE winnow_moved_back (child INTEGER PRIMARY KEY, loser INTEGER NOT NULL, winner INTEGER NOT NULL)
+                CREATE TEMP TABLE winnow_moved_back (child INTEGER PRIMARY KEY, loser INTEGER NOT NULL, winner INTEGER NOT NULL);
+                DROP TABLE IF EXISTS temp.winnow_moved_groups;
+                CREATE TEMP TABLE winnow_moved_groups (rid INTEGER PRIMARY KEY, grp INTEGER NOT NULL);
                 """)
-        defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_moved_back") }
+        defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_moved_back; DROP TABLE IF EXISTS temp.winnow_moved_groups") }
+        // The group of a row: the winner the queue files it under where it is a loser there,
+        // else the row itself (a winner, or no longer a duplicate).
+        func group(_ row: String) -> String {
+            "coalesce((SELECT g.grp FROM temp.winnow_moved_groups AS g WHERE g.rid = \(row)), \(row))"
+        }
         let work = try writer.transaction(db) { () -> BatchWork in
             try db.cachedStatement(sql: sql.clearMoves).execute()
             // (A dry run's writer takes the batch's rows for deleted ones.)
@@ -45,6 +58,14 @@ extension DedupeExecutor {
                     }
                     for move in moves { try unpack.execute(arguments: [move.child, move.loser, move.winner]) }
                 }
+                // The groups of the recorded losers and winners, in one read of the queue.
+                try db.execute(
+                    sql: """
+                        DELETE FROM temp.winnow_moved_groups;
+                        INSERT OR IGNORE INTO temp.winnow_moved_groups (rid, grp)
+                        SELECT q.rid, q.winner FROM temp.winnow_queue AS q
+                        WHERE q.rid IN (SELECT loser FROM temp.winnow_moved_back UNION SELECT winner FROM temp.winnow_moved_back)
+                        """)
                 try db.execute(
                     sql: """
                         INSERT INTO temp.winnow_moves (path, child, winner, loser)
@@ -52,8 +73,7 @@ extension DedupeExecutor {
                         CROSS JOIN \(rule.qualified(path.childTable)) AS c
                           ON c.\(path.childRowID) = m.child AND c.\(path.childColumns[0].sqlIdentifier) = m.winner
                         WHERE EXISTS (SELECT 1 FROM \(rule.qualifiedTable) AS p WHERE \(sql.numbers.numbered("m.loser", alias: "p")))
-                          AND NOT EXISTS (
-                            SELECT 1 FROM temp.winnow_queue AS q WHERE q.first = \(first) AND q.winner = m.winner AND q.rid = m.loser)
+                          AND \(group("m.loser")) IS NOT \(group("m.winner"))
                         """)
                 work.moved.append((path: index, count: db.changesCount))
             }
