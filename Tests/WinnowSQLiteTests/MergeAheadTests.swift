@@ -1257,4 +1257,48 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(planned.counts.deleted, done.counts.deleted)
         XCTAssertEqual(planned.counts.updated, done.counts.updated)
     }
+
+    /// Where the losers' children lie after many child rows that move nothing (older orders of
+    /// customers without duplicates), the stretches that found nothing to move say nothing of
+    /// those that do: each stretch of children applies at most ``BatchSizer/rowRangeMaxGrowth``
+    /// times the moves of the last one that applied any (the first at most
+    /// ``DedupeExecutor/childrenAheadStart``), and the end is the one batches by group give.
+    /// Another connection commits before each stretch, so that each takes its bounds alone.
+    func testStretchesOfChildrenGrowByTheirMovesNotByTheRowsBeforeThem() throws {
+        let path = try makeStore("store.sqlite", customers: 6000)
+        // 20,000 orders of customers whose e-mail no other customer shares, before all others.
+        try ScenarioKit.execute(
+            path,
+            """
+            CREATE TEMP TABLE single AS SELECT id, row_number() OVER (ORDER BY id) - 1 AS n FROM customers
+              WHERE lower(email) IN (SELECT lower(email) FROM customers GROUP BY 1 HAVING count(*) = 1);
+            CREATE TEMP TABLE kept AS SELECT customer_id, amount FROM orders ORDER BY id;
+            DELETE FROM orders;
+            WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 19999)
+            INSERT INTO orders (customer_id, amount)
+              SELECT (SELECT id FROM single WHERE n = i % (SELECT count(*) FROM single)), i FROM s;
+            INSERT INTO orders (customer_id, amount) SELECT customer_id, amount FROM kept ORDER BY rowid;
+            """)
+        let reference = try byGroup(path)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        AheadBatches.afterFindingMoves = { _ in Self.writeNote(other) }
+        defer { AheadBatches.afterFindingMoves = nil }
+        var stretches: [Int] = []
+        try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
+            guard case .batch(let report) = event, report.counts.repointed > 0, report.counts.deleted == 0,
+                report.counts.updated == 0
+            else { return }
+            stretches.append(report.counts.repointed)
+        }
+        XCTAssertGreaterThan(stretches.count, 2, "the children went ahead in stretches: \(stretches)")
+        XCTAssertLessThanOrEqual(stretches[0], DedupeExecutor.childrenAheadStart, "\(stretches)")
+        for (before, stretch) in zip(stretches, stretches.dropFirst()) {
+            XCTAssertLessThanOrEqual(Double(stretch), Double(before) * BatchSizer.rowRangeMaxGrowth, "\(stretches)")
+        }
+        let (done, expected) = (try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(done["customers"], expected["customers"])
+        XCTAssertEqual(done["orders"], expected["orders"])
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+    }
 }

@@ -286,6 +286,10 @@ struct BatchStatements {
     let movedAheadOwn: String?
     /// How many moves of path `?1`'s child rows in `(?2, ?3]` the record of the moves ahead holds.
     let countAhead = "SELECT count(*) FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3"
+    /// The `?4`th and the next of path `?1`'s moves found for child rows in `(?2, ?3]`, in child
+    /// order (counted from 0): where both exist, more than `?4` moves lie there and a piece of
+    /// a stretch that may apply only `?4` ends at the first (``AheadBatches``).
+    let aheadMoveAt = "SELECT child FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2 AND child <= ?3 ORDER BY child LIMIT 2 OFFSET ?4"
     /// Forgets the moves of path `?1` found past `?2` and never applied (its stretches ended).
     let forgetAhead = "DELETE FROM temp.winnow_ahead WHERE path = ?1 AND child > ?2"
     /// Per path re-pointed ahead: the map (`winnow_refs`) of its child rows in `(?1, ?2]`, after

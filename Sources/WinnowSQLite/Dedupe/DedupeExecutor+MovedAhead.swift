@@ -21,7 +21,8 @@ extension DedupeExecutor {
     /// A child moves back only while it still points where the stretch re-pointed it and its
     /// loser still exists. Called after the discovery and the settling of the winners, before
     /// any stretch or batch; one transaction, journaled and counted as a batch of its own
-    /// (re-pointed rows). Returns its counts (none where nothing was recorded for this rule).
+    /// (re-pointed rows), where any may go back. Returns its counts (none where nothing was
+    /// recorded for this rule or nothing went back).
     func moveStrayChildrenBack(_ sql: BatchStatements, batchNumber: inout Int, totals: inout Counts) throws -> Counts {
         guard try recordedMovesAhead(sql) != nil else { return Counts() }
         let refs = sql.aheadRefs.enumerated().compactMap { index, ref in ref.map { (path: index, ref: $0) } }
@@ -29,51 +30,78 @@ extension DedupeExecutor {
         try db.execute(
             sql: """
                 DROP TABLE IF EXISTS temp.winnow_moved_back;
-                CREATE TEMP TABLE winnow_moved_back (child INTEGER PRIMARY KEY, loser INTEGER NOT NULL, winner INTEGER NOT NULL);
+                CREATE TEMP TABLE winnow_moved_back (
+                    path INTEGER NOT NULL, child INTEGER NOT NULL, loser INTEGER NOT NULL, winner INTEGER NOT NULL,
+                    PRIMARY KEY (path, child)
+                ) WITHOUT ROWID;
                 DROP TABLE IF EXISTS temp.winnow_moved_groups;
                 CREATE TEMP TABLE winnow_moved_groups (rid INTEGER PRIMARY KEY, grp INTEGER NOT NULL);
                 """)
         defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_moved_back; DROP TABLE IF EXISTS temp.winnow_moved_groups") }
-        // The group of a row: the winner the queue files it under where it is a loser there,
-        // else the row itself (a winner, or no longer a duplicate).
-        func group(_ row: String) -> String {
-            "coalesce((SELECT g.grp FROM temp.winnow_moved_groups AS g WHERE g.rid = \(row)), \(row))"
+        // Which moves may go back is found before the write transaction, in the temporary
+        // database: only a stray's still need the rows as they are, inside it (merge-500 at
+        // 1,600,000 customers, 194,000 moves recorded: unpacking them, their groups and their
+        // children took 2.4-3.4 s, with the lock held; a 1 s limit).
+        // The moves recorded for each reference, the last recorded for a child last: each
+        // record's row read alone (in a rollback journal a read holds other connections'
+        // commits back), then unpacked in one transaction of the temporary database only.
+        var records: [(path: Int, moves: Data)] = []
+        for (index, ref) in refs {
+            var after = Int64.min
+            while let row = try Row.fetchOne(
+                db, sql: "SELECT rowid, moves FROM main.winnow_moved_ahead WHERE ref = ? AND rowid > ? ORDER BY rowid LIMIT 1",
+                arguments: [ref, after])
+            {
+                after = row[0]
+                records.append((index, row[1]))
+            }
         }
+        try db.inTransaction(.deferred) {
+            let unpack = try db.cachedStatement(sql: "INSERT OR REPLACE INTO temp.winnow_moved_back VALUES (?, ?, ?, ?)")
+            for record in records {
+                guard let moves = MovedAheadRecord.moves([UInt8](record.moves)) else {
+                    throw WinnowError.internal("winnow_moved_ahead holds a record that is not one of moves; the run was stopped")
+                }
+                for move in moves { try unpack.execute(arguments: [record.path, move.child, move.loser, move.winner]) }
+            }
+            return .commit
+        }
+        records = []
+        // The group of a row: the winner the queue files it under where it is a loser there,
+        // else the row itself (a winner, or no longer a duplicate); the moves whose loser is
+        // still in its winner's group stay. A queue filed by position is keyed by each loser's
+        // rowid; one filed by group by its winner, so the groups of the recorded losers and
+        // winners are read from it first, in one pass.
+        func group(_ row: String) -> String {
+            filesByPosition
+                ? "coalesce((SELECT q.winner FROM temp.winnow_queue AS q WHERE q.first = \(row)), \(row))"
+                : "coalesce((SELECT g.grp FROM temp.winnow_moved_groups AS g WHERE g.rid = \(row)), \(row))"
+        }
+        if !filesByPosition {
+            try db.execute(
+                sql: """
+                    INSERT OR IGNORE INTO temp.winnow_moved_groups (rid, grp)
+                    SELECT q.rid, q.winner FROM temp.winnow_queue AS q
+                    WHERE q.rid IN (SELECT loser FROM temp.winnow_moved_back UNION SELECT winner FROM temp.winnow_moved_back)
+                    """)
+        }
+        try db.execute(sql: "DELETE FROM temp.winnow_moved_back WHERE \(group("loser")) IS \(group("winner"))")
+        guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM temp.winnow_moved_back)") == true else { return Counts() }
         let work = try writer.transaction(db) { () -> BatchWork in
             try db.cachedStatement(sql: sql.clearMoves).execute()
             // (A dry run's writer takes the batch's rows for deleted ones.)
             try db.execute(sql: "DELETE FROM temp.winnow_batch")
             var work = BatchWork(number: number)
-            for (index, ref) in refs {
+            for (index, _) in refs {
                 let path = rule.references[index]
-                // The moves recorded for this reference, the last recorded for a child last.
-                try db.execute(sql: "DELETE FROM temp.winnow_moved_back")
-                let unpack = try db.cachedStatement(sql: "INSERT OR REPLACE INTO temp.winnow_moved_back VALUES (?, ?, ?)")
-                let blobs = try Row.fetchCursor(
-                    db, sql: "SELECT moves FROM main.winnow_moved_ahead WHERE ref = ? ORDER BY rowid", arguments: [ref])
-                while let row = try blobs.next() {
-                    let data: Data = row[0]
-                    guard let moves = MovedAheadRecord.moves([UInt8](data)) else {
-                        throw WinnowError.internal("winnow_moved_ahead holds a record that is not one of moves; the run was stopped")
-                    }
-                    for move in moves { try unpack.execute(arguments: [move.child, move.loser, move.winner]) }
-                }
-                // The groups of the recorded losers and winners, in one read of the queue.
-                try db.execute(
-                    sql: """
-                        DELETE FROM temp.winnow_moved_groups;
-                        INSERT OR IGNORE INTO temp.winnow_moved_groups (rid, grp)
-                        SELECT q.rid, q.winner FROM temp.winnow_queue AS q
-                        WHERE q.rid IN (SELECT loser FROM temp.winnow_moved_back UNION SELECT winner FROM temp.winnow_moved_back)
-                        """)
                 try db.execute(
                     sql: """
                         INSERT INTO temp.winnow_moves (path, child, winner, loser)
                         SELECT \(index), m.child, m.loser, m.winner FROM temp.winnow_moved_back AS m
                         CROSS JOIN \(rule.qualified(path.childTable)) AS c
                           ON c.\(path.childRowID) = m.child AND c.\(path.childColumns[0].sqlIdentifier) = m.winner
-                        WHERE EXISTS (SELECT 1 FROM \(rule.qualifiedTable) AS p WHERE \(sql.numbers.numbered("m.loser", alias: "p")))
-                          AND \(group("m.loser")) IS NOT \(group("m.winner"))
+                        WHERE m.path = \(index)
+                          AND EXISTS (SELECT 1 FROM \(rule.qualifiedTable) AS p WHERE \(sql.numbers.numbered("m.loser", alias: "p")))
                         """)
                 work.moved.append((path: index, count: db.changesCount))
             }

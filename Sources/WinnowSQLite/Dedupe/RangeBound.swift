@@ -14,12 +14,20 @@ struct RangeBound: Sendable {
     let full: String
     /// The last value after `?1`.
     let last: String
+    /// How many rows (or distinct values) lie in `(?1, ?2]`.
+    let count: String
 
     /// The values of `column` in the table `source` (ordered by an index or the rowid, so that
     /// neither statement sorts), each counted once where `distinct`.
     init(_ column: String, in source: String, distinct: Bool = false) {
         full = "SELECT \(distinct ? "DISTINCT " : "")\(column) FROM \(source) WHERE \(column) > ? ORDER BY \(column) LIMIT 1 OFFSET ?"
         last = "SELECT max(\(column)) FROM \(source) WHERE \(column) > ?"
+        count = "SELECT count(\(distinct ? "DISTINCT " : "")\(column)) FROM \(source) WHERE \(column) > ? AND \(column) <= ?"
+    }
+
+    /// How many rows (or distinct values) lie in `(after, upTo]`.
+    func rows(_ db: Database, after: Int64, upTo: Int64) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: count), arguments: [after, upTo]) ?? 0
     }
 
     /// The end of the next `size` values after `after`; nil when none is left (or `size` is 0).
