@@ -799,6 +799,45 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
     }
 
+    /// Another connection changes a loser copied with its values in the first piece of the
+    /// queue's copy before the next piece is read: the copy stops there, no stretch of merges
+    /// applies a decision, and the batches settle every group as the rows are then (as batches
+    /// by group give on the store with the same change).
+    func testACommitBetweenTwoPiecesOfTheCopyOfTheLosersLeavesTheMergesToTheBatches() throws {
+        let path = try makeStore("store.sqlite")
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        let changed = dir.appendingPathComponent("changed.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: changed)
+        var change: String?
+        var pieces = 0
+        DedupeExecutor.afterCopyingMergeRows = { db in
+            pieces += 1
+            guard change == nil else { return }
+            let loser = try XCTUnwrap(Int64.fetchOne(db, sql: "SELECT rid FROM temp.winnow_copied ORDER BY rid LIMIT 1"))
+            change = "UPDATE customers SET visits = visits + 1000 WHERE id = \(loser)"
+            try other.write { db in try db.execute(sql: change!) }
+        }
+        defer { DedupeExecutor.afterCopyingMergeRows = nil }
+        var decided = 0
+        DedupeExecutor.afterDecidingMerges = { _ in decided += 1 }
+        defer { DedupeExecutor.afterDecidingMerges = nil }
+        var batches: [Counts] = []
+        let summary = try withAheadStart(100) {
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
+                if case .batch(let report) = event { batches.append(report.counts) }
+            }
+        }
+        try ScenarioKit.execute(changed, try XCTUnwrap(change))
+        let reference = try byGroup(changed)
+        XCTAssertEqual(pieces, 1, "no piece was copied after the commit")
+        XCTAssertEqual(decided, 0, "nor decided")
+        XCTAssertGreaterThan(summary.counts.updated, 20)
+        XCTAssertTrue(batches.allSatisfy { $0.updated <= 20 }, "batches of 20 groups merged, no stretch")
+        XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0)
+    }
+
     /// Another connection changes a loser of a group decided in the first piece of the merge
     /// decisions before the next piece is read: the pieces stop there, no stretch of merges
     /// applies a decision, and the batches settle every group as the rows are then, so the

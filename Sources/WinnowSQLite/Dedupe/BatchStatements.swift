@@ -176,9 +176,19 @@ struct BatchStatements {
     /// look-up at a random place of the table, a read from the file for most of them where the
     /// table is larger than the page cache.
     let createTakeable: String
+    /// The queue's losers filed in `(?1, ?2]`, with their merge columns, appended to
+    /// `temp.winnow_copied` (``createTakeable``).
+    let fillTakeable: String
+    /// `temp.winnow_copied` sorted into the queue's copy by winner, and dropped: one sort of
+    /// the temporary database's rows, where copying each piece into the copy by winner
+    /// inserted all over it (merge-500 at 1,600,000 customers: 2.0-2.1 s against 1.1-1.2 s for
+    /// the copy in one read).
+    let sortTakeable: String
     /// Drops the queue's copy by winner and the merge decisions, once the stretches of merges
     /// are over (or the decisions stopped at another connection's commit).
-    let dropDecisions = "DROP TABLE IF EXISTS temp.winnow_decided; DROP TABLE IF EXISTS temp.winnow_takeable"
+    let dropDecisions = """
+        DROP TABLE IF EXISTS temp.winnow_decided; DROP TABLE IF EXISTS temp.winnow_takeable; DROP TABLE IF EXISTS temp.winnow_copied
+        """
     /// ``rankTiedQueue`` for every group of the queue with any tied row (a merge follows the
     /// order of the losers too), and the queue's losers numbered by it.
     let rankEveryTiedQueue: String
@@ -382,9 +392,19 @@ struct BatchStatements {
                 winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL\(carried.map { ", \($0)" }.joined()),
                 PRIMARY KEY (winner, rn, rid)
             ) WITHOUT ROWID;
-            INSERT INTO temp.winnow_takeable (winner, rn, rid\(carried.map { ", \($0)" }.joined()))
+            DROP TABLE IF EXISTS temp.winnow_copied;
+            CREATE TEMP TABLE winnow_copied (
+                winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL\(carried.map { ", \($0)" }.joined())
+            );
+            """
+        fillTakeable = """
+            INSERT INTO temp.winnow_copied (winner, rn, rid\(carried.map { ", \($0)" }.joined()))
             SELECT q.winner, q.rn, q.rid\(mergeSelected.isEmpty ? "" : ", \(mergeSelected)") FROM temp.winnow_queue AS q
-            \(numbers.join("t", numbered: "q.rid")) ORDER BY 1, 2, 3;
+            \(numbers.join("t", numbered: "q.rid")) WHERE q.first > ? AND q.first <= ?
+            """
+        sortTakeable = """
+            INSERT INTO temp.winnow_takeable SELECT * FROM temp.winnow_copied ORDER BY 1, 2, 3;
+            DROP TABLE temp.winnow_copied;
             """
         func mergeRows(_ filter: String) -> String {
             """
