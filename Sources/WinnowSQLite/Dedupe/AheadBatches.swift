@@ -191,11 +191,14 @@ struct AheadBatches: BatchSource {
     func movesBound(_ after: Int64, size: Int, end: Int64? = nil, progress: StretchProgress, first: Bool = false) throws -> Int64? {
         guard let end = try end ?? nextBound(after: after, size: size) else { return nil }
         guard let room = movesRoom(progress) else { return end }
-        guard let found = progress.foundUpTo, found > after else { return first ? end : nil }
-        guard room > 0 else { return first ? end : nil }
+        guard room > 0, let found = progress.foundUpTo, found > after else { return first ? end : nil }
         var cut = min(end, found)
-        let moves = try Int64.fetchAll(db.cachedStatement(sql: sql.aheadMoveAt), arguments: [path, after, cut, room - 1])
-        if moves.count == 2 { cut = moves[0] }
+        // (A child row has one move at most: `size` rows hold no more than `room` where `size`
+        // is no more, and nothing needs counting.)
+        if size > room {
+            let moves = try Int64.fetchAll(db.cachedStatement(sql: sql.aheadMoveAt), arguments: [path, after, cut, room - 1])
+            if moves.count == 2 { cut = moves[0] }
+        }
         if cut < end { progress.overcount += max(0, size - (try next.rows(db, after: after, upTo: cut))) }
         return cut
     }

@@ -311,9 +311,9 @@ extension DedupeExecutor {
     /// Decides every group's merge before the stretches of merges (``MergeAheadBatches``) into
     /// `temp.winnow_decided`, and returns the decisions' count and column sets. The queue's
     /// losers are copied by winner with their values (``BatchStatements/fillTakeable``), in
-    /// pieces of the queue read as the decisions' are, then the groups are read with their winners' values and decided in pieces of whole groups,
-    /// each read within half of `max_transaction_ms` at the cost per loser of the read before it
-    /// (``StretchFill/findPiece(_:secondsPerRow:)``), the first of ``aheadStart`` losers. In a
+    /// pieces of the queue, then the groups are read with their winners' values and decided in
+    /// pieces of whole groups, each piece read within half of `max_transaction_ms`
+    /// (``piecesAsFound(_:foundAt:then:piece:)``), the first of ``aheadStart`` losers. In a
     /// rollback journal a read holds back every other connection's commit: at merge-500's
     /// 1,600,000 customers the decisions were one read of 2.5 s under a 1 s limit. Each piece
     /// first reads `PRAGMA data_version` in its own transaction: after another connection's
@@ -326,58 +326,60 @@ extension DedupeExecutor {
             try db.execute(sql: sql.createDecided)
             return .commit
         }
-        let fill = StretchFill(maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
-        // The copy too in pieces of the queue (filed by position), each read within half the
-        // limit: one read of the losers' values took 1.0-1.4 s at merge-500's 1,600,000
-        // customers under a 1 s limit (`WINNOW_SQL_PROFILE=trace`).
-        var (from, size, secondsPerCopied) = (Int64.min, Self.aheadStart, nil as Double?)
-        while let upTo = try sql.nextBatch.next(db, after: from, size: size) {
-            let started = Date()
-            var changed = false
-            try db.inTransaction(.deferred) {
-                changed = try !unchanged(since: foundAt)
-                guard !changed else { return .commit }
-                try db.cachedStatement(sql: sql.fillTakeable).execute(arguments: [from, upTo])
-                return .commit
-            }
-            guard !changed else {
-                try db.execute(sql: sql.dropDecisions)
-                return nil
-            }
-            secondsPerCopied = Date().timeIntervalSince(started) / Double(size)
-            try Self.afterCopyingMergeRows?(db)
-            from = upTo
-            size = fill.findPiece(Int(Int32.max), secondsPerRow: secondsPerCopied)
+        // The copy too in pieces of the queue (filed by position): one read of the losers'
+        // values took 1.0-1.4 s at merge-500's 1,600,000 customers under a 1 s limit
+        // (`WINNOW_SQL_PROFILE=trace`).
+        let copied = try piecesAsFound(sql.nextBatch, foundAt: foundAt, then: Self.afterCopyingMergeRows) { after, upTo in
+            try db.cachedStatement(sql: sql.fillTakeable).execute(arguments: [after, upTo])
+        }
+        guard copied else {
+            try db.execute(sql: sql.dropDecisions)
+            return nil
         }
         try db.inTransaction(.deferred) {
             try db.execute(sql: sql.sortTakeable)
             return .commit
         }
         var decided = BatchWork(number: 0)
-        var (after, losers, secondsPerLoser) = (Int64.min, Self.aheadStart, nil as Double?)
-        while let upTo = try sql.nextTakeable.next(db, after: after, size: losers) {
+        // (A transaction for each piece: one read of the rows, and no commit of the temporary
+        // database after each decision.)
+        let asFound = try piecesAsFound(sql.nextTakeable, foundAt: foundAt, then: Self.afterDecidingMerges) { after, upTo in
+            try readMerges(sql, into: &decided, skipsTaken: skipsTaken, winners: (after, upTo))
+            try db.execute(sql: sql.keepDecided)
+        }
+        guard asFound else {
+            try db.execute(sql: sql.dropDecisions)
+            return nil
+        }
+        return decided
+    }
+
+    /// Runs `piece` over the ranges of `next` (the values of a temporary table), from
+    /// ``aheadStart`` units, each in a deferred transaction of its own, the next as many as
+    /// fit in half of `max_transaction_ms` at the cost per unit just measured
+    /// (``StretchFill/findPiece(_:secondsPerRow:)``), with `then` after each, outside it.
+    /// Each first reads `PRAGMA data_version`: false, where another connection has committed
+    /// since `foundAt`, with nothing more read.
+    private func piecesAsFound(
+        _ next: RangeBound, foundAt: Int64, then: ((Database) throws -> Void)?, piece: (_ after: Int64, _ upTo: Int64) throws -> Void
+    ) throws -> Bool {
+        let fill = StretchFill(maxTransactionMilliseconds: settings.maxTransactionMilliseconds)
+        var (after, size) = (Int64.min, Self.aheadStart)
+        while let upTo = try next.next(db, after: after, size: size) {
             let started = Date()
-            // (A transaction of its own: one read of the rows, and no commit of the temporary
-            // database after each decision.)
             var changed = false
             try db.inTransaction(.deferred) {
                 changed = try !unchanged(since: foundAt)
-                guard !changed else { return .commit }
-                try readMerges(sql, into: &decided, skipsTaken: skipsTaken, winners: (after, upTo))
-                try db.execute(sql: sql.keepDecided)
+                if !changed { try piece(after, upTo) }
                 return .commit
             }
-            guard !changed else {
-                try db.execute(sql: sql.dropDecisions)
-                return nil
-            }
-            secondsPerLoser = Date().timeIntervalSince(started) / Double(losers)
-            try Self.afterDecidingMerges?(db)
+            if changed { return false }
+            let secondsPerUnit = Date().timeIntervalSince(started) / Double(size)
+            try then?(db)
             after = upTo
-            // (As many as fit: `findPiece` cuts them to half the limit at the cost just measured.)
-            losers = fill.findPiece(Int(Int32.max), secondsPerRow: secondsPerLoser)
+            size = fill.findPiece(Int(Int32.max), secondsPerRow: secondsPerUnit)
         }
-        return decided
+        return true
     }
 
     /// Called after each piece of the copy of the queue's losers with their values

@@ -35,7 +35,6 @@ extension DedupeExecutor {
                     PRIMARY KEY (path, child)
                 ) WITHOUT ROWID;
                 DROP TABLE IF EXISTS temp.winnow_moved_groups;
-                CREATE TEMP TABLE winnow_moved_groups (rid INTEGER PRIMARY KEY, grp INTEGER NOT NULL);
                 """)
         defer { try? db.execute(sql: "DROP TABLE IF EXISTS temp.winnow_moved_back; DROP TABLE IF EXISTS temp.winnow_moved_groups") }
         // Which moves may go back is found before the write transaction, in the temporary
@@ -80,6 +79,7 @@ extension DedupeExecutor {
         if !filesByPosition {
             try db.execute(
                 sql: """
+                    CREATE TEMP TABLE winnow_moved_groups (rid INTEGER PRIMARY KEY, grp INTEGER NOT NULL);
                     INSERT OR IGNORE INTO temp.winnow_moved_groups (rid, grp)
                     SELECT q.rid, q.winner FROM temp.winnow_queue AS q
                     WHERE q.rid IN (SELECT loser FROM temp.winnow_moved_back UNION SELECT winner FROM temp.winnow_moved_back)
