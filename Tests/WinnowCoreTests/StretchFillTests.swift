@@ -6,7 +6,7 @@ import XCTest
 /// How far a transaction of a loop over row ranges takes more rows, against modelled costs: a
 /// cost per row (that may rise within the transaction) and a commit paid at its end.
 final class StretchFillTests: XCTestCase {
-    /// Runs one filled transaction: `first` rows, then pieces while ``StretchFill/more(units:elapsed:)``
+    /// Runs one filled transaction: `first` rows, then pieces while ``StretchFill/more(units:elapsed:last:)``
     /// allows, each row costing `perUnit` times `rise` to the power of the piece's number;
     /// returns its rows, its pieces and its time with `commit` added.
     func transaction(
@@ -40,13 +40,21 @@ final class StretchFillTests: XCTestCase {
         var fill = StretchFill(maxTransactionMilliseconds: 1000)
         fill.recordCommit(seconds: 0.08)
         XCTAssertTrue(fill.fills)
-        // 0.9 s - 0.1 s taken - 0.1 s for the commit leaves 0.7 s, at 125 µs a row with the margin.
-        XCTAssertEqual(Double(fill.more(units: 1000, elapsed: 0.1) ?? 0), 5600, accuracy: 1)
+        // 0.9 s - 0.5 s taken - 0.1 s for the commit leaves 0.3 s, at 62.5 µs a row with the margin.
+        XCTAssertEqual(Double(fill.more(units: 10_000, elapsed: 0.5) ?? 0), 4800, accuracy: 1)
+        // Where more fit (0.7 s at 125 µs a row: 5,600), no more than the rows taken.
+        XCTAssertEqual(fill.more(units: 1000, elapsed: 0.1), 1000)
+        // At the cost a row of the last piece where higher: 0.3 s at 100 µs a row.
+        XCTAssertEqual(
+            Double(fill.more(units: 10_000, elapsed: 0.5, last: StretchFill.Piece(units: 1000, seconds: 0.08)) ?? 0), 3000, accuracy: 1)
+        XCTAssertEqual(
+            Double(fill.more(units: 10_000, elapsed: 0.5, last: StretchFill.Piece(units: 1000, seconds: 0.01)) ?? 0), 4800, accuracy: 1)
         // The longest commit seen is the one predicted.
         fill.recordCommit(seconds: 0.02)
         XCTAssertEqual(fill.commitCost, 0.08)
-        // The rest of the work may take 0.95 of the limit: 0.75 s left, 6,000 rows.
-        XCTAssertEqual(Double(fill.rest(units: 1000, elapsed: 0.1) ?? 0), 6000, accuracy: 1)
+        // The rest of the work may take 0.95 of the limit: 0.35 s left, 5,600 rows.
+        XCTAssertEqual(Double(fill.rest(units: 10_000, elapsed: 0.5) ?? 0), 5600, accuracy: 1)
+        XCTAssertEqual(fill.rest(units: 1000, elapsed: 0.1), 1000)
     }
 
     /// No piece once the time left is spent, nor one smaller than a sixteenth of the rows taken.
@@ -78,6 +86,51 @@ final class StretchFillTests: XCTestCase {
                         XCTAssertGreaterThan(t.pieces, 1, label)
                         if rise == 1 {
                             XCTAssertGreaterThan(t.seconds, seconds * 0.6, "filled: \(t.units) rows, \(label)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Where the rows after a transaction's bounds cost more than those in them (the losers the
+    /// merges left lie sparser towards the end of a table, so each costs a page of its own),
+    /// `extend` takes no piece larger than the rows taken so far, each predicted at the cost a
+    /// row of the piece before it where that is higher, and the transaction stays within the
+    /// limit: from bounds of a twentieth of it, rows further on up to four times as dear.
+    func testRowsDearerFurtherOnKeepTheTransactionWithinTheLimit() throws {
+        for limit in [250, 1000, 5000] {
+            let seconds = Double(limit) / 1000
+            for commitShare in [0.05, 0.2] {
+                for step in [1.0, 2.0, 4.0] {
+                    // A table of more work than fits, and one whose rest fits at the bounds' cost.
+                    for total in [Int64.max / 4, 3_000_000] {
+                        var fill = StretchFill(maxTransactionMilliseconds: limit)
+                        let commit = seconds * commitShare
+                        fill.recordCommit(seconds: commit)
+                        let perUnit = 0.000_000_5
+                        let first = Int(seconds * 0.05 / perUnit)
+                        var clock = Date(timeIntervalSince1970: 0)
+                        let started = clock
+                        clock += 0.0002 + perUnit * Double(first)
+                        var taken = first
+                        var largest = 0.0
+                        let ended = try fill.extend(
+                            BatchBounds(after: 0, upTo: Int64(first), size: first), started: started, now: { clock },
+                            nextBound: { after, size in after < total ? min(total, after + Int64(size)) : nil },
+                            apply: { after, upTo in
+                                let rows = Int(upTo - after)
+                                largest = max(largest, Double(rows) / Double(taken))
+                                taken += rows
+                                clock += perUnit * step * Double(rows)
+                            })
+                        let time = clock.timeIntervalSince(started) + commit
+                        let label = "limit \(limit) ms, commit \(commitShare), rows past the bounds \(step)x, \(total) rows"
+                        XCTAssertLessThanOrEqual(time, seconds, label)
+                        XCTAssertLessThanOrEqual(largest, StretchFill.mostPiece, label)
+                        XCTAssertEqual(ended.upTo, Int64(taken), label)
+                        if step == 1 && total > ended.upTo {
+                            XCTAssertGreaterThan(time, seconds * 0.6, "filled: \(ended.units) rows, \(label)")
                         }
                     }
                 }
