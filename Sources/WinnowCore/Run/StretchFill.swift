@@ -51,11 +51,11 @@ public struct StretchFill {
     /// Where its `last` piece cost more a row than the transaction so far, at that cost: the
     /// rows further on are more like the last ones.
     public func more(units: Int, elapsed: TimeInterval, last: Piece? = nil) -> Int? {
-        piece(fits(units: units, elapsed: elapsed, within: Self.share, last: last), after: units)
+        piece(fits(units: units, elapsed: elapsed, within: Self.share, last: last), after: units).map { capped($0, after: units) }
     }
 
     /// A piece a transaction has taken: its rows and their time.
-    public struct Piece: Equatable {
+    public struct Piece {
         public var units: Int
         public var seconds: TimeInterval
         public init(units: Int, seconds: TimeInterval) { (self.units, self.seconds) = (units, seconds) }
@@ -71,7 +71,7 @@ public struct StretchFill {
     /// At most ``mostPiece`` of the rows taken, as a piece.
     public func rest(units: Int, elapsed: TimeInterval, last: Piece? = nil) -> Int? {
         guard let fits = fits(units: units, elapsed: elapsed, within: Self.restShare, last: last), fits >= 1 else { return nil }
-        return Self.whole(min(fits, Double(units) * Self.mostPiece))
+        return capped(fits, after: units)
     }
 
     /// The rows that fit in `share` of the limit after `elapsed` seconds (and, where `commits`,
@@ -95,10 +95,15 @@ public struct StretchFill {
     }
 
     /// `fits` as a next piece after `units` rows: nil where it is none or less than
-    /// ``leastPiece`` of them; at most ``mostPiece`` of them (`capped`).
-    private func piece(_ fits: Double?, after units: Int, capped: Bool = true) -> Int? {
+    /// ``leastPiece`` of them.
+    private func piece(_ fits: Double?, after units: Int) -> Double? {
         guard let fits, fits >= max(1, Double(units) * Self.leastPiece) else { return nil }
-        return Self.whole(capped ? min(fits, Double(units) * Self.mostPiece) : fits)
+        return fits
+    }
+
+    /// `fits` rows as a piece of a transaction after `units` rows: at most ``mostPiece`` of them.
+    private func capped(_ fits: Double, after units: Int) -> Int {
+        Self.whole(min(fits, Double(units) * Self.mostPiece))
     }
 
     /// A count of rows, kept far below `Int.max`.
@@ -118,7 +123,7 @@ public struct StretchFill {
     /// find inside, holding its lock.
     public func findMore(units: Int, elapsed: TimeInterval) -> Int? {
         // (Outside the transaction: no commit to keep room for.)
-        piece(fits(units: units, elapsed: elapsed, within: Self.findShare, commits: false), after: units, capped: false)
+        piece(fits(units: units, elapsed: elapsed, within: Self.findShare, commits: false), after: units).map(Self.whole)
     }
 
     /// The rows of one read of the finding before a transaction: `rows`, cut to what fits in
