@@ -49,6 +49,9 @@ struct BatchStatements {
     /// The losers a stretch of merges deleted (``fillBatchTaken``), out of the queue, so that no
     /// batch after it takes them again.
     let forgetQueuedTaken = "DELETE FROM temp.winnow_queue WHERE first > ? AND first <= ? AND winner <= ?"
+    /// How many losers a stretch of merges would delete (``fillBatchTaken``'s rows), counted
+    /// before its transaction (``RowBudget``).
+    let countQueuedTaken = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ? AND winner <= ?"
     /// The batch's losers that still share their winner's key, every one marked tied: each group
     /// is settled by the full winner order on its rows as they are now (another connection may
     /// have changed a winner term since the discovery).

@@ -28,6 +28,11 @@ import WinnowCore
 /// stretches of their rowids after these (``DeleteAheadBatches``); the last stretch takes
 /// every loser after it too, and every loser of a winner after its last (those winners'
 /// merges change nothing).
+///
+/// A stretch is sized in winners, and its losers are counted before it: where its winners and
+/// those losers are more rows than the time per row of the stretch before puts at half the
+/// limit, it takes fewer winners (``RowBudget``). Further along the table more of a stretch's
+/// losers have their winner merged, so a winner costs more from one stretch to the next.
 struct MergeAheadBatches: BatchSource {
     let executor: DedupeExecutor
     let sql: BatchStatements
@@ -39,6 +44,8 @@ struct MergeAheadBatches: BatchSource {
     var state: DedupeExecutor.BatchState
     /// Whether the deletions check the references they touch (foreign-key enforcement is off).
     let checksReferences: Bool
+    /// The time per row written of the latest stretch, and the rows it allows the next.
+    private var budget: RowBudget
 
     init(
         executor: DedupeExecutor, sql: BatchStatements, foundAt: Int64, columnSets: [[Int]], state: DedupeExecutor.BatchState,
@@ -52,6 +59,7 @@ struct MergeAheadBatches: BatchSource {
         // The stretch's losers are read after their winners' merges: nothing is merged again.
         self.state.mergedAhead = true
         self.checksReferences = checksReferences
+        budget = RowBudget(maxTransactionMilliseconds: executor.settings.maxTransactionMilliseconds)
     }
 
     private var db: Database { executor.db }
@@ -63,6 +71,8 @@ struct MergeAheadBatches: BatchSource {
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
+        let bounds = try budgeted(bounds)
+        let started = Date()
         let (executor, sql, foundAt, columnSets, checksReferences) = (executor, sql, foundAt, columnSets, checksReferences)
         // The losers in the stretch's rowids whose winners are merged, its own or an earlier
         // stretch's: both bounds are its last winner. The last stretch deletes the losers after
@@ -107,10 +117,40 @@ struct MergeAheadBatches: BatchSource {
             return (counts, counts.deleted + counts.skipped, samples)
         }
         guard let applied else { return nil }
+        let rows = applied.counts.updated + applied.counts.deleted
+        budget.record(rows: rows, seconds: Self.secondsPerRow.map { $0 * Double(rows) } ?? Date().timeIntervalSince(started))
         return BatchOutcome(
             counts: applied.counts, units: bounds.size, done: applied.done, samples: applied.samples,
-            isBatch: applied.counts.updated > 0 || applied.counts.deleted > 0)
+            isBatch: applied.counts.updated > 0 || applied.counts.deleted > 0, upTo: bounds.upTo)
     }
+
+    /// `bounds`, with fewer winners where they and the losers the stretch would delete are more
+    /// rows than ``RowBudget`` allows: the losers counted in the queue (a read of the temporary
+    /// database, before the write transaction), the winners cut in proportion, at most
+    /// ``budgetCounts`` times (the losers are not spread evenly along the table).
+    private func budgeted(_ bounds: BatchBounds) throws -> BatchBounds {
+        guard budget.room != nil else { return bounds }
+        var (size, upTo) = (bounds.size, bounds.upTo)
+        for _ in 0..<Self.budgetCounts {
+            // (As the stretch reaches: the last one takes every loser left after it. Its winners
+            // as they lie: the last stretch's may be fewer than its size.)
+            let reach = try nextBound(after: upTo, size: 1) == nil ? Int64.max : upTo
+            let losers =
+                try Int.fetchOne(db.cachedStatement(sql: sql.countQueuedTaken), arguments: [bounds.after, reach, reach]) ?? 0
+            let winners = min(size, try sql.nextDecided.rows(db, after: bounds.after, upTo: upTo))
+            guard let cut = budget.cut(units: winners, rows: winners + losers),
+                let end = try nextBound(after: bounds.after, size: cut), end < upTo
+            else { break }
+            (size, upTo) = (cut, end)
+        }
+        return BatchBounds(after: bounds.after, upTo: upTo, size: size)
+    }
+
+    /// The most times a stretch's losers are counted (``budgeted(_:)``).
+    static let budgetCounts = 3
+
+    /// Tests: the time a row written is taken to cost, in place of the time measured.
+    nonisolated(unsafe) static var secondsPerRow: Double?
 
     /// The fewest winners in a piece of a stretch (or `batch.size`, where larger): a piece's
     /// rows, winners and losers around them, are a few hundred kilobytes of a table of short
