@@ -30,8 +30,9 @@ import WinnowCore
 /// merges change nothing).
 ///
 /// A stretch is sized in winners, and its losers are counted before it: where its winners and
-/// those losers are more rows than the time per row of the stretch before puts at half the
-/// limit, it takes fewer winners (``RowBudget``). Further along the table more of a stretch's
+/// those losers are more rows than the time per row of the latest stretch measured puts at half
+/// the limit, it takes fewer winners (``RowBudget``; a stretch of under a tenth of the limit is
+/// no measure). Further along the table more of a stretch's
 /// losers have their winner merged, so a winner costs more from one stretch to the next.
 struct MergeAheadBatches: BatchSource {
     let executor: DedupeExecutor
