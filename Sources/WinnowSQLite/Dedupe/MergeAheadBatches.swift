@@ -30,10 +30,10 @@ import WinnowCore
 /// merges change nothing).
 ///
 /// A stretch is sized in winners, and its losers are counted before it: where its winners and
-/// those losers are more rows than the time per row of the latest stretch measured puts at half
-/// the limit, it takes fewer winners (``RowBudget``; a stretch of under a tenth of the limit is
-/// no measure). Further along the table more of a stretch's
-/// losers have their winner merged, so a winner costs more from one stretch to the next.
+/// those losers are more rows than the latest time per row puts at half the limit, it takes
+/// fewer winners (``RowBudget``: a row's time beyond the shortest stretch's, which the first
+/// stretch measures). Further along the table more of a stretch's losers have their winner
+/// merged, so a winner costs more from one stretch to the next.
 struct MergeAheadBatches: BatchSource {
     let executor: DedupeExecutor
     let sql: BatchStatements
