@@ -39,19 +39,22 @@ struct BatchStatements {
         INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
         SELECT rid, winner, rn, tied FROM temp.winnow_queue WHERE first > ? AND first <= ?
         """
+    /// The queue's losers in `(?1, ?2]` whose winner's merge has been applied (a winner at or
+    /// below the third bound: a stretch of merges' own or an earlier one's).
+    static let queuedTaken = "temp.winnow_queue WHERE first > ? AND first <= ? AND winner <= ?"
     /// ``fillBatchAsFound`` for a stretch of merges ahead (``MergeAheadBatches``): only the
-    /// losers whose winner's merge has been applied (a winner at or below the third bound: this
-    /// stretch's or an earlier one's). The others wait in the queue for the batches after it.
+    /// losers whose winner's merge has been applied (``queuedTaken``). The others wait in the
+    /// queue for the batches after it.
     let fillBatchTaken = """
         INSERT INTO temp.winnow_batch (rid, winner, rn, tied)
-        SELECT rid, winner, rn, tied FROM temp.winnow_queue WHERE first > ? AND first <= ? AND winner <= ?
+        SELECT rid, winner, rn, tied FROM \(queuedTaken)
         """
     /// The losers a stretch of merges deleted (``fillBatchTaken``), out of the queue, so that no
     /// batch after it takes them again.
-    let forgetQueuedTaken = "DELETE FROM temp.winnow_queue WHERE first > ? AND first <= ? AND winner <= ?"
+    let forgetQueuedTaken = "DELETE FROM \(queuedTaken)"
     /// How many losers a stretch of merges would delete (``fillBatchTaken``'s rows), counted
     /// before its transaction (``RowBudget``).
-    let countQueuedTaken = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ? AND winner <= ?"
+    let countQueuedTaken = "SELECT count(*) FROM \(queuedTaken)"
     /// The batch's losers that still share their winner's key, every one marked tied: each group
     /// is settled by the full winner order on its rows as they are now (another connection may
     /// have changed a winner term since the discovery).

@@ -76,10 +76,8 @@ struct MergeAheadBatches: BatchSource {
         let started = Date()
         let (executor, sql, foundAt, columnSets, checksReferences) = (executor, sql, foundAt, columnSets, checksReferences)
         // The losers in the stretch's rowids whose winners are merged, its own or an earlier
-        // stretch's: both bounds are its last winner. The last stretch deletes the losers after
-        // its last winner too, and those of the winners after it (no merge of theirs changes
-        // anything: none was decided).
-        let reach = try nextBound(after: bounds.upTo, size: 1) == nil ? Int64.max : bounds.upTo
+        // stretch's: both bounds are its last winner (``reach(of:)``).
+        let reach = try self.reach(of: bounds.upTo)
         let piece = max(executor.settings.size, Self.pieceWinners)
         var state = self.state
         defer { self.state = state }
@@ -133,9 +131,9 @@ struct MergeAheadBatches: BatchSource {
         guard budget.room != nil else { return bounds }
         var (size, upTo) = (bounds.size, bounds.upTo)
         for _ in 0..<Self.budgetCounts {
-            // (As the stretch reaches: the last one takes every loser left after it. Its winners
-            // as they lie: the last stretch's may be fewer than its size.)
-            let reach = try nextBound(after: upTo, size: 1) == nil ? Int64.max : upTo
+            // (As far as the stretch reaches. Its winners as they lie: the last stretch's may be
+            // fewer than its size.)
+            let reach = try self.reach(of: upTo)
             let losers =
                 try Int.fetchOne(db.cachedStatement(sql: sql.countQueuedTaken), arguments: [bounds.after, reach, reach]) ?? 0
             let winners = min(size, try sql.nextDecided.rows(db, after: bounds.after, upTo: upTo))
@@ -145,6 +143,13 @@ struct MergeAheadBatches: BatchSource {
             (size, upTo) = (cut, end)
         }
         return BatchBounds(after: bounds.after, upTo: upTo, size: size)
+    }
+
+    /// How far the deletions of a stretch of merges that ends at `upTo` reach: its last winner,
+    /// or, for the last stretch, every loser left after it (those of the winners after it too:
+    /// no merge of theirs changes anything, none was decided).
+    private func reach(of upTo: Int64) throws -> Int64 {
+        try nextBound(after: upTo, size: 1) == nil ? Int64.max : upTo
     }
 
     /// The most times a stretch's losers are counted (``budgeted(_:)``).
