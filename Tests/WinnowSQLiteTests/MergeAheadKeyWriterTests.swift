@@ -113,7 +113,7 @@ final class MergeAheadKeyWriterTests: XCTestCase {
             XCTAssertEqual(try ScenarioKit.int(path, "SELECT sum(visits) FROM customers"), visits, "seed \(seed): after the next run")
             XCTAssertEqual(
                 try ScenarioKit.int(path, "SELECT count(*) FROM (SELECT 1 FROM customers GROUP BY lower(email) HAVING count(*) > 1)"), 0)
-            XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers"), 0)
+            XCTAssertEqual(try ScenarioKit.takenInt(path, "SELECT count(*) FROM temp.taken"), 0)
             XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA foreign_key_check").count, 0, "seed \(seed)")
         }
     }
@@ -146,8 +146,8 @@ extension MergeAheadKeyWriterTests {
                 try? ScenarioKit.execute(stopped, "DELETE FROM winnow_lock")
             }
             XCTAssertTrue(FileManager.default.fileExists(atPath: stopped), "seed \(seed)")
-            let taken = try ScenarioKit.rows(
-                stopped, "SELECT m.loser FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser ORDER BY m.loser"
+            let taken = try ScenarioKit.takenRows(
+                stopped, "SELECT m.loser FROM temp.taken AS m JOIN customers AS c ON c.id = m.loser ORDER BY m.loser"
             ).compactMap { Int64.fromDatabaseValue($0[0]) }
             XCTAssertFalse(taken.isEmpty, "seed \(seed): the stopped run left losers its merges took")
             var changes: [String] = []
@@ -169,7 +169,7 @@ extension MergeAheadKeyWriterTests {
             XCTAssertEqual(
                 try ScenarioKit.int(stopped, "SELECT count(*) FROM (SELECT 1 FROM customers GROUP BY lower(email) HAVING count(*) > 1)"), 0,
                 "seed \(seed)")
-            XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_merged_losers"), 0, "seed \(seed)")
+            XCTAssertEqual(try ScenarioKit.takenInt(stopped, "SELECT count(*) FROM temp.taken"), 0, "seed \(seed)")
         }
     }
 }

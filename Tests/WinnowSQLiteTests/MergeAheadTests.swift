@@ -60,13 +60,13 @@ final class MergeAheadTests: XCTestCase {
     }
 
     func takenRows(_ path: String) throws -> Int {
-        try ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers")
+        try ScenarioKit.takenInt(path, "SELECT count(*) FROM temp.taken")
     }
 
     /// The losers recorded as taken that are still in `customers` (a merge took them, their
     /// deletion has not come yet).
     func takenLeft(_ path: String) throws -> Int {
-        try ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser")
+        try ScenarioKit.takenInt(path, "SELECT count(*) FROM temp.taken AS m JOIN customers AS c ON c.id = m.loser")
     }
 
     /// A commit by another connection that changes no row the job reads.
@@ -925,12 +925,9 @@ final class MergeAheadTests: XCTestCase {
             try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path) { event in
                 guard case .batch(let report) = event, moved == nil, report.counts.updated > 0 else { return }
                 moved = try? other.write { db in
+                    let taken = try TakenLosersRecord.all(db).map { String($0.pair.loser) }.joined(separator: ", ")
                     let loser = try Int64.fetchOne(
-                        db,
-                        sql: """
-                            SELECT c.id FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser
-                            WHERE c.visits > 0 ORDER BY c.id LIMIT 1
-                            """)
+                        db, sql: "SELECT id FROM customers WHERE id IN (\(taken)) AND visits > 0 ORDER BY id LIMIT 1")
                     if let loser {
                         try db.execute(sql: "UPDATE customers SET email = 'moved@elsewhere.org' WHERE id = ?", arguments: [loser])
                     }
@@ -958,19 +955,19 @@ final class MergeAheadTests: XCTestCase {
         let path = try makeStore("store.sqlite", customers: 6000)
         let total = try ScenarioKit.int(path, "SELECT sum(visits) FROM customers")
         let stopped = try stoppedAfterFirstMergeStretch(path)
-        let taken = try ScenarioKit.rows(
+        let taken = try ScenarioKit.takenRows(
             stopped,
             """
-            SELECT c.id, m.winner FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser
+            SELECT c.id, m.winner FROM temp.taken AS m JOIN customers AS c ON c.id = m.loser
             WHERE c.visits > 0 ORDER BY c.id LIMIT 1
             """)
         let loser = try XCTUnwrap(taken.first.flatMap { Int64.fromDatabaseValue($0[0]) })
         let winner = try XCTUnwrap(taken.first.flatMap { Int64.fromDatabaseValue($0[1]) })
         // A group of three customers or more that the first stretch did not reach.
-        let other = try ScenarioKit.rows(
+        let other = try ScenarioKit.takenRows(
             stopped,
             """
-            SELECT lower(email) FROM customers WHERE id NOT IN (SELECT winner FROM winnow_merged_losers)
+            SELECT lower(email) FROM customers WHERE id NOT IN (SELECT winner FROM temp.taken)
             AND lower(email) <> (SELECT lower(email) FROM customers WHERE id = \(winner))
             GROUP BY lower(email) HAVING count(*) >= 3 ORDER BY min(id) LIMIT 1
             """)
@@ -1194,48 +1191,70 @@ final class MergeAheadTests: XCTestCase {
         XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
     }
 
-    /// The record of taken losers is appended, not keyed: a database an earlier release wrote
-    /// keyed it by loser (`WITHOUT ROWID`). With a killed run's records in such a table, the
-    /// next run reads them and finishes like an uninterrupted run; the record, emptied, is then
-    /// recreated as today's table (docs/reference.md section 4: the next run adds what it lacks).
-    func testARecordKeyedByLoserFromAnEarlierReleaseIsReadThenRecreated() throws {
-        let path = try makeStore("store.sqlite")
-        let reference = try byGroup(path)
-        let stopped = try stoppedAfterFirstMergeStretch(path)
-        try ScenarioKit.execute(
-            stopped,
-            """
-            ALTER TABLE winnow_merged_losers RENAME TO appended;
-            CREATE TABLE winnow_merged_losers (
-                tbl TEXT NOT NULL, loser INTEGER NOT NULL, winner INTEGER NOT NULL, run_id INTEGER NOT NULL, PRIMARY KEY (tbl, loser)
-            ) WITHOUT ROWID;
-            INSERT INTO winnow_merged_losers SELECT * FROM appended;
-            DROP TABLE appended;
-            """)
-        let definition = "SELECT sql FROM sqlite_master WHERE name = 'winnow_merged_losers'"
-        XCTAssertGreaterThan(try takenRows(stopped), 0)
-        try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped)
-        XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference))
-        XCTAssertEqual(try takenRows(stopped), 0)
-        let recreated = try XCTUnwrap(try ScenarioKit.column(stopped, definition, as: String.self).first ?? nil)
-        XCTAssertFalse(recreated.uppercased().contains("WITHOUT ROWID"), recreated)
-        XCTAssertEqual(try ScenarioKit.rows(stopped, "PRAGMA integrity_check").count, 1)
+    /// Earlier releases kept a row per taken loser in `winnow_merged_losers` (appended, or
+    /// keyed by loser `WITHOUT ROWID`). With a killed run's records in such a table, the next
+    /// run reads them and finishes like an uninterrupted run; the old record, emptied, is then
+    /// dropped (docs/reference.md section 4).
+    func testARecordOfAnEarlierReleaseIsReadThenDropped() throws {
+        for keyed in [false, true] {
+            let path = try makeStore("store-\(keyed).sqlite")
+            let reference = try byGroup(path)
+            let stopped = try stoppedAfterFirstMergeStretch(path)
+            let recorded = try DatabaseQueue(path: stopped).write { db -> Int in
+                let all = try TakenLosersRecord.all(db)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE winnow_merged_losers (
+                            tbl TEXT NOT NULL, loser INTEGER NOT NULL, winner INTEGER NOT NULL, run_id INTEGER NOT NULL
+                            \(keyed ? ", PRIMARY KEY (tbl, loser)) WITHOUT ROWID" : ")")
+                        """)
+                for (table, runID, pair) in all {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO winnow_merged_losers VALUES (?, ?, ?, ?)",
+                        arguments: [table, pair.loser, pair.winner, runID])
+                }
+                try db.execute(sql: "DELETE FROM winnow_taken_losers")
+                return all.count
+            }
+            XCTAssertGreaterThan(recorded, 0)
+            XCTAssertEqual(try takenRows(stopped), 0)
+            try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped)
+            XCTAssertEqual(try TestSupport.contentDump(stopped), try TestSupport.contentDump(reference), "keyed: \(keyed)")
+            XCTAssertEqual(try ScenarioKit.int(stopped, "SELECT count(*) FROM sqlite_master WHERE name = 'winnow_merged_losers'"), 0)
+            XCTAssertEqual(try takenRows(stopped), 0)
+            XCTAssertEqual(try ScenarioKit.rows(stopped, "PRAGMA integrity_check").count, 1)
+            try FileManager.default.removeItem(atPath: stopped)
+        }
     }
 
     /// The record is emptied whole at the end of a rule only where it holds no other table's
-    /// losers: a killed run's losers of another table stay recorded for that table's next run.
+    /// losers: a killed run's losers of another table stay recorded for that table's next run,
+    /// in today's record and in an earlier release's (which then stays too).
     func testTheEndOfARuleKeepsAnotherTablesRecordedLosers() throws {
         let path = try makeStore("store.sqlite")
         let reference = try byGroup(path)
-        try ScenarioKit.execute(
-            path,
-            SQLiteDialect.mergedLosersTable + ";\nINSERT INTO winnow_merged_losers (tbl, loser, winner, run_id) VALUES ('other', 5, 4, 99)")
+        var other = TakenLosersRecord()
+        other.append(loser: 5, winner: 4)
+        other.append(loser: 7, winner: 4)
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: SQLiteDialect.takenLosersTable)
+            try db.execute(sql: "INSERT INTO winnow_taken_losers VALUES ('other', 99, ?)", arguments: [Data(other.packed)])
+            try db.execute(
+                sql: """
+                    CREATE TABLE winnow_merged_losers (tbl TEXT NOT NULL, loser INTEGER NOT NULL, winner INTEGER NOT NULL, run_id INTEGER NOT NULL);
+                    INSERT INTO winnow_merged_losers VALUES ('other', 9, 8, 98);
+                    """)
+        }
         try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: path)
         XCTAssertEqual(try TestSupport.contentDump(path), try TestSupport.contentDump(reference))
         XCTAssertEqual(
+            try ScenarioKit.takenColumn(
+                path, "SELECT tbl || ' ' || loser || ' ' || winner || ' ' || run_id FROM temp.taken", as: String.self),
+            ["other 5 4 99", "other 7 4 99"])
+        XCTAssertEqual(
             try ScenarioKit.column(
                 path, "SELECT tbl || ' ' || loser || ' ' || winner || ' ' || run_id FROM winnow_merged_losers", as: String.self),
-            ["other 5 4 99"])
+            ["other 9 8 98"])
         XCTAssertEqual(try ScenarioKit.rows(path, "PRAGMA integrity_check").count, 1)
     }
 
@@ -1250,17 +1269,17 @@ final class MergeAheadTests: XCTestCase {
         // are deleted (by another connection); the reference is the same deletion from the
         // original rows, with the losers of those groups that the killed run's stretch deleted
         // (their values went with their winner).
-        let winners = try ScenarioKit.column(
+        let winners = try ScenarioKit.takenColumn(
             stopped,
             """
-            SELECT m.winner FROM winnow_merged_losers AS m JOIN customers AS c ON c.id = m.loser
+            SELECT m.winner FROM temp.taken AS m JOIN customers AS c ON c.id = m.loser
             GROUP BY m.winner HAVING count(*) >= 2 ORDER BY m.winner LIMIT 5
             """, as: Int64.self
         ).compactMap { $0 }
         XCTAssertEqual(winners.count, 5)
         let list = winners.map(String.init).joined(separator: ", ")
-        let stretchDeleted = try ScenarioKit.column(
-            stopped, "SELECT loser FROM winnow_merged_losers WHERE winner IN (\(list)) AND loser NOT IN (SELECT id FROM customers)",
+        let stretchDeleted = try ScenarioKit.takenColumn(
+            stopped, "SELECT loser FROM temp.taken WHERE winner IN (\(list)) AND loser NOT IN (SELECT id FROM customers)",
             as: Int64.self
         ).compactMap { $0 }
         try ScenarioKit.execute(stopped, "DELETE FROM customers WHERE id IN (\(list))")
@@ -1275,8 +1294,8 @@ final class MergeAheadTests: XCTestCase {
             guard case .batch(let report) = event, report.counts.updated > 0 else { return }
             doubled = max(
                 doubled,
-                (try? ScenarioKit.int(
-                    stopped, "SELECT count(*) FROM (SELECT loser FROM winnow_merged_losers GROUP BY tbl, loser HAVING count(*) > 1)"))
+                (try? ScenarioKit.takenInt(
+                    stopped, "SELECT count(*) FROM (SELECT loser FROM temp.taken GROUP BY tbl, loser HAVING count(*) > 1)"))
                     ?? 0)
         }
         XCTAssertGreaterThan(doubled, 0, "some losers were recorded for two winners")
@@ -1300,7 +1319,7 @@ final class MergeAheadTests: XCTestCase {
         var takenByBoth = 0
         let summary = try ScenarioKit.run(ScenarioKit.customersJob(size: 20), db: stopped) { event in
             guard case .batch(let report) = event, !wrote, report.counts.updated > 0 else { return }
-            takenByBoth = (try? ScenarioKit.int(stopped, "SELECT count(*) FROM winnow_merged_losers")) ?? 0
+            takenByBoth = (try? self.takenRows(stopped)) ?? 0
             Self.writeNote(other)
             wrote = true
         }

@@ -141,7 +141,7 @@ final class WorkingMemoryTests: XCTestCase {
               size: 50
             """, db: path)
         XCTAssertEqual(summary.counts.deleted, 2000 + 200)
-        XCTAssertEqual(try ScenarioKit.int(path, "SELECT count(*) FROM winnow_merged_losers"), 0)
+        XCTAssertEqual(try ScenarioKit.takenInt(path, "SELECT count(*) FROM temp.taken"), 0)
         XCTAssertEqual(try ScenarioKit.int(path, "SELECT sum(visits) FROM customers"), 3000)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         XCTAssertNotNil(bytes.range(of: Data("secret-0001-kept".utf8)), "a kept row is in the file")

@@ -655,10 +655,10 @@ final class LockAndExitCodeTests: XCTestCase {
         // deletions with both losers recorded as taken, or untouched; exactly the committed
         // batches' deletes happened (and are journaled).
         XCTAssertEqual(try strings(db, "PRAGMA integrity_check"), ["ok"])
-        let groups = try ScenarioKit.rows(
+        let groups = try ScenarioKit.takenRows(
             db,
             """
-            SELECT g.k, g.n, g.first, w.v, (SELECT count(*) FROM winnow_merged_losers AS m WHERE m.tbl = 't' AND m.winner = g.first)
+            SELECT g.k, g.n, g.first, w.v, (SELECT count(*) FROM temp.taken AS m WHERE m.tbl = 't' AND m.winner = g.first)
             FROM (SELECT k, count(*) AS n, min(id) AS first FROM t GROUP BY k) AS g JOIN t AS w ON w.id = g.first
             """)
         var resolved = 0

@@ -10,7 +10,7 @@ import WinnowTestSupport
 /// After each kill, before anything runs again:
 /// - no `orders` row points at a customer that is gone (children move before their losers go);
 /// - no visit is lost or counted twice: the customers' visits, less those of every loser still
-///   there that a merge already took (`winnow_merged_losers`, its winner still there), add up
+///   there that a merge already took (`winnow_taken_losers`, its winner still there), add up
 ///   to the original total.
 ///
 /// Then `run` again finishes the job with the same rows as an uninterrupted run, and
@@ -122,14 +122,14 @@ final class MergeAheadKillTests: XCTestCase {
             "SELECT count(*) FROM orders AS o WHERE o.customer_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM customers AS c WHERE c.id = o.customer_id)"
         )
         if dangling > 0 { problems.append("\(dangling) order(s) point at a customer that is gone") }
-        let hasRecord = try ScenarioKit.int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'winnow_merged_losers'") > 0
+        let hasRecord = try ScenarioKit.int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'winnow_taken_losers'") > 0
         let takenVisits =
             hasRecord
-            ? try ScenarioKit.int(
+            ? try ScenarioKit.takenInt(
                 path,
                 """
                 SELECT coalesce(sum(c.visits), 0) FROM customers AS c WHERE c.id IN (
-                  SELECT m.loser FROM winnow_merged_losers AS m
+                  SELECT m.loser FROM temp.taken AS m
                   WHERE m.tbl = 'customers' AND EXISTS (SELECT 1 FROM customers AS w WHERE w.id = m.winner))
                 """) : 0
         let visits = try ScenarioKit.int(path, "SELECT coalesce(sum(visits), 0) FROM customers")

@@ -11,8 +11,9 @@ import Foundation
 /// - `winnow_run_rules`: what each rule of a run did, and its key columns (`winnow show`).
 /// - `winnow_run_groups`: per loser deleted by an archiving run, the winner it was merged into
 ///   (`winnow show` lists the groups from it and the journal).
-/// - `winnow_merged_losers` (SQLite): losers whose values a merge took into their winner ahead
-///   of their deletion; no merge takes them again (emptied when their rule is done).
+/// - `winnow_taken_losers` (SQLite): losers whose values a merge took into their winner ahead
+///   of their deletion; no merge takes them again (emptied when their rule is done). Earlier
+///   releases kept them in `winnow_merged_losers`, read until it is empty and then dropped.
 /// - `winnow_moved_ahead` (SQLite): children re-pointed ahead of their loser's deletion, each
 ///   with its loser and winner; the next run of a killed one moves back those whose loser is no
 ///   longer that winner's (emptied when their rule is done).

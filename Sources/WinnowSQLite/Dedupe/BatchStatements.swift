@@ -60,8 +60,8 @@ struct BatchStatements {
     /// have changed a winner term since the discovery).
     let fillBatchRevalidated: String
     /// ``fillBatchRevalidated`` that also keeps every loser a merge took (`temp.winnow_taken`,
-    /// ``fillTaken``) for the winner that took it, whatever its key is now: its values are in
-    /// that winner already, so it goes, as if the other connection had changed it after a batch
+    /// ``DedupeExecutor/fillTakenCopy()``) for the winner that took it, whatever its key is
+    /// now: its values are in that winner already, so it goes, as if the other connection had changed it after a batch
     /// by group had deleted it. Left alone, it would be counted twice (in its winner, and as
     /// itself). (The batch's join reaches only winners that still exist: a loser whose winner
     /// is gone is settled as any other.)
@@ -69,8 +69,8 @@ struct BatchStatements {
     let countPlanned = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
     /// ``fillBatchTaken`` after another connection's commit (``DeleteAheadBatches`` taking only
     /// the losers the stretches of merges took): the losers in `(?1, ?2]` recorded as taken by
-    /// their winner (``fillTaken``), each still there and its winner too, whatever their key
-    /// is now. The others stay in the queue for the batches by group.
+    /// their winner (``DedupeExecutor/fillTakenCopy()``), each still there and its winner too,
+    /// whatever their key is now. The others stay in the queue for the batches by group.
     let fillBatchTakenRevalidated: String
     /// The losers of `(?1, ?2]` that a stretch has just deleted (`winnow_batch`), out of the queue.
     let forgetQueuedDeleted =
@@ -130,26 +130,26 @@ struct BatchStatements {
     /// Every row of the batch's groups with the merge columns, winner first, then losers in order.
     let mergeRows: String
     /// ``mergeRows`` without the losers whose values a merge already took into their winner
-    /// (`winnow_merged_losers`: an earlier batch of this run, or a run that did not finish;
-    /// read through its copy, ``fillTaken``): the winner's value holds theirs, so a merge that
-    /// took them again would count them twice.
+    /// (`winnow_taken_losers`: an earlier batch of this run, or a run that did not finish;
+    /// read through its copy, ``DedupeExecutor/fillTakenCopy()``): the winner's value holds
+    /// theirs, so a merge that took them again would count them twice.
     /// (Unless that winner is gone: another connection deleted it, and its values with it.)
     /// (Tables with rowids only: the only ones whose merges go ahead of their losers.)
     let mergeRowsUntaken: String
-    /// The rule's rows of `winnow_merged_losers` (SQL over it), which ``DedupeExecutor/forgetRecord(_:own:)``
+    /// The rule's rows of `winnow_taken_losers` (SQL over it), which ``DedupeExecutor/forgetRecord(_:own:)``
     /// empties once the rule is done (every one of its losers is deleted).
     let takenOwn: String
-    /// Records every loser of the groups in `temp.winnow_merged` as taken by its winner's merge
-    /// (bound: the table, the run), in the transaction that writes the merged values.
+    /// Every loser of the groups in `temp.winnow_merged` with its winner, by winner: what the
+    /// transaction that writes the merged values records as taken (``recordTaken``).
+    let takenToRecord: String
+    /// Appends one packed record of taken losers (``TakenLosersRecord``; bound: the run, the blob).
     let recordTaken: String
-    /// The table's records of taken losers, copied into `temp.winnow_taken` keyed by loser, for
-    /// ``mergeRowsUntaken``'s lookups: made in the transaction of the first batch that looks a
-    /// loser up (a rollback takes the copy with it, and the next batch makes it again), and
-    /// dropped by every transaction that records more (``dropTaken``). Only a run that resumes
-    /// a killed one or settles groups again after a stretch of merges looks losers up.
-    let fillTaken: [String]
+    /// Drops the copy of the records of taken losers (``DedupeExecutor/fillTakenCopy()``): every
+    /// transaction that records more does, and the next statement that reads it makes it again.
     let dropTaken = "DROP TABLE IF EXISTS temp.winnow_taken"
-    let hasTaken = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
+    /// Whether the winner order keeps the winners of taken losers first (``init(_:pinsTaken:)``):
+    /// the statements that rank by it read the copy of the record, which their callers make first.
+    let pinsTaken: Bool
     /// Every loser of the queue whose winner is in `(?1, ?2]` with its own merge columns and its
     /// winner's, in winner order, the losers of a group in their order: the merge decisions of
     /// the rule, read in pieces of whole groups (``DedupeExecutor/decideMerges(_:skipsTaken:foundAt:)``).
@@ -339,10 +339,11 @@ struct BatchStatements {
     let recordGroups: String
 
     /// `pinsTaken`: the winner of a group whose losers a merge already took
-    /// (`winnow_merged_losers`) stays its winner, ahead of the winner order: its values hold
+    /// (`winnow_taken_losers`) stays its winner, ahead of the winner order: its values hold
     /// theirs, and may now sort it elsewhere (a `sum`, or content as the tie-break).
     init(_ rule: CompiledRule, pinsTaken: Bool = false) {
         self.rule = rule
+        self.pinsTaken = pinsTaken
         let numbers = RowNumbers(rule)
         let winnerOrder = (pinsTaken ? "\(Self.takenPin(rule, alias: "t")), " : "") + rule.orderBy(alias: "t")
         self.numbers = numbers
@@ -442,18 +443,13 @@ struct BatchStatements {
         queueMergeRows = queueRows("")
         queueMergeRowsUntaken = queueRows(" AND \(untaken("q.rid"))")
         takenOwn = "tbl = \(tableLiteral)"
-        // Appended (the record has no key, ``SQLiteDialect/mergedLosersTable``); `OR REPLACE`
-        // keeps a record an earlier release keyed by loser one row per loser until it is recreated.
-        recordTaken = """
-            INSERT OR REPLACE INTO main.winnow_merged_losers (tbl, loser, winner, run_id)
-            SELECT \(tableLiteral), q.rid, q.winner, ? FROM temp.winnow_takeable AS q WHERE q.winner IN (SELECT winner FROM temp.winnow_merged)
+        // By winner, as the copy is keyed: nothing is sorted (``TakenLosersRecord`` packs each
+        // winner as the step from the one before).
+        takenToRecord = """
+            SELECT q.rid, q.winner FROM temp.winnow_takeable AS q WHERE q.winner IN (SELECT winner FROM temp.winnow_merged)
+            ORDER BY q.winner, q.rn, q.rid
             """
-        fillTaken = [
-            """
-            CREATE TEMP TABLE winnow_taken (loser INTEGER NOT NULL, winner INTEGER NOT NULL, PRIMARY KEY (loser, winner)) WITHOUT ROWID
-            """,
-            "INSERT OR IGNORE INTO temp.winnow_taken SELECT loser, winner FROM main.winnow_merged_losers WHERE tbl = \(tableLiteral)",
-        ]
+        recordTaken = "INSERT INTO main.winnow_taken_losers (tbl, run_id, pairs) VALUES (\(tableLiteral), ?, ?)"
         let values = rule.mergeColumns.indices.map { "v\($0)" }
         func mergedTable(_ name: String) -> String {
             """
@@ -808,15 +804,11 @@ struct BatchStatements {
         path.parentColumns.count == 1 && path.parentColumns[0].sqlIdentifier == rowID
     }
 
-    /// Whether any loser of the rule's table is recorded as taken by a merge.
-    static func anyTaken(_ rule: CompiledRule) -> String {
-        "SELECT EXISTS (SELECT 1 FROM main.winnow_merged_losers WHERE tbl = \(ChangeTracking.literal(rule.table)))"
-    }
-
     /// The leading winner term that keeps the winner of losers a merge took first (see
-    /// ``init(_:pinsTaken:)``); `alias` names the rule's table.
+    /// ``init(_:pinsTaken:)``); `alias` names the rule's table. Reads the copy of the record
+    /// (``DedupeExecutor/fillTakenCopy()``), which the statement's caller makes first.
     static func takenPin(_ rule: CompiledRule, alias: String?) -> String {
-        "(\(RowNumbers(rule).number(of: alias)) IN (SELECT winner FROM main.winnow_merged_losers WHERE tbl = \(ChangeTracking.literal(rule.table)))) DESC"
+        "(\(RowNumbers(rule).number(of: alias)) IN (SELECT winner FROM temp.winnow_taken)) DESC"
     }
 
     /// Whether any path needs the map of children (no index on its child columns).

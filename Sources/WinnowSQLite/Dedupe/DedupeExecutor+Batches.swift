@@ -21,8 +21,8 @@ extension DedupeExecutor {
         var state = BatchState(foundAt: try Int64.fetchOne(db, sql: "SELECT version FROM temp.winnow_found"))
         if filesByPosition, discovery.losers > 0 { try settleTiesAhead(sql, state: &state) }
         try db.execute(sql: sql.dropTaken)
-        if mayHaveTaken { state.skipsTaken = try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false }
-        if mayHaveTaken, writer.writes, !state.skipsTaken { try upgradeTakenRecord() }
+        if mayHaveTaken { state.skipsTaken = try anyTakenRecorded() }
+        if mayHaveTaken, writer.writes, !state.skipsTaken { try retireOldTakenRecord() }
         // Children an unfinished run re-pointed ahead of losers that are no longer their
         // winners' go back to them first (another connection changed them since).
         counts = counts + (try moveStrayChildrenBack(sql, batchNumber: &batchNumber, totals: &totals))
@@ -149,8 +149,8 @@ extension DedupeExecutor {
         counts = counts + result.counts
         // Every loser a merge took is gone now (or no longer a loser): the record has served.
         if result.finished, writer.writes, batches.state.skipsTaken {
-            try forgetRecord("winnow_merged_losers", own: sql.takenOwn)
-            try upgradeTakenRecord()
+            try forgetRecord(SQLiteDialect.takenLosersName, own: sql.takenOwn)
+            try retireOldTakenRecord()
         }
         // So is every loser whose children went ahead.
         if result.finished, writer.writes { try forgetMovedAhead(sql) }
@@ -171,15 +171,15 @@ extension DedupeExecutor {
     }
 
     /// Whether losers of the rule's table may be recorded as taken by a merge (the rule merges,
-    /// the table has rowids and the record exists): groups then keep their recorded winner
-    /// (``BatchStatements/init(_:pinsTaken:)``).
+    /// the table has rowids and a record exists, today's or an earlier release's): groups then
+    /// keep their recorded winner (``BatchStatements/init(_:pinsTaken:)``).
     func mayHaveTakenLosers() throws -> Bool {
         guard !rule.mergeColumns.isEmpty, !RowNumbers(rule).mapped else { return false }
-        return try db.tableExists("winnow_merged_losers")
+        return try db.tableExists(SQLiteDialect.takenLosersName) || db.tableExists(SQLiteDialect.oldTakenLosersName)
     }
 
     /// Empties this rule's rows (`own`, SQL over `table`) of one of the records of work done
-    /// ahead (`winnow_merged_losers`, `winnow_moved_ahead`), once its losers are gone. The
+    /// ahead (`winnow_taken_losers`, `winnow_moved_ahead`), once its losers are gone. The
     /// records hold rowids that winnow wrote, so their freed pages are not zeroed
     /// (`secure_delete = FAST` for this statement only: on a build that zeroes deleted content,
     /// merge-500 wrote about 7 MB more doing it); and where a record holds no other rule's rows
@@ -194,17 +194,15 @@ extension DedupeExecutor {
         }
     }
 
-    /// Recreates a record of taken losers that an earlier release keyed by loser
-    /// (`WITHOUT ROWID`) as the appended table of today (``SQLiteDialect/mergedLosersTable``),
-    /// once no table has a loser recorded in it. Until then its `INSERT OR REPLACE` serves both.
-    func upgradeTakenRecord() throws {
-        let definition = try String.fetchOne(
-            db, sql: "SELECT sql FROM main.sqlite_master WHERE type = 'table' AND name = 'winnow_merged_losers'")
-        guard let definition, definition.uppercased().contains("WITHOUT ROWID") else { return }
+    /// Drops the record of taken losers of an earlier release (a row per loser,
+    /// ``SQLiteDialect/oldTakenLosersName``) once this rule's rows of it are gone and no other
+    /// table has a loser recorded in it; until then it is read beside today's.
+    func retireOldTakenRecord() throws {
+        guard try db.tableExists(SQLiteDialect.oldTakenLosersName) else { return }
+        try forgetRecord(SQLiteDialect.oldTakenLosersName, own: "tbl = \(ChangeTracking.literal(rule.table))")
         try writer.transaction(db) {
             guard try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM main.winnow_merged_losers)") == true else { return }
             try db.execute(sql: "DROP TABLE main.winnow_merged_losers")
-            try db.execute(sql: SQLiteDialect.mergedLosersTable)
             try RowidWatch.note(db)
         }
     }
@@ -444,6 +442,7 @@ extension DedupeExecutor {
         let merges = !rule.mergeColumns.isEmpty
         if merges || tiedGroups > 0 {
             try db.cachedStatement(sql: sql.clearRanks).execute()
+            if sql.pinsTaken { try fillTakenCopy() }
             try db.cachedStatement(sql: merges ? sql.rankEveryTiedQueue : sql.rankTiedQueue).execute()
             if db.changesCount > 0 {
                 try db.cachedStatement(sql: sql.clearSwaps).execute()
@@ -490,7 +489,7 @@ extension DedupeExecutor {
         /// Whether every merge was applied ahead of the deletions, as found (``MergeAheadBatches``):
         /// the batches then only delete.
         var mergedAhead = false
-        /// Whether merges leave out the losers a merge already took (`winnow_merged_losers`
+        /// Whether merges leave out the losers a merge already took (`winnow_taken_losers`
         /// holds some for the table).
         var skipsTaken = false
         /// Whether stretches delete the losers the stretches of merges took after another

@@ -24,8 +24,9 @@ extension DedupeExecutor {
 
     private func discover(version: Int64?, schema: Int64?) throws -> Discovery {
         // Groups whose losers a merge of an unfinished run took keep that merge's winner (read
-        // from the main database, so such a discovery reads the table itself).
-        let pins = try mayHaveTakenLosers() && (try Bool.fetchOne(db, sql: BatchStatements.anyTaken(rule)) ?? false)
+        // from the copy of the record, so such a discovery reads the table itself).
+        let pins = try mayHaveTakenLosers() && anyTakenRecorded()
+        if pins { try fillTakenCopy() }
         // The groups are numbered over one sorted read where the rows' values tell them apart,
         // else by SQLite's window (``sortedComparisons()``).
         let exact = Self.discoversSorted ? try sortedComparisons() : nil

@@ -52,14 +52,14 @@ extension DedupeExecutor {
         if let takenUpTo, unchanged {
             try db.cachedStatement(sql: sql.fillBatchTaken).execute(arguments: [after, upTo, takenUpTo])
         } else if let takenUpTo {
-            try fillTakenCopy(sql)
+            try fillTakenCopy()
             try db.cachedStatement(sql: sql.fillBatchTakenRevalidated).execute(arguments: [after, upTo, takenUpTo])
         } else if unchanged {
             try db.cachedStatement(sql: sql.fillBatchAsFound).execute(arguments: [after, upTo])
         } else if state.skipsTaken {
             // A loser a merge took stays in its batch whatever another connection changed in it
             // (``BatchStatements/fillBatchRevalidatedKeepingTaken``).
-            try fillTakenCopy(sql)
+            try fillTakenCopy()
             try db.cachedStatement(sql: sql.fillBatchRevalidatedKeepingTaken).execute(arguments: [after, upTo])
         } else {
             try db.cachedStatement(sql: sql.fillBatchRevalidated).execute(arguments: [after, upTo])
@@ -152,6 +152,7 @@ extension DedupeExecutor {
         try db.cachedStatement(sql: sql.clearRanks).execute()
         // (Rules that only delete settle their ties before the batches: a batch as found has none.)
         guard try Bool.fetchOne(db.cachedStatement(sql: sql.anyTied)) == true else { return }
+        if sql.pinsTaken { try fillTakenCopy() }
         try db.cachedStatement(sql: sql.rankTied).execute()
         guard db.changesCount > 0 else { return }
         try db.cachedStatement(sql: sql.clearSwaps).execute()
@@ -166,11 +167,45 @@ extension DedupeExecutor {
         try db.cachedStatement(sql: sql.renumber).execute()
     }
 
-    /// Makes the copy of the record of taken losers (``BatchStatements/fillTaken``) unless the
-    /// transaction has it already.
-    func fillTakenCopy(_ sql: BatchStatements) throws {
-        guard try Bool.fetchOne(db.cachedStatement(sql: sql.hasTaken)) != true else { return }
-        for statement in sql.fillTaken { try db.execute(sql: statement) }
+    /// Makes the copy of the rule's table's records of taken losers, `temp.winnow_taken` keyed by
+    /// loser, unless the connection has it already: today's packed records unpacked
+    /// (``TakenLosersRecord``), and the rows of an earlier release's record where it is still
+    /// there. Every reader of the record looks losers and winners up in it: made where a
+    /// statement needs it (in a batch's transaction, a rollback takes it with it, and the next
+    /// batch makes it again), and dropped by every transaction that records more
+    /// (``BatchStatements/dropTaken``). Only a run that resumes a killed one, or settles groups
+    /// again after another connection's commit, reads it.
+    func fillTakenCopy() throws {
+        let exists = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
+        guard try Bool.fetchOne(db.cachedStatement(sql: exists)) != true else { return }
+        try db.execute(
+            sql: """
+                CREATE TEMP TABLE winnow_taken (loser INTEGER NOT NULL, winner INTEGER NOT NULL, PRIMARY KEY (loser, winner)) WITHOUT ROWID
+                """)
+        if try db.tableExists(SQLiteDialect.oldTakenLosersName) {
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO temp.winnow_taken SELECT loser, winner FROM main.winnow_merged_losers WHERE tbl = ?",
+                arguments: [rule.table])
+        }
+        guard try db.tableExists(SQLiteDialect.takenLosersName) else { return }
+        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.winnow_taken (loser, winner) VALUES (?, ?)")
+        let records = try Data.fetchCursor(
+            db, sql: "SELECT pairs FROM main.winnow_taken_losers WHERE tbl = ? ORDER BY rowid", arguments: [rule.table])
+        while let blob = try records.next() {
+            guard let pairs = TakenLosersRecord.pairs([UInt8](blob)) else { throw TakenLosersRecord.corrupt() }
+            for pair in pairs { try insert.execute(arguments: [pair.loser, pair.winner]) }
+        }
+    }
+
+    /// Whether any loser of the rule's table is recorded as taken by a merge (today's record, or
+    /// an earlier release's).
+    func anyTakenRecorded() throws -> Bool {
+        for name in [SQLiteDialect.takenLosersName, SQLiteDialect.oldTakenLosersName] where try db.tableExists(name) {
+            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.\(name) WHERE tbl = ?)", arguments: [rule.table]) == true {
+                return true
+            }
+        }
+        return false
     }
 
     /// Resolves every group's merge (``MergeResolver``) into `temp.winnow_merged`.
@@ -187,7 +222,7 @@ extension DedupeExecutor {
         let orders = rule.mergeOrders
         let ranked = rule.mergesRanked
         try db.cachedStatement(sql: sql.clearMerged).execute()
-        if skipsTaken { try fillTakenCopy(sql) }
+        if skipsTaken { try fillTakenCopy() }
         let insert = RawStatement(try db.cachedStatement(sql: sql.insertMerged))
         var sets: [[Int]: SQLValue] = [:]
         for columns in work.mergeColumnSets { sets[columns] = SQLValue(BatchStatements.mergeSet(columns)) }

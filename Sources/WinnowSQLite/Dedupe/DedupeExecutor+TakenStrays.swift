@@ -4,9 +4,9 @@ import WinnowCore
 
 extension DedupeExecutor {
     /// Files into the queue, with the winner that took it, every loser that a merge of an
-    /// unfinished run took (`winnow_merged_losers`, that winner still there) and that the
-    /// discovery did not find in that winner's group: another connection has changed its key
-    /// since. Its values are in that winner already, so it goes as the winner's loser (its
+    /// unfinished run took (`winnow_taken_losers`, read through its copy, ``fillTakenCopy()``;
+    /// that winner still there) and that the discovery did not find in that winner's group:
+    /// another connection has changed its key since. Its values are in that winner already, so it goes as the winner's loser (its
     /// merge is left out, ``BatchStatements/mergeRowsUntaken``), as if the other connection
     /// had changed it after a batch by group had deleted it; left alone, it would be counted
     /// twice (in its winner, and as itself). Where the discovery found it in another group, it
@@ -21,14 +21,14 @@ extension DedupeExecutor {
     func fileTakenStrays() throws -> Int {
         let table = rule.qualifiedTable
         let rowID = RowNumbers(rule).rowid ?? "rowid"
-        let tableLiteral = ChangeTracking.literal(rule.table)
+        try fillTakenCopy()
         try db.execute(
             sql: """
                 DROP TABLE IF EXISTS temp.winnow_strays;
                 CREATE TEMP TABLE winnow_strays (loser INTEGER PRIMARY KEY, winner INTEGER NOT NULL);
                 INSERT OR IGNORE INTO temp.winnow_strays (loser, winner)
                 SELECT t.loser, t.winner FROM (
-                    SELECT loser, winner FROM main.winnow_merged_losers WHERE tbl = \(tableLiteral)
+                    SELECT loser, winner FROM temp.winnow_taken
                     EXCEPT SELECT rid, winner FROM temp.winnow_queue
                 ) AS t
                 WHERE EXISTS (SELECT 1 FROM \(table) AS w WHERE w.\(rowID) = t.winner)

@@ -12,10 +12,10 @@ import WinnowCore
 /// Every group's merge is decided once, over all its rows as found, into `temp.winnow_decided`
 /// (``DedupeExecutor/mergeAhead(_:state:losers:checksReferences:batchNumber:totals:samples:)``); each stretch moves its part into `temp.winnow_merged`
 /// and the writer applies it like a batch's merges (journaled when the rule archives), and
-/// records the losers the merge took (`winnow_merged_losers`) in the same transaction. A merge
-/// never takes a recorded loser again: neither a batch of this run that settles a group again
-/// after another connection's commit, nor a run that finishes the job after this one was
-/// killed. Only while no other connection has committed since the discovery (checked inside
+/// records the losers the merge took (`winnow_taken_losers`, ``TakenLosersRecord``) in the same
+/// transaction. A merge never takes a recorded loser again: neither a batch of this run that
+/// settles a group again after another connection's commit, nor a run that finishes the job
+/// after this one was killed. Only while no other connection has committed since the discovery (checked inside
 /// each transaction; the stretch then stops the loop, and the batches settle the remaining
 /// groups whole, as they are then).
 ///

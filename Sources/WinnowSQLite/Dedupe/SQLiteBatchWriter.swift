@@ -102,6 +102,19 @@ final class SQLiteBatchWriter: BatchWriter {
             .execute(arguments: [ref, runID, Data(record.packed)])
     }
 
+    /// Records every loser of the groups just merged (`temp.winnow_merged`) as taken by its
+    /// winner, packed in one row of `winnow_taken_losers` for this run (``TakenLosersRecord``),
+    /// and drops the copy of the record the batches read (``BatchStatements/dropTaken``).
+    func recordTaken(_ sql: BatchStatements, db: Database) throws {
+        var record = TakenLosersRecord()
+        try RawStatement(try db.cachedStatement(sql: sql.takenToRecord)).forEachRow { row in
+            record.append(loser: sqlite3_column_int64(row, 0), winner: sqlite3_column_int64(row, 1))
+        }
+        try db.execute(sql: sql.dropTaken)
+        guard record.count > 0 else { return }
+        try db.cachedStatement(sql: sql.recordTaken).execute(arguments: [runID, Data(record.packed)])
+    }
+
     func recordProgress(_ totals: Counts, db: Database) throws {
         try db.cachedStatement(sql: progressSQL)
             .execute(arguments: SQLiteSession.arguments(RunRecord.progressArguments(totals, runID: runID)))
@@ -204,10 +217,7 @@ final class SQLiteBatchWriter: BatchWriter {
                 throw WinnowError.internal(
                     "\(rule.table): \(work.merges) winner(s) to merge, \(updated) updated; the batch was rolled back")
             }
-            if work.recordsTakenLosers {
-                try db.cachedStatement(sql: sql.recordTaken).execute(arguments: [runID])
-                try db.execute(sql: sql.dropTaken)
-            }
+            if work.recordsTakenLosers { try recordTaken(sql, db: db) }
         }
         // 4. With foreign-key enforcement off, what SQLite would have checked row by row is
         //    checked here for the batch as a whole: no child row may point at a loser, and every

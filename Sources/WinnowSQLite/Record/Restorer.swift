@@ -173,8 +173,8 @@ public enum Restorer {
             }
             try undoTyped(after: Int64.min)
             // The merges of the run are undone: the losers they took are no longer taken.
-            if try db.tableExists("winnow_merged_losers") {
-                try db.execute(sql: "DELETE FROM winnow_merged_losers WHERE run_id = ?", arguments: [runID])
+            for record in [SQLiteDialect.takenLosersName, SQLiteDialect.oldTakenLosersName] where try db.tableExists(record) {
+                try db.execute(sql: "DELETE FROM \(record) WHERE run_id = ?", arguments: [runID])
             }
             // So are its children re-pointed ahead.
             if try db.tableExists("winnow_moved_ahead") {

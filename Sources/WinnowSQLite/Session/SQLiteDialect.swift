@@ -106,21 +106,27 @@ public struct SQLiteDialect: SQLDialect {
     /// applied ahead of the deletions, in the table's order): a merge never takes them again.
     /// Emptied for a table once its rule is done; a restore forgets its run's.
     ///
-    /// A table of rows appended in the order the stretches of winners record them, with no key:
-    /// keyed by loser, each stretch's losers lay all over its B-tree and the recording wrote most
-    /// of its pages at every stretch. A loser recorded twice (taken again once its first winner
-    /// was gone) only adds a record whose winner is gone, which every reader ignores. The
-    /// lookups by loser go through a copy the batches index when they need it
-    /// (``BatchStatements/fillTaken``). (Earlier releases keyed it by `(tbl, loser)`; such a
-    /// table is recreated once it is empty, ``DedupeExecutor/upgradeTakenRecord()``.)
-    static let mergedLosersTable = """
-        CREATE TABLE IF NOT EXISTS winnow_merged_losers (
+    /// One row per piece of a stretch of merges, appended in the order the stretches take the
+    /// winners, with its losers and their winners packed (``TakenLosersRecord``): a row of its own
+    /// per loser took about five times the bytes. A loser recorded twice (taken again once its
+    /// first winner was gone) only adds a pair whose winner is gone, which every reader ignores.
+    /// Every reader goes through a copy keyed by loser, made when it is needed
+    /// (``DedupeExecutor/fillTakenCopy()``).
+    static let takenLosersTable = """
+        CREATE TABLE IF NOT EXISTS winnow_taken_losers (
             tbl TEXT NOT NULL,
-            loser INTEGER NOT NULL,
-            winner INTEGER NOT NULL,
-            run_id INTEGER NOT NULL
+            run_id INTEGER NOT NULL,
+            pairs BLOB NOT NULL
         )
         """
+
+    /// The name of ``takenLosersTable``.
+    static let takenLosersName = "winnow_taken_losers"
+
+    /// The record of taken losers of earlier releases: a row per loser, `(tbl, loser, winner,
+    /// run_id)`. A run killed by such a release may have left losers in it: it is read beside
+    /// today's record until it is empty, and then dropped (``DedupeExecutor/retireOldTakenRecord()``).
+    static let oldTakenLosersName = "winnow_merged_losers"
 
     public var bookkeepingSchema: [SchemaStatement] {
         [
@@ -197,7 +203,7 @@ public struct SQLiteDialect: SQLDialect {
             )
             """,
             "CREATE INDEX IF NOT EXISTS winnow_run_groups_by_run ON winnow_run_groups (run_id, id)",
-            SchemaStatement(Self.mergedLosersTable),
+            SchemaStatement(Self.takenLosersTable),
             SchemaStatement(Self.movedAheadTable),
             """
             CREATE TABLE IF NOT EXISTS winnow_lock (
