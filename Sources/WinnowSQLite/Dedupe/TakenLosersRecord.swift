@@ -7,9 +7,9 @@ import WinnowCore
 /// in one blob, each pair two variable-length integers (the winner's rowid as the step from the
 /// winner before, the loser's as the step from its winner; ``PackedIntegers``). The pairs come
 /// by winner, so a winner's step is small and one with several losers steps by 0; a loser beside
-/// its winner, as in a table whose duplicates arrive together, packs in a byte. About 5 bytes a
-/// loser where a row of its own took 27 (merge-500 at 1,600,000 customers: 5.6 MB against
-/// 29 MB; docs/performance.md).
+/// its winner, as in a table whose duplicates arrive together, packs in a byte. About 4 bytes a
+/// loser where a row of its own took 27 (merge-500's 1,066,499 losers at 1,600,000 customers:
+/// 4.4 MB against 29 MB; docs/performance.md).
 package struct TakenLosersRecord {
     /// One recorded loser: its values are in `winner`'s.
     package struct Pair: Equatable {

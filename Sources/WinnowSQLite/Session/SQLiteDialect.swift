@@ -108,7 +108,7 @@ public struct SQLiteDialect: SQLDialect {
     ///
     /// One row per piece of a stretch of merges, appended in the order the stretches take the
     /// winners, with its losers and their winners packed (``TakenLosersRecord``): a row of its own
-    /// per loser took about five times the bytes. A loser recorded twice (taken again once its
+    /// per loser took about six times the bytes. A loser recorded twice (taken again once its
     /// first winner was gone) only adds a pair whose winner is gone, which every reader ignores.
     /// Every reader goes through a copy keyed by loser, made when it is needed
     /// (``DedupeExecutor/fillTakenCopy()``).
