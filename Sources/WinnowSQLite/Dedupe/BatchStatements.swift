@@ -61,8 +61,8 @@ struct BatchStatements {
     let fillBatchRevalidated: String
     /// ``fillBatchRevalidated`` that also keeps every loser a merge took (`temp.winnow_taken`,
     /// ``DedupeExecutor/fillTakenCopy()``) for the winner that took it, whatever its key is
-    /// now: its values are in that winner already, so it goes, as if the other connection had changed it after a batch
-    /// by group had deleted it. Left alone, it would be counted twice (in its winner, and as
+    /// now: its values are in that winner already, so it goes, as if the other connection had
+    /// changed it after a batch by group had deleted it. Left alone, it would be counted twice (in its winner, and as
     /// itself). (The batch's join reaches only winners that still exist: a loser whose winner
     /// is gone is settled as any other.)
     let fillBatchRevalidatedKeepingTaken: String
@@ -136,8 +136,9 @@ struct BatchStatements {
     /// (Unless that winner is gone: another connection deleted it, and its values with it.)
     /// (Tables with rowids only: the only ones whose merges go ahead of their losers.)
     let mergeRowsUntaken: String
-    /// The rule's rows of `winnow_taken_losers` (SQL over it), which ``DedupeExecutor/forgetRecord(_:own:)``
-    /// empties once the rule is done (every one of its losers is deleted).
+    /// The rule's rows of `winnow_taken_losers` (SQL over it), which
+    /// ``DedupeExecutor/forgetRecord(_:own:)`` empties once the rule is done (every one of its
+    /// losers is deleted).
     let takenOwn: String
     /// Every loser of the groups in `temp.winnow_merged` with its winner, by winner: what the
     /// transaction that writes the merged values records as taken (``recordTaken``).

@@ -201,8 +201,9 @@ extension DedupeExecutor {
         guard try db.tableExists(SQLiteDialect.oldTakenLosersName) else { return }
         try forgetRecord(SQLiteDialect.oldTakenLosersName, own: "tbl = \(ChangeTracking.literal(rule.table))")
         try writer.transaction(db) {
-            guard try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM main.winnow_merged_losers)") == true else { return }
-            try db.execute(sql: "DROP TABLE main.winnow_merged_losers")
+            let old = "main.\(SQLiteDialect.oldTakenLosersName)"
+            guard try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM \(old))") == true else { return }
+            try db.execute(sql: "DROP TABLE \(old)")
             try RowidWatch.note(db)
         }
     }

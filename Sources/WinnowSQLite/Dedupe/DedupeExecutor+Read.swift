@@ -184,17 +184,12 @@ extension DedupeExecutor {
                 """)
         if try db.tableExists(SQLiteDialect.oldTakenLosersName) {
             try db.execute(
-                sql: "INSERT OR IGNORE INTO temp.winnow_taken SELECT loser, winner FROM main.winnow_merged_losers WHERE tbl = ?",
+                sql:
+                    "INSERT OR IGNORE INTO temp.winnow_taken SELECT loser, winner FROM main.\(SQLiteDialect.oldTakenLosersName) WHERE tbl = ?",
                 arguments: [rule.table])
         }
-        guard try db.tableExists(SQLiteDialect.takenLosersName) else { return }
         let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.winnow_taken (loser, winner) VALUES (?, ?)")
-        let records = try Data.fetchCursor(
-            db, sql: "SELECT pairs FROM main.winnow_taken_losers WHERE tbl = ? ORDER BY rowid", arguments: [rule.table])
-        while let blob = try records.next() {
-            guard let pairs = TakenLosersRecord.pairs([UInt8](blob)) else { throw TakenLosersRecord.corrupt() }
-            for pair in pairs { try insert.execute(arguments: [pair.loser, pair.winner]) }
-        }
+        try TakenLosersRecord.forEach(db, table: rule.table) { _, _, pair in try insert.execute(arguments: [pair.loser, pair.winner]) }
     }
 
     /// Whether any loser of the rule's table is recorded as taken by a merge (today's record, or

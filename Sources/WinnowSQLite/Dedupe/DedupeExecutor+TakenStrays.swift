@@ -6,9 +6,9 @@ extension DedupeExecutor {
     /// Files into the queue, with the winner that took it, every loser that a merge of an
     /// unfinished run took (`winnow_taken_losers`, read through its copy, ``fillTakenCopy()``;
     /// that winner still there) and that the discovery did not find in that winner's group:
-    /// another connection has changed its key since. Its values are in that winner already, so it goes as the winner's loser (its
-    /// merge is left out, ``BatchStatements/mergeRowsUntaken``), as if the other connection
-    /// had changed it after a batch by group had deleted it; left alone, it would be counted
+    /// another connection has changed its key since. Its values are in that winner already, so
+    /// it goes as the winner's loser (its merge is left out, ``BatchStatements/mergeRowsUntaken``),
+    /// as if the other connection had changed it after a batch by group had deleted it; left alone, it would be counted
     /// twice (in its winner, and as itself). Where the discovery found it in another group, it
     /// leaves that group first: as one of its losers, the losers after it move up one place;
     /// as its winner, the group's best loser takes its place, and the group is settled again by

@@ -46,19 +46,27 @@ package struct TakenLosersRecord {
         return pairs
     }
 
-    /// Every recorded pair of the database (of `table` only, where given), with its table and
-    /// the run that recorded it, in the order recorded; none where the record does not exist.
-    package static func all(_ db: Database, table: String? = nil) throws -> [(table: String, runID: Int64, pair: Pair)] {
-        guard try db.tableExists(SQLiteDialect.takenLosersName) else { return [] }
-        var all: [(table: String, runID: Int64, pair: Pair)] = []
+    /// Calls `body` with every recorded pair of the database (of `table` only, where given), its
+    /// table and the run that recorded it, in the order recorded; never where the record does
+    /// not exist. Throws on a blob that is not one of pairs.
+    static func forEach(
+        _ db: Database, table: String? = nil, _ body: (_ table: String, _ runID: Int64, _ pair: Pair) throws -> Void
+    ) throws {
+        guard try db.tableExists(SQLiteDialect.takenLosersName) else { return }
         let rows = try Row.fetchCursor(
             db, sql: "SELECT tbl, run_id, pairs FROM main.winnow_taken_losers WHERE ?1 IS NULL OR tbl = ?1 ORDER BY rowid",
             arguments: [table])
         while let row = try rows.next() {
             let (table, runID, blob): (String, Int64, Data) = (row[0], row[1], row[2])
             guard let pairs = pairs([UInt8](blob)) else { throw corrupt() }
-            all += pairs.map { (table, runID, $0) }
+            for pair in pairs { try body(table, runID, pair) }
         }
+    }
+
+    /// Every recorded pair of the database (``forEach(_:table:_:)``), with its table and run.
+    package static func all(_ db: Database, table: String? = nil) throws -> [(table: String, runID: Int64, pair: Pair)] {
+        var all: [(table: String, runID: Int64, pair: Pair)] = []
+        try forEach(db, table: table) { all.append(($0, $1, $2)) }
         return all
     }
 
