@@ -29,4 +29,30 @@ extension ScenarioKit {
     package static func takenColumn<T: DatabaseValueConvertible>(_ db: String, _ sql: String, as: T.Type = T.self) throws -> [T?] {
         try takenRows(db, sql).map { T.fromDatabaseValue($0[0]) }
     }
+
+    /// The sum of `column`'s integer values that `winnow_given_merges` keeps for `table`'s
+    /// winners whose merge has not come (docs/reference.md, "Batches"): not covered by a note of
+    /// how far a run merged them, not recorded by their run as a winner that took losers, and
+    /// still there. 0 where the record does not exist.
+    package static func givenIntegers(_ db: String, table: String, column: String) throws -> Int {
+        let queue = try DatabaseQueue(path: db)
+        defer { try? queue.close() }
+        return try queue.inDatabase { db in
+            let rows = try GivenMergesRecord.rows(db, table: table)
+            guard !rows.isEmpty else { return 0 }
+            var takenBy: [Int64: Set<Int64>] = [:]
+            for (_, run, pair) in try TakenLosersRecord.all(db, table: table) { takenBy[run, default: []].insert(pair.winner) }
+            let settled = rows.compactMap(\.settledTo).max() ?? .min
+            var sum = 0
+            for row in rows where row.settledTo == nil {
+                guard let index = row.columns.firstIndex(where: { $0.name == column }) else { continue }
+                for entry in row.entries where entry.winner > settled && takenBy[row.runID]?.contains(entry.winner) != true {
+                    let exists = try Bool.fetchOne(
+                        db, sql: "SELECT EXISTS (SELECT 1 FROM \"\(table)\" WHERE rowid = ?)", arguments: [entry.winner])
+                    if exists == true, case .integer(let value) = entry.values[index] { sum += Int(value) }
+                }
+            }
+            return sum
+        }
+    }
 }

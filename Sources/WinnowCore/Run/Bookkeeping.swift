@@ -14,6 +14,9 @@ import Foundation
 /// - `winnow_taken_losers` (SQLite): losers whose values a merge took into their winner ahead
 ///   of their deletion; no merge takes them again (emptied when their rule is done). Earlier
 ///   releases kept them in `winnow_merged_losers`, read until it is empty and then dropped.
+/// - `winnow_given_merges` (SQLite): the merged values of losers a stretch of merges deleted
+///   before their winner's merge; a run that stops before that merge leaves them to the next,
+///   which merges them into their winners first (emptied once their winners hold them).
 /// - `winnow_moved_ahead` (SQLite): children re-pointed ahead of their loser's deletion, each
 ///   with its loser and winner; the next run of a killed one moves back those whose loser is no
 ///   longer that winner's (emptied when their rule is done).

@@ -145,6 +145,19 @@ struct BatchStatements {
     let takenToRecord: String
     /// Appends one packed record of taken losers (``TakenLosersRecord``; bound: the run, the blob).
     let recordTaken: String
+    /// The losers of the queue filed in `(?1, ?2]` whose winner lies after `?3` (a later stretch
+    /// of merges), each with its winner and its merge columns (the queue's copy by winner), by winner and in
+    /// their order: what a stretch that deletes them before their winner's merge keeps
+    /// (``GivenMergesRecord``).
+    let givenToRecord: String
+    /// Appends one packed record of given losers' values (bound: the run, the blob).
+    let recordGiven: String
+    /// The rule's merge columns as a record of given values names them
+    /// (``GivenMergesRecord/columnsText(_:)``).
+    let givenColumns: String
+    /// The merge columns of the row numbered `?` of the rule's table, in the rule's order
+    /// (``DedupeExecutor/settleGivenMerges(_:state:batchNumber:totals:)``).
+    let mergeValuesOfRow: String
     /// Drops the copy of the records of taken losers (``DedupeExecutor/fillTakenCopy()``): every
     /// transaction that records more does, and the next statement that reads it makes it again.
     let dropTaken = "DROP TABLE IF EXISTS temp.winnow_taken"
@@ -451,6 +464,18 @@ struct BatchStatements {
             ORDER BY q.winner, q.rn, q.rid
             """
         recordTaken = "INSERT INTO main.winnow_taken_losers (tbl, run_id, pairs) VALUES (\(tableLiteral), ?, ?)"
+        givenToRecord = """
+            SELECT q.winner, q.rid\(carried.map { ", t.\($0)" }.joined()) FROM temp.winnow_queue AS q
+            JOIN temp.winnow_takeable AS t ON t.winner = q.winner AND t.rn = q.rn AND t.rid = q.rid
+            WHERE q.first > ?1 AND q.first <= ?2 AND q.winner > ?3 ORDER BY q.winner, q.rn
+            """
+        givenColumns = GivenMergesRecord.columnsText(rule.mergeColumns.map { ($0.strategy, $0.name) })
+        recordGiven = """
+            INSERT INTO main.winnow_given_merges (tbl, run_id, columns, entries) VALUES (\(tableLiteral), ?, \(ChangeTracking.literal(givenColumns)), ?)
+            """
+        mergeValuesOfRow = """
+            SELECT \(rule.mergeColumns.map { $0.name.sqlIdentifier }.joined(separator: ", ")) FROM \(table) WHERE \(numbers.numbered("?", alias: table))
+            """
         let values = rule.mergeColumns.indices.map { "v\($0)" }
         func mergedTable(_ name: String) -> String {
             """

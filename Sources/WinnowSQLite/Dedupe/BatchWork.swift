@@ -28,6 +28,16 @@ struct BatchWork {
     /// Whether the merges go ahead of their losers' deletion (``MergeAheadBatches``): the
     /// losers they take are recorded, so that no merge takes them again.
     var recordsTakenLosers = false
+    /// The values of the losers the transaction deletes before their winner's merge, merged by
+    /// winner and packed (``GivenMergesRecord``): recorded in the same transaction.
+    var given: [UInt8]?
+    /// Losers recorded as taken by their winner, packed (``TakenLosersRecord``), where the
+    /// transaction merges values kept for them into it
+    /// (``DedupeExecutor/settleGivenMerges(_:state:batchNumber:totals:)``).
+    var taken: [UInt8]?
+    /// Whether every merge value read for it was an integer or NULL (merge decisions read the
+    /// whole queue: ``DedupeExecutor/givesAhead(_:)``).
+    var integersOnly = true
     /// Re-pointing decided row by row (paths whose child has a unique key on the reference).
     var repoints: [Repoint] = []
     var childDeletes: [ChildDelete] = []

@@ -18,6 +18,10 @@ protocol BatchWriter {
     /// Stores key hashes of the rows `selection` (SQL over the rule's table, with `arguments`)
     /// picks whose hash column is stale; returns the count.
     func fillHashes(rule: CompiledRule, selection: String, arguments: StatementArguments, batch: Int, db: Database) throws -> Int
+    /// Notes in `winnow_given_merges` that the given losers' values of `table` are merged into
+    /// every winner up to `end`; nil: into all of them, and the table's record is emptied
+    /// (``DedupeExecutor/settleGivenMerges(_:state:batchNumber:totals:)``).
+    func noteGivenSettled(table: String, upTo end: Int64?, db: Database) throws
     /// Records the run's running totals in the same transaction as the batch.
     func recordProgress(_ totals: Counts, db: Database) throws
 }

@@ -109,6 +109,10 @@ extension DedupeExecutor {
                 if asFound { state.mappedAt = mappedAt }
             }
         }
+        // The values of losers that a run's stretches of merges deleted before their winner's
+        // merge, where that merge never came (a killed run), go to their winners first: every
+        // merge from here on reads the winners' values.
+        counts = counts + (try settleGivenMerges(sql, state: &state, batchNumber: &batchNumber, totals: &totals))
         // Then the merges, ahead of the deletions (only where the groups take more than one
         // batch, as for the children).
         // Each stretch deletes the losers its merges have taken in its rowids; the batches take the rest.
@@ -119,6 +123,9 @@ extension DedupeExecutor {
                 totals: &totals, samples: &samples)
             counts = counts + merged.counts
             handledAhead = merged.done
+            // Another connection committed before every stretch had merged its winners: the
+            // values of the losers given ahead to the others go to them before the batches.
+            counts = counts + (try settleGivenMerges(sql, state: &state, batchNumber: &batchNumber, totals: &totals))
         }
         // Once another connection has committed, the first batch would file the queue by group
         // again and index the record of the children re-pointed ahead, both inside its write
@@ -268,7 +275,7 @@ extension DedupeExecutor {
         guard let decided = try decideMerges(sql, skipsTaken: state.skipsTaken, foundAt: foundAt) else { return (Counts(), 0) }
         var stretches = MergeAheadBatches(
             executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets, state: state,
-            checksReferences: checksReferences)
+            checksReferences: checksReferences, gives: givesAhead(decided))
         var sizer = try aheadSizer()
         sizer.growthLimit = Self.mergeStretchMaxGrowth
         // Their cost per winner rises from one stretch to the next.
@@ -279,6 +286,10 @@ extension DedupeExecutor {
         state = stretches.state
         if result.counts.batches > 0 { state.skipsTaken = true }
         state.mergedAhead = result.finished
+        // Every winner's merge is applied: the values of the losers given ahead are in them.
+        if result.finished, result.counts.batches > 0 {
+            try writer.transaction(db) { try writer.noteGivenSettled(table: rule.table, upTo: nil, db: db) }
+        }
         try db.execute(sql: sql.dropDecisions)
         var (counts, done) = (result.counts, result.done)
         // The losers the stretches of merges left, in stretches of their rowids; returns

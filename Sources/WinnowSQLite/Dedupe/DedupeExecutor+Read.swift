@@ -227,6 +227,7 @@ extension DedupeExecutor {
         var values = [SQLValue](repeating: .null, count: strategies.count + 2)
         func flush() throws {
             guard let winner = current else { return }
+            if work.integersOnly, rows.contains(where: Self.notAnInteger) { work.integersOnly = false }
             let changes = MergeResolver.changes(strategies: strategies, orders: orders, flat: rows, ranked: ranked)
             guard !changes.isEmpty else { return }
             let columns = changes.map { $0.index }

@@ -46,5 +46,6 @@ struct DryRunWriter: BatchWriter {
                 AND NOT \(RowNumbers(rule).among("SELECT rid FROM temp.winnow_dry_deleted"))
                 """, arguments: arguments) ?? 0
     }
+    func noteGivenSettled(table: String, upTo end: Int64?, db: Database) throws {}
     func recordProgress(_ totals: Counts, db: Database) throws {}
 }

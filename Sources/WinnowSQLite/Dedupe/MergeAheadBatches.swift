@@ -45,12 +45,15 @@ struct MergeAheadBatches: BatchSource {
     var state: DedupeExecutor.BatchState
     /// Whether the deletions check the references they touch (foreign-key enforcement is off).
     let checksReferences: Bool
+    /// Whether a stretch deletes every loser in its rowids, also one whose winner a later
+    /// stretch merges, keeping its values until then (``DedupeExecutor/givesAhead(_:)``).
+    let gives: Bool
     /// The time per row written of the latest stretch, and the rows it allows the next.
     private var budget: RowBudget
 
     init(
         executor: DedupeExecutor, sql: BatchStatements, foundAt: Int64, columnSets: [[Int]], state: DedupeExecutor.BatchState,
-        checksReferences: Bool
+        checksReferences: Bool, gives: Bool = false
     ) {
         self.executor = executor
         self.sql = sql
@@ -60,6 +63,7 @@ struct MergeAheadBatches: BatchSource {
         // The stretch's losers are read after their winners' merges: nothing is merged again.
         self.state.mergedAhead = true
         self.checksReferences = checksReferences
+        self.gives = gives
         budget = RowBudget(maxTransactionMilliseconds: executor.settings.maxTransactionMilliseconds)
     }
 
@@ -78,6 +82,8 @@ struct MergeAheadBatches: BatchSource {
         // The losers in the stretch's rowids whose winners are merged, its own or an earlier
         // stretch's: both bounds are its last winner (``reach(of:)``).
         let reach = try self.reach(of: bounds.upTo)
+        // The losers deleted: those whose winner is merged by now, or all (``gives``).
+        let takenUpTo = takenUpTo(reach)
         let piece = max(executor.settings.size, Self.pieceWinners)
         var state = self.state
         defer { self.state = state }
@@ -100,16 +106,20 @@ struct MergeAheadBatches: BatchSource {
                 merged.merges = db.changesCount
                 merged.mergeColumnSets = columnSets
                 merged.recordsTakenLosers = true
-                if merged.merges > 0 { try executor.writer.apply(merged, rule: executor.rule, sql: sql, db: db) }
+                let deletesUpTo = upTo == bounds.upTo ? reach : upTo
+                if takenUpTo > reach { merged.given = try executor.givenAhead(sql, after: after, upTo: deletesUpTo, reach: reach) }
+                if merged.merges > 0 || merged.given != nil {
+                    try executor.writer.apply(merged, rule: executor.rule, sql: sql, db: db)
+                }
                 merges += merged.merges
                 let deleted = try executor.deleteTaken(
-                    batch: number, after: after, upTo: upTo == bounds.upTo ? reach : upTo, takenUpTo: reach, sql: sql,
+                    batch: number, after: after, upTo: deletesUpTo, takenUpTo: takenUpTo, sql: sql,
                     state: &state, wantSamples: wantSamples && samples.isEmpty, checksReferences: checksReferences)
                 counts = counts + merged.counts + deleted.counts
                 samples += deleted.samples
                 after = upTo
             }
-            try db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [bounds.after, reach, reach])
+            try db.cachedStatement(sql: sql.forgetQueuedTaken).execute(arguments: [bounds.after, reach, takenUpTo])
             counts.batches = 1
             guard merges > 0 || counts.deleted > 0 else { return (counts, 0, []) }
             try executor.writer.recordProgress(totals + counts, db: db)
@@ -135,7 +145,7 @@ struct MergeAheadBatches: BatchSource {
             // fewer than its size.)
             let reach = try self.reach(of: upTo)
             let losers =
-                try Int.fetchOne(db.cachedStatement(sql: sql.countQueuedTaken), arguments: [bounds.after, reach, reach]) ?? 0
+                try Int.fetchOne(db.cachedStatement(sql: sql.countQueuedTaken), arguments: [bounds.after, reach, takenUpTo(reach)]) ?? 0
             let winners = min(size, try sql.nextDecided.rows(db, after: bounds.after, upTo: upTo))
             guard let cut = budget.cut(units: winners, rows: winners + losers),
                 let end = try nextBound(after: bounds.after, size: cut), end < upTo
@@ -151,6 +161,10 @@ struct MergeAheadBatches: BatchSource {
     private func reach(of upTo: Int64) throws -> Int64 {
         try nextBound(after: upTo, size: 1) == nil ? Int64.max : upTo
     }
+
+    /// The last winner whose losers a stretch that reaches `reach` deletes: its own last, or,
+    /// where it gives losers ahead, any.
+    private func takenUpTo(_ reach: Int64) -> Int64 { gives ? .max : reach }
 
     /// The most times a stretch's losers are counted (``budgeted(_:)``).
     static let budgetCounts = 3

@@ -115,6 +115,18 @@ final class SQLiteBatchWriter: BatchWriter {
         try db.cachedStatement(sql: sql.recordTaken).execute(arguments: [runID, Data(record.packed)])
     }
 
+    func noteGivenSettled(table: String, upTo end: Int64?, db: Database) throws {
+        let record = "main.\(SQLiteDialect.givenMergesName)"
+        guard let end else {
+            try db.execute(sql: "DELETE FROM \(record) WHERE tbl = ?", arguments: [table])
+            return
+        }
+        try db.execute(sql: "DELETE FROM \(record) WHERE tbl = ? AND settled_to IS NOT NULL", arguments: [table])
+        try db.execute(
+            sql: "INSERT INTO \(record) (tbl, run_id, columns, entries, settled_to) VALUES (?, ?, '[]', x'', ?)",
+            arguments: [table, runID, end])
+    }
+
     func recordProgress(_ totals: Counts, db: Database) throws {
         try db.cachedStatement(sql: progressSQL)
             .execute(arguments: SQLiteSession.arguments(RunRecord.progressArguments(totals, runID: runID)))
@@ -219,6 +231,12 @@ final class SQLiteBatchWriter: BatchWriter {
             }
             if work.recordsTakenLosers { try recordTaken(sql, db: db) }
         }
+        if let taken = work.taken {
+            try db.cachedStatement(sql: sql.recordTaken).execute(arguments: [runID, Data(taken)])
+            try db.execute(sql: sql.dropTaken)
+        }
+        // The values of the losers deleted before their winner's merge, kept until it is applied.
+        if let given = work.given { try db.cachedStatement(sql: sql.recordGiven).execute(arguments: [runID, Data(given)]) }
         // 4. With foreign-key enforcement off, what SQLite would have checked row by row is
         //    checked here for the batch as a whole: no child row may point at a loser, and every
         //    re-pointed row reaches its winner. A failure rolls the batch back. Through an index

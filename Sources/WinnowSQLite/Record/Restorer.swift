@@ -173,7 +173,9 @@ public enum Restorer {
             }
             try undoTyped(after: Int64.min)
             // The merges of the run are undone: the losers they took are no longer taken.
-            for record in [SQLiteDialect.takenLosersName, SQLiteDialect.oldTakenLosersName] where try db.tableExists(record) {
+            // (And the values of the losers it gave ahead are back in them.)
+            for record in [SQLiteDialect.takenLosersName, SQLiteDialect.oldTakenLosersName, SQLiteDialect.givenMergesName]
+            where try db.tableExists(record) {
                 try db.execute(sql: "DELETE FROM \(record) WHERE run_id = ?", arguments: [runID])
             }
             // So are its children re-pointed ahead.

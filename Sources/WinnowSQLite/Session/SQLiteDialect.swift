@@ -123,6 +123,26 @@ public struct SQLiteDialect: SQLDialect {
     /// The name of ``takenLosersTable``.
     static let takenLosersName = "winnow_taken_losers"
 
+    /// The values of the losers a stretch of merges deleted before their winner's merge, merged
+    /// winner by winner (``GivenMergesRecord``): a row per piece of a stretch, `columns` naming
+    /// the strategy and column of each value. Superseded once the winner's own stretch applies
+    /// its merge (it records those losers as taken); a run that stops before it merges them
+    /// into their winners first (``DedupeExecutor/settleGivenMerges(_:state:batchNumber:totals:)``),
+    /// which notes how far it got in a row of its own (`settled_to`: every winner up to it is
+    /// done). Emptied for a table once that is done or its rule is; a restore forgets its run's.
+    static let givenMergesTable = """
+        CREATE TABLE IF NOT EXISTS winnow_given_merges (
+            tbl TEXT NOT NULL,
+            run_id INTEGER NOT NULL,
+            columns TEXT NOT NULL,
+            entries BLOB NOT NULL,
+            settled_to INTEGER
+        )
+        """
+
+    /// The name of ``givenMergesTable``.
+    static let givenMergesName = "winnow_given_merges"
+
     /// The record of taken losers of earlier releases: a row per loser, `(tbl, loser, winner,
     /// run_id)`. A run killed by such a release may have left losers in it: it is read beside
     /// today's record until it is empty, and then dropped (``DedupeExecutor/retireOldTakenRecord()``).
@@ -204,6 +224,7 @@ public struct SQLiteDialect: SQLDialect {
             """,
             "CREATE INDEX IF NOT EXISTS winnow_run_groups_by_run ON winnow_run_groups (run_id, id)",
             SchemaStatement(Self.takenLosersTable),
+            SchemaStatement(Self.givenMergesTable),
             SchemaStatement(Self.movedAheadTable),
             """
             CREATE TABLE IF NOT EXISTS winnow_lock (
