@@ -312,6 +312,29 @@ final class GivenMergesRecordTests: XCTestCase {
         XCTAssertNil(GivenMergesRecord.entries(bytes, columns: 3))
     }
 
+    /// The fold a stretch keeps given values with is the resolver's merge, value for value and
+    /// type for type: integers, NULLs, sums that overflow, and any other value or strategy.
+    func testTheFoldOfGivenValuesIsTheResolversMerge() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let values: [SQLValue] = (0..<Int.random(in: 0..<6, using: &rng)).map { _ in
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0, 1: return .null
+                case 2: return .integer(Int64.random(in: (Int64.max - 5)...Int64.max, using: &rng))
+                case 3: return .integer(Int64.random(in: Int64.min...(Int64.min + 5), using: &rng))
+                case 4: return .real(1.0)
+                case 5: return .text("7")
+                default: return .integer(Int64.random(in: -9...9, using: &rng))
+                }
+            }
+            for strategy in [MergeStrategy.sum, .min, .max, .longest, .fillNull] {
+                let folded = DedupeExecutor.fold(strategy, values)
+                let merged = MergeResolver.merge(strategy, values)
+                XCTAssertTrue(ValueOrder.identical(folded, merged), "\(strategy) of \(values): \(folded), not \(merged)")
+            }
+        }
+    }
+
     func testTheColumnsReadBack() {
         let text = GivenMergesRecord.columnsText([(.sum, "visits"), (.max, "odd \"name\"")])
         let columns = GivenMergesRecord.columns(text)

@@ -146,7 +146,7 @@ struct BatchStatements {
     /// Appends one packed record of taken losers (``TakenLosersRecord``; bound: the run, the blob).
     let recordTaken: String
     /// The losers of the queue filed in `(?1, ?2]` whose winner lies after `?3` (a later stretch
-    /// of merges), each with its winner and its merge columns (the queue's copy by winner), by winner and in
+    /// of merges), each with its winner and its merge columns, by winner and in
     /// their order: what a stretch that deletes them before their winner's merge keeps
     /// (``GivenMergesRecord``).
     let givenToRecord: String
@@ -197,13 +197,16 @@ struct BatchStatements {
     /// table is larger than the page cache.
     let createTakeable: String
     /// The queue's losers filed in `(?1, ?2]`, with their merge columns, appended to
-    /// `temp.winnow_copied` (``createTakeable``).
+    /// `temp.winnow_copied` (``createTakeable``), keyed by rowid: the stretches that give losers
+    /// ahead read their values from it (``givenToRecord``); else it is dropped once sorted.
     let fillTakeable: String
-    /// `temp.winnow_copied` sorted into the queue's copy by winner, and dropped: one sort of
+    /// `temp.winnow_copied` sorted into the queue's copy by winner: one sort of
     /// the temporary database's rows, where copying each piece into the copy by winner
     /// inserted all over it (merge-500 at 1,600,000 customers: 2.0-2.1 s against 1.1-1.2 s for
     /// the copy in one read).
     let sortTakeable: String
+    /// Drops the copy of the losers' values by rowid (``fillTakeable``).
+    let dropCopied = "DROP TABLE IF EXISTS temp.winnow_copied"
     /// Drops the queue's copy by winner and the merge decisions, once the stretches of merges
     /// are over (or the decisions stopped at another connection's commit).
     let dropDecisions = """
@@ -415,17 +418,16 @@ struct BatchStatements {
             ) WITHOUT ROWID;
             DROP TABLE IF EXISTS temp.winnow_copied;
             CREATE TEMP TABLE winnow_copied (
-                winner INTEGER NOT NULL, rn INTEGER NOT NULL, rid INTEGER NOT NULL\(carried.map { ", \($0)" }.joined())
+                rid INTEGER PRIMARY KEY, winner INTEGER NOT NULL, rn INTEGER NOT NULL\(carried.map { ", \($0)" }.joined())
             );
             """
         fillTakeable = """
-            INSERT INTO temp.winnow_copied (winner, rn, rid\(carried.map { ", \($0)" }.joined()))
-            SELECT q.winner, q.rn, q.rid\(mergeSelected.isEmpty ? "" : ", \(mergeSelected)") FROM temp.winnow_queue AS q
+            INSERT INTO temp.winnow_copied (rid, winner, rn\(carried.map { ", \($0)" }.joined()))
+            SELECT q.rid, q.winner, q.rn\(mergeSelected.isEmpty ? "" : ", \(mergeSelected)") FROM temp.winnow_queue AS q
             \(numbers.join("t", numbered: "q.rid")) WHERE q.first > ? AND q.first <= ?
             """
         sortTakeable = """
-            INSERT INTO temp.winnow_takeable SELECT * FROM temp.winnow_copied ORDER BY 1, 2, 3;
-            DROP TABLE temp.winnow_copied;
+            INSERT INTO temp.winnow_takeable SELECT winner, rn, rid\(carried.map { ", \($0)" }.joined()) FROM temp.winnow_copied ORDER BY 1, 2, 3
             """
         func mergeRows(_ filter: String) -> String {
             """
@@ -464,10 +466,13 @@ struct BatchStatements {
             ORDER BY q.winner, q.rn, q.rid
             """
         recordTaken = "INSERT INTO main.winnow_taken_losers (tbl, run_id, pairs) VALUES (\(tableLiteral), ?, ?)"
+        // From the copy of the losers' values by rowid, which the copy by winner is sorted from
+        // (kept for this while the stretches run): read in the stretch's rowids, where a look-up
+        // in the copy by winner for each loser took 1.6 s of merge-500's stretches at 1,600,000
+        // customers, and one in the table 1.1 s.
         givenToRecord = """
-            SELECT q.winner, q.rid\(carried.map { ", t.\($0)" }.joined()) FROM temp.winnow_queue AS q
-            JOIN temp.winnow_takeable AS t ON t.winner = q.winner AND t.rn = q.rn AND t.rid = q.rid
-            WHERE q.first > ?1 AND q.first <= ?2 AND q.winner > ?3 ORDER BY q.winner, q.rn
+            SELECT c.winner, c.rid\(rule.mergeColumns.indices.map { ", c.c\($0)" }.joined()) FROM temp.winnow_copied AS c
+            WHERE c.rid > ?1 AND c.rid <= ?2 AND c.winner > ?3 ORDER BY c.winner, c.rn
             """
         givenColumns = GivenMergesRecord.columnsText(rule.mergeColumns.map { ($0.strategy, $0.name) })
         recordGiven = """

@@ -190,10 +190,12 @@ extension DedupeExecutor {
     /// records hold rowids that winnow wrote, so their freed pages are not zeroed
     /// (`secure_delete = FAST` for this statement only: on a build that zeroes deleted content,
     /// merge-500 wrote about 7 MB more doing it); and where a record holds no other rule's rows
-    /// it is emptied whole, which frees its pages without rewriting them.
-    func forgetRecord(_ table: String, own: String) throws {
+    /// it is emptied whole, which frees its pages without rewriting them. `holdsValues`: the
+    /// record holds values of the user's rows (`winnow_given_merges`), and its pages are
+    /// zeroed as the database's own setting says.
+    func forgetRecord(_ table: String, own: String, holdsValues: Bool = false) throws {
         let secure = try Int.fetchOne(db, sql: "PRAGMA main.secure_delete") ?? 0
-        try db.execute(sql: "PRAGMA main.secure_delete = FAST")
+        if !holdsValues { try db.execute(sql: "PRAGMA main.secure_delete = FAST") }
         defer { try? db.execute(sql: "PRAGMA main.secure_delete = \(secure == 2 ? "FAST" : String(secure))") }
         try writer.transaction(db) {
             let others = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM main.\(table) WHERE NOT (\(own)))") ?? true
@@ -273,9 +275,11 @@ extension DedupeExecutor {
     ) throws -> (counts: Counts, done: Int) {
         guard let foundAt = state.foundAt, try unchanged(since: foundAt) else { return (Counts(), 0) }
         guard let decided = try decideMerges(sql, skipsTaken: state.skipsTaken, foundAt: foundAt) else { return (Counts(), 0) }
+        let gives = givesAhead(decided)
+        if !gives { try db.execute(sql: sql.dropCopied) }
         var stretches = MergeAheadBatches(
             executor: self, sql: sql, foundAt: foundAt, columnSets: decided.mergeColumnSets, state: state,
-            checksReferences: checksReferences, gives: givesAhead(decided))
+            checksReferences: checksReferences, gives: gives)
         var sizer = try aheadSizer()
         sizer.growthLimit = Self.mergeStretchMaxGrowth
         // Their cost per winner rises from one stretch to the next.
@@ -287,8 +291,10 @@ extension DedupeExecutor {
         if result.counts.batches > 0 { state.skipsTaken = true }
         state.mergedAhead = result.finished
         // Every winner's merge is applied: the values of the losers given ahead are in them.
-        if result.finished, result.counts.batches > 0 {
-            try writer.transaction(db) { try writer.noteGivenSettled(table: rule.table, upTo: nil, db: db) }
+        // (Emptied as the other records of work done ahead are: most often the whole table,
+        // which frees its pages without rewriting them.)
+        if result.finished, result.counts.batches > 0, try db.tableExists(SQLiteDialect.givenMergesName) {
+            try forgetRecord(SQLiteDialect.givenMergesName, own: sql.takenOwn, holdsValues: true)
         }
         try db.execute(sql: sql.dropDecisions)
         var (counts, done) = (result.counts, result.done)

@@ -39,8 +39,7 @@ extension DedupeExecutor {
         var columns = [[SQLValue]](repeating: [], count: strategies.count)
         func flush() {
             guard let winner = current else { return }
-            record.append(
-                winner: winner, losers: losers, values: strategies.indices.map { MergeResolver.merge(strategies[$0], columns[$0]) })
+            record.append(winner: winner, losers: losers, values: strategies.indices.map { Self.fold(strategies[$0], columns[$0]) })
             losers.removeAll(keepingCapacity: true)
             for index in columns.indices { columns[index].removeAll(keepingCapacity: true) }
         }
@@ -57,6 +56,38 @@ extension DedupeExecutor {
         }
         flush()
         return record.count > 0 ? record.packed : nil
+    }
+
+    /// ``MergeResolver/merge(_:_:by:order:)`` of `values` by `strategy`, folded here where every
+    /// value is an integer or NULL and `strategy` is `sum`, `min` or `max` (the values a stretch
+    /// gives ahead): the resolver's generic path took most of the stretches' time spent keeping
+    /// them (merge-500 at 1,600,000 customers, `perf`). The same value: a sum that overflows, or
+    /// any other value, goes to the resolver.
+    static func fold(_ strategy: MergeStrategy, _ values: [SQLValue]) -> SQLValue {
+        guard strategy == .sum || strategy == .min || strategy == .max else { return MergeResolver.merge(strategy, values) }
+        var folded: Int64?
+        for value in values {
+            switch value {
+            case .null: continue
+            case let .integer(i):
+                guard let before = folded else {
+                    folded = i
+                    continue
+                }
+                switch strategy {
+                case .sum:
+                    let (sum, overflow) = before.addingReportingOverflow(i)
+                    if overflow { return MergeResolver.merge(strategy, values) }
+                    folded = sum
+                case .min: folded = Swift.min(before, i)
+                case .max: folded = Swift.max(before, i)
+                default: return MergeResolver.merge(strategy, values)
+                }
+            default: return MergeResolver.merge(strategy, values)
+            }
+        }
+        guard let folded else { return MergeResolver.merge(strategy, values) }
+        return .integer(folded)
     }
 
     /// Merges into their winners the values of the losers that stretches of merges deleted
