@@ -112,10 +112,12 @@ extension DedupeExecutor {
         _ sql: BatchStatements, state: inout BatchState, batchNumber: inout Int, totals: inout Counts
     ) throws -> Counts {
         guard writer.writes, !rule.mergeColumns.isEmpty, try db.tableExists(SQLiteDialect.givenMergesName) else { return Counts() }
-        let rows = try GivenMergesRecord.rows(db, table: rule.table)
-        guard !rows.isEmpty else { return Counts() }
-        let settledTo = rows.compactMap { $0.settledTo }.max() ?? .min
-        let runs = Set(rows.filter { $0.settledTo == nil }.map { $0.runID })
+        // How far a run that merged them got, and the runs that kept values (a read of the
+        // rows' small columns: the entries are read one row at a time below).
+        let own = "FROM main.\(SQLiteDialect.givenMergesName) WHERE tbl = ?"
+        guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 \(own))", arguments: [rule.table]) == true else { return Counts() }
+        let settledTo = try Int64.fetchOne(db, sql: "SELECT max(settled_to) \(own)", arguments: [rule.table]) ?? .min
+        let runs = Set(try Int64.fetchAll(db, sql: "SELECT DISTINCT run_id \(own) AND settled_to IS NULL", arguments: [rule.table]))
         // The winners each of those runs merged in their own stretch.
         var merged: [Int64: Set<Int64>] = [:]
         try TakenLosersRecord.forEach(db, table: rule.table) { _, run, pair in
@@ -125,7 +127,8 @@ extension DedupeExecutor {
         // strategy recorded.
         let columnIndex = Dictionary(rule.mergeColumns.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         var given: [Int64: (losers: [Int64], values: [(column: Int, strategy: MergeStrategy, value: SQLValue)])] = [:]
-        for row in rows where row.settledTo == nil {
+        try GivenMergesRecord.forEach(db, table: rule.table) { row in
+            guard row.settledTo == nil else { return }
             let columns = row.columns.map { (index: columnIndex[$0.name], strategy: $0.strategy) }
             for entry in row.entries where entry.winner > settledTo && merged[row.runID]?.contains(entry.winner) != true {
                 given[entry.winner, default: ([], [])].losers += entry.losers

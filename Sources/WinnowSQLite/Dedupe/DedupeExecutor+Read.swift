@@ -188,8 +188,17 @@ extension DedupeExecutor {
                     "INSERT OR IGNORE INTO temp.winnow_taken SELECT loser, winner FROM main.\(SQLiteDialect.oldTakenLosersName) WHERE tbl = ?",
                 arguments: [rule.table])
         }
-        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.winnow_taken (loser, winner) VALUES (?, ?)")
+        // Appended as recorded, then copied by loser in one sort: inserted one by one into the
+        // copy keyed by loser, each pair went to a random place of it (a run resuming a killed
+        // one of merge-500 at 1,600,000 customers: 8.2 s for 1,091,961 pairs).
+        try db.execute(sql: "CREATE TEMP TABLE winnow_taken_recorded (loser INTEGER NOT NULL, winner INTEGER NOT NULL)")
+        let insert = try db.cachedStatement(sql: "INSERT INTO temp.winnow_taken_recorded (loser, winner) VALUES (?, ?)")
         try TakenLosersRecord.forEach(db, table: rule.table) { _, _, pair in try insert.execute(arguments: [pair.loser, pair.winner]) }
+        try db.execute(
+            sql: """
+                INSERT OR IGNORE INTO temp.winnow_taken SELECT loser, winner FROM temp.winnow_taken_recorded ORDER BY loser, winner;
+                DROP TABLE temp.winnow_taken_recorded
+                """)
     }
 
     /// Whether any loser of the rule's table is recorded as taken by a merge (today's record, or

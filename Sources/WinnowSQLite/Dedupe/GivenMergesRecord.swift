@@ -121,8 +121,15 @@ package struct GivenMergesRecord {
     /// Every row of the record for `table`, in the order recorded; none where the record does
     /// not exist. Throws on a row that cannot be read.
     package static func rows(_ db: Database, table: String) throws -> [Row] {
-        guard try db.tableExists(SQLiteDialect.givenMergesName) else { return [] }
         var rows: [Row] = []
+        try forEach(db, table: table) { rows.append($0) }
+        return rows
+    }
+
+    /// Calls `body` with every row of the record for `table`, read one at a time, in the order
+    /// recorded; never where the record does not exist. Throws on a row that cannot be read.
+    static func forEach(_ db: Database, table: String, _ body: (Row) throws -> Void) throws {
+        guard try db.tableExists(SQLiteDialect.givenMergesName) else { return }
         let cursor = try GRDB.Row.fetchCursor(
             db, sql: "SELECT rowid, run_id, columns, entries, settled_to FROM main.winnow_given_merges WHERE tbl = ? ORDER BY rowid",
             arguments: [table])
@@ -131,9 +138,8 @@ package struct GivenMergesRecord {
             guard let columns = columns(text), let entries = entries([UInt8](blob), columns: columns.count) else {
                 throw corrupt()
             }
-            rows.append(Row(rowID: rowID, runID: runID, columns: columns, entries: entries, settledTo: row[4]))
+            try body(Row(rowID: rowID, runID: runID, columns: columns, entries: entries, settledTo: row[4]))
         }
-        return rows
     }
 
     /// The error of a row of `winnow_given_merges` that cannot be read.

@@ -233,7 +233,13 @@ final class SQLiteBatchWriter: BatchWriter {
         }
         if let taken = work.taken {
             try db.cachedStatement(sql: sql.recordTaken).execute(arguments: [runID, Data(taken)])
-            try db.execute(sql: sql.dropTaken)
+            // (Into the copy keyed by loser where the connection has it, which the run's readers
+            // would otherwise make again from the whole record.)
+            let exists = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
+            if try Bool.fetchOne(db.cachedStatement(sql: exists)) == true {
+                let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.winnow_taken (loser, winner) VALUES (?, ?)")
+                for pair in TakenLosersRecord.pairs(taken) ?? [] { try insert.execute(arguments: [pair.loser, pair.winner]) }
+            }
         }
         // The values of the losers deleted before their winner's merge, kept until it is applied.
         if let given = work.given { try db.cachedStatement(sql: sql.recordGiven).execute(arguments: [runID, Data(given)]) }
