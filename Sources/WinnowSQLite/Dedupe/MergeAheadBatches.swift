@@ -27,7 +27,9 @@ import WinnowCore
 /// values need keeping. Only the losers whose winner lies in a later stretch wait, for the
 /// stretches of their rowids after these (``DeleteAheadBatches``); the last stretch takes
 /// every loser after it too, and every loser of a winner after its last (those winners'
-/// merges change nothing).
+/// merges change nothing). Where the rule's merges allow it (``gives``), none wait: the
+/// stretch deletes them too, keeping the merge of their values for their winner in the same
+/// transaction (``GivenMergesRecord``, ``DedupeExecutor/givenAhead(_:after:upTo:reach:)``).
 ///
 /// A stretch is sized in winners, and its losers are counted before it: where its winners and
 /// those losers are more rows than the latest time per row puts at half the limit, it takes
