@@ -59,6 +59,23 @@ final class GivenMergesTests: XCTestCase {
         return try body()
     }
 
+    /// A copy of the store as a run killed right after its first stretch of merges leaves it
+    /// (its stretches ahead starting at `start`), copied once that stretch has committed. The
+    /// lock in the copy is this live process's; as a killed run's would be, it is gone.
+    func stoppedAfterFirstStretch(_ path: String, start: Int = 10) throws -> String {
+        var stopped: String?
+        try withSmallStretches(start: start) {
+            try ScenarioKit.run(Self.job(), db: path) { event in
+                guard case .batch(let report) = event, report.counts.updated > 0, stopped == nil else { return }
+                let copy = self.dir.appendingPathComponent("after-first.sqlite").path
+                try? FileManager.default.copyItem(atPath: path, toPath: copy)
+                try? ScenarioKit.execute(copy, "DELETE FROM winnow_lock")
+                stopped = copy
+            }
+        }
+        return try XCTUnwrap(stopped)
+    }
+
     /// The rows of `winnow_given_merges` for `customers` (0 where the table is missing).
     func givenRows(_ path: String) throws -> Int {
         guard try ScenarioKit.int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'winnow_given_merges'") > 0 else { return 0 }
@@ -160,17 +177,7 @@ final class GivenMergesTests: XCTestCase {
         let reference = try byGroup(path)
         let total = try ScenarioKit.int(path, "SELECT sum(visits) FROM customers")
         // Killed after its first stretch of merges.
-        var stopped: String?
-        try withSmallStretches(start: 100) {
-            try ScenarioKit.run(Self.job(), db: path) { event in
-                guard case .batch(let report) = event, report.counts.updated > 0, stopped == nil else { return }
-                let copy = self.dir.appendingPathComponent("after-first.sqlite").path
-                try? FileManager.default.copyItem(atPath: path, toPath: copy)
-                try? ScenarioKit.execute(copy, "DELETE FROM winnow_lock")
-                stopped = copy
-            }
-        }
-        let first = try XCTUnwrap(stopped)
+        let first = try stoppedAfterFirstStretch(path, start: 100)
         XCTAssertGreaterThan(try givenRows(first), 0)
         // The next run, killed after its first piece of the kept values.
         DedupeExecutor.settlePiece = 10
@@ -227,17 +234,7 @@ final class GivenMergesTests: XCTestCase {
         let path = try makeStore()
         let original = try ScenarioKit.userState(path)
         let reference = try byGroup(path)
-        var stopped: String?
-        try withSmallStretches {
-            try ScenarioKit.run(Self.job(), db: path) { event in
-                guard case .batch(let report) = event, report.counts.updated > 0, stopped == nil else { return }
-                let copy = self.dir.appendingPathComponent("after-first.sqlite").path
-                try? FileManager.default.copyItem(atPath: path, toPath: copy)
-                try? ScenarioKit.execute(copy, "DELETE FROM winnow_lock")
-                stopped = copy
-            }
-        }
-        let copy = try XCTUnwrap(stopped)
+        let copy = try stoppedAfterFirstStretch(path)
         XCTAssertGreaterThan(try givenRows(copy), 0)
         let runID = try XCTUnwrap(try ScenarioKit.column(copy, "SELECT max(id) FROM winnow_runs", as: Int64.self).first ?? nil)
         _ = try Restorer.restore(database: copy, runID: runID)
@@ -245,6 +242,35 @@ final class GivenMergesTests: XCTestCase {
         XCTAssertEqual(try givenRows(copy), 0)
         try ScenarioKit.run(Self.job(), db: copy)
         XCTAssertEqual(try TestSupport.contentDump(copy), try TestSupport.contentDump(reference))
+    }
+
+    /// docs/reference.md section 4: `plan` never changes a byte, also of a database holding
+    /// values a killed run kept for winners whose merge had not come (a dry run does not merge
+    /// them into their winners).
+    func testPlanOfARunStoppedWithKeptValuesWritesNothing() throws {
+        let path = try makeStore()
+        let stopped = try stoppedAfterFirstStretch(path)
+        XCTAssertGreaterThan(try givenRows(stopped), 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: stopped))
+        let planned = try ScenarioKit.plan(Self.job(), db: stopped)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stopped)), bytes, "plan writes nothing")
+        XCTAssertGreaterThan(planned.counts.deleted, 0)
+    }
+
+    /// A record of kept values that cannot be read stops the run with an internal error (exit
+    /// 70, docs/reference.md section 5) before any row changes, and the record stays for a look.
+    func testAnUnreadableRecordOfKeptValuesStopsTheRunAndChangesNothing() throws {
+        let path = try makeStore()
+        let stopped = try stoppedAfterFirstStretch(path)
+        try ScenarioKit.execute(
+            stopped, "UPDATE winnow_given_merges SET entries = x'80' WHERE rowid = (SELECT min(rowid) FROM winnow_given_merges)")
+        let before = try ScenarioKit.userState(stopped)
+        XCTAssertThrowsError(try ScenarioKit.run(Self.job(), db: stopped)) { error in
+            guard case WinnowError.internal(let message) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(message.contains("winnow_given_merges"), message)
+        }
+        XCTAssertEqual(try ScenarioKit.userState(stopped), before)
+        XCTAssertGreaterThan(try givenRows(stopped), 0)
     }
 
     /// Where a merge could end otherwise in two steps than in one, nothing is given ahead: a

@@ -161,6 +161,9 @@ struct BatchStatements {
     /// Drops the copy of the records of taken losers (``DedupeExecutor/fillTakenCopy()``): every
     /// transaction that records more does, and the next statement that reads it makes it again.
     let dropTaken = "DROP TABLE IF EXISTS temp.winnow_taken"
+    /// Whether the connection has the copy of the records of taken losers
+    /// (``DedupeExecutor/fillTakenCopy()``).
+    static let takenCopyExists = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
     /// Whether the winner order keeps the winners of taken losers first (``init(_:pinsTaken:)``):
     /// the statements that rank by it read the copy of the record, which their callers make first.
     let pinsTaken: Bool

@@ -176,8 +176,7 @@ extension DedupeExecutor {
     /// (``BatchStatements/dropTaken``). Only a run that resumes a killed one, or settles groups
     /// again after another connection's commit, reads it.
     func fillTakenCopy() throws {
-        let exists = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
-        guard try Bool.fetchOne(db.cachedStatement(sql: exists)) != true else { return }
+        guard try Bool.fetchOne(db.cachedStatement(sql: BatchStatements.takenCopyExists)) != true else { return }
         try db.execute(
             sql: """
                 CREATE TEMP TABLE winnow_taken (loser INTEGER NOT NULL, winner INTEGER NOT NULL, PRIMARY KEY (loser, winner)) WITHOUT ROWID

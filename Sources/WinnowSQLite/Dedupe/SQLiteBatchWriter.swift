@@ -235,8 +235,7 @@ final class SQLiteBatchWriter: BatchWriter {
             try db.cachedStatement(sql: sql.recordTaken).execute(arguments: [runID, Data(taken)])
             // (Into the copy keyed by loser where the connection has it, which the run's readers
             // would otherwise make again from the whole record.)
-            let exists = "SELECT EXISTS (SELECT 1 FROM sqlite_temp_master WHERE type = 'table' AND name = 'winnow_taken')"
-            if try Bool.fetchOne(db.cachedStatement(sql: exists)) == true {
+            if try Bool.fetchOne(db.cachedStatement(sql: BatchStatements.takenCopyExists)) == true {
                 let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.winnow_taken (loser, winner) VALUES (?, ?)")
                 for pair in TakenLosersRecord.pairs(taken) ?? [] { try insert.execute(arguments: [pair.loser, pair.winner]) }
             }
