@@ -62,12 +62,12 @@ final class GivenMergesTests: XCTestCase {
     /// A copy of the store as a run killed right after its first stretch of merges leaves it
     /// (its stretches ahead starting at `start`), copied once that stretch has committed. The
     /// lock in the copy is this live process's; as a killed run's would be, it is gone.
-    func stoppedAfterFirstStretch(_ path: String, start: Int = 10) throws -> String {
+    func stoppedAfterFirstStretch(_ path: String, start: Int = 10, name: String = "after-first.sqlite") throws -> String {
         var stopped: String?
         try withSmallStretches(start: start) {
             try ScenarioKit.run(Self.job(), db: path) { event in
                 guard case .batch(let report) = event, report.counts.updated > 0, stopped == nil else { return }
-                let copy = self.dir.appendingPathComponent("after-first.sqlite").path
+                let copy = self.dir.appendingPathComponent(name).path
                 try? FileManager.default.copyItem(atPath: path, toPath: copy)
                 try? ScenarioKit.execute(copy, "DELETE FROM winnow_lock")
                 stopped = copy
@@ -170,6 +170,47 @@ final class GivenMergesTests: XCTestCase {
         XCTAssertGreaterThan(gaveAhead, 1, "copies held values given ahead")
     }
 
+    /// Two runs in a row killed after their first stretch of merges: the second merges the
+    /// values the first kept into their winners, recording those winners as taking the given
+    /// losers, and then gives ahead more losers of some of the same winners before it is
+    /// killed. Those values are still to come: a winner recorded as taking losers by the run
+    /// that kept them is merged only where the record holds its own given losers (its stretch
+    /// came, or that run merged them after another connection's commit), not where it holds
+    /// the losers of an earlier run's values. The third run ends as an uninterrupted one.
+    func testTwoRunsKilledInARowAfterGivingLosersAheadLoseNoValue() throws {
+        let path = try makeStore()
+        let reference = try byGroup(path)
+        let total = try ScenarioKit.int(path, "SELECT sum(visits) FROM customers")
+        let first = try stoppedAfterFirstStretch(path, start: 100)
+        XCTAssertGreaterThan(try givenRows(first), 0)
+        let second = try stoppedAfterFirstStretch(first, start: 100, name: "after-second.sqlite")
+        XCTAssertGreaterThan(try givenRows(second), 0)
+        XCTAssertGreaterThan(try keptAgainForSettledWinners(second), 0, "the second run kept values for winners it settled")
+        XCTAssertEqual(try visitsToCome(second), total, "no visit lost or counted twice")
+        try ScenarioKit.run(Self.job(), db: second)
+        XCTAssertEqual(try TestSupport.contentDump(second), try TestSupport.contentDump(reference))
+        XCTAssertEqual(try givenRows(second), 0)
+    }
+
+    /// How many winners the latest run kept values for and also recorded as taking losers
+    /// that are none of those values' losers.
+    func keptAgainForSettledWinners(_ path: String) throws -> Int {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.inDatabase { db in
+            guard let run = try Int64.fetchOne(db, sql: "SELECT max(id) FROM winnow_runs") else { return 0 }
+            var kept: [Int64: Set<Int64>] = [:]
+            for row in try GivenMergesRecord.rows(db, table: "customers") where row.runID == run {
+                for entry in row.entries { kept[entry.winner, default: []].formUnion(entry.losers) }
+            }
+            var found = Set<Int64>()
+            for (_, runID, pair) in try TakenLosersRecord.all(db, table: "customers") where runID == run {
+                if let losers = kept[pair.winner], !losers.contains(pair.loser) { found.insert(pair.winner) }
+            }
+            return found.count
+        }
+    }
+
     /// A run that merges kept values into their winners is killed after its first transaction
     /// of them (a copy): the next run merges only the rest, and ends as an uninterrupted run.
     func testARunKilledAmidMergingTheKeptValuesMergesNoneTwice() throws {
@@ -245,8 +286,8 @@ final class GivenMergesTests: XCTestCase {
     }
 
     /// docs/reference.md section 4: `plan` never changes a byte, also of a database holding
-    /// values a killed run kept for winners whose merge had not come (a dry run does not merge
-    /// them into their winners).
+    /// values a killed run kept for winners whose merge had not come (a dry run goes through
+    /// merging them into their winners, and writes none).
     func testPlanOfARunStoppedWithKeptValuesWritesNothing() throws {
         let path = try makeStore()
         let stopped = try stoppedAfterFirstStretch(path)
@@ -255,6 +296,21 @@ final class GivenMergesTests: XCTestCase {
         let planned = try ScenarioKit.plan(Self.job(), db: stopped)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stopped)), bytes, "plan writes nothing")
         XCTAssertGreaterThan(planned.counts.deleted, 0)
+    }
+
+    /// `plan` of a database a killed run left with kept values counts what the next run does:
+    /// the winners that merging those values updates too (a dry run of that merging), and the
+    /// same losers and re-pointed children.
+    func testPlanOfARunStoppedWithKeptValuesCountsWhatTheRunDoes() throws {
+        let path = try makeStore()
+        let stopped = try stoppedAfterFirstStretch(path)
+        XCTAssertGreaterThan(try givenRows(stopped), 0)
+        let planned = try ScenarioKit.plan(Self.job(), db: stopped)
+        let ran = try ScenarioKit.run(Self.job(), db: stopped)
+        XCTAssertGreaterThan(ran.counts.updated, 0)
+        XCTAssertEqual(planned.counts.updated, ran.counts.updated, "winners updated")
+        XCTAssertEqual(planned.counts.deleted, ran.counts.deleted, "losers deleted")
+        XCTAssertEqual(planned.counts.repointed, ran.counts.repointed, "children re-pointed")
     }
 
     /// A record of kept values that cannot be read stops the run with an internal error (exit

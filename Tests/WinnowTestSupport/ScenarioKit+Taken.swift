@@ -32,21 +32,26 @@ extension ScenarioKit {
 
     /// The sum of `column`'s integer values that `winnow_given_merges` keeps for `table`'s
     /// winners whose merge has not come (docs/reference.md, "Batches"): not covered by a note of
-    /// how far a run merged them, not recorded by their run as a winner that took losers, and
-    /// still there. 0 where the record does not exist.
+    /// how far a run merged them, whose losers their run did not record as taken by their
+    /// winner, and still there. 0 where the record does not exist.
     package static func givenIntegers(_ db: String, table: String, column: String) throws -> Int {
         let queue = try DatabaseQueue(path: db)
         defer { try? queue.close() }
         return try queue.inDatabase { db in
             let rows = try GivenMergesRecord.rows(db, table: table)
             guard !rows.isEmpty else { return 0 }
-            var takenBy: [Int64: Set<Int64>] = [:]
-            for (_, run, pair) in try TakenLosersRecord.all(db, table: table) { takenBy[run, default: []].insert(pair.winner) }
+            // Each loser's winners as recorded, by run.
+            var takenBy: [Int64: [Int64: Set<Int64>]] = [:]
+            for (_, run, pair) in try TakenLosersRecord.all(db, table: table) {
+                takenBy[run, default: [:]][pair.loser, default: []].insert(pair.winner)
+            }
             let settled = rows.compactMap(\.settledTo).max() ?? .min
             var sum = 0
             for row in rows where row.settledTo == nil {
                 guard let index = row.columns.firstIndex(where: { $0.name == column }) else { continue }
-                for entry in row.entries where entry.winner > settled && takenBy[row.runID]?.contains(entry.winner) != true {
+                for entry in row.entries where entry.winner > settled {
+                    // (Merged: its run recorded its winner as taking the entry's own losers.)
+                    if entry.losers.contains(where: { takenBy[row.runID]?[$0]?.contains(entry.winner) == true }) { continue }
                     let exists = try Bool.fetchOne(
                         db, sql: "SELECT EXISTS (SELECT 1 FROM \"\(table)\" WHERE rowid = ?)", arguments: [entry.winner])
                     if exists == true, case .integer(let value) = entry.values[index] { sum += Int(value) }

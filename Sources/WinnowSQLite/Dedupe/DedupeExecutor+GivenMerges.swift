@@ -94,8 +94,9 @@ extension DedupeExecutor {
     /// before their winner's merge, where that merge was never applied (the run was killed, or
     /// another connection committed and the stretches stopped): `winnow_given_merges`
     /// (``GivenMergesRecord``). An entry is done where its run recorded its winner as taking
-    /// losers (``TakenLosersRecord``: the winner's stretch merged the whole group as found,
-    /// given losers included), and where its winner is gone (its values went with it, as a
+    /// the entry's own losers (``TakenLosersRecord``: the winner's stretch merged the whole
+    /// group as found, given losers included, or the run merged the entry after another
+    /// connection's commit), and where its winner is gone (its values went with it, as a
     /// merged winner's do). The others are merged winner by winner, each column with the
     /// strategy the record names, in ascending rowid order, ``settlePiece`` winners a
     /// transaction, journaled as a batch's merges when the rule archives. Each transaction
@@ -111,33 +112,58 @@ extension DedupeExecutor {
     func settleGivenMerges(
         _ sql: BatchStatements, state: inout BatchState, batchNumber: inout Int, totals: inout Counts
     ) throws -> Counts {
-        guard writer.writes, !rule.mergeColumns.isEmpty, try db.tableExists(SQLiteDialect.givenMergesName) else { return Counts() }
-        // How far a run that merged them got, and the runs that kept values (a read of the
-        // rows' small columns: the entries are read one row at a time below).
+        // (A dry run goes through it too, writing nothing: `plan` counts the winners it updates.)
+        guard !rule.mergeColumns.isEmpty, try db.tableExists(SQLiteDialect.givenMergesName) else { return Counts() }
+        // How far a run that merged them got (a read of the rows' small columns: the entries
+        // are read one row at a time below).
         let own = "FROM main.\(SQLiteDialect.givenMergesName) WHERE tbl = ?"
         guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 \(own))", arguments: [rule.table]) == true else { return Counts() }
         let settledTo = try Int64.fetchOne(db, sql: "SELECT max(settled_to) \(own)", arguments: [rule.table]) ?? .min
-        let runs = Set(try Int64.fetchAll(db, sql: "SELECT DISTINCT run_id \(own) AND settled_to IS NULL", arguments: [rule.table]))
-        // The winners each of those runs merged in their own stretch.
-        var merged: [Int64: Set<Int64>] = [:]
-        try TakenLosersRecord.forEach(db, table: rule.table) { _, run, pair in
-            if runs.contains(run) { merged[run, default: []].insert(pair.winner) }
-        }
-        // Each winner's given losers, and their values by the rule's merge column with the
-        // strategy recorded.
+        // The entries still to merge, each with its run, and which entry each given loser is in.
         let columnIndex = Dictionary(rule.mergeColumns.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
-        var given: [Int64: (losers: [Int64], values: [(column: Int, strategy: MergeStrategy, value: SQLValue)])] = [:]
+        var entries: [(run: Int64, winner: Int64, losers: [Int64], values: [(column: Int, strategy: MergeStrategy, value: SQLValue)])] = []
+        var entryOf: [Int64: Int] = [:]
+        var alsoIn: [Int64: [Int]] = [:]
         try GivenMergesRecord.forEach(db, table: rule.table) { row in
             guard row.settledTo == nil else { return }
             let columns = row.columns.map { (index: columnIndex[$0.name], strategy: $0.strategy) }
-            for entry in row.entries where entry.winner > settledTo && merged[row.runID]?.contains(entry.winner) != true {
-                given[entry.winner, default: ([], [])].losers += entry.losers
+            for entry in row.entries where entry.winner > settledTo {
+                var values: [(column: Int, strategy: MergeStrategy, value: SQLValue)] = []
                 for (column, value) in zip(columns, entry.values) where !value.isNull {
                     guard let index = column.index else { continue }
-                    given[entry.winner, default: ([], [])].values.append((index, column.strategy, value))
+                    values.append((index, column.strategy, value))
+                }
+                let index = entries.count
+                entries.append((row.runID, entry.winner, entry.losers, values))
+                // (A rowid another connection's row took after its loser was given, given again.)
+                for loser in entry.losers {
+                    if entryOf[loser] == nil { entryOf[loser] = index } else { alsoIn[loser, default: []].append(index) }
                 }
             }
         }
+        // An entry is merged where its run recorded its winner as taking the entry's own
+        // losers: the winner's stretch came (its merge decided over the group as found, given
+        // losers included), or the run merged the entry here after another connection's
+        // commit. Not where that run recorded the winner as taking other losers only: merging
+        // an earlier run's kept values records their losers under the run that merges them,
+        // which may then give more of the same winner's losers ahead before it is killed.
+        var done = [Bool](repeating: false, count: entries.count)
+        try TakenLosersRecord.forEach(db, table: rule.table) { _, run, pair in
+            guard let first = entryOf[pair.loser] else { return }
+            for index in [first] + (alsoIn[pair.loser] ?? []) where entries[index].run == run && entries[index].winner == pair.winner {
+                done[index] = true
+            }
+        }
+        entryOf = [:]
+        alsoIn = [:]
+        // Each winner's given losers, and their values by the rule's merge column with the
+        // strategy recorded.
+        var given: [Int64: (losers: [Int64], values: [(column: Int, strategy: MergeStrategy, value: SQLValue)])] = [:]
+        for (index, entry) in entries.enumerated() where !done[index] {
+            given[entry.winner, default: ([], [])].losers += entry.losers
+            given[entry.winner, default: ([], [])].values += entry.values
+        }
+        entries = []
         let winners = given.keys.sorted()
         var counts = Counts()
         var recorded = false
