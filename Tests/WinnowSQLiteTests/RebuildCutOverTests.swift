@@ -184,6 +184,32 @@ final class WriteGapTests: XCTestCase {
         }
     }
 
+    /// The gap stays wide for ``WriteGap/memory`` after another connection's commit, and for
+    /// twice the longest time seen between two of its commits where that is longer (a writer
+    /// committing every few seconds), up to ``WriteGap/longestInterval``.
+    func testGapStaysWideForTwiceTheLongestTimeBetweenAnotherConnectionsCommits() throws {
+        let (mine, other) = try twoConnections()
+        var gap = WriteGap(settings: BatchSettings(size: 10, maxTransactionMilliseconds: 50))
+        let start = Date()
+        func commit() throws { try other.write { db in try db.execute(sql: "INSERT INTO t VALUES (1)") } }
+        func shared(at seconds: TimeInterval) throws -> Bool {
+            try mine.inDatabase { db in gap.observe(db, now: start.addingTimeInterval(seconds)) }
+        }
+        XCTAssertFalse(try shared(at: 0))
+        try commit()
+        XCTAssertTrue(try shared(at: 1))
+        XCTAssertTrue(try shared(at: 2.9))
+        XCTAssertFalse(try shared(at: 3.1), "narrow again after 2 s")
+        try commit()
+        XCTAssertTrue(try shared(at: 5))  // 4 s after the first
+        XCTAssertTrue(try shared(at: 12.9))
+        XCTAssertFalse(try shared(at: 13.1), "twice the 4 s between the two commits")
+        try commit()
+        XCTAssertTrue(try shared(at: 60))  // 55 s after the last: longer than the longest counted
+        XCTAssertTrue(try shared(at: 67.9))
+        XCTAssertFalse(try shared(at: 68.1), "a commit after a long quiet does not widen it more")
+    }
+
     /// A gap created from the connection before a loop's first transaction counts a commit made
     /// before that transaction: a writer that got in while the loop was getting ready is seen
     /// from the first gap, not only after it manages to get in between two batches.

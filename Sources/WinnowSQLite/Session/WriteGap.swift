@@ -19,8 +19,18 @@ struct WriteGap {
     let fixed: TimeInterval?
     private var version: Int64?
     private var seenOther: Date?
-    /// How long after another connection's last commit the gap stays wide.
+    /// How long after another connection's last commit the gap stays wide, at least: twice the
+    /// longest time seen between two of its commits (up to ``longestInterval``), where longer.
+    /// A writer that commits every few seconds waits for the lock before each commit, and one
+    /// that tries just after the gaps have narrowed again finds winnow's transactions back to
+    /// back: beside merge-500's 1,600,000 customers, a writer committing every 2 s waited
+    /// 3.2-5.7 s at worst under a 1 s limit (BENCHMARKS.md, 2026-12-07).
     static let memory: TimeInterval = 2
+    /// The longest time between two commits of other connections that widens ``memory``: a
+    /// writer that seldom commits is not waited for longer than that.
+    static let longestInterval: TimeInterval = 30
+    /// The longest time seen between two commits of other connections (up to ``longestInterval``).
+    private var longest: TimeInterval = 0
     static let sharedShare = 1.0
     static let idleShare = 0.1
 
@@ -46,13 +56,18 @@ struct WriteGap {
     /// the connection also checkpoints at SQLite's usual 1,000 pages (its own WAL pages, in its
     /// own time, not inside the other writer's commit).
     /// `version`: `PRAGMA data_version` if the caller has just read it (else it is read here).
-    mutating func observe(_ db: Database, version known: Int64? = nil) -> Bool {
-        let now = Date()
+    /// `now`: the time of the observation (tests).
+    mutating func observe(_ db: Database, version known: Int64? = nil, now: Date = Date()) -> Bool {
         if let current = known ?? (try? Int64.fetchOne(db, sql: "PRAGMA main.data_version")) {
-            if let version, version != current { seenOther = now }
+            if let version, version != current {
+                if let last = seenOther, now.timeIntervalSince(last) <= Self.longestInterval {
+                    longest = max(longest, now.timeIntervalSince(last))
+                }
+                seenOther = now
+            }
             version = current
         }
-        let shared = seenOther.map { now.timeIntervalSince($0) < Self.memory } ?? false
+        let shared = seenOther.map { now.timeIntervalSince($0) < max(Self.memory, 2 * longest) } ?? false
         if shared != checkpointShared {
             checkpointShared = shared
             DatabaseOpener.setCheckpoint(db, shared: shared)
