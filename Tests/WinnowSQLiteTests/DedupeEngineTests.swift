@@ -926,17 +926,19 @@ final class DedupeEngineTests: XCTestCase {
     }
 
     /// A rule that only deletes takes its losers by position, so a group's losers fall in
-    /// several batches. Once another connection has committed, the losers left are filed by
-    /// group again: a batch that makes a loser the winner also deletes the rest of its group,
-    /// instead of leaving a later batch a loser whose winner is gone (a duplicate kept).
-    func testGroupsSplitByPositionAreSettledWholeAfterAnotherCommit() throws {
+    /// several batches, and it still does once another connection has committed
+    /// (``DedupeExecutor/staysByPosition``). A batch that makes a loser the winner deletes the
+    /// former winner and files the group's later losers under the new one, instead of leaving
+    /// a later batch a loser whose winner is gone (a duplicate kept).
+    func testGroupSplitByPositionFollowsItsNewWinnerAfterAnotherCommit() throws {
         // Three groups interleaved (a, b, c, a, b, c, ...), four rows each, earliest first.
         let values = (1...12).map { id in "(\(id), '\(["a", "b", "c"][(id - 1) % 3])', \(id))" }
         let path = try db(
             "CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, created INTEGER); INSERT INTO t VALUES \(values.joined(separator: ", "));")
         let job = "version: 1\ndedupe:\n  - entity: t\n    key: k\n    winner:\n      - created: asc\n"
         // Batches hold the losers of about one group: three positions. The first deletes 4, 5
-        // and 6; then row 8 becomes the earliest of group b.
+        // and 6; then row 8 becomes the earliest of group b: the second batch deletes 7, 9 and
+        // the former winner 2, the third 10, 12 and 11, compared with 8.
         let summary = try runWritingAfterFirstBatch(job, db: path, "UPDATE t SET created = 0 WHERE id = 8")
         XCTAssertEqual(try ids(path, "t"), [1, 3, 8])
         XCTAssertEqual(summary.counts.skipped, 0)

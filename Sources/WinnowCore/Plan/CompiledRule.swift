@@ -258,6 +258,19 @@ public struct CompiledRule: Sendable {
         return terms.joined(separator: ", ")
     }
 
+    /// SQL that is true only where row `a` comes before row `b` on the first winner term alone
+    /// (so in the full order too), under the column's collation as ORDER BY compares; false or
+    /// NULL where they tie, where either is NULL, or where the rule has no winner term. A row
+    /// for which it is not true must be ranked by ``orderBy(alias:)`` to know.
+    public func surelyBefore(_ a: String, _ b: String) -> String {
+        guard let first = winnerTerms.first else { return dialect.alwaysFalse }
+        let (left, right) = (first.compared(alias: a, dialect: dialect), first.compared(alias: b, dialect: dialect))
+        switch first {
+        case let .column(_, descending, _): return descending ? "\(left) > \(right)" : "\(left) < \(right)"
+        case .completeness: return "\(left) > \(right)"
+        }
+    }
+
     /// The rule's own winner terms only (may be empty): what discovery sorts by. Rows tied on it
     /// are ordered by ``orderBy(alias:)`` later, within their group.
     public func winnerOrderBy(alias: String? = nil) -> String? {

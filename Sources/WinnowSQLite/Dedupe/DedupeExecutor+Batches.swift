@@ -133,7 +133,7 @@ extension DedupeExecutor {
         // while that writer waited). Both change temporary tables only: done here, before the
         // batches, with no lock on the database held.
         if writer.writes, let foundAt = state.foundAt, try !unchanged(since: foundAt) {
-            if filesByPosition, !state.refiled {
+            if filesByPosition, !staysByPosition, !state.refiled {
                 try db.execute(sql: sql.refileByGroup(after: .min))
                 state.refiled = true
             }
@@ -442,11 +442,13 @@ extension DedupeExecutor {
     /// Settles, before the batches, the winner of every group whose candidate ties its second
     /// row on the winner terms (by the full winner order, as a batch of a rule filed by group
     /// does), so that batches filed by position can delete any loser apart from its group.
-    /// Only on the rows as found; after another connection's commit the queue is filed by
-    /// group (``BatchStatements/refileByGroup(after:)``) and each batch settles its groups.
+    /// Only on the rows as found; after another connection's commit each batch settles its
+    /// groups as they are then: its own part of each (``staysByPosition``), or whole groups,
+    /// the queue filed by group again (``BatchStatements/refileByGroup(after:)``).
     func settleTiesAhead(_ sql: BatchStatements, state: inout BatchState) throws {
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         guard state.foundAt != nil, version == state.foundAt else {
+            guard !staysByPosition else { return }
             try db.execute(sql: sql.refileByGroup(after: .min))
             state.refiled = true
             return

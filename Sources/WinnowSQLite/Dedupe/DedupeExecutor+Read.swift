@@ -43,8 +43,10 @@ extension DedupeExecutor {
         }
         // (A rule whose merges did not all go ahead settles whole groups from the start.)
         // (Not for a stretch of the losers merges took: it deletes in rowid order.)
-        if !unchanged || (mergesAhead && !state.mergedAhead), filesByPosition, !state.refiled, takenUpTo == nil {
-            // Another connection has committed: from now on batches settle whole groups.
+        if (!unchanged && !staysByPosition) || (mergesAhead && !state.mergedAhead), filesByPosition, !state.refiled, takenUpTo == nil {
+            // Another connection has committed: from now on batches settle whole groups (a
+            // rule that only deletes goes on by position, each batch settling its part of its
+            // groups, ``staysByPosition``).
             try db.execute(sql: sql.refileByGroup(after: after))
             state.refiled = true
         }
@@ -62,14 +64,15 @@ extension DedupeExecutor {
             try fillTakenCopy()
             try db.cachedStatement(sql: sql.fillBatchRevalidatedKeepingTaken).execute(arguments: [after, upTo])
         } else {
-            try db.cachedStatement(sql: sql.fillBatchRevalidated).execute(arguments: [after, upTo])
+            try db.cachedStatement(sql: staysByPosition ? sql.fillBatchRevalidatedByPosition : sql.fillBatchRevalidated)
+                .execute(arguments: [after, upTo])
         }
         // (The losers such a stretch leaves are not skipped: they wait in the queue for the batches.)
         let planned =
             unchanged || takenUpTo != nil
             ? db.changesCount
             : try Int.fetchOne(db.cachedStatement(sql: sql.countPlanned), arguments: [after, upTo]) ?? 0
-        try settleWinners(sql)
+        try settleWinners(sql, laterFiledAfter: filesByPosition && !state.refiled && takenUpTo == nil ? upTo : nil)
         if sql.mapsChildren, let unmapped = try Int.fetchOne(db.cachedStatement(sql: sql.unmappedLosers)), unmapped > 0 {
             throw WinnowError.internal(
                 "\(rule.rule.keyPath) (\(rule.table)): \(unmapped) row(s) to delete whose children were not mapped; the batch was rolled back"
@@ -148,7 +151,10 @@ extension DedupeExecutor {
     /// Makes the batch follow the full winner order: in groups whose first place was tied on the
     /// rule's winner terms, the first row by content becomes the winner; then every group's
     /// losers are numbered (`rn`) in full order, which merges and re-pointing follow.
-    func settleWinners(_ sql: BatchStatements) throws {
+    /// `laterFiledAfter`: the batch is a stretch of a queue filed by position that ends there;
+    /// the losers filed after it of a group whose winner it swapped are filed under the new one
+    /// (``BatchStatements/refileSwapped``).
+    func settleWinners(_ sql: BatchStatements, laterFiledAfter upTo: Int64? = nil) throws {
         try db.cachedStatement(sql: sql.clearRanks).execute()
         // (Rules that only delete settle their ties before the batches: a batch as found has none.)
         guard try Bool.fetchOne(db.cachedStatement(sql: sql.anyTied)) == true else { return }
@@ -161,6 +167,13 @@ extension DedupeExecutor {
             // The actual winner leaves the losers and the candidate takes its place.
             try db.cachedStatement(sql: sql.swapLosers).execute()
             try db.cachedStatement(sql: sql.swapWinners).execute()
+            if let upTo {
+                try db.cachedStatement(sql: sql.refileSwapped).execute(arguments: [upTo])
+                for case let (forget, map)? in sql.remapSwapped {
+                    try db.cachedStatement(sql: forget).execute()
+                    try db.cachedStatement(sql: map).execute()
+                }
+            }
         }
         // Only merges and collision decisions look at the order of the losers.
         guard !rule.mergeColumns.isEmpty || rule.references.contains(where: { !$0.uniqueKeys.isEmpty }) else { return }

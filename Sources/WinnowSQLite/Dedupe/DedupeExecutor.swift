@@ -64,6 +64,23 @@ struct DedupeExecutor {
         (rule.mergeColumns.isEmpty || mergesAhead) && referencesByPosition
     }
 
+    /// Whether the rule's batches stay stretches of the table after another connection's
+    /// commit: a rule filed by position that only deletes. Each batch then looks its losers up
+    /// as they are (``BatchStatements/fillBatchRevalidated``: still sharing the key of their
+    /// winner) and ranks each of its groups, its losers there with their winner, by the full
+    /// winner order; where a loser now comes first it becomes the winner, the former winner
+    /// goes with the batch, and the group's losers in later stretches are filed under the new
+    /// winner (``BatchStatements/refileSwapped``). A loser is deleted only where a row of its
+    /// group that stays comes before it as the rows are then, so the survivor is the first of
+    /// the group as a batch by group would find it. Filed by group again instead, every batch
+    /// would delete losers all over the table, and rewrite most of its pages at each commit
+    /// (lower-500 at 1,600,000 customers beside a writer committing every 2 s: 68.6 s and
+    /// 31.6 GB written against 5.5 s and 0.57 GB without it). A rule that merges settles whole
+    /// groups: its merge reads all of a group's rows at once.
+    var staysByPosition: Bool {
+        filesByPosition && rule.mergeColumns.isEmpty
+    }
+
     /// Whether no reference needs the children of a whole group at once (a re-pointed child
     /// that may collide on a unique key is decided among them).
     var referencesByPosition: Bool {
