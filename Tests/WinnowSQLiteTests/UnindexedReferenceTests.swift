@@ -296,6 +296,136 @@ final class UnindexedReferenceTests: XCTestCase {
         }
     }
 
+    /// After about one batch in three another connection points orders at losers drawn at random
+    /// from the whole table (new orders, and existing ones moved): a loser whose batch is still to come
+    /// may gain children at any time, and the batches must find them however they file the
+    /// losers (by position for a rule that only deletes; by group again for one that merges,
+    /// whose groups then reach past the stretch the batch maps). Each such order ends on the
+    /// survivor of its loser's key, and nothing points at a deleted row. Several seeds.
+    func testOrdersPointedAtRandomLosersBetweenBatchesEndOnTheirSurvivors() throws {
+        let deleteOnly = """
+            version: 1
+            dedupe:
+              - entity: customers
+                key: email
+                normalize: [lowercase]
+                winner:
+                  - created_at: asc
+                archive: true
+            batch:
+              size: 7
+            """
+        // `start`: the batches before the first change. The first commit comes before the
+        // stretches that re-point children ahead, after the first of them, or once the batches
+        // of a rule that only deletes have begun by position.
+        let cases: [(seed: UInt64, job: String, start: Int)] = [
+            (0x61, Self.job, 0), (0x62, deleteOnly, 0), (0x63, Self.job, 1), (0x64, deleteOnly, 12), (0x65, deleteOnly, 25),
+        ]
+        for (seed, job, start) in cases {
+            let path = try makeStore(customers: 900, indexed: false)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            var expected = try ordersByEmail(path)
+            let other = try DatabaseQueue(path: path)
+            defer { try? other.close() }
+            var random = SplitMix64(seed: seed)
+            var touched = 0, batches = 0
+            var failure: String?
+            let summary = try ScenarioKit.run(job, db: path, batchSize: 7) { event in
+                guard case .batch = event else { return }
+                batches += 1
+                // (Then after about one batch in three: the batches between two commits map
+                // their children once, for several batches at a time.)
+                guard batches > start, batches == start + 1 || Int.random(in: 0..<3, using: &random) == 0 else { return }
+                do {
+                    try other.write { db in
+                        let losers = try Row.fetchAll(
+                            db,
+                            sql: """
+                                SELECT c.id, lower(c.email) FROM customers c WHERE EXISTS (
+                                    SELECT 1 FROM customers d WHERE lower(d.email) = lower(c.email) AND d.created_at < c.created_at)
+                                """)
+                        guard !losers.isEmpty else { return }
+                        for _ in 0..<3 {
+                            let loser = losers[Int.random(in: 0..<losers.count, using: &random)]
+                            let id = 100_000 + Int64(touched)
+                            try db.execute(
+                                sql: "INSERT INTO orders (id, customer_id, amount) VALUES (?, ?, -1)", arguments: [id, loser[0] as Int64])
+                            expected[id] = loser[1]
+                            touched += 1
+                        }
+                        let moved = Int64(1 + Int.random(in: 0..<900, using: &random))
+                        let loser = losers[Int.random(in: 0..<losers.count, using: &random)]
+                        try db.execute(sql: "UPDATE orders SET customer_id = ? WHERE id = ?", arguments: [loser[0] as Int64, moved])
+                        expected[moved] = loser[1]
+                        touched += 1
+                    }
+                } catch {
+                    failure = "\(error)"
+                }
+            }
+            XCTAssertNil(failure, "seed \(seed)")
+            XCTAssertGreaterThan(touched, 3, "seed \(seed): orders were pointed at losers between batches")
+            XCTAssertEqual(summary.counts.deleted, 600, "seed \(seed)")
+            try assertRepointed(path, before: expected)
+        }
+    }
+
+    /// After the first batch of a rule that merges, another connection makes the winners of
+    /// groups all over the table later than their losers, and after later batches points orders
+    /// at winners of groups still to come: once the batches settle whole groups again, such a
+    /// winner goes in its group's batch, and its children (its own and those the other
+    /// connection added) end on the loser that now comes first.
+    func testWinnerThatAnotherCommitMakesALoserHasItsChildrenRepointed() throws {
+        let path = try makeStore(customers: 900, indexed: false)
+        var expected = try ordersByEmail(path)
+        let winners = try ScenarioKit.column(
+            path,
+            """
+            SELECT id FROM customers c WHERE NOT EXISTS (
+                SELECT 1 FROM customers d WHERE lower(d.email) = lower(c.email) AND d.created_at < c.created_at) ORDER BY id
+            """, as: Int64.self
+        ).map { $0! }
+        XCTAssertEqual(winners.count, 300)
+        var random = SplitMix64(seed: 0x71)
+        let demoted = Set((0..<40).map { _ in winners[Int.random(in: 0..<winners.count, using: &random)] })
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        var batches = 0, added = 0
+        var failure: String?
+        let summary = try ScenarioKit.run(Self.job, db: path, batchSize: 7) { event in
+            guard case .batch = event else { return }
+            batches += 1
+            do {
+                try other.write { db in
+                    if batches == 1 {
+                        for (n, id) in demoted.enumerated() {
+                            try db.execute(sql: "UPDATE customers SET created_at = ? WHERE id = ?", arguments: [10_000_000 + n, id])
+                        }
+                    } else if batches % 3 == 0 {
+                        let still = try Int64.fetchAll(
+                            db, sql: "SELECT id FROM customers WHERE id IN (\(demoted.map(String.init).joined(separator: ", ")))")
+                        guard let id = still.randomElement(using: &random) else { return }
+                        let order = 200_000 + Int64(added)
+                        try db.execute(sql: "INSERT INTO orders (id, customer_id, amount) VALUES (?, ?, -1)", arguments: [order, id])
+                        expected[order] = try String.fetchOne(db, sql: "SELECT lower(email) FROM customers WHERE id = ?", arguments: [id])
+                        added += 1
+                    }
+                }
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        XCTAssertNil(failure)
+        XCTAssertEqual(summary.counts.deleted, 600)
+        XCTAssertGreaterThan(added, 3)
+        // Every demoted winner went, and its orders with their key's survivor.
+        XCTAssertEqual(
+            try ScenarioKit.int(path, "SELECT count(*) FROM customers WHERE id IN (\(demoted.map(String.init).joined(separator: ", ")))"), 0
+        )
+        XCTAssertGreaterThan(try ScenarioKit.int(path, "SELECT count(*) FROM orders WHERE amount >= 0"), 0)
+        try assertRepointed(path, before: expected)
+    }
+
     /// Without winner terms every row of a group ties the first, and settling the group by
     /// content can make the discovery's candidate winner a loser: its children must be mapped
     /// too, or they would be left pointing at a deleted row.

@@ -73,6 +73,8 @@ struct BatchStatements {
     /// is gone is settled as any other.)
     let fillBatchRevalidatedKeepingTaken: String
     let countPlanned = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
+    /// The stretches of the queue in `(?, ?]` (what ``nextBatch`` counts).
+    let countFirsts = "SELECT count(DISTINCT first) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
     /// ``fillBatchTaken`` after another connection's commit (``DeleteAheadBatches`` taking only
     /// the losers the stretches of merges took): the losers in `(?1, ?2]` recorded as taken by
     /// their winner (``DedupeExecutor/fillTakenCopy()``), each still there and its winner too,
@@ -261,16 +263,30 @@ struct BatchStatements {
     /// as the batch reaches its losers' children (by index, or through the map of a path without
     /// one, made again for the batch's groups after another connection's commit).
     let sampleChildren: [String]
-    /// Per path without an index: forgets / maps again the children of the rows of the groups
-    /// filed in `(?1, ?2]` only (losers as found and their winners: every row a batch of those
-    /// groups can delete), while another connection keeps committing between batches.
-    let forgetBatchChildren: [String?]
+    /// Per path without an index: forgets / maps again the children of the rows filed in
+    /// `(?1, ?2]` only, while another connection keeps committing between batches
+    /// (``DedupeExecutor/mapWindow(_:after:upTo:version:state:)``). `withWinners`: the losers
+    /// and their winners, every row a batch of whole groups can delete; `losers`: the losers
+    /// alone, for a rule that stays filed by position (a winner it deletes is one it swapped
+    /// out, whose children ``remapSwapped`` maps as they are then). Where the reference holds
+    /// the parent's rowid, the map reads only the child rows whose reference lies in `[?3, ?4]`
+    /// (``windowRange``): a comparison per child row, where looking each up among the members
+    /// took most of a scan.
+    let windowMaps: [(withWinners: WindowMap, losers: WindowMap)?]
+    /// The lowest and highest rowid among the losers filed in `(?1, ?2]`, and among their winners.
+    let windowRange = "SELECT min(rid), max(rid), min(winner), max(winner) FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2"
+    /// One way to map a stretch of the queue again (``windowMaps``).
+    struct WindowMap {
+        let forget: String
+        let map: String
+        /// Whether `map` takes the range of the members' rowids as `?3` and `?4`.
+        let bounded: Bool
+    }
     /// Per path without an index: forgets / maps again the children of the winners the batch
     /// swapped out (`temp.winnow_swaps`), a batch of a rule that stays filed by position
     /// (``DedupeExecutor/staysByPosition``): earlier batches re-pointed children of the group's
     /// other losers to such a winner after the map was made, and they go on with it.
     let remapSwapped: [(forget: String, map: String)?]
-    let mapBatchChildren: [String?]
     let clearMap = "DELETE FROM temp.winnow_refs"
     /// The rows whose children the map holds: every loser found, and the candidate winner of
     /// every group with rows tied on the winner terms (settling it may make it a loser);
@@ -520,7 +536,7 @@ struct BatchStatements {
         var applyMoves: [String] = [], movedChildren: [String] = [], dangling: [String] = [], mapChildren: [String?] = []
         var sampleChildren: [String] = []
         var deleteChild: [String] = [], repointChild: [String] = []
-        var forgetBatchChildren: [String?] = [], mapBatchChildren: [String?] = []
+        var windowMaps: [(withWinners: WindowMap, losers: WindowMap)?] = []
         var remapSwapped: [(forget: String, map: String)?] = []
         var movedKey: [String] = [], repointedKey: [(sql: String, values: [Int])] = []
         let batchMembers = """
@@ -742,13 +758,26 @@ struct BatchStatements {
                         \(winnerValues) WHERE mv.path = \(index) AND mv.child = \(childNumbers.number(of: childTable)))
                     WHERE \(childNumbers.among(movedChildren[index]))
                     """)
-            forgetBatchChildren.append(
-                path.indexed ? nil : "DELETE FROM temp.winnow_refs WHERE path = \(index) AND rid IN (\(batchMembers))")
-            mapBatchChildren.append(mapRefs(batchMembers, orIgnore: true))
+            let windowLosers = "SELECT rid FROM temp.winnow_queue WHERE first > ?1 AND first <= ?2"
+            let inRange = holdsRowID ? "\(reference) BETWEEN ?3 AND ?4" : ""
+            // Forgets what the map holds of the rows `members` selects, before they are mapped again.
+            func forgetRefs(_ members: String) -> String {
+                "DELETE FROM temp.winnow_refs WHERE path = \(index) AND rid IN (\(members))"
+            }
+            func windowMap(_ members: String) -> WindowMap? {
+                mapRefs(members, filter: inRange, orIgnore: true).map {
+                    WindowMap(forget: forgetRefs(members), map: $0, bounded: holdsRowID)
+                }
+            }
+            if let withWinners = windowMap(batchMembers), let losers = windowMap(windowLosers) {
+                windowMaps.append((withWinners, losers))
+            } else {
+                windowMaps.append(nil)
+            }
             let swapped = "SELECT cand FROM temp.winnow_swaps"
             remapSwapped.append(
                 mapRefs(swapped, orIgnore: true).map {
-                    (forget: "DELETE FROM temp.winnow_refs WHERE path = \(index) AND rid IN (\(swapped))", map: $0)
+                    (forget: forgetRefs(swapped), map: $0)
                 })
             mapChildren.append(mapRefs("SELECT rid FROM temp.winnow_mapped", ordered: true))
         }
@@ -810,8 +839,7 @@ struct BatchStatements {
         self.danglingChildren = dangling
         self.mapChildren = mapChildren
         self.sampleChildren = sampleChildren
-        self.forgetBatchChildren = forgetBatchChildren
-        self.mapBatchChildren = mapBatchChildren
+        self.windowMaps = windowMaps
         self.remapSwapped = remapSwapped
         self.deleteChild = deleteChild
         self.repointChild = repointChild

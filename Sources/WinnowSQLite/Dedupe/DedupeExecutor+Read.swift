@@ -31,24 +31,26 @@ extension DedupeExecutor {
             // for the children of its losers (tables without rowids only).
             for numbers in sql.childNumbers { if let topUp = numbers.topUp { try db.execute(sql: topUp) } }
         }
-        if sql.mapsChildren, version != state.mappedAt {
-            if !unchanged, previous != nil, version != previous {
-                // Another connection committed since the last batch: it may again before the
-                // next, so only this batch's rows are mapped (one scan of each child table
-                // probing a few hundred rows, not every row of every group).
-                try mapBatch(sql, after: after, upTo: upTo, state: &state)
-            } else {
-                try mapChildren(sql, state: &state)
-            }
-        }
         // (A rule whose merges did not all go ahead settles whole groups from the start.)
         // (Not for a stretch of the losers merges took: it deletes in rowid order.)
+        // (Before the children are mapped: they are mapped for the groups as filed now.)
         if (!unchanged && !staysByPosition) || (mergesAhead && !state.mergedAhead), filesByPosition, !state.refiled, takenUpTo == nil {
             // Another connection has committed: from now on batches settle whole groups (a
             // rule that only deletes goes on by position, each batch settling its part of its
             // groups, ``staysByPosition``).
             try db.execute(sql: sql.refileByGroup(after: after))
             state.refiled = true
+            state.window = nil
+        }
+        if sql.mapsChildren, version != state.mappedAt {
+            if unchanged {
+                try mapChildren(sql, state: &state)
+            } else if let version, state.window.map({ $0.version != version || upTo > $0.end }) ?? true {
+                // Another connection has committed since the map was made, and may again
+                // before long: the children of the next few batches' rows are mapped, not of
+                // every row of every group.
+                try mapWindow(sql, after: after, upTo: upTo, version: version, state: &state)
+            }
         }
         try db.cachedStatement(sql: sql.clearBatch).execute()
         if let takenUpTo, unchanged {
