@@ -426,6 +426,40 @@ final class UnindexedReferenceTests: XCTestCase {
         try assertRepointed(path, before: expected)
     }
 
+    /// Another connection commits right after the first stretch that re-points orders without an
+    /// index ahead of the batches: the stretches go on (each first forgets the moves that no
+    /// longer hold as the rows are then), and the batches after them map their own rows'
+    /// children as they go. The orders end on their key's survivor, as by group.
+    func testStretchesAheadGoOnAfterAnotherConnectionsCommit() throws {
+        let path = try makeStore(customers: 3000, indexed: false)
+        let expected = try ordersByEmail(path)
+        let other = try DatabaseQueue(path: path)
+        defer { try? other.close() }
+        let start = DedupeExecutor.aheadStart
+        DedupeExecutor.aheadStart = 16
+        defer { DedupeExecutor.aheadStart = start }
+        var events: [Counts] = []
+        var failure: String?
+        let job = ScenarioKit.customersJob(size: 7, merge: "{visits: sum}", maxTransactionMilliseconds: 2)
+        let summary = try ScenarioKit.run(job, db: path) { event in
+            guard case .batch(let report) = event else { return }
+            events.append(report.counts)
+            guard events.count == 1 else { return }
+            do {
+                try other.write { try $0.execute(sql: "CREATE TABLE beat (t INTEGER); INSERT INTO beat VALUES (1)") }
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        XCTAssertNil(failure)
+        XCTAssertEqual(events.first?.deleted, 0)
+        XCTAssertGreaterThan(events.first?.repointed ?? 0, 0, "the first batch is a stretch of orders ahead")
+        let stretchesAfter = events.dropFirst().prefix { $0.deleted == 0 }.filter { $0.repointed > 0 }
+        XCTAssertGreaterThan(stretchesAfter.count, 0, "stretches of orders after the commit")
+        XCTAssertEqual(summary.counts.deleted, 2000)
+        try assertRepointed(path, before: expected)
+    }
+
     /// Without winner terms every row of a group ties the first, and settling the group by
     /// content can make the discovery's candidate winner a loser: its children must be mapped
     /// too, or they would be left pointing at a deleted row.

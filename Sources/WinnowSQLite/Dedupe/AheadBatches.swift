@@ -11,14 +11,15 @@ import WinnowCore
 /// rewrite most of its pages each time (the children of a batch's losers lie all over it).
 ///
 /// While no other connection has committed since the discovery (checked inside each
-/// transaction), every loser and its winner are as found. After such a commit, a path with an
-/// index on its reference goes on (``revalidates``): each stretch first forgets the moves that
-/// no longer hold as the rows are now (``BatchStatements/pruneAhead``: the child no longer
-/// points at the loser, the loser or its winner is gone, or they no longer share a key), so it
-/// moves children only to a row that exists, of a loser still beside it; the stretches then
-/// leave the lock free between them as batches do beside another writer (``WriteGap``). A path
-/// mapped for the batches (no index) stops the loop there instead: its map is exact only as
-/// found. A group whose winner ties its second row on the winner terms is settled by content in
+/// transaction), every loser and its winner are as found. After such a commit the stretches go
+/// on (``revalidates``): each stretch first forgets the moves that no longer hold as the rows
+/// are now (``BatchStatements/pruneAhead``: the child no longer points at the loser, the loser
+/// or its winner is gone, or they no longer share a key), so it moves children only to a row
+/// that exists, of a loser still beside it; the stretches then leave the lock free between them
+/// as batches do beside another writer (``WriteGap``). A path without an index then maps
+/// nothing for the batches: from such a commit on they map their own rows' children as they go
+/// (``DedupeExecutor/mapWindow(_:after:upTo:version:state:)``), as the rows are then.
+/// A group whose winner ties its second row on the winner terms is settled by content in
 /// its batch, and re-pointed there. A batch that, after another connection's commit, no longer
 /// deletes a loser whose children went ahead, or no longer keeps their winner, moves them back
 /// or on (``BatchStatements/moveBack``, then the batch's own moves).
@@ -51,8 +52,13 @@ struct AheadBatches: BatchSource {
     /// What finding the moves of a child row took in the last read (seconds; nil before one).
     private var findCost: Double?
     /// Whether a stretch goes on after another connection's commit, checking its moves as the
-    /// rows are now (a path with an index on its reference: nothing mapped for the batches).
+    /// rows are now.
     let revalidates: Bool
+    /// The highest child rowid when the stage began: the stretches end there. Child rows
+    /// another connection adds past it go with their losers' batches, which look for the
+    /// children of their losers as the rows are then; stretches that followed them could
+    /// chase a writer that appends children without end.
+    private let end: Int64?
     /// The gap between two stretches while another connection commits (as between batches).
     private var gap: WriteGap
     /// How long the last stretch's transaction held the write lock.
@@ -68,7 +74,7 @@ struct AheadBatches: BatchSource {
     /// Nil where the path lacks the statements of this stage (a path with an index on its
     /// reference has no map to keep). `settled`: the moves are found through the settled
     /// winners held in memory (``SettledWinners``, registered by the caller).
-    init?(executor: DedupeExecutor, sql: BatchStatements, path: Int, foundAt: Int64, settled: Bool = false) {
+    init?(executor: DedupeExecutor, sql: BatchStatements, path: Int, foundAt: Int64, settled: Bool = false) throws {
         guard let next = sql.nextAhead[path], let find = (settled ? sql.findAheadSettled : sql.findAhead)[path],
             sql.mapAhead[path] != nil || sql.rule.references[path].indexed
         else { return nil }
@@ -79,7 +85,8 @@ struct AheadBatches: BatchSource {
         self.next = next
         self.find = find
         map = sql.mapAhead[path]
-        revalidates = map == nil && sql.pruneAhead[path] != nil
+        revalidates = sql.pruneAhead[path] != nil
+        end = try next.next(executor.db, after: .min, size: -1)
         fill = StretchFill(maxTransactionMilliseconds: executor.settings.maxTransactionMilliseconds)
         gap = WriteGap(settings: executor.settings, version: foundAt)
     }
@@ -96,7 +103,8 @@ struct AheadBatches: BatchSource {
     var start: Int64 { .min }
 
     func nextBound(after: Int64, size: Int) throws -> Int64? {
-        try next.next(db, after: after, size: size)
+        guard let end, after < end else { return nil }
+        return try next.next(db, after: after, size: size).map { min($0, end) }
     }
 
     mutating func apply(_ bounds: BatchBounds, number: Int, totals: Counts, wantSamples: Bool) throws -> BatchOutcome? {
@@ -273,6 +281,8 @@ struct AheadBatches: BatchSource {
             work.absorb(piece)
             progress.moves += piece.counts.repointed
         }
-        if let map { try db.cachedStatement(sql: map).execute(arguments: [after, upTo]) }
+        // (Only as found: after another connection's commit the batches map their rows'
+        // children as they are then.)
+        if asFound, let map { try db.cachedStatement(sql: map).execute(arguments: [after, upTo]) }
     }
 }

@@ -85,7 +85,7 @@ extension DedupeExecutor {
                 var asFound = true
                 for path in sql.aheadPaths {
                     guard
-                        var stretches = AheadBatches(
+                        var stretches = try AheadBatches(
                             executor: self, sql: sql, path: path, foundAt: foundAt, settled: settled.contains(path))
                     else { continue }
                     let result = try loop(total: discovery.losers).run(
@@ -128,10 +128,10 @@ extension DedupeExecutor {
             counts = counts + (try settleGivenMerges(sql, state: &state, batchNumber: &batchNumber, totals: &totals))
         }
         // Once another connection has committed, the first batch would file the queue by group
-        // again and index the record of the children re-pointed ahead, both inside its write
-        // transaction (merge-writer: about 45 ms of a first batch of 52 ms under a 50 ms limit,
-        // while that writer waited). Both change temporary tables only: done here, before the
-        // batches, with no lock on the database held.
+        // again, index the record of the children re-pointed ahead and list the rows whose
+        // children it maps, all inside its write transaction (merge-writer: about 45 ms of a
+        // first batch of 52 ms under a 50 ms limit, while that writer waited). All change
+        // temporary tables only: done here, before the batches, with no lock on the database held.
         if writer.writes, let foundAt = state.foundAt, try !unchanged(since: foundAt) {
             if filesByPosition, !staysByPosition, !state.refiled {
                 try db.execute(sql: sql.refileByGroup(after: .min))
@@ -140,6 +140,12 @@ extension DedupeExecutor {
             if state.repointedAhead, !state.aheadIndexed {
                 try db.execute(sql: sql.indexAhead)
                 state.aheadIndexed = true
+            }
+            // The rows whose children the batches map as they go: every row of every group
+            // (400,000 customers: 0.5 s).
+            if sql.mapsChildren, discovery.losers > 0, !state.mappedEveryWinner {
+                try db.execute(sql: sql.fillMappedEveryWinner)
+                state.mappedEveryWinner = true
             }
         }
         // (Not for a dry run: `plan` of merge-archive-50 took 4% longer with the flush.)
@@ -642,13 +648,25 @@ extension DedupeExecutor {
     /// scan of each such child table for the whole rule, instead of one per batch (or, with
     /// foreign-key enforcement on, one per deleted row). `ahead`: the run re-points children
     /// ahead of the batches (``AheadBatches``), which
-    /// maps those paths stretch by stretch and reads each loser's settled winner.
+    /// maps those paths stretch by stretch and reads each loser's settled winner. Where another
+    /// connection has committed since the discovery, such a run maps nothing here: the
+    /// stretches take each loser's settled winner as found and check every move as the rows
+    /// are then, and the batches map the children of their rows as they go
+    /// (``mapWindow(_:after:upTo:version:state:)``).
     func mapChildren(_ sql: BatchStatements, state: inout BatchState, ahead: Bool = false) throws {
         let version = try Int64.fetchOne(db, sql: "PRAGMA main.data_version")
         state.mappedAt = version
         // Rows as found: only a group with ties can change its winner. Else every group is
         // settled again, and any winner may become a loser.
         let asFound = state.foundAt != nil && version == state.foundAt
+        if ahead, !asFound, let foundAt = state.foundAt {
+            // (As for a run whose references all have an index: the stretches start from the
+            // settled winners as found, which `mappedAt` at `foundAt` stands for.)
+            try db.execute(sql: sql.fillMappedSettled)
+            try db.cachedStatement(sql: sql.clearMap).execute()
+            state.mappedAt = foundAt
+            return
+        }
         try db.execute(sql: asFound ? (ahead ? sql.fillMappedSettled : sql.fillMapped) : sql.fillMappedEveryWinner)
         state.mappedEveryWinner = !asFound
         try db.cachedStatement(sql: sql.clearMap).execute()
