@@ -303,18 +303,7 @@ final class UnindexedReferenceTests: XCTestCase {
     /// whose groups then reach past the stretch the batch maps). Each such order ends on the
     /// survivor of its loser's key, and nothing points at a deleted row. Several seeds.
     func testOrdersPointedAtRandomLosersBetweenBatchesEndOnTheirSurvivors() throws {
-        let deleteOnly = """
-            version: 1
-            dedupe:
-              - entity: customers
-                key: email
-                normalize: [lowercase]
-                winner:
-                  - created_at: asc
-                archive: true
-            batch:
-              size: 7
-            """
+        let deleteOnly = ScenarioKit.customersJob(size: 7, merge: nil)
         // `start`: the batches before the first change. The first commit comes before the
         // stretches that re-point children ahead, after the first of them, or once the batches
         // of a rule that only deletes have begun by position.

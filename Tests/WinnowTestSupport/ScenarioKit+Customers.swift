@@ -30,11 +30,11 @@ extension ScenarioKit {
     }
 
     /// The job that deduplicates a `customers` table (as ``scatteredCustomersSQL(customers:orders:seed:createdAt:alsoCreate:)``
-    /// makes one) by lower-cased e-mail, the earliest `created_at` winning, with `merge` and
-    /// `archive` (true unless given), in batches of `size` groups (and `max_transaction_ms`
+    /// makes one) by lower-cased e-mail, the earliest `created_at` winning, with `merge` (none
+    /// where nil) and `archive` (true unless given), in batches of `size` groups (and `max_transaction_ms`
     /// where given), on `database` where given (else the caller names the file).
     package static func customersJob(
-        size: Int, merge: String = "{visits: sum, phone: fill_null}", maxTransactionMilliseconds: Int? = nil,
+        size: Int, merge: String? = "{visits: sum, phone: fill_null}", maxTransactionMilliseconds: Int? = nil,
         database: String? = nil, archive: Bool = true
     )
         -> String
@@ -46,8 +46,7 @@ extension ScenarioKit {
             key: email
             normalize: [lowercase]
             winner:
-              - created_at: asc
-            merge: \(merge)
+              - created_at: asc\(merge.map { "\n    merge: \($0)" } ?? "")
             archive: \(archive)
         batch:
           size: \(size)\(maxTransactionMilliseconds.map { "\n  max_transaction_ms: \($0)" } ?? "")
