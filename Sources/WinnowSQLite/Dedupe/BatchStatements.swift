@@ -73,8 +73,6 @@ struct BatchStatements {
     /// is gone is settled as any other.)
     let fillBatchRevalidatedKeepingTaken: String
     let countPlanned = "SELECT count(*) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
-    /// The stretches of the queue in `(?, ?]` (what ``nextBatch`` counts).
-    let countFirsts = "SELECT count(DISTINCT first) FROM temp.winnow_queue WHERE first > ? AND first <= ?"
     /// ``fillBatchTaken`` after another connection's commit (``DeleteAheadBatches`` taking only
     /// the losers the stretches of merges took): the losers in `(?1, ?2]` recorded as taken by
     /// their winner (``DedupeExecutor/fillTakenCopy()``), each still there and its winner too,

@@ -141,12 +141,8 @@ extension DedupeExecutor {
                 try db.execute(sql: sql.indexAhead)
                 state.aheadIndexed = true
             }
-            // The rows whose children the batches map as they go: every row of every group
-            // (400,000 customers: 0.5 s).
-            if sql.mapsChildren, discovery.losers > 0, !state.mappedEveryWinner {
-                try db.execute(sql: sql.fillMappedEveryWinner)
-                state.mappedEveryWinner = true
-            }
+            // (400,000 customers: 0.5 s.)
+            if sql.mapsChildren, discovery.losers > 0 { try listEveryRowOfEveryGroup(sql, state: &state) }
         }
         // (Not for a dry run: `plan` of merge-archive-50 took 4% longer with the flush.)
         if writer.writes { try flushTemporaryPages(expectedBatches: discovery.groups / max(1, settings.size), sql: sql) }
@@ -566,10 +562,7 @@ extension DedupeExecutor {
     /// per batch, and at first a map of every row of every group too, took 400,000 customers
     /// with unindexed orders from 2.3 s alone to 262 s beside a writer committing every 0.5 s.
     func mapWindow(_ sql: BatchStatements, after: Int64, upTo: Int64, version: Int64, state: inout BatchState) throws {
-        if !state.mappedEveryWinner {
-            try db.execute(sql: sql.fillMappedEveryWinner)
-            state.mappedEveryWinner = true
-        }
+        try listEveryRowOfEveryGroup(sql, state: &state)
         if let window = state.window {
             if window.version == version {
                 state.windowBatches = min(2 * state.windowBatches, Self.mostWindowBatches)
@@ -578,7 +571,7 @@ extension DedupeExecutor {
             }
         }
         var end = upTo
-        let units = try Int.fetchOne(db.cachedStatement(sql: sql.countFirsts), arguments: [after, upTo]) ?? 0
+        let units = try sql.nextBatch.rows(db, after: after, upTo: upTo)
         if let bound = try sql.nextBatch.next(db, after: after, size: state.windowBatches * max(1, units)) {
             end = max(upTo, bound)
         }
@@ -594,6 +587,14 @@ extension DedupeExecutor {
             try db.cachedStatement(sql: window.forget).execute(arguments: [after, end])
             try db.cachedStatement(sql: window.map).execute(arguments: window.bounded ? [after, end, low, high] : [after, end])
         }
+    }
+
+    /// Lists every row of every group in `winnow_mapped` (the rows whose children batches map
+    /// after another connection's commit), unless it does already.
+    func listEveryRowOfEveryGroup(_ sql: BatchStatements, state: inout BatchState) throws {
+        guard !state.mappedEveryWinner else { return }
+        try db.execute(sql: sql.fillMappedEveryWinner)
+        state.mappedEveryWinner = true
     }
 
     /// The fewest and the most batches a stretch of ``mapWindow(_:after:upTo:version:state:)``
